@@ -1,0 +1,69 @@
+/* libhb SIMD dispatch: detects the best instruction set once and holds the level in use.
+ * State: `detected` (what the CPU and OS support) and `level` (what kernels use; tests force it
+ * down with hb_simd_force, and the env var HB_SIMD=scalar|avx2|avx512|avx512vnni caps it at start).
+ * x86: AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C / scalar via __builtin_cpu_supports (which also checks
+ * that the OS saves the vector state). aarch64: NEON (dotprod noted in hb_cpu_dotprod). */
+#include "hb.h"
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+static atomic_int detected = -1, level = -1;
+int hb_cpu_dotprod;                      /* aarch64 SDOT/UDOT available (for later int8 kernels) */
+
+static const char *const names[] = { "scalar", "neon", "avx2", "avx512", "avx512vnni" };
+
+static int detect(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    return __builtin_cpu_supports("avx512vnni") ? HB_AVX512VNNI : HB_AVX512;
+  return avx2 ? HB_AVX2 : HB_SCALAR;
+#elif defined(__aarch64__)
+#if defined(__linux__) && defined(HWCAP_ASIMDDP)
+  hb_cpu_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#elif defined(__APPLE__)
+  hb_cpu_dotprod = 1;                    /* every Apple arm64 core has it */
+#endif
+  return HB_NEON;
+#else
+  return HB_SCALAR;
+#endif
+}
+
+static int best(void) {
+  int d = atomic_load(&detected);
+  if (d < 0) {
+    d = detect();
+    const char *env = getenv("HB_SIMD");
+    if (env)
+      for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
+        if (!strcmp(env, names[i]) && i < d) d = (i == HB_NEON) ? HB_SCALAR : i;
+    atomic_store(&detected, d);
+  }
+  return d;
+}
+
+int hb_simd_level(void) {
+  int l = atomic_load_explicit(&level, memory_order_relaxed);
+  if (l < 0) { l = best(); atomic_store(&level, l); }
+  return l;
+}
+
+const char *hb_simd_name(void) { return names[hb_simd_level()]; }
+
+int hb_simd_force(int want) {
+  int b = best(), l;
+  if (want <= 0) l = HB_SCALAR;
+  else if (want == 1) l = b;
+  else l = want < b ? want : b;
+  /* a capped x86 level must not land on NEON */
+  if (l == HB_NEON && b != HB_NEON) l = HB_SCALAR;
+  atomic_store(&level, l);
+  return l;
+}

@@ -1,0 +1,60 @@
+/* libhb: shared declarations of the native kernel library (loaded by src/engine/hb.ts via bun:ffi).
+ * Owns: the persistent thread pool (pool.c) and the SIMD level chosen at run time (cpu.c).
+ * Every kernel family lives in its own file with a scalar reference and a tail loop. */
+#ifndef HB_H
+#define HB_H
+#include <stdint.h>
+#include <stddef.h>
+
+/* ---- thread pool (pool.c) ---- */
+int hb_init(int nthreads);                 /* 0 = physical cores; returns pool size (>=1) */
+int hb_nthreads(void);
+/* Run fn(ctx, lo, hi) over [0, n) in dynamically claimed chunks of `chunk` items, on every pool
+ * thread and the caller; returns when all chunks are done. Safe to call with n == 0. */
+typedef void (*hb_task_fn)(void *ctx, int lo, int hi);
+void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx);
+
+/* ---- SIMD dispatch (cpu.c) ---- */
+enum { HB_SCALAR = 0, HB_NEON = 1, HB_AVX2 = 2, HB_AVX512 = 3, HB_AVX512VNNI = 4 };
+int hb_simd_level(void);                   /* level in use */
+const char *hb_simd_name(void);
+int hb_simd_force(int best);               /* 0 = force scalar, 1 = best available;
+                                              HB_AVX2.. = cap at that level (tests); returns level */
+
+/* ---- weight formats (formats.md codes 0..4, plus 5 bf16, 6 f16) ---- */
+enum { HB_F32 = 0, HB_INT8 = 1, HB_INT4 = 2, HB_INT2 = 3, HB_INT4G = 4, HB_BF16 = 5, HB_F16 = 6 };
+
+static inline float hb_bf16_to_f32(uint16_t h) {
+  union { uint32_t u; float f; } v; v.u = (uint32_t)h << 16; return v.f;
+}
+/* IEEE half -> f32, exact (subnormals, ±inf); NaNs come out quiet (bit 22 set) like F16C's vcvtph2ps. */
+static inline float hb_f16_to_f32(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0x1f) u = s | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0);
+  else if (e) u = s | ((e + 112) << 23) | (m << 13);
+  else if (!m) u = s;
+  else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 0x3ffu) << 13); }
+  union { uint32_t u; float f; } v; v.u = u; return v.f;
+}
+
+/* ---- kernels (one file each; see src/engine/hb.ts for the TS side) ---- */
+/* matmul.c: W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for fmts 1..4 */
+void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
+void hb_matmul_ref(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
+/* norm.c */
+void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
+void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);
+void hb_softmax(float *x, int n);
+/* elt.c */
+void hb_swiglu(const float *g, const float *u, float *out, int n);
+void hb_add(float *y, const float *x, int n);
+void hb_axpy(float *y, float a, const float *x, int n);
+void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta);
+enum { HB_CONV_BF16 = 1, HB_CONV_F16 = 2, HB_CONV_F8E4M3 = 3 };
+void hb_convert(int kind, const void *src, float *dst, int64_t n);
+/* io.c */
+int64_t hb_pread(int fd, void *buf, int64_t len, int64_t off);
+/* pool.c self-check for tests: runs hb_parallel_for(n, chunk) (with a nested call inside each chunk when
+ * nested != 0) and returns how many indices were not visited exactly once (0 = ok). */
+int hb_pool_check(int n, int chunk, int nested);
+#endif

@@ -1,0 +1,204 @@
+/* libhb thread pool: a persistent set of pthreads that run hb_parallel_for jobs with the caller.
+ * State (process-global): the workers, the current job (fn, ctx, n, chunk, claim counter), a
+ * generation counter that publishes jobs, and the mutex that admits one caller at a time.
+ * Workers spin briefly (HB_SPIN_US, default 200 µs) after a job, then park on a condvar.
+ * Nested calls (from inside a task, on any pool thread) run serially on the calling thread. */
+#include "hb.h"
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HB_MAX_THREADS 256
+
+static struct {
+  pthread_mutex_t call_mu;             /* one caller (or hb_init) at a time */
+  pthread_mutex_t park_mu;
+  pthread_cond_t park_cv;
+  pthread_t tid[HB_MAX_THREADS];
+  int nworkers;                        /* pool threads besides the caller */
+  int ready;                           /* pool started */
+  long spin_ns;
+  /* the job published by `gen` */
+  hb_task_fn fn;
+  void *ctx;
+  int n, chunk, stop;
+  atomic_int next;                     /* next unclaimed index */
+  atomic_int active;                   /* workers that have not finished this generation */
+  atomic_uint gen;
+  atomic_int nsleep;                   /* workers parked on park_cv */
+} P = { .call_mu = PTHREAD_MUTEX_INITIALIZER, .park_mu = PTHREAD_MUTEX_INITIALIZER,
+        .park_cv = PTHREAD_COND_INITIALIZER };
+
+static _Thread_local int tl_in_pool;   /* set on workers and on a caller while it runs a job */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+static long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static void run_chunks(void) {
+  const int n = P.n, chunk = P.chunk;
+  for (;;) {
+    int lo = atomic_fetch_add_explicit(&P.next, chunk, memory_order_relaxed);
+    if (lo >= n) break;
+    P.fn(P.ctx, lo, n - lo < chunk ? n : lo + chunk);
+  }
+}
+
+static void *worker(void *arg) {
+  unsigned seen = (unsigned)(uintptr_t)arg;
+  tl_in_pool = 1;
+  for (;;) {
+    unsigned g;
+    long t0 = now_ns();
+    for (int k = 0; (g = atomic_load_explicit(&P.gen, memory_order_acquire)) == seen; k++) {
+      cpu_relax();
+      if ((k & 255) == 255 && now_ns() - t0 > P.spin_ns) {
+        pthread_mutex_lock(&P.park_mu);
+        atomic_fetch_add(&P.nsleep, 1);
+        while ((g = atomic_load(&P.gen)) == seen) pthread_cond_wait(&P.park_cv, &P.park_mu);
+        atomic_fetch_sub(&P.nsleep, 1);
+        pthread_mutex_unlock(&P.park_mu);
+        break;
+      }
+    }
+    seen = g;
+    if (P.stop) return NULL;
+    run_chunks();
+    atomic_fetch_sub_explicit(&P.active, 1, memory_order_release);
+  }
+}
+
+/* publish a job (fn == NULL with stop = 1 tells workers to exit) and wake parked workers */
+static void publish(void) {
+  atomic_fetch_add(&P.gen, 1);
+  if (atomic_load(&P.nsleep) > 0) {
+    pthread_mutex_lock(&P.park_mu);
+    pthread_cond_broadcast(&P.park_cv);
+    pthread_mutex_unlock(&P.park_mu);
+  }
+}
+
+/* physical cores: unique (physical id, core id) pairs in /proc/cpuinfo, capped by the affinity mask */
+static int physical_cores(void) {
+  int n = 0;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    static int pairs[4096][2];
+    char line[256];
+    int phys = 0, core = -1;
+    while (fgets(line, sizeof line, f)) {
+      if (!strncmp(line, "physical id", 11)) phys = atoi(strchr(line, ':') ? strchr(line, ':') + 1 : "0");
+      else if (!strncmp(line, "core id", 7) && strchr(line, ':')) {
+        core = atoi(strchr(line, ':') + 1);
+        int dup = 0;
+        for (int i = 0; i < n && !dup; i++) dup = pairs[i][0] == phys && pairs[i][1] == core;
+        if (!dup && n < 4096) { pairs[n][0] = phys; pairs[n][1] = core; n++; }
+      }
+    }
+    fclose(f);
+  }
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n <= 0) n = online > 0 ? (int)online : 1;
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < n)
+    n = CPU_COUNT(&set);
+#endif
+  return n;
+}
+
+static void stop_workers(void) {
+  if (!P.nworkers) return;
+  P.stop = 1;
+  publish();
+  for (int i = 0; i < P.nworkers; i++) pthread_join(P.tid[i], NULL);
+  P.stop = 0;
+  P.nworkers = 0;
+}
+
+/* (re)start the pool with `want` threads in all; call_mu held */
+static void start_pool(int want) {
+  if (want > HB_MAX_THREADS) want = HB_MAX_THREADS;
+  const char *sp = getenv("HB_SPIN_US");
+  P.spin_ns = (sp ? atol(sp) : 200) * 1000L;
+  stop_workers();
+  unsigned g = atomic_load(&P.gen);
+  for (int i = 0; i < want - 1; i++) {
+    if (pthread_create(&P.tid[i], NULL, worker, (void *)(uintptr_t)g) != 0) break;
+    P.nworkers++;
+  }
+  P.ready = 1;
+}
+
+int hb_init(int nthreads) {
+  if (tl_in_pool) return P.nworkers + 1;  /* not from inside a task */
+  int want = nthreads > 0 ? nthreads : physical_cores();
+  if (want > HB_MAX_THREADS) want = HB_MAX_THREADS;   /* so re-init compares like with like */
+  pthread_mutex_lock(&P.call_mu);
+  if (!P.ready || want != P.nworkers + 1) start_pool(want);
+  int r = P.nworkers + 1;
+  pthread_mutex_unlock(&P.call_mu);
+  return r;
+}
+
+int hb_nthreads(void) { return P.ready ? P.nworkers + 1 : 1; }
+
+void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) {
+  if (n <= 0) return;
+  if (chunk < 1) chunk = 1;
+  if (tl_in_pool || n <= chunk) {          /* nested or a single chunk: run here, serially */
+    for (int lo = 0; lo < n; lo += chunk) fn(ctx, lo, n - lo < chunk ? n : lo + chunk);
+    return;
+  }
+  pthread_mutex_lock(&P.call_mu);
+  if (!P.ready) start_pool(physical_cores());  /* lazy start when hb_init was never called */
+  tl_in_pool = 1;
+  P.fn = fn; P.ctx = ctx; P.n = n; P.chunk = chunk;
+  atomic_store(&P.next, 0);
+  atomic_store(&P.active, P.nworkers);
+  if (P.nworkers) publish();
+  run_chunks();
+  for (int k = 0; atomic_load_explicit(&P.active, memory_order_acquire) != 0; k++) {
+    if (k < 4096) cpu_relax(); else sched_yield();
+  }
+  tl_in_pool = 0;
+  pthread_mutex_unlock(&P.call_mu);
+}
+
+/* ---- self-check used by test/kernels.test.ts ---- */
+typedef struct { atomic_int *seen; int nested; } check_ctx;
+static void check_inner(void *c, int lo, int hi) {
+  atomic_int *seen = c;
+  for (int i = lo; i < hi; i++) atomic_fetch_add(&seen[i], 1);
+}
+static void check_task(void *c, int lo, int hi) {
+  check_ctx *k = c;
+  if (k->nested) {                       /* nested call over this chunk, offset into the array */
+    hb_parallel_for(hi - lo, 3, check_inner, k->seen + lo);
+  } else check_inner(k->seen, lo, hi);
+}
+int hb_pool_check(int n, int chunk, int nested) {
+  if (n < 0) return -1;
+  atomic_int *seen = calloc(n ? (size_t)n : 1, sizeof *seen);
+  if (!seen) return -1;
+  check_ctx c = { seen, nested };
+  hb_parallel_for(n, chunk, check_task, &c);
+  int bad = 0;
+  for (int i = 0; i < n; i++) bad += atomic_load(&seen[i]) != 1;
+  free(seen);
+  return bad;
+}

@@ -1,0 +1,68 @@
+// Shared CLI plumbing: the Command shape every subcommand module implements, UsageError (bad
+// arguments → exit 2 with the command's help) and a strict `util.parseArgs` wrapper. No state.
+import { parseArgs, type ParseArgsConfig } from "node:util";
+
+/** What a subcommand module (`src/cli/<name>.ts`) exports as its `command`. */
+export interface Command {
+  /** one line for the overall help */
+  summary: string;
+  /** full help text: usage line, options, examples */
+  help: string;
+  /** runs with the arguments after the subcommand name; resolves to the exit code */
+  run(argv: string[]): Promise<number> | number;
+}
+
+/** Bad command-line input: printed as `hummingbird: <message>` followed by the help; exit 2. */
+export class UsageError extends Error {
+  constructor(message: string, readonly help?: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+
+/**
+ * util.parseArgs, strict, with `--help`/`-h` added. Its errors become UsageError (with `help`).
+ * Returns `null` when help was asked for (the caller prints `help` and exits 0).
+ */
+export function parseCli<O extends Options>(argv: string[], options: O, help: string, allowPositionals = false) {
+  let r;
+  try {
+    r = parseArgs({ args: argv, options: { ...options, help: { type: "boolean", short: "h" } }, strict: true, allowPositionals });
+  } catch (e) {
+    throw new UsageError((e as Error).message, help);
+  }
+  if ((r.values as Record<string, unknown>).help) return null;
+  return r;
+}
+
+/** A required string option. */
+export function required(values: Record<string, unknown>, name: string, help: string): string {
+  const v = values[name];
+  if (typeof v !== "string" || v === "") throw new UsageError(`missing required option --${name}`, help);
+  return v;
+}
+
+/** Parse a non-negative safe integer option value. */
+export function intOption(v: string, name: string, help: string): number {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new UsageError(`--${name} must be a non-negative integer, got ${JSON.stringify(v)}`, help);
+  return Number(v);
+}
+
+/** Parse one of a fixed set of option values. */
+export function choice<T extends string>(v: string, name: string, allowed: readonly T[], help: string): T {
+  if (!(allowed as readonly string[]).includes(v)) throw new UsageError(`--${name} must be one of ${allowed.join("|")}, got ${JSON.stringify(v)}`, help);
+  return v as T;
+}
+
+/** Human-readable byte count: `1.50 GiB`. */
+export function fmtBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n, u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(2)} ${units[u]}`;
+}

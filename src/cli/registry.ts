@@ -1,0 +1,30 @@
+// The subcommand registry: name → one-line summary + lazy loader of `src/cli/<name>.ts` (which
+// exports `command: Command`). Lazy so `--help` and light commands never load the engine.
+// To add a subcommand: write src/cli/<name>.ts exporting `command`, then add one line here.
+import type { Command } from "./common.ts";
+
+export interface Entry {
+  summary: string;
+  load(): Promise<Command>;
+}
+
+export const COMMANDS: Record<string, Entry> = {
+  "make-model": {
+    summary: "write a random glm_moe_dsa model directory (preset tiny|bench)",
+    load: async () => (await import("./make-model.ts")).command,
+  },
+  inspect: {
+    summary: "report a model directory's shape, tensors and byte budget",
+    load: async () => (await import("./inspect.ts")).command,
+  },
+  logits: {
+    summary: "teacher-forced logits of a token sequence as JSON",
+    load: async () => (await import("./logits.ts")).command,
+  },
+  generate: {
+    summary: "generate tokens from a prompt (greedy or sampled)",
+    load: async () => (await import("./generate.ts")).command,
+  },
+  // serve:    { summary: "...", load: async () => (await import("./serve.ts")).command },
+  // bench:    { summary: "...", load: async () => (await import("./bench.ts")).command },
+};

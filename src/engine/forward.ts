@@ -1,0 +1,95 @@
+// The forward pass of glm_moe_dsa (spec §3), read top to bottom like the paper:
+//   x = E[id];  per layer: x += Attn(RMS(x));  x += FFN(RMS(x));  logits = lm_head · RMS(x).
+// `forward` runs one batch of segments (rows of one or more conversations) through layers [0, L)
+// and the head. The layer loop is `runLayers(lo, hi)`, so a range can go to another executor
+// (the Vulkan chain) later. No buffers are allocated here: RunState is grown before the loop.
+import type { Layer } from "../model/weights.ts";
+import { add, convert, Conv, Fmt, rmsnorm } from "./hb.ts";
+import { mm } from "./mat.ts";
+import { attention, type AttnMode, type KeyMode } from "./attention.ts";
+import { mlp, moe } from "./moe.ts";
+import type { Model } from "./model.ts";
+import type { RunState } from "./state.ts";
+import type { Segment, SelectHook } from "./batch.ts";
+
+export interface ForwardOpts {
+  attn?: AttnMode;          // naive / absorbed / auto (cost model)
+  logits?: "all" | "last" | "none"; // which rows get lm_head (last = last row of each segment)
+  onSelect?: SelectHook;    // DSA debug hook (full layers)
+}
+
+/** Rows of a batch: x [S, D] = E[ids]; positions and visible-key counts per row. */
+export function embed(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>): number {
+  const D = m.cfg.hidden_size, E = m.w.embed;
+  let S = 0;
+  for (const g of segs) S = Math.max(S, g.r0 + g.n);
+  let T = 0;
+  for (const g of segs) T = Math.max(T, g.pos0 + g.n);
+  st.ensure(S, T);
+  for (const g of segs) {
+    if (g.pos0 > g.kv.len) throw new Error(`segment at position ${g.pos0} leaves a gap after ${g.kv.len} cached rows`);
+    g.kv.reserve(g.pos0 + g.n);
+    for (let j = 0; j < g.n; j++) {
+      const r = g.r0 + j, id = ids[r];
+      if (!Number.isInteger(id) || id < 0 || id >= m.cfg.vocab_size) throw new RangeError(`token id ${id} at row ${r} outside [0, ${m.cfg.vocab_size})`);
+      st.pos[r] = g.pos0 + j;
+      st.nk[r] = g.pos0 + j + 1;
+      embedRow(E, id, D, st.x.subarray(r * D, (r + 1) * D));
+    }
+  }
+  return S;
+}
+
+export function embedRow(E: Model["w"]["embed"], id: number, D: number, out: Float32Array): void {
+  if (E.fmt === Fmt.f32) out.set((E.data as Float32Array).subarray(id * D, (id + 1) * D));
+  else if (E.fmt === Fmt.bf16 || E.fmt === Fmt.f16) convert(E.fmt === Fmt.bf16 ? Conv.bf16 : Conv.f16, (E.data as Uint16Array).subarray(id * D, (id + 1) * D), out, D);
+  else throw new Error(`${E.name}: quantized embeddings are not supported yet`);
+}
+
+/** One decoder layer over S rows of st.x: x += Attn(RMS(x)); x += FFN(RMS(x)). */
+export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: number, segs: Segment[],
+  S: number, keys: KeyMode, opts: ForwardOpts): void {
+  const D = m.cfg.hidden_size, eps = m.cfg.rms_norm_eps;
+  rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
+  attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect);
+  add(st.x, st.ao, S * D);
+  rmsnorm(st.x, w.post_norm, st.xb, S, D, eps);
+  if (w.moe) moe(m.cfg, st, w.moe, st.xb, S, st.ao);
+  else mlp(st, w.mlp!, st.xb, S, st.ao);
+  add(st.x, st.ao, S * D);
+}
+
+/** Which keys layer i attends to. */
+export function keyMode(m: Model, i: number): KeyMode {
+  if (!m.cfg.has_dsa) return "dense";
+  return m.cfg.indexer_types[i] === "full" ? "full" : "shared";
+}
+
+export function runLayers(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
+  for (let i = lo; i < hi; i++) block(m, st, m.w.layers[i], i, i, segs, S, keyMode(m, i), opts);
+}
+
+/** logits rows = lm_head · RMS(x; norm) for the chosen rows; returns how many rows were written. */
+export function head(m: Model, st: RunState, segs: Segment[], S: number, which: "all" | "last"): number {
+  const D = m.cfg.hidden_size;
+  if (which === "all") {
+    rmsnorm(st.x, m.w.norm, st.xb, S, D, m.cfg.rms_norm_eps);
+    mm(m.w.lm_head, st.xb, S, st.logits);
+    return S;
+  }
+  segs.forEach((g, k) => {
+    const r = g.r0 + g.n - 1;
+    rmsnorm(st.x.subarray(r * D, (r + 1) * D), m.w.norm, st.xb.subarray(k * D, (k + 1) * D), 1, D, m.cfg.rms_norm_eps);
+  });
+  mm(m.w.lm_head, st.xb, segs.length, st.logits);
+  return segs.length;
+}
+
+/** Run the batch: rows st.x <- embed(ids); layers 0..L-1; head. KV caches advance past their rows. */
+export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>, opts: ForwardOpts = {}): number {
+  const S = embed(m, st, segs, ids);
+  runLayers(m, st, segs, S, 0, m.cfg.num_hidden_layers, opts);
+  for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.version++; }
+  const which = opts.logits ?? "all";
+  return which === "none" ? 0 : head(m, st, segs, S, which);
+}

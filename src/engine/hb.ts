@@ -1,0 +1,99 @@
+// libhb binding: the one place that dlopens the native kernel library (ffi/*.c) and declares its
+// symbol table. Owns no model state. TypedArrays are passed straight to FFI (never ptr() per call).
+// Every wrapper documents its shape contract; the C side (ffi/hb.h) is the source of truth.
+import { dlopen, FFIType } from "bun:ffi";
+import { ensureNative } from "../../ffi/build.ts";
+
+const { i32, i64, f32, f64, ptr, cstring } = FFIType;
+
+/** Weight formats understood by hb_matmul. 0-4 are formats.md's codes; 5/6 are ours. */
+export const Fmt = { f32: 0, int8: 1, int4: 2, int2: 3, int4g: 4, bf16: 5, f16: 6 } as const;
+export type FmtCode = (typeof Fmt)[keyof typeof Fmt];
+/** Source dtypes understood by hb_convert (to f32). */
+export const Conv = { bf16: 1, f16: 2, f8e4m3: 3 } as const;
+
+const symbols = {
+  hb_init: { args: [i32], returns: i32 }, // (nthreads; 0 = physical cores) -> threads in the pool
+  hb_nthreads: { args: [], returns: i32 },
+  hb_simd_name: { args: [], returns: cstring }, // "avx512vnni" | "avx512" | "avx2" | "neon" | "scalar"
+  hb_simd_force: { args: [i32], returns: i32 }, // 0 scalar, 1 best available; returns level in use
+  // W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for quantized fmts (null/0 otherwise)
+  hb_matmul: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
+  // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
+  hb_rmsnorm: { args: [ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
+  // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
+  hb_layernorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
+  hb_softmax: { args: [ptr, i32], returns: FFIType.void }, // in place over n
+  hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u
+  hb_add: { args: [ptr, ptr, i32], returns: FFIType.void }, // y[n] += x
+  hb_axpy: { args: [ptr, f32, ptr, i32], returns: FFIType.void }, // y[n] += a·x
+  // interleaved RoPE in place: x[s*rowStride + v*vecStride + 2j, 2j+1], j < dr/2, angle pos[s]·theta^(-2j/dr)
+  hb_rope: { args: [ptr, i32, i32, i32, i32, i32, ptr, f64], returns: FFIType.void },
+  hb_convert: { args: [i32, ptr, ptr, i64], returns: FFIType.void }, // (Conv, src, dst f32, n)
+  hb_pread: { args: [i32, ptr, i64, i64], returns: i64 }, // (fd, buf, len, off) -> bytes or -errno
+  // attention core, parallel over (s,h): see ffi/attn.c for the stride contract
+  hb_attn: {
+    args: [i32, i32, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32],
+    returns: FFIType.void,
+  },
+  // I[s,t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for t < nk[s]
+  hb_index_scores: { args: [i32, i32, i32, ptr, ptr, ptr, ptr, ptr, i32, f32], returns: FFIType.void },
+  // DSA selection with the spec's tie rule; sel rows ascending
+  hb_dsa_select: { args: [i32, ptr, i32, ptr, i32, ptr, ptr], returns: FFIType.void },
+} as const;
+
+type Lib = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
+let lib: Lib | null = null;
+
+/** Load (building first if needed) and start the pool. Idempotent. */
+export function hb(): Lib {
+  if (lib) return lib;
+  const path = ensureNative();
+  lib = dlopen(path, symbols).symbols;
+  const n = Number(process.env.HB_THREADS ?? 0);
+  lib.hb_init(Number.isFinite(n) ? n : 0);
+  return lib;
+}
+
+type F32 = Float32Array;
+type Weight = Float32Array | Uint16Array | Uint8Array;
+
+/** W [O,I] · x [S,I] -> y [S,O] */
+export function matmul(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number, O: number, I: number, x: F32, S: number, y: F32) {
+  hb().hb_matmul(fmt, W, scales, gs, O, I, x, S, y);
+}
+export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: number) => hb().hb_rmsnorm(x, w, y, S, D, eps);
+export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
+  hb().hb_layernorm(x, w, b, y, S, D, eps);
+export const softmax = (x: F32, n: number) => hb().hb_softmax(x, n);
+export const swiglu = (g: F32, u: F32, out: F32, n: number) => hb().hb_swiglu(g, u, out, n);
+export const add = (y: F32, x: F32, n: number) => hb().hb_add(y, x, n);
+export const axpy = (y: F32, a: number, x: F32, n: number) => hb().hb_axpy(y, a, x, n);
+/** interleaved RoPE in place over S rows × nvec vectors of width dr */
+export function rope(x: F32, S: number, rowStride: number, nvec: number, vecStride: number, dr: number, pos: Int32Array, theta: number) {
+  hb().hb_rope(x, S, rowStride, nvec, vecStride, dr, pos, theta);
+}
+export const convert = (kind: number, src: Uint8Array | Uint16Array, dst: F32, n: number) => hb().hb_convert(kind, src, dst, n);
+export const pread = (fd: number, buf: Uint8Array, len: number, off: number): number =>
+  Number(hb().hb_pread(fd, buf, len, off));
+
+/** Strided view of one attention operand: base array, row stride and head stride (0 = shared by heads). */
+export interface AttnOperand { a: F32; row: number; head: number }
+/**
+ * For each row s < S and head h < H: keys t_j = sel ? sel[s*selRow + j] : j, j < nsel[s];
+ * p = softmax_j(scale · q[s,h]·k[t_j,h]);  out[s,h] = Σ_j p_j v[t_j,h].
+ * q [.., dk], k [.., dk], v [.., dv], out [.., dv] addressed as base + s*row + h*head.
+ */
+export function attn(S: number, H: number, dk: number, dv: number, q: AttnOperand, k: AttnOperand, v: AttnOperand,
+  sel: Int32Array | null, nsel: Int32Array, selRow: number, scale: number, out: AttnOperand) {
+  hb().hb_attn(S, H, dk, dv, q.a, q.row, q.head, k.a, k.row, k.head, v.a, v.row, v.head, sel, nsel, selRow, scale,
+    out.a, out.row, out.head);
+}
+/** qI [S, nh*hd], w [S, nh], kI [T, hd], nk [S] -> out [S, outRow] (t < nk[s] written) */
+export function indexScores(S: number, nh: number, hd: number, qI: F32, w: F32, kI: F32, nk: Int32Array, out: F32, outRow: number, scale: number) {
+  hb().hb_index_scores(S, nh, hd, qI, w, kI, nk, out, outRow, scale);
+}
+/** scores [S, scoreRow], nk [S] -> sel [S, topk] ascending, nsel [S] = min(nk, topk) */
+export function dsaSelect(S: number, scores: F32, scoreRow: number, nk: Int32Array, topk: number, sel: Int32Array, nsel: Int32Array) {
+  hb().hb_dsa_select(S, scores, scoreRow, nk, topk, sel, nsel);
+}

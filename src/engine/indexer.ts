@@ -1,0 +1,43 @@
+// The DSA lightning indexer (spec §3.3): on `full` layers it scores every visible key and selects
+// `index_topk` of them per query row (tie rule in hb_dsa_select); `shared` layers reuse the last
+// selection left in RunState.sel. Stores the new rows' indexer keys in the conversation's KVCache.
+import type { Config } from "../model/config.ts";
+import type { Indexer } from "../model/weights.ts";
+import { dsaSelect, indexScores, layernorm, rope } from "./hb.ts";
+import { mm } from "./mat.ts";
+import type { RunState } from "./state.ts";
+import type { Segment, SelectHook } from "./batch.ts";
+
+const K_NORM_EPS = 1e-6;
+
+/** Fill st.sel/st.nsel for every row of the batch (h = st.xb, c_q = st.c_q, positions st.pos/st.nk). */
+export function indexerSelect(cfg: Config, st: RunState, w: Indexer, layer: number, kvLayer: number,
+  segs: Segment[], S: number, hook?: SelectHook): void {
+  const nh = cfg.index_n_heads, hd = cfg.index_head_dim, dr = cfg.qk_rope_head_dim, topk = cfg.index_topk;
+  const theta = cfg.rope_theta;
+  // qI = W_wq_b c_q -> [S, nh*hd], first dr dims of each head roped
+  mm(w.wq_b, st.c_q, S, st.qI);
+  rope(st.qI, S, nh * hd, nh, hd, dr, st.pos, theta);
+  // kI = LN(W_wk h) -> [S, hd], first dr dims roped
+  mm(w.wk, st.xb, S, st.kI);
+  layernorm(st.kI, w.k_norm_w, w.k_norm_b, st.kI, S, hd, K_NORM_EPS);
+  rope(st.kI, S, hd, 1, 0, dr, st.pos, theta);
+  // w = W_weights_proj h · nh^(-1/2) -> [S, nh]
+  mm(w.weights_proj, st.xb, S, st.iw);
+  const wscale = Math.fround(1 / Math.sqrt(nh));
+  for (let i = 0; i < S * nh; i++) st.iw[i] *= wscale;
+
+  for (const g of segs) {
+    const ik = g.kv.ik[kvLayer];
+    if (!ik) throw new Error(`layer ${layer}: KV cache holds no indexer keys`);
+    ik.set(st.kI.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
+    const nk = st.nk.subarray(g.r0, g.r0 + g.n);
+    const sel = st.sel.subarray(g.r0 * topk), nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
+    if (g.pos0 + g.n > topk) {
+      indexScores(g.n, nh, hd, st.qI.subarray(g.r0 * nh * hd), st.iw.subarray(g.r0 * nh), ik, nk,
+        st.scores, st.ctx, Math.fround(1 / Math.sqrt(hd)));
+    }
+    dsaSelect(g.n, st.scores, st.ctx, nk, topk, sel, nsel);
+    if (hook) for (let j = 0; j < g.n; j++) hook(layer, g.pos0 + j, sel.subarray(j * topk, j * topk + nsel[j]));
+  }
+}

@@ -1,0 +1,54 @@
+// KV state of one conversation (one sequence): the compressed MLA cache per layer and the DSA indexer
+// keys on full layers. Row t holds absolute position t. The host copy is canonical; a device mirror
+// (gpu/) follows it through `version`, which every write path bumps.
+import type { Config } from "../model/config.ts";
+
+export class KVCache {
+  /** Tokens stored (rows [0, len) are valid). */
+  len = 0;
+  /** Rows allocated per layer. */
+  cap = 0;
+  /** Bumped by every host write (append, truncate): lets mirrors detect staleness. */
+  version = 0;
+  /** per layer [cap, kv_lora + qk_rope]: c_kv (kv_a_layernorm'd latent) ‖ k_pe (roped) */
+  readonly kv: Float32Array[];
+  /** per layer [cap, index_head_dim] indexer keys (LayerNorm + roped), null where the layer has none */
+  readonly ik: (Float32Array | null)[];
+  readonly kvWidth: number;
+  readonly ikWidth: number;
+
+  /** `indexed[i]`: layer i stores indexer keys (a `full` DSA layer). */
+  constructor(cfg: Config, readonly nLayers: number, readonly indexed: boolean[], initialCap = 64) {
+    this.kvWidth = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
+    this.ikWidth = cfg.index_head_dim;
+    this.kv = Array.from({ length: nLayers }, () => new Float32Array(0));
+    this.ik = indexed.map(() => null);
+    this.reserve(initialCap);
+  }
+
+  /** Ensure room for `n` rows (grows in powers of two, keeping the contents). */
+  reserve(n: number): void {
+    if (n <= this.cap) return;
+    let cap = Math.max(this.cap, 16);
+    while (cap < n) cap *= 2;
+    for (let i = 0; i < this.nLayers; i++) {
+      const kv = new Float32Array(cap * this.kvWidth);
+      kv.set(this.kv[i].subarray(0, this.len * this.kvWidth));
+      this.kv[i] = kv;
+      if (this.indexed[i]) {
+        const ik = new Float32Array(cap * this.ikWidth);
+        const old = this.ik[i];
+        if (old) ik.set(old.subarray(0, this.len * this.ikWidth));
+        this.ik[i] = ik;
+      }
+    }
+    this.cap = cap;
+  }
+
+  /** Drop rows [n, len): the conversation continues from position n. */
+  truncate(n: number): void {
+    if (n < 0 || n > this.len) throw new Error(`KVCache.truncate(${n}) outside [0, ${this.len}]`);
+    this.len = n;
+    this.version++;
+  }
+}

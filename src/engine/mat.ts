@@ -1,0 +1,41 @@
+// Matrix helpers over weights.ts's `Mat` views: row slices (for per-head blocks of kv_b) and the
+// dequantized transpose (for the absorbed MLA form). Stateless.
+import { Fmt, matmul } from "./hb.ts";
+import type { Mat } from "../model/weights.ts";
+
+/** Bytes (or elements, for 16/32-bit storage) of one stored row of W [O, I]. */
+function rowUnits(m: Mat): number {
+  switch (m.fmt) {
+    case Fmt.f32: case Fmt.bf16: case Fmt.f16: case Fmt.int8: return m.I;
+    case Fmt.int4: case Fmt.int4g: return Math.ceil(m.I / 2);
+    case Fmt.int2: return Math.ceil(m.I / 4);
+  }
+  throw new Error(`${m.name}: unknown fmt ${m.fmt}`);
+}
+
+/** Rows [r0, r0+n) of W as a Mat view (no copy): W[r0:r0+n, :] [n, I]. */
+export function rowsOf(m: Mat, r0: number, n: number): Mat {
+  if (r0 < 0 || n < 0 || r0 + n > m.O) throw new Error(`${m.name}: rows [${r0}, ${r0 + n}) outside [0, ${m.O})`);
+  const u = rowUnits(m);
+  const data = m.data.subarray(r0 * u, (r0 + n) * u);
+  let scales = m.scales;
+  if (scales) {
+    const per = m.fmt === Fmt.int4g ? Math.ceil(m.I / m.gs) : 1;
+    scales = scales.subarray(r0 * per, (r0 + n) * per);
+  }
+  return { ...m, O: n, data, scales };
+}
+
+/** y [S,O] = W · x for S rows (thin wrapper so callers pass a Mat). */
+export function mm(W: Mat, x: Float32Array, S: number, y: Float32Array): void {
+  matmul(W.fmt, W.data, W.scales, W.gs, W.O, W.I, x, S, y);
+}
+
+/** Wᵀ [I, O] in f32, dequantized through the kernel itself (W · e_i for each unit vector e_i). */
+export function transposeF32(m: Mat): Float32Array {
+  const eye = new Float32Array(m.I * m.I);
+  for (let i = 0; i < m.I; i++) eye[i * m.I + i] = 1;
+  const t = new Float32Array(m.I * m.O);
+  mm(m, eye, m.I, t); // row i of the result = W · e_i = column i of W
+  return t;
+}

@@ -1,0 +1,63 @@
+// RunState: every activation buffer of the forward, allocated up front for `rows` batch rows and `ctx`
+// context positions, and grown (outside the layer loop) only when a batch needs more. `forward`
+// itself allocates no buffers. Shapes use S = rows, T = ctx.
+import type { Config } from "../model/config.ts";
+
+export class RunState {
+  rows = 0;
+  ctx = 0;
+  x!: Float32Array;      // [S, D] residual stream
+  xb!: Float32Array;     // [S, D] normed input of a sub-block
+  ao!: Float32Array;     // [S, D] sub-block output (attention or FFN) before the residual add
+  q_a!: Float32Array;    // [S, q_lora] W_qa h
+  c_q!: Float32Array;    // [S, q_lora] RMS(q_a): q_resid, also the indexer's input
+  q!: Float32Array;      // [S, H*(dn+dr)] per-head [q_nope ‖ q_pe]
+  a!: Float32Array;      // [S, kv_lora+dr] W_kva h
+  qcat!: Float32Array;   // [S, H*(kv_lora+dr)] absorbed queries [W_K,hᵀ q_nope ‖ q_pe]
+  o_lat!: Float32Array;  // [S, H*kv_lora] Σ p·c_kv per head (absorbed)
+  o!: Float32Array;      // [S, H*dv] concat_h o_h
+  c_kv!: Float32Array;   // [T, kv_lora] context latents, contiguous (naive form)
+  kvb!: Float32Array;    // [T, H*(dn+dv)] W_kvb c_kv (naive form)
+  k!: Float32Array;      // [T, H*(dn+dr)] per-head [k_nope ‖ k_pe] (naive form)
+  qI!: Float32Array;     // [S, nh*hd] indexer queries
+  kI!: Float32Array;     // [S, hd] indexer keys of the new rows
+  iw!: Float32Array;     // [S, nh] indexer head weights
+  scores!: Float32Array; // [S, T] indexer scores I(s,t)
+  sel!: Int32Array;      // [S, topk] DSA selection of the last full layer
+  nsel!: Int32Array;     // [S] keys per row (dense: pos+1)
+  nk!: Int32Array;       // [S] visible keys per row (pos+1)
+  pos!: Int32Array;      // [S] absolute position of each row
+  hg!: Float32Array;     // [S, F] gate activations, F = max FFN width
+  hu!: Float32Array;     // [S, F] up activations
+  xe!: Float32Array;     // [S, D] rows gathered for one expert
+  ye!: Float32Array;     // [S, D] that expert's output
+  z!: Float32Array;      // [S, E] router logits
+  logits!: Float32Array; // [S, V]
+  ecat!: Float32Array;   // [S, 2D] MTP input [enorm(E[t]) ‖ hnorm(h)]
+
+  constructor(readonly cfg: Config, rows = 1, ctx = 64) {
+    this.ensure(rows, ctx);
+  }
+
+  /** Grow to hold `rows` batch rows over contexts of up to `ctx` positions. */
+  ensure(rows: number, ctx: number): void {
+    if (rows <= this.rows && ctx <= this.ctx) return;
+    const c = this.cfg;
+    const S = Math.max(rows, this.rows), T = Math.max(ctx, this.ctx);
+    const H = c.num_attention_heads, dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim;
+    const kvr = c.kv_lora_rank, qr = c.q_lora_rank ?? 0, D = c.hidden_size;
+    const F = Math.max(c.intermediate_size, c.moe_intermediate_size * Math.max(1, c.n_shared_experts));
+    const f = (n: number) => new Float32Array(n);
+    this.x = f(S * D); this.xb = f(S * D); this.ao = f(S * D);
+    this.q_a = f(S * qr); this.c_q = f(S * qr); this.q = f(S * H * (dn + dr)); this.a = f(S * (kvr + dr));
+    this.qcat = f(S * H * (kvr + dr)); this.o_lat = f(S * H * kvr); this.o = f(S * H * dv);
+    this.c_kv = f(T * kvr); this.kvb = f(T * H * (dn + dv)); this.k = f(T * H * (dn + dr));
+    this.qI = f(S * c.index_n_heads * c.index_head_dim); this.kI = f(S * c.index_head_dim);
+    this.iw = f(S * c.index_n_heads); this.scores = f(S * T);
+    this.sel = new Int32Array(S * Math.max(1, c.index_topk)); this.nsel = new Int32Array(S);
+    this.nk = new Int32Array(S); this.pos = new Int32Array(S);
+    this.hg = f(S * F); this.hu = f(S * F); this.xe = f(S * D); this.ye = f(S * D);
+    this.z = f(S * c.n_routed_experts); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
+    this.rows = S; this.ctx = T;
+  }
+}

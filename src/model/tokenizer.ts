@@ -1,0 +1,72 @@
+// Text <-> ids for a model directory: tokenizer.json through @huggingface/tokenizers, the chat
+// template of tokenizer_config.json through @huggingface/jinja, and a streaming decoder that never
+// emits half a UTF-8 character. Holds the parsed tokenizer and the compiled template.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Tokenizer } from "@huggingface/tokenizers";
+import { Template } from "@huggingface/jinja";
+import { ModelError } from "./errors.ts";
+
+export interface ChatMessage { role: string; content: string }
+
+export class TextCodec {
+  private tok: Tokenizer;
+  private template: Template | null;
+
+  constructor(tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>) {
+    this.tok = new Tokenizer(tokenizerJson as object, tokenizerConfig as object);
+    const t = tokenizerConfig.chat_template;
+    this.template = typeof t === "string" ? new Template(t) : null;
+  }
+
+  encode(text: string): number[] {
+    return this.tok.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  decode(ids: number[], skipSpecial = false): string {
+    return this.tok.decode(ids, { skip_special_tokens: skipSpecial });
+  }
+
+  /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`). */
+  chat(messages: ChatMessage[], opts: { enableThinking?: boolean; addGenerationPrompt?: boolean } = {}): string {
+    if (!this.template) throw new ModelError("no chat template", { file: "tokenizer_config.json", field: "chat_template" });
+    return this.template.render({
+      messages, add_generation_prompt: opts.addGenerationPrompt ?? true, enable_thinking: opts.enableThinking ?? false,
+    });
+  }
+
+  /** A streaming decoder: push ids, get text deltas; incomplete UTF-8 is held until complete. */
+  stream(skipSpecial = true): { push(id: number): string; flush(): string } {
+    const ids: number[] = [];
+    let emitted = "";
+    return {
+      push: (id: number) => {
+        ids.push(id);
+        const text = this.decode(ids, skipSpecial);
+        if (text.endsWith("\uFFFD")) return ""; // a multi-byte character is still incomplete
+        const delta = text.slice(emitted.length);
+        emitted = text;
+        if (ids.length > 64) { ids.length = 0; emitted = ""; } // bound the re-decode window
+        return delta;
+      },
+      flush: () => {
+        const text = this.decode(ids, skipSpecial);
+        const delta = text.slice(emitted.length);
+        ids.length = 0; emitted = "";
+        return delta;
+      },
+    };
+  }
+}
+
+function readJson(dir: string, name: string): Record<string, unknown> {
+  const p = join(dir, name);
+  try { return JSON.parse(readFileSync(p, "utf8")); }
+  catch (e) { throw new ModelError((e as Error).message, { file: p }); }
+}
+
+export function loadTokenizer(dir: string): TextCodec {
+  if (!existsSync(join(dir, "tokenizer.json"))) throw new ModelError("missing", { file: join(dir, "tokenizer.json") });
+  const cfg = existsSync(join(dir, "tokenizer_config.json")) ? readJson(dir, "tokenizer_config.json") : {};
+  return new TextCodec(readJson(dir, "tokenizer.json"), cfg);
+}

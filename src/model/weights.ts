@@ -1,0 +1,220 @@
+// Typed, read-only weight views for the forward (spec §2 names and shapes). Holds the loaded
+// matrices/vectors of one model; routed experts are planned (validated from headers) at load time
+// and read lazily on first use, then cached per Moe (the seam for expert streaming).
+import { Fmt, type FmtCode } from "../engine/hb.ts";
+import type { Config } from "./config.ts";
+import { ModelError } from "./errors.ts";
+import { readBytes, readF32, type TensorInfo, type TensorStore } from "./safetensors.ts";
+
+export type F32 = Float32Array;
+/** A matrix W [O, I] in one of the hb formats (0 f32, 1 int8, 2 int4, 3 int2, 4 int4g, 5 bf16, 6 f16). */
+export interface Mat { name: string; fmt: FmtCode; O: number; I: number; data: Float32Array | Uint16Array | Uint8Array; scales: Float32Array | null; gs: number }
+export interface Indexer { wq_b: Mat; wk: Mat; k_norm_w: F32; k_norm_b: F32; weights_proj: Mat }
+export interface AttnWeights { q_a: Mat | null; q_a_norm: F32 | null; q_b: Mat | null; q_proj: Mat | null; kv_a: Mat; kv_a_norm: F32; kv_b: Mat; o: Mat; indexer: Indexer | null }
+export interface Mlp { gate: Mat; up: Mat; down: Mat }
+export interface Moe { router: Mat /* f32 [E,D] */; bias: F32 | null /* [E] */; expert(e: number): Mlp; shared: Mlp | null }
+export interface Layer { input_norm: F32; post_norm: F32; attn: AttnWeights; mlp: Mlp | null /* dense */; moe: Moe | null }
+export interface Mtp { enorm: F32; hnorm: F32; eh_proj: Mat /* [D, 2D] */; head_norm: F32; layer: Layer }
+export interface Weights { embed: Mat /* [V, D] f32/bf16/f16 */; layers: Layer[]; norm: F32; lm_head: Mat; mtp: Mtp | null }
+
+/** A matrix validated from headers only: everything needed to read it later. */
+export interface MatPlan { name: string; fmt: FmtCode; O: number; I: number; gs: number; w: TensorInfo; qs: TensorInfo | null }
+
+const dims = (s: number[]) => `[${s.join(", ")}]`;
+const QUANT: Record<string, FmtCode> = { int8: Fmt.int8, int4: Fmt.int4, int2: Fmt.int2 };
+
+/** Expected (bytes, scales) of a quantized [O, I] matrix. */
+function quantCounts(fmt: FmtCode, gs: number, O: number, I: number): [number, number] {
+  if (fmt === Fmt.int8) return [O * I, O];
+  if (fmt === Fmt.int2) return [O * Math.ceil(I / 4), O];
+  if (fmt === Fmt.int4) return [O * Math.ceil(I / 2), O];
+  return [O * Math.ceil(I / 2), O * Math.ceil(I / gs)];
+}
+const fmtName = (fmt: FmtCode, gs: number) => (fmt === Fmt.int4g ? `int4g${gs}` : Object.keys(QUANT).find((k) => QUANT[k] === fmt)!);
+const isGroupSize = (gs: number) => Number.isSafeInteger(gs) && gs >= 8 && (gs & (gs - 1)) === 0 && gs <= 1 << 30;
+
+/** Format of a U8 `name` + F32 `name.qs` pair from the byte/scale counts, or the metadata stamp. */
+function inferQuant(store: TensorStore, w: TensorInfo, qs: TensorInfo, O: number, I: number): { fmt: FmtCode; gs: number } {
+  const B = w.nbytes, S = qs.numel, key = `quant.${w.name}`;
+  const stamp = Object.hasOwn(store.metadata, key) ? store.metadata[key] : undefined;
+  const fits = (fmt: FmtCode, gs: number) => { const [b, s] = quantCounts(fmt, gs, O, I); return b === B && s === S; };
+  if (stamp !== undefined) {
+    const m = /^(int8|int4|int2)$|^int4g(\d*)$/.exec(stamp);
+    const fmt = m ? (m[1] ? QUANT[m[1]] : Fmt.int4g) : null;
+    const gs = m && !m[1] ? (m[2] ? Number(m[2]) : 64) : 0;
+    if (fmt === null || (fmt === Fmt.int4g && !isGroupSize(gs)))
+      throw new ModelError(`unknown quant stamp ${JSON.stringify(stamp)}`, { file: w.file, field: `__metadata__.${key}` });
+    if (!fits(fmt, gs)) {
+      const [b, s] = quantCounts(fmt, gs, O, I);
+      throw new ModelError(`stamp ${stamp} needs ${b} bytes and ${s} scales for [${O}, ${I}], tensor has ${B} bytes and ${S} scales`,
+        { file: w.file, tensor: w.name, field: `__metadata__.${key}` });
+    }
+    return { fmt, gs };
+  }
+  const found: { fmt: FmtCode; gs: number }[] = [];
+  for (const fmt of [Fmt.int8, Fmt.int4, Fmt.int2] as FmtCode[]) if (fits(fmt, 0)) found.push({ fmt, gs: 0 });
+  const g = S / O; // groups per row; g == 1 is the same as int4-row
+  if (Number.isInteger(g) && g >= 2 && B === O * Math.ceil(I / 2)) {
+    for (let gs = 8; gs <= 1 << 30 && gs < 2 * I; gs *= 2) if (Math.ceil(I / gs) === g) found.push({ fmt: Fmt.int4g, gs });
+  }
+  if (found.length === 1) return found[0];
+  const where = { file: w.file, tensor: w.name, field: "quant" };
+  if (found.length === 0) throw new ModelError(`${B} bytes and ${S} scales fit no quantized format for [${O}, ${I}]`, where);
+  throw new ModelError(`${B} bytes and ${S} scales are ambiguous (${found.map((f) => fmtName(f.fmt, f.gs)).join(" / ")}); stamp ${key}`, where);
+}
+
+/** Validate `name` as W [O, I] from the headers and infer its format. */
+export function planMat(store: TensorStore, name: string, [O, I]: [number, number]): MatPlan {
+  const w = store.get(name);
+  const where = { file: w.file, tensor: name, field: "shape" };
+  const qsName = name + ".qs";
+  if (w.dtype === "U8") {
+    if (!store.has(qsName)) throw new ModelError(`U8 weight needs scales ${JSON.stringify(qsName)}`, { file: w.file, tensor: name, field: "dtype" });
+    const qs = store.get(qsName);
+    if (!["F32", "BF16", "F16"].includes(qs.dtype)) throw new ModelError(`scales must be F32, got ${qs.dtype}`, { file: qs.file, tensor: qsName, field: "dtype" });
+    if (w.shape.length === 2 ? w.shape[0] !== O : w.shape.length !== 1)
+      throw new ModelError(`is ${dims(w.shape)}, expected [${O}, bytes per row] or flat`, where);
+    const { fmt, gs } = inferQuant(store, w, qs, O, I);
+    return { name, fmt, O, I, gs, w, qs };
+  }
+  if (store.has(qsName)) throw new ModelError(`a ${w.dtype} weight must not have ${JSON.stringify(qsName)}`, { file: w.file, tensor: name, field: "dtype" });
+  const fmt = ({ F32: Fmt.f32, BF16: Fmt.bf16, F16: Fmt.f16, F8_E4M3: Fmt.f32 } as Record<string, FmtCode>)[w.dtype];
+  if (fmt === undefined) throw new ModelError(`dtype ${w.dtype} is not a weight format`, { file: w.file, tensor: name, field: "dtype" });
+  if (w.shape.length !== 2 || w.shape[0] !== O || w.shape[1] !== I) throw new ModelError(`is ${dims(w.shape)}, expected [${O}, ${I}]`, where);
+  return { name, fmt, O, I, gs: 0, w, qs: null };
+}
+
+/** Read a planned matrix. F8_E4M3 (+ `_scale_inv` from the store) is dequantised to f32. */
+export function readMat(store: TensorStore, p: MatPlan): Mat {
+  const base = { name: p.name, fmt: p.fmt, O: p.O, I: p.I, gs: p.gs };
+  if (p.qs) return { ...base, data: readBytes(p.w), scales: readF32(p.qs) };
+  if (p.w.dtype === "BF16" || p.w.dtype === "F16") {
+    const data = new Uint16Array(p.O * p.I);
+    readBytes(p.w, new Uint8Array(data.buffer));
+    return { ...base, data, scales: null };
+  }
+  return { ...base, data: readF32(p.w, null, store), scales: null };
+}
+
+export function loadMat(store: TensorStore, name: string, expectShape: [number, number]): Mat {
+  return readMat(store, planMat(store, name, expectShape));
+}
+
+/** A float matrix forced to f32 (router): BF16/F16 are converted, quantized formats refused. */
+export function loadMatF32(store: TensorStore, name: string, shape: [number, number]): Mat {
+  const p = planMat(store, name, shape);
+  if (p.qs) throw new ModelError("must be a float tensor, not quantized", { file: p.w.file, tensor: name, field: "dtype" });
+  return { name, fmt: Fmt.f32, O: p.O, I: p.I, gs: 0, data: readF32(p.w, null, store), scales: null };
+}
+
+/** A vector [n] as f32 (any float dtype). */
+export function loadVec(store: TensorStore, name: string, n: number): F32 {
+  const t = store.get(name);
+  if (t.shape.length !== 1 || t.shape[0] !== n) throw new ModelError(`is ${dims(t.shape)}, expected [${n}]`, { file: t.file, tensor: name, field: "shape" });
+  return readF32(t, null, store);
+}
+
+// ---- the model --------------------------------------------------------------------------------
+
+interface MlpPlan { gate: MatPlan; up: MatPlan; down: MatPlan }
+function planMlp(store: TensorStore, p: string, D: number, inter: number): MlpPlan {
+  return {
+    gate: planMat(store, `${p}gate_proj.weight`, [inter, D]),
+    up: planMat(store, `${p}up_proj.weight`, [inter, D]),
+    down: planMat(store, `${p}down_proj.weight`, [D, inter]),
+  };
+}
+const readMlp = (store: TensorStore, m: MlpPlan): Mlp => ({ gate: readMat(store, m.gate), up: readMat(store, m.up), down: readMat(store, m.down) });
+
+/** Routed experts validated up front, each read on first use and then cached. */
+class LazyMoe implements Moe {
+  private readonly cache: (Mlp | undefined)[];
+  constructor(private readonly store: TensorStore, readonly router: Mat, readonly bias: F32 | null,
+    readonly shared: Mlp | null, private readonly plans: MlpPlan[]) {
+    this.cache = new Array(plans.length);
+  }
+  expert(e: number): Mlp {
+    if (!Number.isInteger(e) || e < 0 || e >= this.plans.length)
+      throw new ModelError(`expert ${e} out of range [0, ${this.plans.length})`, { tensor: this.router.name, field: "expert" });
+    return (this.cache[e] ??= readMlp(this.store, this.plans[e]));
+  }
+}
+
+type IndexerMode = "none" | "optional" | "required";
+
+function loadIndexer(store: TensorStore, cfg: Config, p: string, mode: IndexerMode): Indexer | null {
+  if (mode === "none" || (mode === "optional" && !store.has(`${p}wq_b.weight`))) return null;
+  const D = cfg.hidden_size, nh = cfg.index_n_heads, hd = cfg.index_head_dim;
+  return {
+    wq_b: loadMat(store, `${p}wq_b.weight`, [nh * hd, cfg.q_lora_rank!]),
+    wk: loadMat(store, `${p}wk.weight`, [hd, D]),
+    k_norm_w: loadVec(store, `${p}k_norm.weight`, hd),
+    k_norm_b: loadVec(store, `${p}k_norm.bias`, hd),
+    weights_proj: loadMat(store, `${p}weights_proj.weight`, [nh, D]),
+  };
+}
+
+function loadAttn(store: TensorStore, cfg: Config, p: string, mode: IndexerMode): AttnWeights {
+  const D = cfg.hidden_size, H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim;
+  const dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank, qr = cfg.q_lora_rank;
+  return {
+    q_a: qr === null ? null : loadMat(store, `${p}q_a_proj.weight`, [qr, D]),
+    q_a_norm: qr === null ? null : loadVec(store, `${p}q_a_layernorm.weight`, qr),
+    q_b: qr === null ? null : loadMat(store, `${p}q_b_proj.weight`, [H * (dn + dr), qr]),
+    q_proj: qr === null ? loadMat(store, `${p}q_proj.weight`, [H * (dn + dr), D]) : null,
+    kv_a: loadMat(store, `${p}kv_a_proj_with_mqa.weight`, [kvr + dr, D]),
+    kv_a_norm: loadVec(store, `${p}kv_a_layernorm.weight`, kvr),
+    kv_b: loadMat(store, `${p}kv_b_proj.weight`, [H * (dn + dv), kvr]),
+    o: loadMat(store, `${p}o_proj.weight`, [D, H * dv]),
+    indexer: loadIndexer(store, cfg, `${p}indexer.`, mode),
+  };
+}
+
+function loadLayer(store: TensorStore, cfg: Config, i: number, moe: boolean, mode: IndexerMode): Layer {
+  const p = `model.layers.${i}.`, D = cfg.hidden_size, E = cfg.n_routed_experts, I = cfg.moe_intermediate_size;
+  const layer: Layer = {
+    input_norm: loadVec(store, `${p}input_layernorm.weight`, D),
+    post_norm: loadVec(store, `${p}post_attention_layernorm.weight`, D),
+    attn: loadAttn(store, cfg, `${p}self_attn.`, mode),
+    mlp: null,
+    moe: null,
+  };
+  if (!moe) {
+    layer.mlp = readMlp(store, planMlp(store, `${p}mlp.`, D, cfg.intermediate_size));
+    return layer;
+  }
+  const biasName = `${p}mlp.gate.e_score_correction_bias`;
+  const router = loadMatF32(store, `${p}mlp.gate.weight`, [E, D]);
+  const bias = store.has(biasName) ? loadVec(store, biasName, E) : null;
+  const plans = Array.from({ length: E }, (_, e) => planMlp(store, `${p}mlp.experts.${e}.`, D, I));
+  const shared = cfg.n_shared_experts > 0 ? readMlp(store, planMlp(store, `${p}mlp.shared_experts.`, D, cfg.n_shared_experts * I)) : null;
+  layer.moe = new LazyMoe(store, router, bias, shared, plans);
+  return layer;
+}
+
+/** Load every weight of the model (experts lazily), validating names and shapes against cfg. */
+export function loadWeights(store: TensorStore, cfg: Config): Weights {
+  const D = cfg.hidden_size, V = cfg.vocab_size, L = cfg.num_hidden_layers;
+  const embed = loadMat(store, "model.embed_tokens.weight", [V, D]);
+  if (embed.fmt !== Fmt.f32 && embed.fmt !== Fmt.bf16 && embed.fmt !== Fmt.f16)
+    throw new ModelError("must be f32, bf16 or f16 (rows are gathered)", { file: store.get(embed.name).file, tensor: embed.name, field: "dtype" });
+  const layers: Layer[] = [];
+  for (let i = 0; i < L; i++) {
+    const mode: IndexerMode = !cfg.has_dsa ? "none" : cfg.indexer_types[i] === "full" ? "required" : "optional";
+    layers.push(loadLayer(store, cfg, i, cfg.layer_kinds[i] === "moe", mode));
+  }
+  const norm = loadVec(store, "model.norm.weight", D);
+  const lm_head = loadMat(store, "lm_head.weight", [V, D]);
+  let mtp: Mtp | null = null;
+  const p = `model.layers.${L}.`;
+  if (cfg.num_nextn_predict_layers >= 1 && store.has(`${p}eh_proj.weight`)) {
+    mtp = {
+      enorm: loadVec(store, `${p}enorm.weight`, D),
+      hnorm: loadVec(store, `${p}hnorm.weight`, D),
+      eh_proj: loadMat(store, `${p}eh_proj.weight`, [D, 2 * D]),
+      head_norm: loadVec(store, `${p}shared_head.norm.weight`, D),
+      layer: loadLayer(store, cfg, L, store.has(`${p}mlp.gate.weight`), cfg.has_dsa ? "optional" : "none"),
+    };
+  }
+  return { embed, layers, norm, lm_head, mtp };
+}

@@ -1,0 +1,89 @@
+// The HTTP side's handle on the engine worker: starts it (the model loads there), routes request
+// events to their subscribers by request id and keeps the counters /metrics reports. State: the
+// worker, load status, the live request callbacks, the latest worker stats and the totals.
+import type { FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions } from "./protocol.ts";
+
+export interface Handle {
+  rid: number;
+  cancel(): void;
+  stop(): void;
+}
+
+export interface Totals {
+  requests: number;          // submitted to the worker
+  finished: number;          // ended with done
+  failed: number;            // ended with an error (cancelled included)
+  prompt_tokens: number;     // of accepted requests
+  cached_tokens: number;
+  generated_tokens: number;
+}
+
+export class EngineClient {
+  state: "loading" | "ready" | "failed" = "loading";
+  info: ReadyInfo | null = null;
+  error = "";
+  readonly ready: Promise<ReadyInfo>;
+  stats: Stats = { busy: 0, queue: 0, decode_tok_s: 0, slots: [] };
+  readonly totals: Totals = { requests: 0, finished: 0, failed: 0, prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0 };
+  private worker: Worker;
+  private subs = new Map<number, (ev: ReqEvent) => void>();
+  private nextRid = 1;
+
+  constructor(opts: WorkerOptions) {
+    let ok!: (i: ReadyInfo) => void, fail!: (e: Error) => void;
+    this.ready = new Promise((a, b) => { ok = a; fail = b; });
+    this.ready.catch(() => {}); // observed through `state`; callers that await it handle it
+    this.worker = new Worker(new URL("./worker.ts", import.meta.url).href);
+    this.worker.onmessage = (e: MessageEvent<FromWorker>) => this.onMessage(e.data, ok, fail);
+    this.worker.onerror = (e) => {
+      const msg = `engine worker crashed: ${e.message}`;
+      if (this.state === "loading") { this.state = "failed"; this.error = msg; fail(new Error(msg)); }
+      for (const [rid, cb] of this.subs) cb({ t: "error", rid, code: "INTERNAL", detail: msg });
+      this.subs.clear();
+    };
+    this.send({ t: "init", opts });
+  }
+
+  private send(m: ToWorker): void {
+    this.worker.postMessage(m);
+  }
+
+  private onMessage(ev: FromWorker, ok: (i: ReadyInfo) => void, fail: (e: Error) => void): void {
+    switch (ev.t) {
+      case "ready": this.state = "ready"; this.info = ev.info; ok(ev.info); return;
+      case "fatal": this.state = "failed"; this.error = ev.message; fail(new Error(ev.message)); return;
+      case "stats": this.stats = ev.stats; return;
+    }
+    if (ev.t === "accept") { this.totals.prompt_tokens += ev.prompt_tokens; this.totals.cached_tokens += ev.cached_tokens; }
+    else if (ev.t === "tok") this.totals.generated_tokens++;
+    else if (ev.t === "done") this.totals.finished++;
+    else if (ev.t === "error") this.totals.failed++;
+    const cb = this.subs.get(ev.rid);
+    if (ev.t === "done" || ev.t === "error") this.subs.delete(ev.rid);
+    cb?.(ev);
+  }
+
+  /** Submit a generation; `on` receives its events until (and including) done or error. */
+  submit(req: GenRequest, on: (ev: ReqEvent) => void): Handle {
+    const rid = this.nextRid++;
+    this.totals.requests++;
+    this.subs.set(rid, on);
+    this.send({ t: "submit", rid, req });
+    return {
+      rid,
+      cancel: () => { if (this.subs.has(rid)) this.send({ t: "cancel", rid }); },
+      stop: () => { if (this.subs.has(rid)) this.send({ t: "stop", rid }); },
+    };
+  }
+
+  /** Cancel a request and stop listening to it (its final event is dropped). */
+  abandon(h: Handle): void {
+    if (!this.subs.has(h.rid)) return;
+    this.subs.set(h.rid, () => {});
+    this.send({ t: "cancel", rid: h.rid });
+  }
+
+  close(): void {
+    this.worker.terminate();
+  }
+}

@@ -1,0 +1,80 @@
+// OpenAI-shaped error responses ({"error": {message, type, param, code}}), the map from worker error
+// codes to HTTP statuses, and reading a JSON body under a size limit (413) without ever throwing
+// (malformed JSON → 400). No state.
+import type { ErrorCode } from "./protocol.ts";
+
+export interface ApiError { status: number; message: string; type: string; param: string | null; code: string | null }
+
+const TYPES: Record<number, string> = {
+  400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 409: "conflict_error",
+  413: "invalid_request_error", 429: "rate_limit_error", 500: "server_error", 503: "unavailable_error",
+};
+
+export function apiError(status: number, message: string, param: string | null = null, code: string | null = null): ApiError {
+  return { status, message, type: TYPES[status] ?? "invalid_request_error", param, code };
+}
+
+export function errorBody(e: ApiError): string {
+  return JSON.stringify({ error: { message: e.message, type: e.type, param: e.param, code: e.code } });
+}
+
+export function errorResponse(e: ApiError): Response {
+  return new Response(errorBody(e), { status: e.status, headers: { "content-type": "application/json" } });
+}
+
+/** A worker error as an API error; `promptField` is the request field that holds the prompt. */
+export function fromWorker(code: ErrorCode, detail: string, promptField: string): ApiError {
+  switch (code) {
+    case "BAD_REQUEST": return apiError(400, detail, detail.split(" ")[0] === "slot" ? "slot" : promptField, "invalid_value");
+    case "EMPTY_PROMPT": return apiError(400, `${promptField}: the prompt is empty (no tokens)`, promptField, "empty_prompt");
+    case "CONTEXT_EXCEEDED": {
+      const [n, limit] = detail.split(" ");
+      return apiError(400, `${promptField}: the prompt has ${n} tokens; the context limit per slot is ${limit}`, promptField, "context_length_exceeded");
+    }
+    case "SLOT_BUSY": return apiError(409, detail, "slot", "slot_busy");
+    case "OVERLOADED": return apiError(429, `server overloaded: ${detail}`, null, "overloaded");
+    case "CANCELLED": return apiError(400, "request cancelled", null, "cancelled");
+    default: return apiError(500, `internal error: ${detail}`, null, "internal_error");
+  }
+}
+
+/** Read and parse a JSON body of at most `limit` bytes. */
+export async function readJson(req: Request, limit: number): Promise<{ ok: true; value: unknown } | { ok: false; error: ApiError }> {
+  const len = req.headers.get("content-length");
+  if (len !== null && Number(len) > limit) return { ok: false, error: tooLarge(limit) };
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    if (req.body) {
+      const r = req.body.getReader();
+      for (;;) {
+        const { value, done } = await r.read();
+        if (done) break;
+        size += value.length;
+        if (size > limit) { r.cancel().catch(() => {}); return { ok: false, error: tooLarge(limit) }; }
+        chunks.push(value);
+      }
+    }
+  } catch {
+    return { ok: false, error: apiError(400, "could not read the request body") };
+  }
+  const bytes = new Uint8Array(size);
+  let o = 0;
+  for (const c of chunks) { bytes.set(c, o); o += c.length; }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return { ok: false, error: apiError(400, "the request body is not valid UTF-8", null, "invalid_json") };
+  }
+  if (text.trim() === "") return { ok: false, error: apiError(400, "the request body is empty; expected a JSON object", null, "invalid_json") };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (e) {
+    return { ok: false, error: apiError(400, `malformed JSON body: ${(e as Error).message}`, null, "invalid_json") };
+  }
+}
+
+function tooLarge(limit: number): ApiError {
+  return apiError(413, `request body larger than ${limit} bytes`, null, "body_too_large");
+}

@@ -1,0 +1,221 @@
+// Incremental parser of mux client frames (shared/spec/mux.md): bytes in, frame events out. Pure: no
+// I/O, no engine, no knowledge of the slot count (range checks against the server belong to the
+// session). State: the header bytes being collected, the SUBMIT whose payload/grammar block is being
+// read (or drained, when the SUBMIT was rejected), and `dead` after a BAD_FRAME.
+//
+// What is fatal (BAD_FRAME, the stream cannot resynchronise): an unknown command, a SUBMIT with fewer
+// than 7 fields or an unreadable `<bytes>` / `grammar=<bytes>`, a missing `\n` after a block, an
+// over-long header line, a stream that ends inside a frame. Every other bad field is a `reject`
+// (ERROR <id> BAD_REQUEST <field>) after its payload was read and discarded.
+
+export const MAX_PAYLOAD = 16 * 1024 * 1024;
+export const MAX_HEADER = 4096;
+
+export interface SubmitFrame {
+  kind: "submit";
+  id: string;               // canonical decimal u64 > 0
+  slot: number | "auto";
+  max_tokens: number;
+  temperature: number;
+  top_p: number;
+  ids: boolean;             // payload is comma-separated token ids
+  chat: boolean;            // payload is a JSON messages array
+  logprobs?: number;        // 0..20
+  seed?: number;
+  min_p?: number;
+  payload: Uint8Array;
+}
+export type MuxEvent =
+  | SubmitFrame
+  | { kind: "stop" | "cancel"; id: string }
+  | { kind: "reject"; id: string; field: string; detail: string } // id "0" when it had no valid id
+  | { kind: "bad_frame"; detail: string };
+
+const U64_MAX = (1n << 64n) - 1n;
+const RE_ID = /^[1-9][0-9]{0,19}$/;
+const RE_UINT = /^[0-9]{1,16}$/;
+const RE_NUM = /^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?$/;
+const KEYS = new Set(["ids", "chat", "logprobs", "seed", "min_p", "grammar"]);
+
+export function parseId(s: string): string | null {
+  return RE_ID.test(s) && BigInt(s) <= U64_MAX ? s : null;
+}
+function uint(s: string): number | null {
+  return RE_UINT.test(s) && Number.isSafeInteger(Number(s)) ? Number(s) : null;
+}
+function num(s: string): number | null {
+  return RE_NUM.test(s) && Number.isFinite(Number(s)) ? Number(s) : null;
+}
+
+class Reject extends Error {
+  constructor(readonly field: string, readonly detail: string) { super(detail); }
+}
+
+/** A parsed SUBMIT header: the byte blocks that follow it and the event it becomes once read. */
+interface Pending {
+  blocks: number[];                    // payload bytes, then grammar bytes when present
+  make: (payload: Uint8Array) => MuxEvent;
+  keep: boolean;                       // store the payload (false: drain it)
+}
+
+export class MuxParser {
+  private hdr = new Uint8Array(MAX_HEADER + 1);
+  private hdrLen = 0;
+  private pending: Pending | null = null;
+  private block = 0;                   // index into pending.blocks
+  private got = 0;                     // bytes of the current block read so far
+  private buf: Uint8Array | null = null;
+  private wantNl = false;              // the `\n` after the current block is next
+  private payload: Uint8Array = new Uint8Array(0);
+  dead = false;
+
+  /** Feed bytes; returns the complete frames they finish, in order. */
+  push(chunk: Uint8Array): MuxEvent[] {
+    const out: MuxEvent[] = [];
+    let i = 0;
+    while (i < chunk.length && !this.dead) {
+      const p = this.pending;
+      if (!p) {
+        const nl = chunk.indexOf(10, i);
+        const end = nl < 0 ? chunk.length : nl;
+        if (this.hdrLen + end - i > MAX_HEADER) { this.fail(out, `header line longer than ${MAX_HEADER} bytes`); break; }
+        this.hdr.set(chunk.subarray(i, end), this.hdrLen);
+        this.hdrLen += end - i;
+        i = end;
+        if (nl < 0) break;
+        i++;
+        const line = new TextDecoder("latin1").decode(this.hdr.subarray(0, this.hdrLen));
+        this.hdrLen = 0;
+        this.header(line, out);
+      } else if (this.wantNl) {
+        if (chunk[i] !== 10) { this.fail(out, `expected "\\n" after a ${p.blocks[this.block]}-byte block`); break; }
+        i++;
+        this.wantNl = false;
+        if (this.block === 0) this.payload = this.buf ?? new Uint8Array(0);
+        this.block++;
+        this.startBlock(out);
+      } else {
+        const need = p.blocks[this.block] - this.got, take = Math.min(need, chunk.length - i);
+        if (this.buf) this.buf.set(chunk.subarray(i, i + take), this.got);
+        this.got += take;
+        i += take;
+        if (this.got === p.blocks[this.block]) this.wantNl = true;
+      }
+    }
+    return out;
+  }
+
+  /** The input ended: a frame left incomplete is a BAD_FRAME. */
+  end(): MuxEvent[] {
+    if (this.dead || (!this.pending && this.hdrLen === 0)) return [];
+    const out: MuxEvent[] = [];
+    this.fail(out, "stream ended inside a frame");
+    return out;
+  }
+
+  private fail(out: MuxEvent[], detail: string): void {
+    out.push({ kind: "bad_frame", detail });
+    this.dead = true;
+    this.pending = null;
+    this.buf = null;
+  }
+
+  /** Set up reading block `this.block` of the pending SUBMIT, or emit it when all are read. */
+  private startBlock(out: MuxEvent[]): void {
+    const p = this.pending!;
+    if (this.block === p.blocks.length) {
+      out.push(p.make(this.payload));
+      this.pending = null;
+      this.buf = null;
+      this.payload = new Uint8Array(0);
+      return;
+    }
+    this.got = 0;
+    this.buf = p.keep && this.block === 0 ? new Uint8Array(p.blocks[0]) : null;
+    if (p.blocks[this.block] === 0) this.wantNl = true;
+  }
+
+  private header(line: string, out: MuxEvent[]): void {
+    const f = line.split(" ").filter((s) => s !== "");
+    const cmd = f[0] ?? "";
+    if (cmd === "STOP" || cmd === "CANCEL") {
+      if (f.length !== 2) return this.fail(out, `${cmd} takes exactly one id`);
+      const id = parseId(f[1]);
+      out.push(id ? { kind: cmd === "STOP" ? "stop" : "cancel", id } : { kind: "reject", id: "0", field: "id", detail: "id must be a decimal u64 > 0" });
+      return;
+    }
+    if (cmd !== "SUBMIT") return this.fail(out, cmd === "" ? "empty header line" : `unknown command ${JSON.stringify(cmd.slice(0, 32))}`);
+    if (f.length < 7) return this.fail(out, "SUBMIT needs <id> <slot> <bytes> <max_tokens> <temperature> <top_p>");
+    const bytes = uint(f[3]);
+    if (bytes === null) return this.fail(out, "bytes is not a decimal byte count");
+    if (bytes > MAX_PAYLOAD) return this.fail(out, `bytes ${bytes} > ${MAX_PAYLOAD}`);
+    const blocks = [bytes];
+    // The grammar block is part of the framing: find it before judging any other field.
+    for (const kv of f.slice(7)) {
+      if (!kv.startsWith("grammar=")) continue;
+      const g = uint(kv.slice(8));
+      if (g === null || g > MAX_PAYLOAD) return this.fail(out, "grammar=<bytes> is not a byte count ≤ 16 MiB");
+      if (blocks.length === 1) blocks.push(g);
+    }
+    let ev: MuxEvent;
+    try {
+      ev = submitFields(f);
+    } catch (e) {
+      if (!(e instanceof Reject)) throw e;
+      const id = parseId(f[1]) ?? "0";
+      ev = { kind: "reject", id, field: e.field, detail: e.detail };
+    }
+    const keep = ev.kind === "submit";
+    this.pending = { blocks, keep, make: (payload) => (ev.kind === "submit" ? { ...ev, payload } : ev) };
+    this.block = 0;
+    this.startBlock(out);
+  }
+}
+
+/** Validate the fields of a SUBMIT header (framing already known good). Throws Reject naming the field. */
+function submitFields(f: string[]): SubmitFrame {
+  const id = parseId(f[1]);
+  if (!id) throw new Reject("id", "id must be a decimal u64 > 0");
+  let slot: number | "auto" = "auto";
+  if (f[2] !== "auto") {
+    const s = uint(f[2]);
+    if (s === null) throw new Reject("slot", "slot must be a decimal index or auto");
+    slot = s;
+  }
+  const max_tokens = uint(f[4]);
+  if (max_tokens === null || max_tokens < 1) throw new Reject("max_tokens", "max_tokens must be an integer ≥ 1");
+  const temperature = num(f[5]);
+  if (temperature === null || temperature > 2) throw new Reject("temperature", "temperature must be in [0, 2]");
+  const top_p = num(f[6]);
+  if (top_p === null || top_p <= 0 || top_p > 1) throw new Reject("top_p", "top_p must be in (0, 1]");
+  const fr: SubmitFrame = { kind: "submit", id, slot, max_tokens, temperature, top_p, ids: false, chat: false, payload: new Uint8Array(0) };
+  const seen = new Set<string>();
+  for (const kv of f.slice(7)) {
+    const eq = kv.indexOf("=");
+    const key = eq < 0 ? kv : kv.slice(0, eq), v = eq < 0 ? "" : kv.slice(eq + 1);
+    const field = key.slice(0, 32);
+    if (!KEYS.has(key)) throw new Reject(field, `unknown key ${JSON.stringify(field)}`);
+    if (seen.has(key)) throw new Reject(field, `key ${key} given twice`);
+    seen.add(key);
+    if (key === "ids" || key === "chat") {
+      if (v !== "0" && v !== "1") throw new Reject(key, `${key} must be 0 or 1`);
+      fr[key] = v === "1";
+    } else if (key === "logprobs") {
+      const k = uint(v);
+      if (k === null || k > 20) throw new Reject(key, "logprobs must be an integer in [0, 20]");
+      fr.logprobs = k;
+    } else if (key === "seed") {
+      const s = uint(v);
+      if (s === null) throw new Reject(key, "seed must be a non-negative integer");
+      fr.seed = s;
+    } else if (key === "min_p") {
+      const x = num(v);
+      if (x === null || x > 1) throw new Reject(key, "min_p must be in [0, 1]");
+      fr.min_p = x;
+    } else {
+      throw new Reject("grammar", "grammars are not supported yet");
+    }
+  }
+  if (fr.ids && fr.chat) throw new Reject("chat", "ids=1 and chat=1 exclude each other");
+  return fr;
+}

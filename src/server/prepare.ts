@@ -1,0 +1,49 @@
+// Turns a GenRequest's prompt into token ids in the worker (encode text, render the chat template,
+// check ids), and the checks every prompt must pass: not empty, shorter than the slot context.
+// Also the logprob report of one sampled token. Pure functions of (request, codec, limits).
+import type { TextCodec } from "../model/tokenizer.ts";
+import type { ErrorCode, PromptSpec, TopLogprob } from "./protocol.ts";
+
+export type Prepared = { ok: true; ids: number[] } | { ok: false; code: ErrorCode; detail: string };
+
+export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: number): Prepared {
+  let ids: number[];
+  try {
+    if (p.kind === "ids") {
+      const bad = p.ids.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
+      if (bad >= 0) return { ok: false, code: "BAD_REQUEST", detail: `prompt token ${bad} (${p.ids[bad]}) is outside [0, ${vocab})` };
+      ids = p.ids;
+    } else if (p.kind === "text") {
+      ids = codec.encode(p.text);
+    } else {
+      ids = codec.encode(codec.chat(p.messages, { enableThinking: p.enableThinking }));
+    }
+  } catch (e) {
+    const field = p.kind === "chat" ? "messages" : "prompt";
+    return { ok: false, code: "BAD_REQUEST", detail: `${field} could not be tokenized: ${(e as Error).message}` };
+  }
+  if (ids.length === 0) return { ok: false, code: "EMPTY_PROMPT", detail: "the prompt has no tokens" };
+  if (ids.length >= ctx) return { ok: false, code: "CONTEXT_EXCEEDED", detail: `${ids.length} ${ctx}` };
+  return { ok: true, ids };
+}
+
+/** log softmax of the raw logits at `id`, and the k most likely ids (ties: lower id first). */
+export function logprobsOf(logits: Float32Array, id: number, k: number, text: (id: number) => string): { lp: number; tt: string; top: TopLogprob[] } {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
+  const lse = max + Math.log(sum);
+  const best: number[] = [];
+  for (let i = 0; i < logits.length && k > 0; i++) {
+    if (best.length === k && logits[i] <= logits[best[k - 1]]) continue;
+    let j = best.length < k ? best.length : k - 1;
+    while (j > 0 && logits[best[j - 1]] < logits[i]) { best[j] = best[j - 1]; j--; }
+    best[j] = i;
+  }
+  return {
+    lp: logits[id] - lse,
+    tt: text(id),
+    top: best.map((t) => ({ id: t, lp: logits[t] - lse, text: text(t) })),
+  };
+}

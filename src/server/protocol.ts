@@ -1,0 +1,78 @@
+// The messages between the HTTP side (EngineClient) and the engine worker (worker.ts): what a
+// generation request is, and every event the worker reports. Plain data only (structured clone). No state.
+import type { ChatMessage } from "../model/tokenizer.ts";
+
+export type PromptSpec =
+  | { kind: "text"; text: string }
+  | { kind: "ids"; ids: number[] }
+  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean };
+
+export interface GenRequest {
+  prompt: PromptSpec;
+  slot: number | "auto";
+  max_tokens?: number;     // default: the rest of the context
+  temperature: number;     // 0 = greedy
+  top_p: number;
+  min_p: number;
+  top_k: number;           // 0 = off
+  seed?: number;
+  logprobs?: number;       // top-k alternatives to report (0 = only the chosen token's); absent = off
+  stop: string[];          // stop strings (matched on the decoded text; never emitted)
+}
+
+/** Worker error codes (mux names; the HTTP side maps them to statuses). */
+export type ErrorCode = "BAD_REQUEST" | "SLOT_BUSY" | "EMPTY_PROMPT" | "CONTEXT_EXCEEDED" | "NOT_FOUND" | "CANCELLED" | "OVERLOADED" | "INTERNAL";
+export type FinishReason = "stop" | "length" | "stopped";
+
+export interface WorkerOptions {
+  dir: string;
+  slots: number;
+  ctx?: number;            // per-slot context limit (default min(4096, max_position_embeddings))
+  queue: number;           // waiting requests beyond the slots before OVERLOADED
+  chunk: number;           // prefill tokens per scheduler step
+}
+
+export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number }
+
+export interface TopLogprob { id: number; lp: number; text: string }
+
+export interface SlotInfo {
+  id: number;
+  state: "idle" | "prefill" | "decode";
+  tokens: number;          // rows in the slot's KV cache (its history)
+  rid?: number;
+  prompt_tokens?: number;
+  cached_tokens?: number;
+  emitted?: number;
+}
+
+export interface Stats {
+  busy: number;
+  queue: number;
+  decode_tok_s: number;    // generated tokens per second over the last window, all slots
+  slots: SlotInfo[];
+}
+
+export type ToWorker =
+  | { t: "init"; opts: WorkerOptions }
+  | { t: "submit"; rid: number; req: GenRequest }
+  | { t: "cancel"; rid: number }
+  | { t: "stop"; rid: number };
+
+/** Events of one request, in order: queued?, accept, tok*, then exactly one done or error. */
+export type ReqEvent =
+  | { t: "queued"; rid: number; prompt_tokens: number }
+  | { t: "accept"; rid: number; slot: number; prompt_tokens: number; cached_tokens: number; think: boolean }
+  | {
+    t: "tok"; rid: number; id: number; text: string;
+    mark?: "think" | "/think";                 // a <think> / </think> token (text is what came before it)
+    lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
+  }
+  | { t: "done"; rid: number; reason: FinishReason; text: string; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number }
+  | { t: "error"; rid: number; code: ErrorCode; detail: string };
+
+export type FromWorker =
+  | ReqEvent
+  | { t: "ready"; info: ReadyInfo }
+  | { t: "fatal"; message: string }
+  | { t: "stats"; stats: Stats };

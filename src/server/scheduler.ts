@@ -1,0 +1,218 @@
+// Continuous batching over N KV slots, inside the engine worker. Owns the slots (each a conversation:
+// KVCache + the token history those rows hold, invariant tokens.length === kv.len), the FIFO of waiting
+// jobs, the running jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse:
+// truncate the slot past the common prefix, prefill only the suffix), then runs ONE forward over a
+// ragged batch: a 1-row segment per decoding job plus up to `chunk` prefill rows, and samples.
+import { forward } from "../engine/forward.ts";
+import type { KVCache } from "../engine/kv.ts";
+import { newKV, type Model } from "../engine/model.ts";
+import { Sampler } from "../engine/sampler.ts";
+import { RunState } from "../engine/state.ts";
+import type { Segment } from "../engine/batch.ts";
+import type { TextCodec } from "../model/tokenizer.ts";
+import { Detok, thinkIds, type ThinkIds } from "./detok.ts";
+import { logprobsOf, promptIds } from "./prepare.ts";
+import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
+
+interface Slot { id: number; kv: KVCache; tokens: number[]; job: Job | null; used: number }
+
+interface Job {
+  rid: number; req: GenRequest; ids: number[];
+  limit: number;            // tokens it may emit (max_tokens, capped by the context)
+  sampler: Sampler; detok: Detok;
+  state: "queued" | "prefill" | "decode";
+  slot: Slot | null;
+  fed: number;              // prompt tokens in the slot's KV
+  cached: number; emitted: number;
+  next: number;             // sampled, not yet fed
+  tFirst: number; tLast: number;
+}
+
+export interface SchedOptions { slots: number; ctx: number; queue: number; chunk: number }
+
+function lcp(a: number[], b: number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+export class Scheduler {
+  readonly slots: Slot[];
+  private queue: Job[] = [];
+  private running: Job[] = [];       // in admission order
+  private jobs = new Map<number, Job>();
+  private st: RunState;
+  private stopIds: Set<number>;
+  private think: ThinkIds;
+  private clock = 0;
+  private winStart = performance.now();
+  private winTokens = 0;
+  private tokS = 0;
+
+  constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
+    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m), tokens: [], job: null, used: 0 }));
+    this.st = new RunState(m.cfg);
+    this.stopIds = new Set(m.cfg.stop_ids);
+    this.think = thinkIds(codec);
+  }
+
+  hasWork(): boolean {
+    return this.running.length > 0 || this.queue.length > 0;
+  }
+
+  submit(rid: number, req: GenRequest): void {
+    const p = promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx);
+    if (!p.ok) return this.emit({ t: "error", rid, code: p.code, detail: p.detail });
+    if (req.slot !== "auto") {
+      const s = this.slots[req.slot];
+      if (!s) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: `slot ${req.slot} is outside [0, ${this.slots.length})` });
+      if (s.job) return this.emit({ t: "error", rid, code: "SLOT_BUSY", detail: `slot ${req.slot} is busy` });
+    } else if (this.queue.length >= this.o.queue && !this.slots.some((s) => !s.job)) {
+      return this.emit({ t: "error", rid, code: "OVERLOADED", detail: `all ${this.slots.length} slots busy and ${this.queue.length} requests waiting` });
+    }
+    const j: Job = {
+      rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length),
+      sampler: new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed }),
+      detok: new Detok(this.codec, req.stop, this.think),
+      state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
+    };
+    this.jobs.set(rid, j);
+    this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
+    if (req.slot !== "auto") this.admit(j, this.slots[req.slot]);
+    else this.queue.push(j);
+  }
+
+  cancel(rid: number): void {
+    const j = this.jobs.get(rid);
+    if (!j) return;
+    this.release(j);
+    this.emit({ t: "error", rid, code: "CANCELLED", detail: "" });
+  }
+
+  stop(rid: number): void {
+    const j = this.jobs.get(rid);
+    if (j) this.finish(j, "stopped");
+  }
+
+  /** Admit what fits, then one forward over the ragged batch and one sampling round. */
+  step(): void {
+    this.admitQueued();
+    const segs: Segment[] = [], ids: number[] = [], who: Job[] = [];
+    for (const j of this.running) {
+      if (j.state !== "decode") continue;
+      segs.push({ kv: j.slot!.kv, r0: ids.length, n: 1, pos0: j.slot!.kv.len });
+      ids.push(j.next);
+      who.push(j);
+    }
+    let budget = this.o.chunk;
+    for (const j of this.running) {
+      if (j.state !== "prefill" || budget <= 0) continue;
+      const n = Math.min(budget, j.ids.length - j.fed);
+      segs.push({ kv: j.slot!.kv, r0: ids.length, n, pos0: j.slot!.kv.len });
+      for (let i = 0; i < n; i++) ids.push(j.ids[j.fed + i]);
+      who.push(j);
+      budget -= n;
+    }
+    if (segs.length === 0) return;
+    try {
+      forward(this.m, this.st, segs, ids, { logits: "last" });
+    } catch (e) {
+      for (const j of who) this.fail(j, e);
+      return;
+    }
+    const V = this.m.cfg.vocab_size;
+    who.forEach((j, k) => {
+      const g = segs[k];
+      for (let r = 0; r < g.n; r++) j.slot!.tokens.push(ids[g.r0 + r]);
+      if (j.state === "prefill") {
+        j.fed += g.n;
+        if (j.fed < j.ids.length) return;
+        j.state = "decode";
+        j.tFirst = performance.now();
+      }
+      this.sample(j, this.st.logits.subarray(k * V, (k + 1) * V));
+    });
+  }
+
+  private sample(j: Job, logits: Float32Array): void {
+    const id = j.sampler.sample(logits);
+    if (this.stopIds.has(id)) return this.finish(j, "stop");
+    const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, (t) => this.codec.decode([t]));
+    const d = j.detok.push(id);
+    j.emitted++;
+    j.tLast = performance.now();
+    this.winTokens++;
+    this.emit({ t: "tok", rid: j.rid, id, text: d.text, ...(d.mark ? { mark: d.mark } : {}), ...(lp ?? {}) });
+    if (j.detok.stopped) return this.finish(j, "stop");
+    if (j.emitted >= j.limit) return this.finish(j, "length");
+    j.next = id;
+  }
+
+  private admitQueued(): void {
+    while (this.queue.length > 0) {
+      const free = this.slots.filter((s) => !s.job);
+      if (free.length === 0) return;
+      const j = this.queue.shift()!;
+      // prefer the free slot sharing the longest prefix, then the least recently used
+      let best = free[0], bestL = -1;
+      for (const s of free) {
+        const l = lcp(s.tokens, j.ids);
+        if (l > bestL || (l === bestL && s.used < best.used)) { best = s; bestL = l; }
+      }
+      this.admit(j, best);
+    }
+  }
+
+  private admit(j: Job, s: Slot): void {
+    const reuse = Math.min(lcp(s.tokens, j.ids), j.ids.length - 1); // the last prompt token is always fed: its logits start decoding
+    s.kv.truncate(reuse);
+    s.tokens.length = reuse;
+    s.job = j;
+    s.used = ++this.clock;
+    j.slot = s;
+    j.fed = j.cached = reuse;
+    j.state = "prefill";
+    this.running.push(j);
+    const think = j.ids[j.ids.length - 1] === this.think.open;
+    this.emit({ t: "accept", rid: j.rid, slot: s.id, prompt_tokens: j.ids.length, cached_tokens: reuse, think });
+  }
+
+  private finish(j: Job, reason: FinishReason): void {
+    const text = j.detok.finish();
+    const tokS = j.emitted >= 2 && j.tLast > j.tFirst ? (j.emitted - 1) / ((j.tLast - j.tFirst) / 1000) : 0;
+    this.release(j);
+    this.emit({ t: "done", rid: j.rid, reason, text, emitted: j.emitted, prompt_tokens: j.ids.length, cached_tokens: j.cached, decode_tok_s: tokS });
+  }
+
+  private fail(j: Job, e: unknown): void {
+    const s = j.slot;
+    this.release(j);
+    if (s) { s.kv.truncate(0); s.tokens.length = 0; } // its rows are in an unknown state
+    this.emit({ t: "error", rid: j.rid, code: "INTERNAL", detail: e instanceof Error ? e.message : String(e) });
+  }
+
+  private release(j: Job): void {
+    this.jobs.delete(j.rid);
+    const qi = this.queue.indexOf(j);
+    if (qi >= 0) this.queue.splice(qi, 1);
+    const ri = this.running.indexOf(j);
+    if (ri >= 0) this.running.splice(ri, 1);
+    if (j.slot) { j.slot.job = null; j.slot.used = ++this.clock; j.slot = null; }
+  }
+
+  stats(): Stats {
+    const now = performance.now();
+    if (now - this.winStart >= 1000) {
+      this.tokS = this.winTokens / ((now - this.winStart) / 1000);
+      this.winStart = now;
+      this.winTokens = 0;
+    } else if (!this.hasWork()) this.tokS = 0;
+    const slots: SlotInfo[] = this.slots.map((s) => {
+      const j = s.job;
+      const base: SlotInfo = { id: s.id, state: j ? (j.state === "decode" ? "decode" : "prefill") : "idle", tokens: s.kv.len };
+      return j ? { ...base, rid: j.rid, prompt_tokens: j.ids.length, cached_tokens: j.cached, emitted: j.emitted } : base;
+    });
+    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, slots };
+  }
+}

@@ -1,0 +1,75 @@
+// zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
+// of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
+// extras); fields we cannot honour (n > 1, penalties, logit_bias, tools, response_format other than
+// text, echo, suffix, best_of > 1) are rejected with a 400 naming them. No state.
+import { z } from "zod";
+import { apiError, type ApiError } from "./http-errors.ts";
+
+const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
+const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
+
+const sampling = {
+  model: nullish(z.string().max(256)),
+  max_tokens: nullish(z.int().min(1, "must be ≥ 1")),
+  temperature: nullish(z.number().min(0).max(2)),
+  top_p: nullish(z.number().gt(0).max(1)),
+  min_p: nullish(z.number().min(0).max(1)),
+  top_k: nullish(z.int().min(0)),
+  seed: nullish(z.int().min(-(2 ** 53)).max(2 ** 53)),
+  stop: nullish(z.union([z.string().min(1), z.array(z.string().min(1, "stop strings must not be empty")).max(16)])),
+  stream: nullish(z.boolean()),
+  stream_options: nullish(z.object({ include_usage: nullish(z.boolean()) })),
+  n: nullish(z.literal(1, { message: "only n = 1 is supported" })),
+  presence_penalty: nullish(z.literal(0, { message: "presence_penalty is not supported (must be 0)" })),
+  frequency_penalty: nullish(z.literal(0, { message: "frequency_penalty is not supported (must be 0)" })),
+  logit_bias: nullish(z.record(z.string(), z.number()).refine((r) => Object.keys(r).length === 0, { message: "logit_bias is not supported" })),
+  user: nullish(z.string()),
+  slot: nullish(z.int().min(0)), // extension: pin the request to a KV slot
+  response_format: nullish(z.object({ type: z.string() }).refine((r) => r.type === "text", {
+    message: "response_format json_object / json_schema is not supported yet (no grammar-constrained decoding)",
+  })),
+};
+
+const Part = z.object({ type: z.literal("text", { message: "only text content parts are supported" }), text: z.string() });
+export const ChatMessageSchema = z.object({
+  role: z.enum(["system", "developer", "user", "assistant", "tool"]),
+  content: nullish(z.union([z.string(), z.array(Part)])),
+});
+export const MessagesSchema = z.array(ChatMessageSchema).min(1, "messages must not be empty");
+
+export const ChatRequest = z.object({
+  ...sampling,
+  messages: MessagesSchema,
+  max_completion_tokens: nullish(z.int().min(1, "must be ≥ 1")),
+  logprobs: nullish(z.boolean()),
+  top_logprobs: nullish(z.int().min(0).max(20)),
+  chat_template_kwargs: nullish(z.object({ enable_thinking: nullish(z.boolean()) })),
+  tools: nullish(z.array(z.unknown()).max(0, "tools are not supported")),
+  tool_choice: nullish(z.union([z.literal("none"), z.literal("auto")])),
+  functions: nullish(unsupported("functions")),
+});
+export type ChatRequest = z.infer<typeof ChatRequest>;
+
+const Ids = z.array(z.int().min(0)).min(1);
+export const CompletionRequest = z.object({
+  ...sampling,
+  prompt: z.union([z.string(), z.array(z.string()).length(1, "only one prompt per request"), Ids, z.array(Ids).length(1, "only one prompt per request")]),
+  logprobs: nullish(z.int().min(0).max(20)),
+  echo: nullish(z.literal(false, { message: "echo is not supported" })),
+  suffix: nullish(unsupported("suffix")),
+  best_of: nullish(z.literal(1, { message: "only best_of = 1 is supported" })),
+});
+export type CompletionRequest = z.infer<typeof CompletionRequest>;
+
+/** A zod failure as an OpenAI 400 naming the first bad field. */
+export function zodError(e: z.ZodError): ApiError {
+  const i = e.issues[0];
+  const param = i && i.path.length ? i.path.map(String).join(".") : null;
+  return apiError(400, param ? `${param}: ${i.message}` : (i?.message ?? "invalid request"), param, "invalid_value");
+}
+
+/** Text of a message's content (text parts joined). */
+export function contentText(c: z.infer<typeof ChatMessageSchema>["content"]): string {
+  if (c == null) return "";
+  return typeof c === "string" ? c : c.map((p) => p.text).join("");
+}

@@ -1,0 +1,71 @@
+// The engine worker (a Bun Worker): loads the model and tokenizer, owns the Scheduler (KV slots,
+// queue) and runs its steps off the HTTP thread. Messages (protocol.ts) are handled between steps,
+// so a cancel frees its slot within one step. Posts `ready` (or `fatal`), request events and stats.
+import { basename } from "node:path";
+import { loadModel } from "../engine/model.ts";
+import { loadTokenizer } from "../model/tokenizer.ts";
+import type { FromWorker, ToWorker } from "./protocol.ts";
+import { Scheduler } from "./scheduler.ts";
+
+declare const self: Worker;
+
+const STATS_MS = 250;
+let sched: Scheduler | null = null;
+let scheduled = false;
+let lastStats = 0;
+
+function post(ev: FromWorker): void {
+  self.postMessage(ev);
+}
+
+function postStats(force: boolean): void {
+  const now = performance.now();
+  if (!sched || (!force && now - lastStats < STATS_MS)) return;
+  lastStats = now;
+  post({ t: "stats", stats: sched.stats() });
+}
+
+/** Run one scheduler step per macrotask while there is work, so messages interleave with steps. */
+function kick(): void {
+  if (scheduled || !sched?.hasWork()) return;
+  scheduled = true;
+  setImmediate(() => {
+    scheduled = false;
+    if (!sched) return;
+    const before = sched.hasWork();
+    sched.step();
+    postStats(!sched.hasWork() && before);
+    kick();
+  });
+}
+
+function init(o: Extract<ToWorker, { t: "init" }>["opts"]): void {
+  try {
+    const m = loadModel(o.dir);
+    const codec = loadTokenizer(o.dir);
+    const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
+    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk }, post);
+    post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });
+    postStats(true);
+  } catch (e) {
+    post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
+  }
+}
+
+self.onmessage = (e: MessageEvent<ToWorker>) => {
+  const msg = e.data;
+  if (msg.t === "init") return init(msg.opts);
+  if (!sched) {
+    if (msg.t === "submit") post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: "the model is not loaded" });
+    return;
+  }
+  try {
+    if (msg.t === "submit") sched.submit(msg.rid, msg.req);
+    else if (msg.t === "cancel") sched.cancel(msg.rid);
+    else if (msg.t === "stop") sched.stop(msg.rid);
+  } catch (err) {
+    if ("rid" in msg) post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) });
+  }
+  postStats(true);
+  kick();
+};

@@ -1,0 +1,349 @@
+// Tests for the attention kernel family (ffi/attn.c) through the src/engine/hb.ts wrappers:
+// hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
+// Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { attn, dsaSelect, hb, indexScores, type AttnOperand } from "../src/engine/hb.ts";
+
+// ---- helpers ----
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const randArr = (r: () => number, n: number, lo = -1, hi = 1) => Float32Array.from({ length: n }, () => lo + (hi - lo) * r());
+const randInt = (r: () => number, n: number) => Math.floor(r() * n);
+
+/** max |a-b| / max |b|: a norm-wise relative error. NaN (the sentinel of unwritten slots) must match NaN. */
+function relErr(a: Float32Array, b: Float32Array | Float64Array, floor = 1e-30): number {
+  let d = 0, m = floor;
+  for (let i = 0; i < b.length; i++) {
+    if (Number.isNaN(a[i]) || Number.isNaN(b[i])) {
+      if (Number.isNaN(a[i]) !== Number.isNaN(b[i])) return Infinity;
+      continue; // both NaN: an untouched sentinel slot
+    }
+    d = Math.max(d, Math.abs(a[i] - b[i]));
+    m = Math.max(m, Math.abs(b[i]));
+  }
+  return d / m;
+}
+
+/** Run fn at a SIMD level (hb_simd_force: 0 scalar, 2 = cap at AVX2), then restore the best level. */
+function atLevel<T>(level: number, fn: () => T): T {
+  hb().hb_simd_force(level);
+  try {
+    return fn();
+  } finally {
+    hb().hb_simd_force(1);
+  }
+}
+const LOWER_LEVELS = [0, 2]; // scalar reference, AVX2 (== best or scalar on machines without it)
+// Load (and, when ffi/*.c changed, compile) libhb outside any single test's time limit.
+beforeAll(() => void hb(), 180_000);
+afterAll(() => hb().hb_simd_force(1));
+
+// ---- TS references ----
+interface AttnCase {
+  S: number; H: number; dk: number; dv: number; q: AttnOperand; k: AttnOperand; v: AttnOperand;
+  sel: Int32Array | null; nsel: Int32Array; selRow: number; scale: number; out: AttnOperand;
+}
+function attnRef(c: AttnCase): Float64Array {
+  const o = new Float64Array(c.out.a.length);
+  for (let i = 0; i < o.length; i++) o[i] = c.out.a[i]; // untouched slots keep their sentinel
+  for (let s = 0; s < c.S; s++)
+    for (let h = 0; h < c.H; h++) {
+      const n = Math.max(0, c.nsel[s]), ob = s * c.out.row + h * c.out.head;
+      for (let e = 0; e < c.dv; e++) o[ob + e] = 0;
+      if (n === 0) continue;
+      const keys = Array.from({ length: n }, (_, j) => (c.sel ? c.sel[s * c.selRow + j] : j));
+      const sc = keys.map((t) => {
+        let d = 0;
+        for (let i = 0; i < c.dk; i++) d += c.q.a[s * c.q.row + h * c.q.head + i] * c.k.a[t * c.k.row + h * c.k.head + i];
+        return c.scale * d;
+      });
+      const m = Math.max(...sc), e = sc.map((x) => Math.exp(x - m)), z = e.reduce((a, b) => a + b, 0);
+      keys.forEach((t, j) => {
+        for (let i = 0; i < c.dv; i++) o[ob + i] += (e[j] / z) * c.v.a[t * c.v.row + h * c.v.head + i];
+      });
+    }
+  return o;
+}
+const runAttn = (c: AttnCase) => attn(c.S, c.H, c.dk, c.dv, c.q, c.k, c.v, c.sel, c.nsel, c.selRow, c.scale, c.out);
+
+/** Random case. shared: MLA absorbed form (K row = [c_kv ‖ k_pe], V = c_kv aliasing K, head stride 0). */
+function makeAttn(seed: number, o: { S: number; H: number; dk: number; dv: number; T: number; shared: boolean; useSel: boolean; zeroRows?: boolean }): AttnCase {
+  const r = rng(seed);
+  const { S, H, dk, dv, T } = o;
+  const q: AttnOperand = { a: randArr(r, S * (H * dk + 3)), row: H * dk + 3, head: dk }; // padded rows
+  let k: AttnOperand, v: AttnOperand;
+  if (o.shared) {
+    if (dv > dk) throw new Error("shared case needs dv <= dk");
+    k = { a: randArr(r, T * (dk + 1)), row: dk + 1, head: 0 };
+    v = { a: k.a, row: k.row, head: 0 };
+  } else {
+    const kv = randArr(r, T * H * (dk + dv)); // interleaved per head like kv_b output [T, H, dk+dv]
+    k = { a: kv, row: H * (dk + dv), head: dk + dv };
+    v = { a: Float32Array.from(kv.subarray(dk)), row: H * (dk + dv), head: dk + dv }; // FFI gets a fresh base
+  }
+  const selRow = T + 2;
+  const nsel = Int32Array.from({ length: S }, (_, s) => (o.zeroRows && s % 3 === 1 ? 0 : 1 + randInt(r, T)));
+  let sel: Int32Array | null = null;
+  if (o.useSel) {
+    sel = new Int32Array(S * selRow).fill(-1); // unused slots would crash/poison if read
+    for (let s = 0; s < S; s++) {
+      const perm = Array.from({ length: T }, (_, i) => i).sort(() => r() - 0.5);
+      for (let j = 0; j < nsel[s]; j++) sel[s * selRow + j] = perm[j];
+    }
+  }
+  const out: AttnOperand = { a: new Float32Array(S * (H * (dv + 2) + 1)).fill(NaN), row: H * (dv + 2) + 1, head: dv + 2 };
+  return { S, H, dk, dv, q, k, v, sel, nsel, selRow, scale: 1 / Math.sqrt(dk), out };
+}
+const fresh = (c: AttnCase): AttnCase => ({ ...c, out: { ...c.out, a: new Float32Array(c.out.a.length).fill(NaN) } });
+
+describe("hb_attn", () => {
+  const shapes = [
+    { dk: 1, dv: 5, H: 1, S: 3, T: 7 },
+    { dk: 17, dv: 5, H: 3, S: 4, T: 23 },
+    { dk: 72, dv: 64, H: 2, S: 5, T: 40 },
+    { dk: 17, dv: 64, H: 5, S: 2, T: 33 },
+  ];
+  for (const sh of shapes)
+    for (const useSel of [false, true])
+      test(`per-head K dk=${sh.dk} dv=${sh.dv} H=${sh.H} sel=${useSel}`, () => {
+        const c = makeAttn(sh.dk * 100 + sh.dv + (useSel ? 7 : 0), { ...sh, shared: false, useSel, zeroRows: true });
+        const ref = attnRef(c);
+        runAttn(c);
+        expect(relErr(c.out.a, ref)).toBeLessThan(1e-5);
+        for (const level of LOWER_LEVELS) {
+          const cs = fresh(c);
+          atLevel(level, () => runAttn(cs));
+          expect(relErr(cs.out.a, ref)).toBeLessThan(1e-5);
+          expect(relErr(c.out.a, cs.out.a)).toBeLessThan(1e-6);
+        }
+      });
+
+  for (const sh of [{ dk: 80, dv: 64, H: 13, S: 3, T: 50 }, { dk: 19, dv: 16, H: 16, S: 1, T: 9 }, { dk: 576, dv: 512, H: 8, S: 2, T: 160 }])
+    for (const useSel of [false, true])
+      test(`shared K (MLA absorbed) dk=${sh.dk} dv=${sh.dv} H=${sh.H} sel=${useSel}`, () => {
+        const c = makeAttn(sh.dk + sh.H + (useSel ? 1 : 0), { ...sh, shared: true, useSel, zeroRows: sh.S > 1 });
+        const ref = attnRef(c);
+        runAttn(c);
+        expect(relErr(c.out.a, ref)).toBeLessThan(1e-5);
+        for (const level of LOWER_LEVELS) {
+          const cs = fresh(c);
+          atLevel(level, () => runAttn(cs));
+          expect(relErr(c.out.a, cs.out.a)).toBeLessThan(1e-6);
+        }
+      });
+
+  test("nsel=0 rows are zero, padding between heads/rows untouched", () => {
+    const c = makeAttn(5, { S: 6, H: 3, dk: 17, dv: 5, T: 12, shared: false, useSel: true, zeroRows: true });
+    runAttn(c);
+    for (let s = 0; s < c.S; s++)
+      for (let h = 0; h < c.H; h++) {
+        const b = s * c.out.row + h * c.out.head;
+        for (let e = 0; e < c.dv; e++) {
+          if (c.nsel[s] === 0) expect(c.out.a[b + e]).toBe(0);
+          else expect(Number.isFinite(c.out.a[b + e])).toBe(true);
+        }
+        expect(c.out.a[b + c.dv]).toBeNaN();
+        expect(c.out.a[b + c.dv + 1]).toBeNaN();
+      }
+    for (let s = 0; s < c.S; s++) expect(c.out.a[s * c.out.row + c.out.row - 1]).toBeNaN();
+  });
+
+  test("one key -> output equals that value row exactly", () => {
+    const c = makeAttn(9, { S: 2, H: 4, dk: 33, dv: 20, T: 10, shared: false, useSel: true });
+    c.nsel.fill(1);
+    runAttn(c);
+    for (let s = 0; s < c.S; s++)
+      for (let h = 0; h < c.H; h++) {
+        const t = c.sel![s * c.selRow];
+        for (let e = 0; e < c.dv; e++) expect(c.out.a[s * c.out.row + h * c.out.head + e]).toBe(c.v.a[t * c.v.row + h * c.v.head + e]);
+      }
+  });
+
+  test("sel = 0..n-1 equals dense bit for bit (spec §3.3 self-test)", () => {
+    for (const shared of [true, false]) {
+      const dense = makeAttn(21, { S: 4, H: 11, dk: 40, dv: 24, T: 70, shared, useSel: false });
+      const sel = new Int32Array(dense.S * dense.selRow);
+      for (let s = 0; s < dense.S; s++) for (let j = 0; j < dense.nsel[s]; j++) sel[s * dense.selRow + j] = j;
+      const viaSel = { ...fresh(dense), sel };
+      runAttn(dense);
+      runAttn(viaSel);
+      expect(Array.from(viaSel.out.a)).toEqual(Array.from(dense.out.a));
+    }
+  });
+
+  test("a row's result does not depend on the batch it runs in (bit exact)", () => {
+    const c = makeAttn(33, { S: 6, H: 16, dk: 48, dv: 32, T: 60, shared: true, useSel: true });
+    runAttn(c);
+    for (let s = 0; s < c.S; s++) {
+      const one: AttnCase = {
+        ...c, S: 1,
+        q: { ...c.q, a: c.q.a.slice(s * c.q.row, (s + 1) * c.q.row) },
+        sel: c.sel!.slice(s * c.selRow, (s + 1) * c.selRow),
+        nsel: c.nsel.slice(s, s + 1),
+        out: { ...c.out, a: new Float32Array(c.out.row).fill(NaN) },
+      };
+      runAttn(one);
+      expect(Array.from(one.out.a)).toEqual(Array.from(c.out.a.subarray(s * c.out.row, (s + 1) * c.out.row)));
+    }
+  });
+
+  test("large scores stay finite (max-subtracted softmax)", () => {
+    const c = makeAttn(44, { S: 2, H: 2, dk: 8, dv: 8, T: 16, shared: false, useSel: false });
+    c.scale = 200; // scores of order ±hundreds: exp would overflow without the max shift
+    const ref = attnRef(c);
+    runAttn(c);
+    for (let s = 0; s < c.S; s++)
+      for (let h = 0; h < c.H; h++)
+        for (let e = 0; e < c.dv; e++) expect(Number.isFinite(c.out.a[s * c.out.row + h * c.out.head + e])).toBe(true);
+    expect(relErr(c.out.a, ref)).toBeLessThan(1e-4);
+  });
+});
+
+// ---- lightning indexer scores ----
+function indexRef(S: number, nh: number, hd: number, qI: Float32Array, w: Float32Array, kI: Float32Array, nk: Int32Array, out: Float32Array, outRow: number, scale: number): Float64Array {
+  const o = Float64Array.from(out);
+  for (let s = 0; s < S; s++)
+    for (let t = 0; t < nk[s]; t++) {
+      let acc = 0;
+      for (let h = 0; h < nh; h++) {
+        let d = 0;
+        for (let i = 0; i < hd; i++) d += qI[s * nh * hd + h * hd + i] * kI[t * hd + i];
+        acc += w[s * nh + h] * Math.max(0, scale * d);
+      }
+      o[s * outRow + t] = acc;
+    }
+  return o;
+}
+
+describe("hb_index_scores", () => {
+  const cases = [
+    { S: 3, nh: 1, hd: 1, T: 9 },
+    { S: 4, nh: 5, hd: 7, T: 37 },
+    { S: 2, nh: 4, hd: 33, T: 600 },
+    { S: 3, nh: 8, hd: 128, T: 301 },
+  ];
+  for (const cs of cases)
+    test(`S=${cs.S} nh=${cs.nh} hd=${cs.hd} T=${cs.T}`, () => {
+      const r = rng(cs.hd * 31 + cs.T);
+      const { S, nh, hd, T } = cs;
+      const qI = randArr(r, S * nh * hd), w = randArr(r, S * nh), kI = randArr(r, T * hd);
+      const nk = Int32Array.from({ length: S }, (_, s) => (s === 1 ? 0 : s === 0 ? T : 1 + randInt(r, T)));
+      const outRow = T + 5, scale = 1 / Math.sqrt(hd);
+      const out = new Float32Array(S * outRow).fill(NaN);
+      const ref = indexRef(S, nh, hd, qI, w, kI, nk, out, outRow, scale);
+      indexScores(S, nh, hd, qI, w, kI, nk, out, outRow, scale);
+      expect(relErr(out, ref)).toBeLessThan(1e-5);
+      for (let s = 0; s < S; s++) for (let t = nk[s]; t < outRow; t++) expect(out[s * outRow + t]).toBeNaN();
+      for (const level of LOWER_LEVELS) {
+        const out0 = new Float32Array(S * outRow).fill(NaN);
+        atLevel(level, () => indexScores(S, nh, hd, qI, w, kI, nk, out0, outRow, scale));
+        expect(relErr(out0, ref)).toBeLessThan(1e-5);
+        expect(relErr(out, out0)).toBeLessThan(1e-6);
+      }
+    });
+
+  test("ReLU: negative dots contribute nothing; weight sign passes through", () => {
+    const nh = 3, hd = 20, T = 11;
+    const r = rng(77);
+    const qI = randArr(r, nh * hd, 0.1, 1); // all positive
+    const kI = randArr(r, T * hd, 0.1, 1);
+    for (let t = 0; t < T; t += 2) for (let i = 0; i < hd; i++) kI[t * hd + i] = -kI[t * hd + i]; // even t: all dots < 0
+    const w = Float32Array.from([0.5, -2, 1.25]);
+    const out = new Float32Array(T);
+    indexScores(1, nh, hd, qI, w, kI, Int32Array.of(T), out, T, 0.25);
+    const ref = indexRef(1, nh, hd, qI, w, kI, Int32Array.of(T), new Float32Array(T), T, 0.25);
+    for (let t = 0; t < T; t++) {
+      if (t % 2 === 0) expect(out[t]).toBe(0);
+      else expect(out[t]).not.toBe(0);
+    }
+    expect(relErr(out, ref)).toBeLessThan(1e-5);
+    expect(ref.some((x) => x < 0)).toBe(true); // net-negative weights make negative scores
+  });
+});
+
+// ---- DSA selection ----
+/** Spec §3.3 rule: thr = topk-th largest; all > thr ascending, then == thr ascending until full; returned sorted. */
+function selectRef(x: ArrayLike<number>, n: number, topk: number): number[] {
+  if (n <= topk) return Array.from({ length: n }, (_, i) => i);
+  const vals = Array.from({ length: n }, (_, i) => x[i]).sort((a, b) => b - a);
+  const thr = vals[topk - 1];
+  const gt: number[] = [], eq: number[] = [];
+  for (let t = 0; t < n; t++) (x[t] > thr ? gt : x[t] === thr ? eq : []).push(t);
+  return [...gt, ...eq.slice(0, topk - gt.length)].sort((a, b) => a - b);
+}
+
+function checkSelect(scores: Float32Array, scoreRow: number, nk: Int32Array, topk: number) {
+  const S = nk.length;
+  const sel = new Int32Array(S * topk).fill(-5), nsel = new Int32Array(S).fill(-5);
+  dsaSelect(S, scores, scoreRow, nk, topk, sel, nsel);
+  for (let s = 0; s < S; s++) {
+    const want = selectRef(scores.subarray(s * scoreRow), Math.max(0, nk[s]), topk);
+    expect(nsel[s]).toBe(want.length);
+    expect(Array.from(sel.subarray(s * topk, s * topk + nsel[s]))).toEqual(want);
+  }
+}
+
+describe("hb_dsa_select", () => {
+  test("tied values from a small integer set with many zeros", () => {
+    const r = rng(1234);
+    for (const topk of [1, 2, 3, 7, 16, 64]) {
+      const S = 40, scoreRow = 260;
+      const scores = new Float32Array(S * scoreRow).fill(1e9); // beyond nk must be ignored
+      const nk = Int32Array.from({ length: S }, () => 1 + randInt(r, 250));
+      for (let s = 0; s < S; s++)
+        for (let t = 0; t < nk[s]; t++) {
+          const u = r();
+          scores[s * scoreRow + t] = u < 0.5 ? 0 : u < 0.6 ? -0 : [1, 2, 3, -1, -2][randInt(r, 5)];
+        }
+      checkSelect(scores, scoreRow, nk, topk);
+    }
+  });
+
+  test("n <= topk selects everything; n = topk+1; nk = 0", () => {
+    const r = rng(99);
+    const topk = 8, scoreRow = 12;
+    const nk = Int32Array.of(0, 1, 7, 8, 9, 9, 9, 12);
+    const scores = randArr(r, nk.length * scoreRow);
+    scores.fill(0.5, 5 * scoreRow, 6 * scoreRow); // n = topk+1 all tied: drops the last key
+    checkSelect(scores, scoreRow, nk, topk);
+    const sel = new Int32Array(nk.length * topk), nsel = new Int32Array(nk.length);
+    dsaSelect(nk.length, scores, scoreRow, nk, topk, sel, nsel);
+    expect(Array.from(nsel)).toEqual([0, 1, 7, 8, 8, 8, 8, 8]);
+    expect(Array.from(sel.subarray(5 * topk, 6 * topk))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  test("topk = 1 picks the first maximum", () => {
+    const scores = Float32Array.of(1, 3, 2, 3, -1, 3);
+    const sel = new Int32Array(1), nsel = new Int32Array(1);
+    dsaSelect(1, scores, 6, Int32Array.of(6), 1, sel, nsel);
+    expect(nsel[0]).toBe(1);
+    expect(sel[0]).toBe(1);
+  });
+
+  test("wide value range, ±Infinity, denormals, near-equal floats", () => {
+    const r = rng(4321);
+    const pool = [Infinity, -Infinity, 1e30, -1e30, 1e-42, -1e-42, 0, -0, 1, Math.fround(1 + 2 ** -23), Math.fround(1 - 2 ** -24), 0.1, -0.1];
+    const S = 30, scoreRow = 120;
+    const scores = new Float32Array(S * scoreRow);
+    for (let i = 0; i < scores.length; i++) scores[i] = r() < 0.7 ? pool[randInt(r, pool.length)] : (r() - 0.5) * 10 ** randInt(r, 8);
+    const nk = Int32Array.from({ length: S }, () => randInt(r, scoreRow + 1));
+    for (const topk of [1, 5, 31]) checkSelect(scores, scoreRow, nk, topk);
+  });
+
+  test("long rows with random floats and injected ties", () => {
+    const r = rng(555);
+    const S = 4, n = 5000, topk = 512;
+    const scores = randArr(r, S * n, -3, 3);
+    for (let i = 0; i < scores.length; i += 7) scores[i] = scores[(i * 13) % scores.length];
+    for (let i = 0; i < scores.length; i += 11) scores[i] = 0;
+    checkSelect(scores, n, Int32Array.from({ length: S }, (_, s) => n - 1000 * s), topk);
+  });
+});

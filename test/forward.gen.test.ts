@@ -1,0 +1,80 @@
+// Properties of the exact forward on generated models of several shapes and seeds.
+import { describe, expect, test } from "bun:test";
+import { genModel } from "./helpers/models.ts";
+import { relRms } from "./helpers/fixture.ts";
+import { loadModel, type Model } from "../src/engine/model.ts";
+import { Session } from "../src/engine/session.ts";
+import type { ForwardOpts } from "../src/engine/forward.ts";
+import { openModel, readF32, writeSafetensors } from "../src/model/safetensors.ts";
+import { cpSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+function ids(n: number, V: number, seed: number): number[] {
+  let s = seed;
+  return Array.from({ length: n }, () => ((s = (s * 1103515245 + 12345) >>> 0) % (V - 16)) + 16);
+}
+function tf(m: Model, toks: number[], opts: ForwardOpts = {}): Float32Array {
+  return new Session(m, opts).feed(toks, true).slice();
+}
+function worst(a: Float32Array, b: Float32Array, V: number): number {
+  let w = 0;
+  for (let p = 0; p < a.length / V; p++) w = Math.max(w, relRms(a.subarray(p * V, (p + 1) * V), b.subarray(p * V, (p + 1) * V)));
+  return w;
+}
+
+const shapes = [
+  { name: "tiny seed 1", opts: { preset: "tiny" as const, seed: 1 } },
+  { name: "tiny seed 7, 3 layers, topk 5, heads 2", opts: { preset: "tiny" as const, seed: 7, set: { num_hidden_layers: 3, index_topk: 5, num_attention_heads: 2, indexer_types: ["full", "shared", "full"], mlp_layer_types: ["dense", "sparse", "sparse"] } } },
+  { name: "tiny seed 3, kv_lora 24, all full", opts: { preset: "tiny" as const, seed: 3, set: { indexer_types: ["full", "full", "full", "full"], kv_lora_rank: 24 } } },
+];
+
+for (const sh of shapes) {
+  describe(`generated ${sh.name}`, () => {
+    const m = loadModel(genModel(sh.opts));
+    const V = m.cfg.vocab_size;
+    const toks = ids(20, V, 11);
+
+    test("index_topk ≥ context equals dense attention exactly", () => {
+      const wide = { ...m, cfg: { ...m.cfg, index_topk: 64 } };
+      const dense = { ...m, cfg: { ...m.cfg, has_dsa: false } };
+      expect(tf(wide, toks)).toEqual(tf(dense, toks));
+    });
+
+    test("absorbed equals naive to 1e-5", () => {
+      expect(worst(tf(m, toks, { attn: "absorbed" }), tf(m, toks, { attn: "naive" }), V)).toBeLessThan(1e-5);
+    });
+
+    test("incremental decode equals teacher forcing", () => {
+      const all = tf(m, toks);
+      const s = new Session(m);
+      const inc = new Float32Array(all.length);
+      inc.set(s.feed(toks.slice(0, 5), true).slice(0, 5 * V));
+      for (let p = 5; p < toks.length; p++) inc.set(s.feed([toks[p]]), p * V);
+      expect(worst(inc, all, V)).toBeLessThan(1e-5);
+    });
+
+    test("DSA is active and changes the result beyond index_topk", () => {
+      const dense = { ...m, cfg: { ...m.cfg, has_dsa: false } };
+      expect(worst(tf(m, toks), tf(dense, toks), V)).toBeGreaterThan(1e-6);
+    });
+  });
+}
+
+describe("bf16 weights", () => {
+  test("a bf16 model equals its f32 upcast", () => {
+    const dir = genModel({ preset: "tiny", seed: 5, dtype: "bf16" });
+    const up = mkdtempSync(join(tmpdir(), "hb-up-"));
+    for (const f of ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"]) cpSync(join(dir, f), join(up, f));
+    const store = openModel(dir);
+    writeSafetensors(join(up, "model.safetensors"), store.names().map((n) => {
+      const t = store.get(n);
+      return { name: n, dtype: "F32", shape: t.shape, data: readF32(t) };
+    }));
+    const mb = loadModel(dir), mf = loadModel(up);
+    expect(mb.w.layers[1].attn.kv_b.fmt).toBe(5);
+    expect(mf.w.layers[1].attn.kv_b.fmt).toBe(0);
+    const toks = ids(16, mb.cfg.vocab_size, 3);
+    expect(worst(tf(mb, toks), tf(mf, toks), mb.cfg.vocab_size)).toBeLessThan(1e-6);
+  });
+});

@@ -1,0 +1,28 @@
+// Locates ../shared/fixtures (beside the repo) and reads the reference JSON files; suites skip,
+// saying so, when the shared folder is absent.
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+export const SHARED = resolve(import.meta.dir, "../../../shared");
+export const TINY = join(SHARED, "fixtures/glm-tiny");
+export const DEMO = join(SHARED, "demo/glm-demo");
+export const hasTiny = existsSync(join(TINY, "config.json"));
+export const hasDemo = existsSync(join(DEMO, "config.json"));
+if (!hasTiny) console.warn(`[skip] ${TINY} is absent: fixture suites are skipped`);
+
+export interface Ref {
+  prompt_ids: number[]; gen_ids: number[]; full_ids: number[];
+  tf_logits: number[][]; tf_margin: number[]; mtp_logits: number[][];
+  mtp_draft: { next_token: number; drafts: number[] }; mtp_draft_logits: number[][];
+  dsa: { layer: number; kind: string; selected?: Record<string, number[]>; cut_tie_positions?: number[] }[];
+}
+export function readRef(name: string): Ref {
+  return JSON.parse(readFileSync(join(TINY, "ref", `${name}.json`), "utf8"));
+}
+
+/** ‖a − b‖ / ‖b‖ over one row. */
+export function relRms(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let num = 0, den = 0;
+  for (let i = 0; i < b.length; i++) { num += (a[i] - b[i]) ** 2; den += b[i] ** 2; }
+  return Math.sqrt(num / Math.max(den, 1e-300));
+}

@@ -1,0 +1,316 @@
+// libhb kernels against scalar TypeScript references (written from formats.md and spec §3.2), on seeded
+// random inputs with odd sizes (vector tails), at every SIMD level this CPU has (forced scalar, AVX2,
+// best). Also the thread pool (self-check symbol), conversions over all codes, and pread.
+import { afterAll, describe, expect, test } from "bun:test";
+import { dlopen, FFIType } from "bun:ffi";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureNative } from "../ffi/build.ts";
+import {
+  add, axpy, Conv, convert, Fmt, type FmtCode, hb, layernorm, matmul, pread, rmsnorm, rope, softmax, swiglu,
+} from "../src/engine/hb.ts";
+
+const lib = hb();
+// test-only symbols, not part of the engine's table
+const extra = dlopen(ensureNative(), {
+  hb_pool_check: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  hb_simd_level: { args: [], returns: FFIType.i32 },
+}).symbols;
+const best = lib.hb_simd_force(1);
+afterAll(() => {
+  lib.hb_simd_force(1);
+  lib.hb_init(Number(process.env.HB_THREADS ?? 0) || 0);
+});
+
+/** SIMD levels to run: scalar, AVX2 (when present and not the best), best. */
+const levels: number[] = [0];
+if (best > 2 && lib.hb_simd_force(2) === 2) levels.push(2);
+if (best > 0) levels.push(best);
+lib.hb_simd_force(1);
+function atLevel<T>(level: number, f: () => T): T {
+  expect(lib.hb_simd_force(level === 0 ? 0 : level)).toBe(level);
+  try { return f(); } finally { lib.hb_simd_force(1); }
+}
+
+// ---- deterministic random ----
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const randF32 = (r: () => number, n: number, amp = 1) => Float32Array.from({ length: n }, () => (r() * 2 - 1) * amp);
+const randU8 = (r: () => number, n: number) => Uint8Array.from({ length: n }, () => Math.floor(r() * 256));
+
+// ---- TS decoders (independent of the C bit tricks: finite values are built arithmetically) ----
+const f32bits = (v: number) => new Uint32Array(Float32Array.of(v).buffer)[0];
+function f16ToF32Bits(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e === 0x1f) return ((h & 0x8000) << 16 | 0x7f800000 | (m << 13) | (m ? 0x400000 : 0)) >>> 0; // inf / quiet NaN
+  const v = e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15);
+  return f32bits(sign * v);
+}
+const f16ToF32 = (h: number) => new Float32Array(Uint32Array.of(f16ToF32Bits(h)).buffer)[0];
+function f8e4m3(c: number): number {
+  const sign = c & 0x80 ? -1 : 1, e = (c >> 3) & 15, m = c & 7;
+  if (e === 15 && m === 7) return NaN;
+  return sign * (e === 0 ? m * 2 ** -9 : (1 + m / 8) * 2 ** (e - 7));
+}
+
+// ---- matmul reference: dequantize per formats.md, then Σ w·x in double ----
+type Weight = { W: Float32Array | Uint16Array | Uint8Array; scales: Float32Array | null; gs: number };
+function makeWeight(fmt: FmtCode, O: number, I: number, gs: number, r: () => number): Weight {
+  const h2 = Math.ceil(I / 2), h4 = Math.ceil(I / 4), sc = (n: number) => randF32(r, n, 0.05).map(Math.abs);
+  switch (fmt) {
+    case Fmt.f32: return { W: randF32(r, O * I), scales: null, gs: 0 };
+    case Fmt.bf16: return { W: Uint16Array.from(randF32(r, O * I), (v) => f32bits(v) >>> 16), scales: null, gs: 0 };
+    case Fmt.f16: // random sign, exponent 0..30 (subnormals included), mantissa
+      return { W: Uint16Array.from({ length: O * I }, () => (r() < 0.5 ? 0x8000 : 0) | (Math.floor(r() * 16) << 10) | Math.floor(r() * 1024)), scales: null, gs: 0 };
+    case Fmt.int8: return { W: randU8(r, O * I), scales: sc(O), gs: 0 };
+    case Fmt.int4: return { W: randU8(r, O * h2), scales: sc(O), gs: 0 };
+    case Fmt.int2: return { W: randU8(r, O * h4), scales: sc(O), gs: 0 };
+    case Fmt.int4g: return { W: randU8(r, O * h2), scales: sc(O * Math.ceil(I / gs)), gs };
+  }
+  throw new Error(`fmt ${fmt}`);
+}
+function dequant(fmt: FmtCode, { W, scales, gs }: Weight, O: number, I: number): Float64Array {
+  const w = new Float64Array(O * I), h2 = Math.ceil(I / 2), h4 = Math.ceil(I / 4), ng = Math.ceil(I / Math.max(gs, 1));
+  const nib = (o: number, i: number) => { const b = W[o * h2 + (i >> 1)]; return ((i & 1 ? b >> 4 : b) & 15) - 8; };
+  for (let o = 0; o < O; o++)
+    for (let i = 0; i < I; i++) {
+      const k = o * I + i;
+      let v: number;
+      if (fmt === Fmt.f32) v = W[k];
+      else if (fmt === Fmt.bf16) v = new Float32Array(Uint32Array.of(W[k] << 16).buffer)[0];
+      else if (fmt === Fmt.f16) v = f16ToF32(W[k]);
+      else if (fmt === Fmt.int8) v = Math.fround(((W[k] << 24) >> 24) * scales![o]);
+      else if (fmt === Fmt.int4) v = Math.fround(nib(o, i) * scales![o]);
+      else if (fmt === Fmt.int2) v = Math.fround((((W[o * h4 + (i >> 2)] >> (2 * (i & 3))) & 3) - 2) * scales![o]);
+      else v = Math.fround(nib(o, i) * scales![o * ng + Math.floor(i / gs)]);
+      w[k] = v;
+    }
+  return w;
+}
+/** max over (s,o) of |y − Σ w·x| / (Σ |w·x| + tiny) */
+function matmulError(w: Float64Array, x: Float32Array, y: Float32Array, O: number, I: number, S: number): number {
+  let worst = 0;
+  for (let s = 0; s < S; s++)
+    for (let o = 0; o < O; o++) {
+      let sum = 0, mag = 0;
+      for (let i = 0; i < I; i++) { const p = w[o * I + i] * x[s * I + i]; sum += p; mag += Math.abs(p); }
+      const err = Math.abs(y[s * O + o] - sum) / (mag + 1e-30);
+      worst = Math.max(worst, Number.isNaN(err) ? Infinity : err);
+    }
+  return worst;
+}
+
+const fmtNames = Object.entries(Fmt) as [string, FmtCode][];
+describe("matmul", () => {
+  for (const [name, fmt] of fmtNames) {
+    test(`${name}: every level vs dequantized TS reference, tails and S blocks`, () => {
+      const r = rng(1000 + fmt);
+      for (const I of [1, 7, 33, 257, 1000])
+        for (const S of [1, 3, 8])
+          for (const O of [1, 5, 67]) {
+            const gs = fmt === Fmt.int4g ? [64, 16, 48, 7][(I + O) % 4] : 0; // 7 and 48: odd/unaligned groups
+            const wt = makeWeight(fmt, O, I, gs, r), x = randF32(r, S * I);
+            const w = dequant(fmt, wt, O, I);
+            for (const level of levels) {
+              const y = new Float32Array(S * O).fill(NaN);
+              atLevel(level, () => matmul(fmt, wt.W, wt.scales, wt.gs, O, I, x, S, y));
+              const err = matmulError(w, x, y, O, I, S);
+              if (!(err <= 1e-5)) throw new Error(`${name} O=${O} I=${I} S=${S} gs=${gs} level=${level}: rel err ${err}`);
+            }
+          }
+    });
+  }
+  test("SIMD and forced-scalar agree on a larger f32/bf16/int4g problem (parallel, tile path)", () => {
+    const r = rng(7), O = 300, I = 515, S = 17;
+    for (const fmt of [Fmt.f32, Fmt.bf16, Fmt.int4g] as FmtCode[]) {
+      const wt = makeWeight(fmt, O, I, 64, r), x = randF32(r, S * I);
+      const ys = levels.map((level) => {
+        const y = new Float32Array(S * O);
+        atLevel(level, () => matmul(fmt, wt.W, wt.scales, wt.gs, O, I, x, S, y));
+        return y;
+      });
+      const w = dequant(fmt, wt, O, I);
+      for (const y of ys) expect(matmulError(w, x, y, O, I, S)).toBeLessThan(1e-5);
+    }
+  });
+  test("bad calls fill y with NaN, I = 0 gives zeros, never a crash", () => {
+    const y = new Float32Array(6);
+    matmul(9 as FmtCode, new Float32Array(6), null, 0, 3, 2, new Float32Array(4), 2, y);
+    expect(y.every(Number.isNaN)).toBe(true);
+    y.fill(0);
+    matmul(Fmt.int4g, new Uint8Array(3), new Float32Array(3), 0, 3, 2, new Float32Array(4), 2, y);
+    expect(y.every(Number.isNaN)).toBe(true);
+    y.fill(0);
+    matmul(Fmt.int8, new Uint8Array(6), null, 0, 3, 2, new Float32Array(4), 2, y);
+    expect(y.every(Number.isNaN)).toBe(true);
+    y.fill(5);
+    matmul(Fmt.f32, new Float32Array(1), null, 0, 3, 0, new Float32Array(1), 2, y);
+    expect(Array.from(y)).toEqual([0, 0, 0, 0, 0, 0]);
+  });
+});
+
+describe("pool", () => {
+  test("every index exactly once: n = 0, 1, primes; chunks 1, 3, 64; nested calls", () => {
+    for (const threads of [1, 3, 0]) {
+      const got = lib.hb_init(threads);
+      expect(got).toBe(threads || lib.hb_nthreads());
+      expect(lib.hb_nthreads()).toBe(got);
+      for (const n of [0, 1, 2, 3, 7, 13, 97, 1009, 100003])
+        for (const chunk of [1, 3, 64])
+          for (const nested of [0, 1]) {
+            const bad = extra.hb_pool_check(n, chunk, nested);
+            if (bad !== 0) throw new Error(`threads=${threads} n=${n} chunk=${chunk} nested=${nested}: ${bad} bad`);
+          }
+    }
+  });
+  test("hb_init(1) then hb_init(0) keeps kernels working; many serial calls", () => {
+    const r = rng(3), O = 129, I = 70, x = randF32(r, I), wt = makeWeight(Fmt.f32, O, I, 0, r);
+    const w = dequant(Fmt.f32, wt, O, I);
+    for (const n of [1, 0, 2, 0]) {
+      lib.hb_init(n);
+      for (let k = 0; k < 200; k++) {
+        const y = new Float32Array(O);
+        matmul(Fmt.f32, wt.W, null, 0, O, I, x, 1, y);
+        if (k % 50 === 0) expect(matmulError(w, x, y, O, I, 1)).toBeLessThan(1e-5);
+      }
+    }
+  });
+  test("simd name and level are consistent", () => {
+    const names = ["scalar", "neon", "avx2", "avx512", "avx512vnni"];
+    expect(names[extra.hb_simd_level()]).toBe(String(lib.hb_simd_name()));
+  });
+});
+
+describe("conversions", () => {
+  const all16 = Uint16Array.from({ length: 65536 * 5 }, (_, i) => i & 0xffff); // ×5: parallel path too
+  for (const level of levels) {
+    test(`bf16 and f16: all 65536 codes bit-exact (level ${level})`, () => {
+      const out = new Float32Array(all16.length), bits = new Uint32Array(out.buffer);
+      atLevel(level, () => convert(Conv.bf16, all16, out, all16.length));
+      for (let i = 0; i < all16.length; i++) if (bits[i] !== ((all16[i] << 16) >>> 0)) throw new Error(`bf16 ${all16[i]}`);
+      atLevel(level, () => convert(Conv.f16, all16, out, all16.length));
+      for (let i = 0; i < all16.length; i++) {
+        const want = f16ToF32Bits(all16[i]);
+        if (bits[i] !== want) throw new Error(`f16 0x${all16[i].toString(16)}: got 0x${bits[i].toString(16)} want 0x${want.toString(16)}`);
+      }
+    });
+  }
+  test("F8 E4M3: all 256 codes", () => {
+    const src = Uint8Array.from({ length: 256 }, (_, i) => i), out = new Float32Array(256);
+    convert(Conv.f8e4m3, src, out, 256);
+    for (let c = 0; c < 256; c++) {
+      const want = f8e4m3(c);
+      if (Number.isNaN(want)) expect(Number.isNaN(out[c])).toBe(true);
+      else if (f32bits(out[c]) !== f32bits(want)) throw new Error(`f8 0x${c.toString(16)}: ${out[c]} vs ${want}`);
+    }
+    expect(out[0x7e]).toBe(448);
+    expect(out[0x01]).toBe(2 ** -9);
+    expect(Object.is(out[0x80], -0)).toBe(true);
+  });
+});
+
+describe("norms and element-wise", () => {
+  const r = rng(11);
+  test("rmsnorm and layernorm bit-exact vs double TS reference", () => {
+    for (const [S, D] of [[1, 1], [3, 7], [2, 1000], [40, 2049]] as const) {
+      const x = randF32(r, S * D, 3), w = randF32(r, D), b = randF32(r, D), eps = Math.fround(1e-5);
+      const y = new Float32Array(S * D), z = new Float32Array(S * D);
+      rmsnorm(x, w, y, S, D, eps);
+      layernorm(x, w, b, z, S, D, eps);
+      for (let s = 0; s < S; s++) {
+        let ss = 0, sum = 0, v = 0;
+        for (let i = 0; i < D; i++) { ss += x[s * D + i] * x[s * D + i]; sum += x[s * D + i]; }
+        const rr = 1 / Math.sqrt(ss / D + eps), mean = sum / D;
+        for (let i = 0; i < D; i++) v += (x[s * D + i] - mean) ** 2;
+        const rl = 1 / Math.sqrt(v / D + eps);
+        for (let i = 0; i < D; i++) {
+          const k = s * D + i;
+          if (y[k] !== Math.fround(x[k] * rr * w[i])) throw new Error(`rmsnorm S=${S} D=${D} at ${k}`);
+          if (z[k] !== Math.fround((x[k] - mean) * rl * w[i] + b[i])) throw new Error(`layernorm S=${S} D=${D} at ${k}`);
+        }
+      }
+    }
+  });
+  test("softmax", () => {
+    for (const n of [1, 5, 1000]) {
+      const x = randF32(r, n, 20), y = x.slice();
+      softmax(y, n);
+      // the kernel's exps are f32 of the f32 difference: mirror that, then compare to 2 f32 ulps
+      const m = Math.max(...x), e = Array.from(x, (v) => Math.exp(Math.fround(v - m))), sum = e.reduce((a, b) => a + b, 0);
+      for (let i = 0; i < n; i++) expect(Math.abs(y[i] - e[i] / sum)).toBeLessThanOrEqual(2e-7 * (e[i] / sum) + 1e-30);
+    }
+  });
+  test("swiglu, add (exact), axpy (exact)", () => {
+    for (const n of [1, 17, 1001]) {
+      const g = randF32(r, n, 8), u = randF32(r, n), out = new Float32Array(n);
+      swiglu(g, u, out, n);
+      for (let i = 0; i < n; i++) {
+        const want = (g[i] / (1 + Math.exp(-g[i]))) * u[i];
+        expect(Math.abs(out[i] - want)).toBeLessThanOrEqual(1e-6 * Math.abs(want) + 1e-30);
+      }
+      const y = randF32(r, n), y0 = y.slice(), x = randF32(r, n), a = Math.fround(0.37);
+      add(y, x, n);
+      for (let i = 0; i < n; i++) expect(y[i]).toBe(Math.fround(y0[i] + x[i]));
+      const y1 = y.slice();
+      axpy(y, a, x, n);
+      for (let i = 0; i < n; i++) expect(y[i]).toBe(Math.fround(y1[i] + Math.fround(a * x[i])));
+    }
+  });
+  test("rope: interleaved pairs, strided rows/vectors, other elements untouched", () => {
+    const S = 3, nvec = 4, dr = 64, vecStride = dr + 3, rowStride = nvec * vecStride + 5, theta = 1e6;
+    const x = randF32(r, S * rowStride), y = x.slice(), pos = Int32Array.of(0, 7, 123456);
+    rope(y, S, rowStride, nvec, vecStride, dr, pos, theta);
+    const touched = new Set<number>();
+    for (let s = 0; s < S; s++)
+      for (let v = 0; v < nvec; v++)
+        for (let j = 0; j < dr / 2; j++) {
+          const p = s * rowStride + v * vecStride, phi = pos[s] * Math.pow(theta, (-2 * j) / dr);
+          const a = x[p + 2 * j], b = x[p + 2 * j + 1], c = Math.cos(phi), sn = Math.sin(phi);
+          const wa = a * c - b * sn, wb = b * c + a * sn;
+          expect(Math.abs(y[p + 2 * j] - wa)).toBeLessThanOrEqual(1e-6 * Math.abs(wa) + 1e-7);
+          expect(Math.abs(y[p + 2 * j + 1] - wb)).toBeLessThanOrEqual(1e-6 * Math.abs(wb) + 1e-7);
+          touched.add(p + 2 * j).add(p + 2 * j + 1);
+        }
+    for (let k = 0; k < x.length; k++) if (!touched.has(k)) expect(y[k]).toBe(x[k]);
+    const y0 = x.slice(0, dr); // position 0 is the identity
+    rope(y0, 1, dr, 1, dr, dr, Int32Array.of(0), theta);
+    expect(Array.from(y0)).toEqual(Array.from(x.slice(0, dr)));
+  });
+});
+
+describe("pread", () => {
+  const dir = mkdtempSync(join(tmpdir(), "hb-pread-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  test("reads at offsets, short at EOF, −errno on a bad fd", () => {
+    const data = Uint8Array.from({ length: 10000 }, (_, i) => (i * 7 + 3) & 255);
+    const file = join(dir, "blob.bin");
+    writeFileSync(file, data);
+    const fd = openSync(file, "r");
+    try {
+      for (const [off, len] of [[0, 10000], [1, 1], [4097, 333], [9990, 10]]) {
+        const buf = new Uint8Array(len);
+        expect(pread(fd, buf, len, off)).toBe(len);
+        expect(buf).toEqual(data.subarray(off, off + len));
+      }
+      const buf = new Uint8Array(100);
+      expect(pread(fd, buf, 100, 9950)).toBe(50);
+      expect(pread(fd, buf, 100, 20000)).toBe(0);
+      expect(pread(fd, buf.subarray(10), 5, 2)).toBe(5);
+      expect(buf.subarray(10, 15)).toEqual(data.subarray(2, 7));
+    } finally {
+      closeSync(fd);
+    }
+    const ebadf = 9;
+    expect(pread(fd, new Uint8Array(4), 4, 0)).toBe(-ebadf); // fd closed above
+    expect(pread(-1, new Uint8Array(4), 4, 0)).toBe(-ebadf);
+  });
+});

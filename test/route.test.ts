@@ -1,0 +1,54 @@
+// The router (spec §3.4) against a direct implementation: sigmoid scores, bias only for choosing,
+// group-limited selection, ties to the lower expert id, norm_topk_prob and the routed scale.
+import { expect, test } from "bun:test";
+import { route } from "../src/engine/moe.ts";
+import type { Config } from "../src/model/config.ts";
+
+function direct(c: Pick<Config, "n_routed_experts" | "num_experts_per_tok" | "n_group" | "topk_group" | "norm_topk_prob" | "routed_scaling_factor">,
+  z: number[], bias: number[]) {
+  const E = c.n_routed_experts, per = E / c.n_group;
+  const s = z.map((v) => 1 / (1 + Math.exp(-v)));
+  let cands = s.map((v, e) => v + bias[e]);
+  if (c.n_group > 1) {
+    const groups = Array.from({ length: c.n_group }, (_, g) => {
+      const top2 = cands.slice(g * per, (g + 1) * per).sort((a, b) => b - a).slice(0, 2);
+      return { g, score: top2.reduce((a, b) => a + b, 0) };
+    });
+    // brute force: best topk_group groups by score, ties to lower group id
+    groups.sort((a, b) => b.score - a.score || a.g - b.g);
+    const keep = new Set(groups.slice(0, c.topk_group).map((x) => x.g));
+    cands = cands.map((v, e) => (keep.has(Math.floor(e / per)) ? v : -Infinity));
+  }
+  const chosen: number[] = [];
+  for (let k = 0; k < c.num_experts_per_tok; k++) {
+    let best = -1;
+    for (let e = 0; e < E; e++) if (!chosen.includes(e) && (best < 0 || cands[e] > cands[best])) best = e;
+    chosen.push(best);
+  }
+  const sum = chosen.reduce((a, e) => a + s[e], 0);
+  const w = chosen.map((e) => (c.norm_topk_prob ? s[e] / (sum + 1e-20) : s[e]) * c.routed_scaling_factor);
+  return { chosen, w };
+}
+
+test("route matches the direct §3.4 implementation, grouped and ungrouped, with ties", () => {
+  let seed = 1;
+  const rnd = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  let grouped = 0;
+  for (let trial = 0; trial < 400; trial++) {
+    const n_group = [1, 2, 4, 8][trial % 4], E = n_group * (2 + (trial % 3));
+    const c = {
+      n_routed_experts: E, num_experts_per_tok: 1 + (trial % Math.min(E, 6)), n_group, topk_group: 1 + (trial % n_group),
+      norm_topk_prob: trial % 2 === 0, routed_scaling_factor: trial % 3 === 0 ? 1 : 2.5,
+    };
+    // quantized logits make exact ties common
+    const z = Array.from({ length: E }, () => Math.round((rnd() - 0.5) * 8) / 2);
+    const bias = Array.from({ length: E }, () => (trial % 5 === 0 ? 0 : Math.round((rnd() - 0.5) * 4) / 8));
+    const want = direct(c, z, bias);
+    const out = { experts: new Int32Array(c.num_experts_per_tok), weights: new Float32Array(c.num_experts_per_tok) };
+    route(c as Config, new Float32Array(z), new Float32Array(bias), out);
+    expect([...out.experts]).toEqual(want.chosen);
+    want.w.forEach((w, k) => expect(out.weights[k]).toBeCloseTo(w, 6));
+    if (n_group > 1 && c.topk_group < n_group) grouped++;
+  }
+  expect(grouped).toBeGreaterThan(50);
+});
