@@ -2,6 +2,9 @@
  * State (process-global): the workers, the current job (fn, ctx, n, chunk, claim counter), a
  * generation counter that publishes jobs, and the mutex that admits one caller at a time.
  * Workers spin briefly (HB_SPIN_US, default 200 µs) after a job, then park on a condvar.
+ * The caller returns once every item is done; it never waits for a worker that did not join the job
+ * (a descheduled or parked worker is not a straggler): workers join by raising `users`, and only
+ * while the job is still open, so the caller closes the job and waits for `users` to drain.
  * Nested calls (from inside a task, on any pool thread) run serially on the calling thread. */
 #include "hb.h"
 #include <pthread.h>
@@ -28,7 +31,9 @@ static struct {
   void *ctx;
   int n, chunk, stop;
   atomic_int next;                     /* next unclaimed index */
-  atomic_int active;                   /* workers that have not finished this generation */
+  atomic_int done;                     /* items finished */
+  atomic_uint closed;                  /* last generation whose items are all done: no joining it */
+  atomic_int users;                    /* workers inside the job */
   atomic_uint gen;
   atomic_int nsleep;                   /* workers parked on park_cv */
 } P = { .call_mu = PTHREAD_MUTEX_INITIALIZER, .park_mu = PTHREAD_MUTEX_INITIALIZER,
@@ -54,7 +59,9 @@ static void run_chunks(void) {
   for (;;) {
     int lo = atomic_fetch_add_explicit(&P.next, chunk, memory_order_relaxed);
     if (lo >= n) break;
-    P.fn(P.ctx, lo, n - lo < chunk ? n : lo + chunk);
+    const int hi = n - lo < chunk ? n : lo + chunk;
+    P.fn(P.ctx, lo, hi);
+    atomic_fetch_add_explicit(&P.done, hi - lo, memory_order_release);
   }
 }
 
@@ -77,19 +84,21 @@ static void *worker(void *arg) {
     }
     seen = g;
     if (P.stop) return NULL;
-    run_chunks();
-    atomic_fetch_sub_explicit(&P.active, 1, memory_order_release);
+    atomic_fetch_add(&P.users, 1);
+    if (atomic_load(&P.gen) == g && atomic_load(&P.closed) != g) run_chunks();
+    atomic_fetch_sub_explicit(&P.users, 1, memory_order_release);
   }
 }
 
-/* publish a job (fn == NULL with stop = 1 tells workers to exit) and wake parked workers */
-static void publish(void) {
-  atomic_fetch_add(&P.gen, 1);
+/* publish the job (or P.stop = 1: workers exit) as a new generation and wake parked workers */
+static unsigned publish(void) {
+  unsigned g = atomic_fetch_add(&P.gen, 1) + 1;
   if (atomic_load(&P.nsleep) > 0) {
     pthread_mutex_lock(&P.park_mu);
     pthread_cond_broadcast(&P.park_cv);
     pthread_mutex_unlock(&P.park_mu);
   }
+  return g;
 }
 
 /* physical cores: unique (physical id, core id) pairs in /proc/cpuinfo, capped by the affinity mask */
@@ -169,10 +178,14 @@ void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) {
   tl_in_pool = 1;
   P.fn = fn; P.ctx = ctx; P.n = n; P.chunk = chunk;
   atomic_store(&P.next, 0);
-  atomic_store(&P.active, P.nworkers);
-  if (P.nworkers) publish();
+  atomic_store(&P.done, 0);
+  const unsigned g = publish();
   run_chunks();
-  for (int k = 0; atomic_load_explicit(&P.active, memory_order_acquire) != 0; k++) {
+  for (int k = 0; atomic_load_explicit(&P.done, memory_order_acquire) < n; k++) {
+    if (k < 4096) cpu_relax(); else sched_yield();   /* let a preempted worker finish its chunk */
+  }
+  atomic_store(&P.closed, g);
+  for (int k = 0; atomic_load_explicit(&P.users, memory_order_acquire) != 0; k++) {
     if (k < 4096) cpu_relax(); else sched_yield();
   }
   tl_in_pool = 0;

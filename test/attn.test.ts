@@ -110,6 +110,7 @@ describe("hb_attn", () => {
     { dk: 17, dv: 5, H: 3, S: 4, T: 23 },
     { dk: 72, dv: 64, H: 2, S: 5, T: 40 },
     { dk: 17, dv: 64, H: 5, S: 2, T: 33 },
+    { dk: 33, dv: 29, H: 4, S: 3, T: 19 }, // dv = 16 + 8 + 5: every AVX2 value-sum width
   ];
   for (const sh of shapes)
     for (const useSel of [false, true])
@@ -126,7 +127,7 @@ describe("hb_attn", () => {
         }
       });
 
-  for (const sh of [{ dk: 80, dv: 64, H: 13, S: 3, T: 50 }, { dk: 19, dv: 16, H: 16, S: 1, T: 9 }, { dk: 576, dv: 512, H: 8, S: 2, T: 160 }])
+  for (const sh of [{ dk: 80, dv: 64, H: 13, S: 3, T: 50 }, { dk: 27, dv: 24, H: 16, S: 1, T: 9 }, { dk: 576, dv: 512, H: 8, S: 2, T: 160 }])
     for (const useSel of [false, true])
       test(`shared K (MLA absorbed) dk=${sh.dk} dv=${sh.dv} H=${sh.H} sel=${useSel}`, () => {
         const c = makeAttn(sh.dk + sh.H + (useSel ? 1 : 0), { ...sh, shared: true, useSel, zeroRows: sh.S > 1 });

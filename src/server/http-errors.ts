@@ -14,8 +14,12 @@ export function apiError(status: number, message: string, param: string | null =
   return { status, message, type: TYPES[status] ?? "invalid_request_error", param, code };
 }
 
+export function errorJson(e: ApiError) {
+  return { error: { message: e.message, type: e.type, param: e.param, code: e.code } };
+}
+
 export function errorBody(e: ApiError): string {
-  return JSON.stringify({ error: { message: e.message, type: e.type, param: e.param, code: e.code } });
+  return JSON.stringify(errorJson(e));
 }
 
 export function errorResponse(e: ApiError): Response {

@@ -1,0 +1,116 @@
+// POST /v1/chat/completions: validates the body, renders the chat template in the worker, and answers
+// as one chat.completion or as SSE chat.completion.chunk's. Thinking: with
+// `chat_template_kwargs.enable_thinking: true` the text between <think> and </think> (or from the start
+// when the prompt ends with <think>) goes to `reasoning_content`; otherwise think tags are dropped.
+// State: per request only (the think split).
+import type { EngineClient } from "./engine-client.ts";
+import { finishReason, responseId, run, sseResponse, usage } from "./gen-stream.ts";
+import { errorJson, errorResponse, fromWorker, readJson } from "./http-errors.ts";
+import type { GenRequest, ReqEvent } from "./protocol.ts";
+import { ChatRequest, contentText, zodError } from "./schemas.ts";
+import { notReady, type RouteOptions } from "./routes-common.ts";
+
+type Tok = Extract<ReqEvent, { t: "tok" }>;
+
+function toGen(b: ChatRequest): GenRequest {
+  const messages = b.messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: contentText(m.content) }));
+  const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
+  return {
+    prompt: { kind: "chat", messages, enableThinking: b.chat_template_kwargs?.enable_thinking ?? false },
+    slot: b.slot ?? "auto",
+    max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
+    temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
+    seed: b.seed ?? undefined, logprobs, stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
+  };
+}
+
+function lpEntry(e: Tok) {
+  const bytes = (s: string) => [...new TextEncoder().encode(s)];
+  return {
+    token: e.tt ?? "", logprob: e.lp ?? 0, bytes: bytes(e.tt ?? ""),
+    top_logprobs: (e.top ?? []).map((t) => ({ token: t.text, logprob: t.lp, bytes: bytes(t.text) })),
+  };
+}
+
+/** Routes token text to content or reasoning_content. */
+class ThinkSplit {
+  inThink: boolean;
+  constructor(readonly enabled: boolean, promptEndsInThink: boolean) {
+    this.inThink = enabled && promptEndsInThink;
+  }
+  /** The delta for text that came before `mark`, then applies the mark. */
+  take(text: string, mark?: "think" | "/think"): { content?: string; reasoning_content?: string } {
+    const d = text === "" ? {} : this.inThink ? { reasoning_content: text } : { content: text };
+    if (mark === "think") this.inThink = this.enabled;
+    if (mark === "/think") this.inThink = false;
+    return d;
+  }
+}
+
+export async function chatCompletions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const body = await readJson(req, o.maxBody);
+  if (!body.ok) return errorResponse(body.error);
+  const p = ChatRequest.safeParse(body.value);
+  if (!p.success) return errorResponse(zodError(p.error));
+  if (p.data.top_logprobs != null && !p.data.logprobs) {
+    return errorResponse({ status: 400, message: "top_logprobs requires logprobs: true", type: "invalid_request_error", param: "top_logprobs", code: "invalid_value" });
+  }
+  if (engine.state !== "ready") return notReady(engine);
+  const gen = toGen(p.data);
+  const r = run(engine, gen, req.signal);
+  const first = await r.q.next();
+  if (first.t === "error") return errorResponse(fromWorker(first.code, first.detail, "messages"));
+  const id = responseId("chatcmpl"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
+  const base = { id, created, model, system_fingerprint: o.fingerprint };
+  const wantLp = gen.logprobs !== undefined;
+  let split = new ThinkSplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, false);
+
+  if (p.data.stream) {
+    const withUsage = p.data.stream_options?.include_usage === true;
+    const chunk = (delta: object, lp: unknown, finish: string | null) => ({
+      ...base, object: "chat.completion.chunk",
+      choices: [{ index: 0, delta, logprobs: lp, finish_reason: finish }], ...(withUsage ? { usage: null } : {}),
+    });
+    return sseResponse(async (send) => {
+      let e: ReqEvent = first;
+      send(chunk({ role: "assistant", content: "" }, null, null));
+      for (;;) {
+        if (e.t === "accept") split = new ThinkSplit(split.enabled, e.think);
+        else if (e.t === "tok") {
+          const d = split.take(e.text, e.mark);
+          if (Object.keys(d).length || wantLp) send(chunk(d, wantLp ? { content: [lpEntry(e)] } : null, null));
+        } else if (e.t === "done") {
+          const d = split.take(e.text);
+          if (Object.keys(d).length) send(chunk(d, null, null));
+          send(chunk({}, null, finishReason(e.reason)));
+          if (withUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage: usage(e) });
+          return true;
+        } else if (e.t === "error") {
+          send(errorJson(fromWorker(e.code, e.detail, "messages")));
+          return false;
+        }
+        e = await r.q.next();
+      }
+    }, r.abandon);
+  }
+
+  let content = "", reasoning = "";
+  const lps: ReturnType<typeof lpEntry>[] = [];
+  for (let e: ReqEvent = first; ; e = await r.q.next()) {
+    if (e.t === "accept") split = new ThinkSplit(split.enabled, e.think);
+    else if (e.t === "tok" || e.t === "done") {
+      const d = e.t === "tok" ? split.take(e.text, e.mark) : split.take(e.text);
+      content += d.content ?? "";
+      reasoning += d.reasoning_content ?? "";
+      if (e.t === "tok" && wantLp) lps.push(lpEntry(e));
+      if (e.t === "done") {
+        const message = { role: "assistant", content, ...(split.enabled ? { reasoning_content: reasoning } : {}) };
+        return Response.json({
+          ...base, object: "chat.completion",
+          choices: [{ index: 0, message, logprobs: wantLp ? { content: lps } : null, finish_reason: finishReason(e.reason) }],
+          usage: usage(e),
+        });
+      }
+    } else if (e.t === "error") return errorResponse(fromWorker(e.code, e.detail, "messages"));
+  }
+}

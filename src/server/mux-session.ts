@@ -1,0 +1,147 @@
+// One mux stream (HTTP /v1/mux or stdio): turns parsed client frames into engine requests and engine
+// events into server frames. State: the live ids of this stream and their engine handles, whether the
+// input has ended, and frames that arrived before READY could be sent (the model was loading).
+import type { EngineClient, Handle } from "./engine-client.ts";
+import { literalText } from "./gen-stream.ts";
+import { acceptFrame, dataFrame, doneFrame, errorFrame, readyFrame } from "./mux-frames.ts";
+import type { MuxEvent, SubmitFrame } from "./mux-parse.ts";
+import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
+import { contentText, MessagesSchema } from "./schemas.ts";
+
+export class MuxSession {
+  private live = new Map<string, Handle>();
+  private early: MuxEvent[] | null = [];   // null once READY was written
+  private inputEnded = false;
+  closed = false;
+
+  constructor(private engine: EngineClient, private write: (b: Uint8Array) => void, private close: () => void) {
+    engine.ready.then(
+      (info) => {
+        if (this.closed) return;
+        this.write(readyFrame(info.model, info.slots, info.ctx));
+        const early = this.early!;
+        this.early = null;
+        for (const ev of early) this.handle(ev);
+        if (this.inputEnded) this.maybeEnd();
+      },
+      (e: Error) => {
+        if (this.closed) return;
+        this.write(errorFrame("0", "INTERNAL", `the model failed to load: ${e.message}`));
+        this.shutdown();
+      },
+    );
+  }
+
+  /** Frames parsed from the client. */
+  onFrames(evs: MuxEvent[]): void {
+    for (const ev of evs) {
+      if (this.closed) return;
+      if (this.early) this.early.push(ev);
+      else this.handle(ev);
+    }
+  }
+
+  /** The client's input ended: the stream closes after the last live id ends. */
+  endInput(): void {
+    this.inputEnded = true;
+    if (!this.early) this.maybeEnd();
+  }
+
+  /** The client went away: cancel everything, write nothing more. */
+  abort(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const h of this.live.values()) this.engine.abandon(h);
+    this.live.clear();
+  }
+
+  private shutdown(): void {
+    this.abort();
+    this.close();
+  }
+
+  private maybeEnd(): void {
+    if (!this.closed && this.inputEnded && this.live.size === 0) {
+      this.closed = true;
+      this.close();
+    }
+  }
+
+  private handle(ev: MuxEvent): void {
+    switch (ev.kind) {
+      case "bad_frame":
+        this.write(errorFrame("0", "BAD_FRAME", ev.detail));
+        return this.shutdown();
+      case "reject":
+        return this.write(errorFrame(ev.id, "BAD_REQUEST", `${ev.field} ${ev.detail}`.trim()));
+      case "stop":
+      case "cancel": {
+        const h = this.live.get(ev.id);
+        if (!h) return this.write(errorFrame(ev.id, "NOT_FOUND"));
+        return ev.kind === "stop" ? h.stop() : h.cancel();
+      }
+      case "submit":
+        return this.submit(ev);
+    }
+  }
+
+  private submit(f: SubmitFrame): void {
+    if (this.live.has(f.id)) return this.write(errorFrame(f.id, "DUPLICATE_ID"));
+    const slots = this.engine.info!.slots;
+    if (f.slot !== "auto" && f.slot >= slots) return this.write(errorFrame(f.id, "BAD_REQUEST", `slot ${f.slot} is outside [0, ${slots})`));
+    if (f.payload.length === 0) return this.write(errorFrame(f.id, "EMPTY_PROMPT"));
+    const prompt = payloadPrompt(f);
+    if (typeof prompt === "string") return this.write(errorFrame(f.id, "BAD_REQUEST", `payload ${prompt}`));
+    const req: GenRequest = {
+      prompt, slot: f.slot, max_tokens: f.max_tokens, temperature: f.temperature, top_p: f.top_p,
+      min_p: f.min_p ?? 0, top_k: 0, seed: f.seed, logprobs: f.logprobs, stop: [],
+    };
+    this.live.set(f.id, this.engine.submit(req, (e) => this.onEvent(f.id, e)));
+  }
+
+  private onEvent(id: string, e: ReqEvent): void {
+    if (this.closed) return;
+    switch (e.t) {
+      case "accept": return this.write(acceptFrame(id, e.slot, e.prompt_tokens, e.cached_tokens));
+      case "tok": return this.write(dataFrame(id, literalText(e), e.lp === undefined ? undefined : { lp: e.lp, top: e.top ?? [] }));
+      case "done":
+        if (e.text) this.write(dataFrame(id, e.text));
+        this.write(doneFrame(id, e.reason, e.emitted, e.prompt_tokens, e.cached_tokens, e.decode_tok_s));
+        break;
+      case "error": {
+        const detail = e.code === "CANCELLED" ? "" : e.detail;
+        this.write(errorFrame(id, e.code, e.code === "BAD_REQUEST" && !detail.startsWith("slot") ? `payload ${detail}` : detail));
+        break;
+      }
+      default: return;
+    }
+    this.live.delete(id);
+    this.maybeEnd();
+  }
+}
+
+/** The prompt of a SUBMIT payload, or a reason it is invalid. */
+function payloadPrompt(f: SubmitFrame): PromptSpec | string {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(f.payload);
+  } catch {
+    return "not valid UTF-8";
+  }
+  if (f.ids) {
+    if (!/^\s*\d+\s*(,\s*\d+\s*)*$/.test(text)) return "ids=1 expects comma-separated token ids";
+    return { kind: "ids", ids: text.split(",").map((s) => Number(s.trim())) };
+  }
+  if (f.chat) {
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch {
+      return "chat=1 expects a JSON messages array";
+    }
+    const p = MessagesSchema.safeParse(v);
+    if (!p.success) return `chat=1 messages: ${p.error.issues[0]?.message ?? "invalid"}`;
+    return { kind: "chat", enableThinking: false, messages: p.data.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: contentText(m.content) })) };
+  }
+  return { kind: "text", text };
+}

@@ -1,0 +1,184 @@
+// CLI end to end (`bun src/cli.ts ...` as a child process): help and exit codes, inspect --json,
+// make-model, bad config / truncated weights → exit 2 naming file + field/tensor; internal errors
+// → exit 1 (in process, with a throwing command injected into the registry).
+import { afterAll, describe, expect, test } from "bun:test";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { main } from "../src/cli.ts";
+import { COMMANDS } from "../src/cli/registry.ts";
+import { makeModel } from "../src/model/make-model.ts";
+
+const REPO = resolve(import.meta.dir, "..");
+const FIXTURE_REL = "../shared/fixtures/glm-tiny";
+const haveFixture = existsSync(join(REPO, FIXTURE_REL, "config.json"));
+if (!haveFixture) console.log(`cli fixture tests use a generated tiny model: ${FIXTURE_REL} absent`);
+const root = mkdtempSync(join(tmpdir(), "hb-cli-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function cli(...args: string[]) {
+  const p = Bun.spawnSync(["bun", "src/cli.ts", ...args], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+}
+
+/** A writable copy of the fixture (or of a generated tiny model of the same shape). */
+function modelCopy(name: string): string {
+  const dir = join(root, name);
+  if (haveFixture) cpSync(join(REPO, FIXTURE_REL), dir, { recursive: true });
+  else makeModel(dir, { preset: "tiny", seed: 0 });
+  return dir;
+}
+
+const REPORT_KEYS = [
+  "model_dir", "model_type", "vocab_size", "hidden_size", "num_layers", "dense_layers", "moe_layers",
+  "indexer_types", "n_routed_experts", "experts_per_token", "n_shared_experts", "mtp", "tensors", "total_bytes",
+  "bytes_by_dtype", "bytes_by_format", "resident_bytes", "routed_expert_bytes", "experts_stored", "per_expert_bytes",
+];
+
+describe("help and usage errors", () => {
+  test("--help / help / <cmd> --help → 0 on stdout", () => {
+    for (const args of [["--help"], ["-h"], ["help"]]) {
+      const r = cli(...args);
+      expect([args, r.code]).toEqual([args, 0]);
+      expect(r.out).toContain("usage: hummingbird <command>");
+      for (const c of ["make-model", "inspect"]) expect(r.out).toContain(c);
+    }
+    for (const c of ["make-model", "inspect"]) {
+      const a = cli(c, "--help"), b = cli("help", c);
+      expect([a.code, b.code]).toEqual([0, 0]);
+      expect(a.out).toContain(`usage: hummingbird ${c}`);
+      expect(b.out).toBe(a.out);
+    }
+  });
+
+  test("no command, unknown command, bad flags → 2 with help on stderr", () => {
+    const cases: [string[], RegExp, string][] = [
+      [[], /missing command/, "usage: hummingbird <command>"],
+      [["frobnicate"], /unknown command "frobnicate"/, "usage: hummingbird <command>"],
+      [["inspect", "--bogus"], /--bogus/, "usage: hummingbird inspect"],
+      [["inspect"], /--model/, "usage: hummingbird inspect"],
+      [["inspect", "--model"], /--model/, "usage: hummingbird inspect"],
+      [["make-model", join(root, "x"), "--preset", "huge"], /--preset must be one of tiny\|bench/, "usage: hummingbird make-model"],
+      [["make-model", join(root, "x"), "--preset", "tiny", "--seed", "-1"], /--seed/, "usage: hummingbird make-model"],
+      [["make-model", join(root, "x"), "--preset", "tiny", "--dtype", "f16"], /--dtype/, "usage: hummingbird make-model"],
+      [["make-model", "--preset", "tiny"], /output directory/, "usage: hummingbird make-model"],
+    ];
+    for (const [args, msg, help] of cases) {
+      const r = cli(...args);
+      expect([args, r.code]).toEqual([args, 2]);
+      expect(r.err).toMatch(/^hummingbird: /);
+      expect(r.err).toMatch(msg);
+      expect(r.err).toContain(help);
+      expect(r.out).toBe("");
+    }
+    expect(existsSync(join(root, "x"))).toBe(false);
+  });
+});
+
+describe("inspect", () => {
+  test.skipIf(!haveFixture)("--json on the shared fixture: exactly one JSON object", () => {
+    const r = cli("inspect", "--model", FIXTURE_REL, "--json");
+    expect(r.code).toBe(0);
+    expect(r.out.trim().split("\n").length).toBe(1);
+    const j = JSON.parse(r.out);
+    expect(Object.keys(j).sort()).toEqual([...REPORT_KEYS].sort());
+    expect([j.vocab_size, j.hidden_size, j.num_layers, j.mtp, j.tensors]).toEqual([512, 64, 4, true, 282]);
+  });
+
+  test("table output", () => {
+    const dir = haveFixture ? FIXTURE_REL : modelCopy("table");
+    const r = cli("inspect", "--model", dir);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^model_type\s+glm_moe_dsa$/m);
+    expect(r.out).toMatch(/^indexer_types\s+full, shared, full, shared$/m);
+    expect(r.out).toMatch(/^mtp\s+yes$/m);
+  });
+
+  test("config with hidden_size 99999999 → 2, names config.json and hidden_size", () => {
+    const dir = modelCopy("bad-hidden");
+    const cfg = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
+    writeFileSync(join(dir, "config.json"), JSON.stringify({ ...cfg, hidden_size: 99999999 }));
+    const r = cli("inspect", "--model", dir, "--json");
+    expect(r.code).toBe(2);
+    expect(r.out).toBe("");
+    expect(r.err).toMatch(/^hummingbird: .*config\.json.*hidden_size/);
+  });
+
+  test("shard truncated in the middle of its last tensor → 2, names the file and that tensor", () => {
+    const dir = modelCopy("truncated");
+    const file = join(dir, "model.safetensors");
+    const buf = readFileSync(file);
+    const n = Number(buf.readBigUInt64LE(0));
+    const header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8"));
+    delete header.__metadata__;
+    const [last, meta] = Object.entries<{ data_offsets: [number, number] }>(header).sort((a, b) => b[1].data_offsets[0] - a[1].data_offsets[0])[0];
+    const [b, e] = meta.data_offsets;
+    truncateSync(file, 8 + n + Math.floor((b + e) / 2));
+    const r = cli("inspect", "--model", dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/^hummingbird: /);
+    expect(r.err).toContain("model.safetensors");
+    expect(r.err).toContain(JSON.stringify(last));
+  });
+
+  test("missing model directory → 2", () => {
+    const r = cli("inspect", "--model", join(root, "nope"));
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(join(root, "nope"));
+  });
+});
+
+describe("make-model", () => {
+  test("writes a model that inspect reads; --set and --json", () => {
+    const dir = join(root, "made");
+    const r = cli("make-model", dir, "--preset", "tiny", "--seed", "3", "--dtype", "bf16", "--set", "num_hidden_layers=2", "--set", "index_topk=4", "--json");
+    expect(r.code).toBe(0);
+    const s = JSON.parse(r.out);
+    expect([s.preset, s.seed, s.dtype]).toEqual(["tiny", 3, "bf16"]);
+    const i = cli("inspect", "--model", dir, "--json");
+    expect(i.code).toBe(0);
+    const j = JSON.parse(i.out);
+    expect([j.num_layers, j.tensors, j.bytes_by_format.bf16 > 0]).toEqual([2, s.tensors, true]);
+    expect(JSON.parse(readFileSync(join(dir, "config.json"), "utf8")).index_topk).toBe(4);
+  });
+
+  test("--dry-run --json lists the plan and writes nothing", () => {
+    const dir = join(root, "dry");
+    const r = cli("make-model", dir, "--preset", "bench", "--dry-run", "--json");
+    expect(r.code).toBe(0);
+    const p = JSON.parse(r.out);
+    expect(p.config.hidden_size).toBe(1024);
+    expect(p.tensors.length).toBe(1712);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  test("bad --set values → 2 naming the field", () => {
+    for (const [set, field] of [["vocab_size=100", "vocab_size"], ["hidden_size=\"wide\"", "hidden_size"], ["rope_interleave=false", "rope_interleave"]]) {
+      const r = cli("make-model", join(root, "bad"), "--preset", "tiny", "--set", set);
+      expect([set, r.code]).toEqual([set, 2]);
+      expect(r.err).toContain(field);
+    }
+    const r = cli("make-model", join(root, "bad"), "--preset", "tiny", "--set", "novalue");
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("key=json");
+  });
+});
+
+describe("exit codes in process", () => {
+  test("an unexpected exception → 1", async () => {
+    COMMANDS["test-throw"] = {
+      summary: "throws",
+      load: async () => ({ summary: "throws", help: "usage: test-throw", run: () => { throw new TypeError("boom"); } }),
+    };
+    const write = process.stderr.write;
+    let err = "";
+    process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write;
+    try {
+      expect(await main(["test-throw"])).toBe(1);
+    } finally {
+      process.stderr.write = write;
+      delete COMMANDS["test-throw"];
+    }
+    expect(err).toBe("hummingbird: internal error: boom\n");
+  });
+});
