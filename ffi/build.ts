@@ -1,62 +1,100 @@
 // Native build of libhb: compiles every ffi/*.c (not subfolders) with the system `cc` into one portable
 // shared library build/libhb.so (.dylib on macOS). Holds one piece of state: the path already checked
 // by this process. Rebuilds when the library is missing or older than any ffi/*.c, ffi/*.h or this file.
-// The library is written to a temp file and renamed, so concurrent test processes never load half a .so.
-// Env: HB_LIB = use this prebuilt library as is (e.g. next to a compiled binary); HB_NATIVE_EXCLUDE =
-// comma-separated ffi/*.c names to leave out (development only, while a file is being written).
+// Objects are cached in build/obj (a .c recompiles when it, a header or this file is newer) and compiled
+// in parallel. Every output (.o and the library) is written to a temp file and renamed, so concurrent
+// test processes never load half a .so.
+// Env: CC = compiler (default cc); HB_LIB = use this prebuilt library as is (e.g. next to a compiled
+// binary); HB_NATIVE_EXCLUDE = comma-separated ffi/*.c names to leave out (development only).
 // Script: `bun ffi/build.ts [--force]` (package.json postinstall / build:native).
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 
 const ffiDir = import.meta.dir;
 const root = resolve(ffiDir, "..");
+const buildDir = join(root, "build");
+const objDir = join(buildDir, "obj");
 const ext = process.platform === "darwin" ? "dylib" : "so";
-export const libPath = join(root, "build", `libhb.${ext}`);
+export const libPath = join(buildDir, `libhb.${ext}`);
 
 // No -march=native: one binary for every x86-64 (or arm64); SIMD paths use per-function target attributes.
-const CFLAGS = ["-std=c11", "-O3", "-fPIC", "-shared", "-pthread", "-D_GNU_SOURCE", "-Wall", "-Wno-unused-function"];
+const CFLAGS = ["-std=c11", "-O3", "-fPIC", "-pthread", "-D_GNU_SOURCE", "-Wall", "-Wno-unused-function"];
+const LDFLAGS = ["-shared", "-pthread"];
+
+const mtime = (p: string) => statSync(p).mtimeMs;
+const ffiFiles = (suffix: string) => readdirSync(ffiDir).filter((f) => f.endsWith(suffix)).sort();
 
 function sources(): string[] {
   const skip = new Set((process.env.HB_NATIVE_EXCLUDE ?? "").split(",").map((s) => s.trim()).filter(Boolean));
-  return readdirSync(ffiDir)
-    .filter((f) => f.endsWith(".c") && !skip.has(f))
-    .sort()
-    .map((f) => join(ffiDir, f));
+  return ffiFiles(".c").filter((f) => !skip.has(f)).map((f) => join(ffiDir, f));
 }
 
-function newestInput(): number {
-  let t = statSync(join(ffiDir, "build.ts")).mtimeMs;
-  for (const f of readdirSync(ffiDir)) {
-    if (f.endsWith(".c") || f.endsWith(".h")) t = Math.max(t, statSync(join(ffiDir, f)).mtimeMs);
-  }
-  return t;
+/** newest of the headers and this file: every object depends on them */
+function sharedInputs(): number {
+  return Math.max(mtime(join(ffiDir, "build.ts")), ...ffiFiles(".h").map((f) => mtime(join(ffiDir, f))));
 }
 
 function isFresh(): boolean {
-  return existsSync(libPath) && statSync(libPath).mtimeMs >= newestInput();
+  if (!existsSync(libPath)) return false;
+  const newest = Math.max(sharedInputs(), ...ffiFiles(".c").map((f) => mtime(join(ffiDir, f))));
+  return mtime(libPath) >= newest;
 }
 
-/** Compile libhb now (always). Throws with the compiler's output on failure. */
-export function buildNative(): string {
-  const srcs = sources();
-  if (srcs.length === 0) throw new Error(`libhb: no C sources in ${ffiDir}`);
-  mkdirSync(join(root, "build"), { recursive: true });
-  const tmp = `${libPath}.${process.pid}.${Date.now()}.tmp`;
-  const cc = process.env.CC || "cc";
-  const cmd = [cc, ...CFLAGS, "-o", tmp, ...srcs, "-lm"];
+const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+function run(cmd: string[], what: string): void {
   let r: ReturnType<typeof Bun.spawnSync>;
   try {
     r = Bun.spawnSync({ cmd, stdout: "pipe", stderr: "pipe" });
   } catch (e) {
-    throw new Error(`libhb: cannot run the C compiler '${cc}' (install gcc or clang, or set CC): ${String(e)}`);
+    throw new Error(`libhb: cannot run '${cmd[0]}' (install gcc or clang, or set CC): ${String(e)}`);
   }
   const out = `${r.stdout?.toString() ?? ""}${r.stderr?.toString() ?? ""}`.trim();
-  if (r.exitCode !== 0) {
-    rmSync(tmp, { force: true });
-    throw new Error(`libhb: build failed (exit ${r.exitCode}): ${cmd.join(" ")}\n${out}`);
-  }
+  if (r.exitCode !== 0) throw new Error(`libhb: ${what} failed (exit ${r.exitCode})\n${out}`);
   if (out) console.error(out); // warnings: show them, they are not fatal
-  renameSync(tmp, libPath);
+}
+
+/** remove temp files left by killed builds (older than 10 minutes; younger ones may be in flight) */
+function sweepTemps(dir: string): void {
+  for (const f of existsSync(dir) ? readdirSync(dir) : []) {
+    const p = join(dir, f);
+    if (f.endsWith(".tmp") && Date.now() - mtime(p) > 600_000) rmSync(p, { force: true });
+  }
+}
+
+/** Compile libhb now (stale objects only, all of them with force). Throws with the compiler's output. */
+export function buildNative(force = false): string {
+  const srcs = sources();
+  if (srcs.length === 0) throw new Error(`libhb: no C sources in ${ffiDir}`);
+  mkdirSync(objDir, { recursive: true });
+  sweepTemps(buildDir);
+  sweepTemps(objDir);
+  const cc = process.env.CC || "cc";
+  const tag = `${process.pid}.${Date.now()}.tmp`;
+  const shared = sharedInputs();
+  const objs = srcs.map((s) => join(objDir, `${basename(s, ".c")}.o`));
+  const stale = srcs
+    .map((s, k) => [s, objs[k]] as const)
+    .filter(([s, o]) => force || !existsSync(o) || mtime(o) < Math.max(shared, mtime(s)));
+  if (stale.length > 0) {
+    // one shell runs the compilers in parallel; each object lands by rename
+    const flags = CFLAGS.map(quote).join(" ");
+    const lines = stale.map(([s, o], k) =>
+      `(${quote(cc)} ${flags} -c ${quote(s)} -o ${quote(`${o}.${tag}`)} && mv -f ${quote(`${o}.${tag}`)} ${quote(o)}) & p${k}=$!`);
+    lines.push("rc=0", ...stale.map((_, k) => `wait $p${k} || rc=1`), "exit $rc");
+    try {
+      run(["sh", "-c", lines.join("\n")], `compiling ${stale.map(([s]) => basename(s)).join(", ")} with ${cc}`);
+    } finally {
+      for (const [, o] of stale) rmSync(`${o}.${tag}`, { force: true });
+    }
+  }
+  const tmp = `${libPath}.${tag}`;
+  try {
+    run([cc, ...LDFLAGS, "-o", tmp, ...objs, "-lm"], "linking");
+    renameSync(tmp, libPath);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
   return libPath;
 }
 
@@ -79,7 +117,7 @@ if (import.meta.main) {
   try {
     const t0 = performance.now();
     const fresh = !force && isFresh();
-    const path = fresh ? libPath : buildNative();
+    const path = fresh ? libPath : buildNative(force);
     console.log(`libhb: ${fresh ? "up to date" : `built in ${((performance.now() - t0) / 1000).toFixed(1)} s`}: ${path}`);
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));

@@ -30,7 +30,7 @@ static struct {
   hb_task_fn fn;
   void *ctx;
   int n, chunk, stop;
-  atomic_int next;                     /* next unclaimed index */
+  atomic_long next;                    /* next unclaimed index (long: overshoot past n never wraps) */
   atomic_int done;                     /* items finished */
   atomic_uint closed;                  /* last generation whose items are all done: no joining it */
   atomic_int users;                    /* workers inside the job */
@@ -57,11 +57,11 @@ static long now_ns(void) {
 static void run_chunks(void) {
   const int n = P.n, chunk = P.chunk;
   for (;;) {
-    int lo = atomic_fetch_add_explicit(&P.next, chunk, memory_order_relaxed);
+    const long lo = atomic_fetch_add_explicit(&P.next, chunk, memory_order_relaxed);
     if (lo >= n) break;
-    const int hi = n - lo < chunk ? n : lo + chunk;
-    P.fn(P.ctx, lo, hi);
-    atomic_fetch_add_explicit(&P.done, hi - lo, memory_order_release);
+    const int hi = n - lo < chunk ? n : (int)lo + chunk;
+    P.fn(P.ctx, (int)lo, hi);
+    atomic_fetch_add_explicit(&P.done, hi - (int)lo, memory_order_release);
   }
 }
 
@@ -170,7 +170,7 @@ void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) {
   if (n <= 0) return;
   if (chunk < 1) chunk = 1;
   if (tl_in_pool || n <= chunk) {          /* nested or a single chunk: run here, serially */
-    for (int lo = 0; lo < n; lo += chunk) fn(ctx, lo, n - lo < chunk ? n : lo + chunk);
+    for (long lo = 0; lo < n; lo += chunk) fn(ctx, (int)lo, n - lo < chunk ? n : (int)lo + chunk);
     return;
   }
   pthread_mutex_lock(&P.call_mu);

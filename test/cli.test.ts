@@ -16,10 +16,13 @@ if (!haveFixture) console.log(`cli fixture tests use a generated tiny model: ${F
 const root = mkdtempSync(join(tmpdir(), "hb-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function cli(...args: string[]) {
-  const p = Bun.spawnSync(["bun", "src/cli.ts", ...args], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
-  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+/** Run the CLI as a child process (each spawn costs ~0.1-1 s, so tests run theirs concurrently). */
+async function cli(...args: string[]) {
+  const p = Bun.spawn(["bun", "src/cli.ts", ...args], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
 }
+const T = 60_000; // per-test timeout: child processes on a loaded 2-core CI machine
 
 /** A writable copy of the fixture (or of a generated tiny model of the same shape). */
 function modelCopy(name: string): string {
@@ -36,22 +39,23 @@ const REPORT_KEYS = [
 ];
 
 describe("help and usage errors", () => {
-  test("--help / help / <cmd> --help → 0 on stdout", () => {
-    for (const args of [["--help"], ["-h"], ["help"]]) {
-      const r = cli(...args);
-      expect([args, r.code]).toEqual([args, 0]);
+  test("--help / help / <cmd> --help → 0 on stdout", async () => {
+    const top = [["--help"], ["-h"], ["help"]];
+    const rs = await Promise.all(top.map((a) => cli(...a)));
+    rs.forEach((r, k) => {
+      expect([top[k], r.code]).toEqual([top[k], 0]);
       expect(r.out).toContain("usage: hummingbird <command>");
       for (const c of ["make-model", "inspect"]) expect(r.out).toContain(c);
-    }
+    });
     for (const c of ["make-model", "inspect"]) {
-      const a = cli(c, "--help"), b = cli("help", c);
+      const [a, b] = await Promise.all([cli(c, "--help"), cli("help", c)]);
       expect([a.code, b.code]).toEqual([0, 0]);
       expect(a.out).toContain(`usage: hummingbird ${c}`);
       expect(b.out).toBe(a.out);
     }
-  });
+  }, T);
 
-  test("no command, unknown command, bad flags → 2 with help on stderr", () => {
+  test("no command, unknown command, bad flags → 2 with help on stderr", async () => {
     const cases: [string[], RegExp, string][] = [
       [[], /missing command/, "usage: hummingbird <command>"],
       [["frobnicate"], /unknown command "frobnicate"/, "usage: hummingbird <command>"],
@@ -63,8 +67,9 @@ describe("help and usage errors", () => {
       [["make-model", join(root, "x"), "--preset", "tiny", "--dtype", "f16"], /--dtype/, "usage: hummingbird make-model"],
       [["make-model", "--preset", "tiny"], /output directory/, "usage: hummingbird make-model"],
     ];
-    for (const [args, msg, help] of cases) {
-      const r = cli(...args);
+    const rs = await Promise.all(cases.map(([args]) => cli(...args)));
+    for (const [k, [args, msg, help]] of cases.entries()) {
+      const r = rs[k];
       expect([args, r.code]).toEqual([args, 2]);
       expect(r.err).toMatch(/^hummingbird: /);
       expect(r.err).toMatch(msg);
@@ -72,39 +77,39 @@ describe("help and usage errors", () => {
       expect(r.out).toBe("");
     }
     expect(existsSync(join(root, "x"))).toBe(false);
-  });
+  }, T);
 });
 
 describe("inspect", () => {
-  test.skipIf(!haveFixture)("--json on the shared fixture: exactly one JSON object", () => {
-    const r = cli("inspect", "--model", FIXTURE_REL, "--json");
+  test.skipIf(!haveFixture)("--json on the shared fixture: exactly one JSON object", async () => {
+    const r = await cli("inspect", "--model", FIXTURE_REL, "--json");
     expect(r.code).toBe(0);
     expect(r.out.trim().split("\n").length).toBe(1);
     const j = JSON.parse(r.out);
     expect(Object.keys(j).sort()).toEqual([...REPORT_KEYS].sort());
     expect([j.vocab_size, j.hidden_size, j.num_layers, j.mtp, j.tensors]).toEqual([512, 64, 4, true, 282]);
-  });
+  }, T);
 
-  test("table output", () => {
+  test("table output", async () => {
     const dir = haveFixture ? FIXTURE_REL : modelCopy("table");
-    const r = cli("inspect", "--model", dir);
+    const r = await cli("inspect", "--model", dir);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^model_type\s+glm_moe_dsa$/m);
     expect(r.out).toMatch(/^indexer_types\s+full, shared, full, shared$/m);
     expect(r.out).toMatch(/^mtp\s+yes$/m);
-  });
+  }, T);
 
-  test("config with hidden_size 99999999 → 2, names config.json and hidden_size", () => {
+  test("config with hidden_size 99999999 → 2, names config.json and hidden_size", async () => {
     const dir = modelCopy("bad-hidden");
     const cfg = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
     writeFileSync(join(dir, "config.json"), JSON.stringify({ ...cfg, hidden_size: 99999999 }));
-    const r = cli("inspect", "--model", dir, "--json");
+    const r = await cli("inspect", "--model", dir, "--json");
     expect(r.code).toBe(2);
     expect(r.out).toBe("");
     expect(r.err).toMatch(/^hummingbird: .*config\.json.*hidden_size/);
-  });
+  }, T);
 
-  test("shard truncated in the middle of its last tensor → 2, names the file and that tensor", () => {
+  test("shard truncated in the middle of its last tensor → 2, names the file and that tensor", async () => {
     const dir = modelCopy("truncated");
     const file = join(dir, "model.safetensors");
     const buf = readFileSync(file);
@@ -114,54 +119,55 @@ describe("inspect", () => {
     const [last, meta] = Object.entries<{ data_offsets: [number, number] }>(header).sort((a, b) => b[1].data_offsets[0] - a[1].data_offsets[0])[0];
     const [b, e] = meta.data_offsets;
     truncateSync(file, 8 + n + Math.floor((b + e) / 2));
-    const r = cli("inspect", "--model", dir);
+    const r = await cli("inspect", "--model", dir);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/^hummingbird: /);
     expect(r.err).toContain("model.safetensors");
     expect(r.err).toContain(JSON.stringify(last));
-  });
+  }, T);
 
-  test("missing model directory → 2", () => {
-    const r = cli("inspect", "--model", join(root, "nope"));
+  test("missing model directory → 2", async () => {
+    const r = await cli("inspect", "--model", join(root, "nope"));
     expect(r.code).toBe(2);
     expect(r.err).toContain(join(root, "nope"));
-  });
+  }, T);
 });
 
 describe("make-model", () => {
-  test("writes a model that inspect reads; --set and --json", () => {
+  test("writes a model that inspect reads; --set and --json", async () => {
     const dir = join(root, "made");
-    const r = cli("make-model", dir, "--preset", "tiny", "--seed", "3", "--dtype", "bf16", "--set", "num_hidden_layers=2", "--set", "index_topk=4", "--json");
+    const r = await cli("make-model", dir, "--preset", "tiny", "--seed", "3", "--dtype", "bf16", "--set", "num_hidden_layers=2", "--set", "index_topk=4", "--json");
     expect(r.code).toBe(0);
     const s = JSON.parse(r.out);
     expect([s.preset, s.seed, s.dtype]).toEqual(["tiny", 3, "bf16"]);
-    const i = cli("inspect", "--model", dir, "--json");
+    const i = await cli("inspect", "--model", dir, "--json");
     expect(i.code).toBe(0);
     const j = JSON.parse(i.out);
     expect([j.num_layers, j.tensors, j.bytes_by_format.bf16 > 0]).toEqual([2, s.tensors, true]);
     expect(JSON.parse(readFileSync(join(dir, "config.json"), "utf8")).index_topk).toBe(4);
-  });
+  }, T);
 
-  test("--dry-run --json lists the plan and writes nothing", () => {
+  test("--dry-run --json lists the plan and writes nothing", async () => {
     const dir = join(root, "dry");
-    const r = cli("make-model", dir, "--preset", "bench", "--dry-run", "--json");
+    const r = await cli("make-model", dir, "--preset", "bench", "--dry-run", "--json");
     expect(r.code).toBe(0);
     const p = JSON.parse(r.out);
     expect(p.config.hidden_size).toBe(1024);
     expect(p.tensors.length).toBe(1712);
     expect(existsSync(dir)).toBe(false);
-  });
+  }, T);
 
-  test("bad --set values → 2 naming the field", () => {
-    for (const [set, field] of [["vocab_size=100", "vocab_size"], ["hidden_size=\"wide\"", "hidden_size"], ["rope_interleave=false", "rope_interleave"]]) {
-      const r = cli("make-model", join(root, "bad"), "--preset", "tiny", "--set", set);
-      expect([set, r.code]).toEqual([set, 2]);
-      expect(r.err).toContain(field);
-    }
-    const r = cli("make-model", join(root, "bad"), "--preset", "tiny", "--set", "novalue");
+  test("bad --set values → 2 naming the field", async () => {
+    const bad: [string, string][] = [["vocab_size=100", "vocab_size"], ["hidden_size=\"wide\"", "hidden_size"], ["rope_interleave=false", "rope_interleave"]];
+    const rs = await Promise.all(bad.map(([set]) => cli("make-model", join(root, "bad"), "--preset", "tiny", "--set", set)));
+    bad.forEach(([set, field], k) => {
+      expect([set, rs[k].code]).toEqual([set, 2]);
+      expect(rs[k].err).toContain(field);
+    });
+    const r = await cli("make-model", join(root, "bad"), "--preset", "tiny", "--set", "novalue");
     expect(r.code).toBe(2);
     expect(r.err).toContain("key=json");
-  });
+  }, T);
 });
 
 describe("exit codes in process", () => {

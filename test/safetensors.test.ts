@@ -5,7 +5,7 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hb } from "../src/engine/hb.ts";
-import { ModelError } from "../src/model/errors.ts";
+import { findDuplicateKey, ModelError } from "../src/model/errors.ts";
 import {
   DTYPE_SIZE, type Dtype, openModel, openSafetensors, readBytes, readF32, type TensorOut, writeSafetensors,
 } from "../src/model/safetensors.ts";
@@ -300,6 +300,22 @@ describe("hostile headers", () => {
       sf.close();
     }
   });
+});
+
+test("duplicate-key scanner handles escapes, nesting and arrays", () => {
+  const cases: [string, string[] | null][] = [
+    ['{"a": 1, "b": {"a": 2}}', null],
+    ['{"a\\"": 1, "a\\\\": 2, "a": [{"x": 1}, {"x": 2}]}', null],
+    ['{"q\\"": 1, "q\\u0022": 2}', ["q\""]],
+    ['{"s": "\\\\", "s": 1}', ["s"]],
+    ['{"a": {"b": [1, {"c": 1, "c": 2}]}}', ["a", "b", "c"]],
+    ['{"k": "{\\"k\\": 1}", "x": ["k", "k"]}', null],
+    ['[{"a": 1}, {"a": 1}]', null],
+  ];
+  for (const [text, want] of cases) {
+    JSON.parse(text); // the scanner only ever sees valid JSON
+    expect([text, findDuplicateKey(text)]).toEqual([text, want]);
+  }
 });
 
 describe("fuzz", () => {

@@ -21,10 +21,14 @@ export const COMMANDS: Record<string, Entry> = {
     summary: "teacher-forced logits of a token sequence as JSON",
     load: async () => (await import("./logits.ts")).command,
   },
+  convert: {
+    summary: "convert an HF checkpoint to a quantized container",
+    load: async () => (await import("./convert.ts")).command,
+  },
   generate: {
     summary: "generate tokens from a prompt (greedy or sampled)",
     load: async () => (await import("./generate.ts")).command,
   },
-  // serve:    { summary: "...", load: async () => (await import("./serve.ts")).command },
+  serve: { summary: "serve a model over OpenAI-compatible HTTP and the mux protocol (or --stdio)", load: async () => (await import("./serve.ts")).command },
   // bench:    { summary: "...", load: async () => (await import("./bench.ts")).command },
 };

@@ -30,6 +30,8 @@ const symbols = {
   // interleaved RoPE in place: x[s*rowStride + v*vecStride + 2j, 2j+1], j < dr/2, angle pos[s]·theta^(-2j/dr)
   hb_rope: { args: [ptr, i32, i32, i32, i32, i32, ptr, f64], returns: FFIType.void },
   hb_convert: { args: [i32, ptr, ptr, i64], returns: FFIType.void }, // (Conv, src, dst f32, n)
+  // W [O,I] f32 -> packed q + scales (formats.md fmt 1-4); returns 0 or -1 for a bad fmt/gs
+  hb_quantize: { args: [i32, ptr, i32, i32, i32, ptr, ptr], returns: i32 },
   hb_pread: { args: [i32, ptr, i64, i64], returns: i64 }, // (fd, buf, len, off) -> bytes or -errno
   // attention core, parallel over (s,h): see ffi/attn.c for the stride contract
   hb_attn: {

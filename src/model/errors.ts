@@ -80,16 +80,19 @@ export function findDuplicateKey(text: string): string[] | null {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     const top = stack[stack.length - 1];
-    if (c === 34) { // '"': scan to the closing quote
-      let j = i + 1, esc = false;
-      for (; j < text.length; j++) {
-        const d = text.charCodeAt(j);
-        if (d === 92) { j++; esc = true; } else if (d === 34) break;
+    if (c === 34) { // '"': jump to the closing quote (one preceded by an even run of backslashes)
+      let j = i;
+      for (;;) {
+        j = text.indexOf('"', j + 1);
+        if (j < 0) return null; // unterminated: not valid JSON, the parser reports it
+        let b = 0;
+        while (text.charCodeAt(j - 1 - b) === 92) b++;
+        if (b % 2 === 0) break;
       }
       if (top && top.obj && top.expectKey) {
         const rawKey = text.slice(i, j + 1);
-        const key = esc ? (JSON.parse(rawKey) as string) : rawKey.slice(1, -1);
-        if (top.keys.has(key)) return [...stack.slice(0, -1).map((f) => f.key), key];
+        const key = rawKey.includes("\\") ? (JSON.parse(rawKey) as string) : rawKey.slice(1, -1);
+        if (top.keys.has(key)) return [...stack.slice(0, -1).filter((f) => f.obj).map((f) => f.key), key];
         top.keys.add(key);
         top.key = key;
         top.expectKey = false;

@@ -54,6 +54,35 @@ export class SafeFile {
   }
 }
 
+type EntryT = z.infer<typeof Entry>;
+const isSafeNat = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+/** Fast structural check equal to `Entry` for well-formed entries (zod only runs on failure, for the message). */
+function fastEntry(v: unknown): EntryT | null {
+  if (!isObject(v)) return null;
+  let n = 0;
+  for (const _ in v) n++;
+  const { dtype, shape, data_offsets: off } = v as Record<string, unknown>;
+  if (n !== 3 || typeof dtype !== "string" || !Object.hasOwn(DTYPE_SIZE, dtype)) return null;
+  if (!Array.isArray(shape) || shape.length > MAX_RANK || !shape.every(isSafeNat)) return null;
+  if (!Array.isArray(off) || off.length !== 2 || !isSafeNat(off[0]) || !isSafeNat(off[1])) return null;
+  return v as EntryT;
+}
+
+/** Product of the dims, exact (numbers while they stay safe, BigInt past 2^53). */
+function shapeNumel(shape: number[]): bigint {
+  let p = 1;
+  for (let k = 0; k < shape.length; k++) {
+    const q = p * shape[k];
+    if (!Number.isSafeInteger(q)) {
+      let b = BigInt(p);
+      for (let j = k; j < shape.length; j++) b *= BigInt(shape[j]);
+      return b;
+    }
+    p = q;
+  }
+  return BigInt(p);
+}
+
 /** Open and validate one file. Reads the 8-byte length and the header only. */
 export function openSafetensors(path: string): SafeFile {
   let fd: number;
@@ -114,14 +143,17 @@ function parseHeader(sf: SafeFile): void {
       continue;
     }
     if (name === "") throw new ModelError("empty tensor name", { file, tensor: name, field: "name" });
-    const r = Entry.safeParse(v);
-    if (!r.success) throw fromZod(r.error, { file, tensor: name });
-    const { dtype, shape, data_offsets: [begin, end] } = r.data;
+    let e = fastEntry(v);
+    if (!e) {
+      const r = Entry.safeParse(v); // the slow path names the bad field
+      if (!r.success) throw fromZod(r.error, { file, tensor: name });
+      e = r.data;
+    }
+    const { dtype, shape, data_offsets: [begin, end] } = e;
     const where = { file, tensor: name, field: "data_offsets" };
     if (begin > end) throw new ModelError(`begin ${begin} is after end ${end}`, where);
     if (end > dataSize) throw new ModelError(`end ${end} beyond data size ${dataSize}`, where);
-    let numel = 1n;
-    for (const d of shape) numel *= BigInt(d);
+    const numel = shapeNumel(shape);
     const want = numel * BigInt(DTYPE_SIZE[dtype]);
     if (want !== BigInt(end - begin))
       throw new ModelError(`shape [${shape.join(", ")}] × ${dtype} needs ${want} bytes but data_offsets span ${end - begin}`, { file, tensor: name, field: "shape" });

@@ -141,7 +141,7 @@ export class MuxParser {
     if (cmd === "STOP" || cmd === "CANCEL") {
       if (f.length !== 2) return this.fail(out, `${cmd} takes exactly one id`);
       const id = parseId(f[1]);
-      out.push(id ? { kind: cmd === "STOP" ? "stop" : "cancel", id } : { kind: "reject", id: "0", field: "id", detail: "id must be a decimal u64 > 0" });
+      out.push(id ? { kind: cmd === "STOP" ? "stop" : "cancel", id } : { kind: "reject", id: "0", field: "id", detail: "must be a decimal u64 > 0" });
       return;
     }
     if (cmd !== "SUBMIT") return this.fail(out, cmd === "" ? "empty header line" : `unknown command ${JSON.stringify(cmd.slice(0, 32))}`);
@@ -175,47 +175,47 @@ export class MuxParser {
 /** Validate the fields of a SUBMIT header (framing already known good). Throws Reject naming the field. */
 function submitFields(f: string[]): SubmitFrame {
   const id = parseId(f[1]);
-  if (!id) throw new Reject("id", "id must be a decimal u64 > 0");
+  if (!id) throw new Reject("id", "must be a decimal u64 > 0");
   let slot: number | "auto" = "auto";
   if (f[2] !== "auto") {
     const s = uint(f[2]);
-    if (s === null) throw new Reject("slot", "slot must be a decimal index or auto");
+    if (s === null) throw new Reject("slot", "must be a decimal index or auto");
     slot = s;
   }
   const max_tokens = uint(f[4]);
-  if (max_tokens === null || max_tokens < 1) throw new Reject("max_tokens", "max_tokens must be an integer ≥ 1");
+  if (max_tokens === null || max_tokens < 1) throw new Reject("max_tokens", "must be an integer ≥ 1");
   const temperature = num(f[5]);
-  if (temperature === null || temperature > 2) throw new Reject("temperature", "temperature must be in [0, 2]");
+  if (temperature === null || temperature > 2) throw new Reject("temperature", "must be in [0, 2]");
   const top_p = num(f[6]);
-  if (top_p === null || top_p <= 0 || top_p > 1) throw new Reject("top_p", "top_p must be in (0, 1]");
+  if (top_p === null || top_p <= 0 || top_p > 1) throw new Reject("top_p", "must be in (0, 1]");
   const fr: SubmitFrame = { kind: "submit", id, slot, max_tokens, temperature, top_p, ids: false, chat: false, payload: new Uint8Array(0) };
   const seen = new Set<string>();
   for (const kv of f.slice(7)) {
     const eq = kv.indexOf("=");
     const key = eq < 0 ? kv : kv.slice(0, eq), v = eq < 0 ? "" : kv.slice(eq + 1);
     const field = key.slice(0, 32);
-    if (!KEYS.has(key)) throw new Reject(field, `unknown key ${JSON.stringify(field)}`);
-    if (seen.has(key)) throw new Reject(field, `key ${key} given twice`);
+    if (!KEYS.has(key)) throw new Reject(field, "is an unknown key");
+    if (seen.has(key)) throw new Reject(field, "is given twice");
     seen.add(key);
     if (key === "ids" || key === "chat") {
-      if (v !== "0" && v !== "1") throw new Reject(key, `${key} must be 0 or 1`);
+      if (v !== "0" && v !== "1") throw new Reject(key, "must be 0 or 1");
       fr[key] = v === "1";
     } else if (key === "logprobs") {
       const k = uint(v);
-      if (k === null || k > 20) throw new Reject(key, "logprobs must be an integer in [0, 20]");
+      if (k === null || k > 20) throw new Reject(key, "must be an integer in [0, 20]");
       fr.logprobs = k;
     } else if (key === "seed") {
       const s = uint(v);
-      if (s === null) throw new Reject(key, "seed must be a non-negative integer");
+      if (s === null) throw new Reject(key, "must be a non-negative integer");
       fr.seed = s;
     } else if (key === "min_p") {
       const x = num(v);
-      if (x === null || x > 1) throw new Reject(key, "min_p must be in [0, 1]");
+      if (x === null || x > 1) throw new Reject(key, "must be in [0, 1]");
       fr.min_p = x;
     } else {
-      throw new Reject("grammar", "grammars are not supported yet");
+      throw new Reject("grammar", "is not supported yet");
     }
   }
-  if (fr.ids && fr.chat) throw new Reject("chat", "ids=1 and chat=1 exclude each other");
+  if (fr.ids && fr.chat) throw new Reject("chat", "excludes ids=1");
   return fr;
 }

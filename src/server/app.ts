@@ -1,0 +1,55 @@
+// The Hono app: routes, bearer auth (--api-key; /health stays open), OpenAI-shaped 404/500s. No CORS
+// middleware: browsers on other origins get no Access-Control headers. State: an HTTP request count.
+import { Hono } from "hono";
+import { timingSafeEqual } from "node:crypto";
+import { chatCompletions } from "./chat.ts";
+import { completions } from "./completions.ts";
+import type { EngineClient } from "./engine-client.ts";
+import { apiError, errorResponse } from "./http-errors.ts";
+import { metricsText } from "./metrics.ts";
+import { muxHttp } from "./mux-http.ts";
+import { notReady, type RouteOptions } from "./routes-common.ts";
+
+export interface AppOptions extends RouteOptions { apiKey?: string }
+
+function keyMatches(header: string | undefined, key: string): boolean {
+  const m = /^Bearer (.+)$/.exec(header ?? "");
+  if (!m) return false;
+  const a = Buffer.from(m[1]), b = Buffer.from(key);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export function makeApp(engine: EngineClient, o: AppOptions): Hono {
+  const app = new Hono();
+  let httpRequests = 0;
+
+  app.use("*", async (c, next) => {
+    httpRequests++;
+    if (o.apiKey && c.req.path !== "/health" && !keyMatches(c.req.header("authorization"), o.apiKey)) {
+      return errorResponse(apiError(401, "missing or invalid API key (Authorization: Bearer <key>)", null, "invalid_api_key"));
+    }
+    await next();
+  });
+
+  app.get("/health", (c) => {
+    if (engine.state === "ready") return c.json({ status: "ok" });
+    if (engine.state === "loading") return c.json({ status: "loading" }, 503);
+    return c.json({ status: "error", message: engine.error }, 503);
+  });
+
+  app.get("/v1/models", (c) => {
+    if (engine.state !== "ready") return notReady(engine);
+    const i = engine.info!;
+    return c.json({ object: "list", data: [{ id: i.model, object: "model", created: 0, owned_by: "hummingbird", meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab } }] });
+  });
+
+  app.get("/metrics", () => new Response(metricsText(engine, httpRequests), { headers: { "content-type": "text/plain; version=0.0.4" } }));
+  app.get("/slots", (c) => c.json({ slots: engine.stats.slots, busy: engine.stats.busy, queue: engine.stats.queue }));
+  app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));
+  app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));
+  app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
+
+  app.notFound((c) => errorResponse(apiError(404, `no route ${c.req.method} ${c.req.path}`, null, "not_found")));
+  app.onError((e) => errorResponse(apiError(500, `internal error: ${e.message}`, null, "internal_error")));
+  return app;
+}

@@ -1,0 +1,24 @@
+// GET /metrics: Prometheus text exposition of the engine client's totals and the worker's latest
+// stats (busy slots, queue depth, decode tok/s). No state of its own.
+import type { EngineClient } from "./engine-client.ts";
+
+export function metricsText(engine: EngineClient, httpRequests: number): string {
+  const t = engine.totals, s = engine.stats;
+  const lines: string[] = [];
+  const metric = (name: string, type: "counter" | "gauge", help: string, v: number) => {
+    lines.push(`# HELP hummingbird_${name} ${help}`, `# TYPE hummingbird_${name} ${type}`, `hummingbird_${name} ${Number.isFinite(v) ? v : 0}`);
+  };
+  metric("http_requests_total", "counter", "HTTP requests received", httpRequests);
+  metric("requests_total", "counter", "generation requests submitted to the engine", t.requests);
+  metric("requests_finished_total", "counter", "generations that ended normally", t.finished);
+  metric("requests_failed_total", "counter", "generations that ended with an error or were cancelled", t.failed);
+  metric("prompt_tokens_total", "counter", "prompt tokens of admitted requests", t.prompt_tokens);
+  metric("prompt_tokens_cached_total", "counter", "prompt tokens reused from a slot's KV cache", t.cached_tokens);
+  metric("generated_tokens_total", "counter", "tokens generated", t.generated_tokens);
+  metric("decode_tokens_per_second", "gauge", "generated tokens per second, all slots, last window", s.decode_tok_s);
+  metric("queue_depth", "gauge", "requests waiting for a slot", s.queue);
+  metric("slots_busy", "gauge", "slots running a request", s.busy);
+  metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);
+  metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,41 @@
+// Starts `hummingbird serve` in-process: binds the HTTP port FIRST (so /health answers 503 while the
+// model loads), then starts the engine worker that loads the model. Returns the port and a stop().
+import type { Hono } from "hono";
+import { EngineClient } from "./engine-client.ts";
+import { makeApp } from "./app.ts";
+import type { WorkerOptions } from "./protocol.ts";
+
+export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
+  host?: string;
+  port?: number;           // 0 = ephemeral
+  queue?: number;          // waiting requests beyond the slots (default max(16, 4·slots))
+  chunk?: number;          // prefill tokens per scheduler step (default 64)
+  apiKey?: string;
+  maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
+}
+
+export interface Server {
+  port: number;
+  url: string;
+  engine: EngineClient;
+  stop(): Promise<void>;
+}
+
+export const VERSION = "0.1.0";
+
+export function startServer(o: ServeOptions): Server {
+  let app: Hono | null = null;
+  const server = Bun.serve({
+    hostname: o.host ?? "127.0.0.1",
+    port: o.port ?? 8080,
+    idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
+    fetch: (req) => app!.fetch(req),
+  });
+  const engine = new EngineClient({ dir: o.dir, slots: o.slots, ctx: o.ctx, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? 64 });
+  app = makeApp(engine, { apiKey: o.apiKey, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
+  const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
+  return {
+    port: server.port!, url: `http://${host}:${server.port}`, engine,
+    stop: async () => { await server.stop(true); engine.close(); },
+  };
+}

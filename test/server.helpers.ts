@@ -1,0 +1,135 @@
+// Helpers of the server/mux suites: start an in-process server on the glm-tiny fixture (127.0.0.1,
+// ephemeral port), a streaming mux client over fetch (full duplex) that parses server frames, and
+// SSE reading. Not a test file itself.
+import { startServer, type ServeOptions, type Server } from "../src/server/server.ts";
+import { TINY } from "./helpers/fixture.ts";
+
+export async function startTiny(o: Partial<ServeOptions> = {}): Promise<Server> {
+  const s = startServer({ dir: TINY, slots: 4, port: 0, host: "127.0.0.1", ...o });
+  await s.engine.ready;
+  return s;
+}
+
+export interface Frame { head: string; words: string[]; data?: Uint8Array }
+
+const enc = new TextEncoder();
+
+/** Incremental parser of server frames (the client side of mux.md). */
+export class FrameReader {
+  private buf = new Uint8Array(0);
+  frames: Frame[] = [];
+
+  push(b: Uint8Array): void {
+    const n = new Uint8Array(this.buf.length + b.length);
+    n.set(this.buf); n.set(b, this.buf.length);
+    this.buf = n;
+    for (;;) {
+      const nl = this.buf.indexOf(10);
+      if (nl < 0) return;
+      const head = new TextDecoder().decode(this.buf.subarray(0, nl));
+      const words = head.split(" ");
+      if (words[0] === "DATA") {
+        const len = Number(words[2]);
+        if (this.buf.length < nl + 1 + len + 1) return;
+        if (this.buf[nl + 1 + len] !== 10) throw new Error(`DATA frame not terminated by \\n: ${head}`);
+        this.frames.push({ head, words, data: this.buf.slice(nl + 1, nl + 1 + len) });
+        this.buf = this.buf.slice(nl + 2 + len);
+      } else {
+        this.frames.push({ head, words });
+        this.buf = this.buf.slice(nl + 1);
+      }
+    }
+  }
+  get rest(): number { return this.buf.length; }
+}
+
+/** One /v1/mux stream: write client frames while reading server frames. */
+export class MuxClient {
+  private ctl!: ReadableStreamDefaultController<Uint8Array>;
+  readonly reader = new FrameReader();
+  readonly ac = new AbortController();
+  ended = false;
+  private waiters: (() => void)[] = [];
+  readonly done: Promise<void>;
+
+  constructor(url: string, headers: Record<string, string> = {}) {
+    const body = new ReadableStream<Uint8Array>({ start: (c) => { this.ctl = c; } });
+    const res = fetch(`${url}/v1/mux`, { method: "POST", body, headers, signal: this.ac.signal, duplex: "half" } as RequestInit);
+    this.done = (async () => {
+      try {
+        const r = await res;
+        const rd = r.body!.getReader();
+        for (;;) {
+          const { value, done } = await rd.read();
+          if (done) break;
+          this.reader.push(value);
+          this.wake();
+        }
+      } catch { /* aborted */ }
+      this.ended = true;
+      this.wake();
+    })();
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  send(s: string | Uint8Array): void {
+    this.ctl.enqueue(typeof s === "string" ? enc.encode(s) : s);
+  }
+
+  endInput(): void {
+    this.ctl.close();
+  }
+
+  get frames(): Frame[] { return this.reader.frames; }
+
+  /** Resolves when a frame satisfies `pred` (or rejects when the stream ends / times out). */
+  async waitFor(pred: (f: Frame) => boolean, ms = 20000): Promise<Frame> {
+    const t0 = Date.now();
+    for (;;) {
+      const f = this.frames.find(pred);
+      if (f) return f;
+      if (this.ended) throw new Error(`stream ended without the frame; got:\n${this.frames.map((x) => x.head).join("\n")}`);
+      if (Date.now() - t0 > ms) throw new Error(`timed out; got:\n${this.frames.map((x) => x.head).join("\n")}`);
+      await new Promise<void>((res) => { this.waiters.push(res); setTimeout(res, 50); });
+    }
+  }
+
+  /** The final frame (DONE or ERROR) of `id`. */
+  end(id: string | number): Promise<Frame> {
+    return this.waitFor((f) => (f.words[0] === "DONE" || f.words[0] === "ERROR") && f.words[1] === String(id));
+  }
+
+  /** Concatenated DATA bytes of `id` as text. */
+  text(id: string | number): string {
+    const parts = this.frames.filter((f) => f.words[0] === "DATA" && f.words[1] === String(id)).map((f) => f.data!);
+    return Buffer.concat(parts).toString("utf8");
+  }
+}
+
+/** POST a finite body of frames; returns all server frames once the response ends. */
+export async function muxOnce(url: string, body: string | Uint8Array): Promise<Frame[]> {
+  const res = await fetch(`${url}/v1/mux`, { method: "POST", body });
+  const r = new FrameReader();
+  r.push(new Uint8Array(await res.arrayBuffer()));
+  if (r.rest !== 0) throw new Error("response ended inside a frame");
+  return r.frames;
+}
+
+export function submit(id: number | string, prompt: string, maxTokens: number, extra = "", slot: number | "auto" = "auto", temp = "0", topP = "1"): string {
+  const b = enc.encode(prompt);
+  return `SUBMIT ${id} ${slot} ${b.length} ${maxTokens} ${temp} ${topP}${extra ? " " + extra : ""}\n${prompt}\n`;
+}
+
+/** The `data:` payloads of an SSE body. */
+export function sseData(text: string): string[] {
+  return text.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6));
+}
+
+export async function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url + path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers } });
+}
