@@ -29,7 +29,8 @@ static struct {
   /* the job published by `gen` */
   hb_task_fn fn;
   void *ctx;
-  int n, chunk, stop;
+  int n, chunk;
+  atomic_int stop;                     /* tells workers to exit (read right after a new gen) */
   atomic_long next;                    /* next unclaimed index (long: overshoot past n never wraps) */
   atomic_int done;                     /* items finished */
   atomic_uint closed;                  /* last generation whose items are all done: no joining it */
@@ -83,7 +84,7 @@ static void *worker(void *arg) {
       }
     }
     seen = g;
-    if (P.stop) return NULL;
+    if (atomic_load(&P.stop)) return NULL;
     atomic_fetch_add(&P.users, 1);
     if (atomic_load(&P.gen) == g && atomic_load(&P.closed) != g) run_chunks();
     atomic_fetch_sub_explicit(&P.users, 1, memory_order_release);
@@ -132,19 +133,19 @@ static int physical_cores(void) {
 
 static void stop_workers(void) {
   if (!P.nworkers) return;
-  P.stop = 1;
+  atomic_store(&P.stop, 1);
   publish();
   for (int i = 0; i < P.nworkers; i++) pthread_join(P.tid[i], NULL);
-  P.stop = 0;
+  atomic_store(&P.stop, 0);
   P.nworkers = 0;
 }
 
 /* (re)start the pool with `want` threads in all; call_mu held */
 static void start_pool(int want) {
   if (want > HB_MAX_THREADS) want = HB_MAX_THREADS;
-  const char *sp = getenv("HB_SPIN_US");
-  P.spin_ns = (sp ? atol(sp) : 200) * 1000L;
   stop_workers();
+  const char *sp = getenv("HB_SPIN_US");            /* workers read it: set while none run */
+  P.spin_ns = (sp ? atol(sp) : 200) * 1000L;
   unsigned g = atomic_load(&P.gen);
   for (int i = 0; i < want - 1; i++) {
     if (pthread_create(&P.tid[i], NULL, worker, (void *)(uintptr_t)g) != 0) break;

@@ -30,6 +30,7 @@ function gen(opts: MakeModelOptions): string {
 const FIXTURE = join(import.meta.dir, "../../shared/fixtures/glm-tiny");
 /** bench shrunk for speed: 2 layers (dense + MoE) + MTP, 8 experts, vocab 1024 */
 const SMALL_BENCH = { num_hidden_layers: 2, vocab_size: 1024, n_routed_experts: 8 };
+const T = 60_000; // per-test timeout for tests that write models (2-core CI under load)
 
 /** Parameter count of spec §2 for a config, written independently of planTensors. */
 function expectedParams(c: Record<string, any>): number {
@@ -221,7 +222,7 @@ describe("weights", () => {
       } finally {
         st.close();
       }
-    });
+    }, T);
   }
 
   test("same seed → identical bytes; different seed → different weights, same config", () => {
@@ -235,7 +236,7 @@ describe("weights", () => {
     const wa = readFileSync(join(a, "model.safetensors")), wc = readFileSync(join(c, "model.safetensors"));
     expect(wa.length).toBe(wc.length);
     expect(Bun.hash(wa)).not.toBe(Bun.hash(wc));
-  });
+  }, T);
 
   test("--mtp-drafts: eh_proj ≈ [I | 0], tied head norm, scaled MTP residual", () => {
     const dir = gen({ preset: "tiny", seed: 2, mtpDrafts: true });
@@ -254,7 +255,7 @@ describe("weights", () => {
     } finally {
       st.close();
     }
-  });
+  }, T);
 });
 
 describe("tokenizer and chat template", () => {
@@ -301,7 +302,7 @@ describe("tokenizer and chat template", () => {
     const ids = tok.encode(tpl.render({ messages, add_generation_prompt: true, enable_thinking: false })).ids;
     expect(ids.slice(0, 3)).toEqual([0, 6, 4]); // [gMASK] <sop> <|system|>
     expect(ids.slice(-3)).toEqual([3, 8, 9]); // <|assistant|> <think> </think>
-  });
+  }, T);
 
   test("vocab_size below 16 + 256 + 1 is rejected", () => {
     expect(() => makeTokenizerJson(MIN_VOCAB - 1)).toThrow(/vocab_size/);

@@ -39,8 +39,9 @@ function kick(): void {
   });
 }
 
-function init(o: Extract<ToWorker, { t: "init" }>["opts"]): void {
+async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> {
   try {
+    if (o.loadDelayMs) await Bun.sleep(o.loadDelayMs);
     const m = loadModel(o.dir);
     const codec = loadTokenizer(o.dir);
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
@@ -54,7 +55,7 @@ function init(o: Extract<ToWorker, { t: "init" }>["opts"]): void {
 
 self.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
-  if (msg.t === "init") return init(msg.opts);
+  if (msg.t === "init") return void init(msg.opts);
   if (!sched) {
     if (msg.t === "submit") post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: "the model is not loaded" });
     return;
