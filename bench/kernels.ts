@@ -42,15 +42,15 @@ for (const S of [1, 16]) {
 const { benchmarks } = await run();
 lib.hb_simd_force(1);
 
-// summary: weight bytes / mean time, and SIMD vs scalar ratio per (format, S)
-const avg = new Map<string, number>();
-for (const t of benchmarks) for (const r of t.runs) if (r.stats) avg.set(r.name, r.stats.avg);
+// summary: weight bytes / time (median and best sample: this box may be shared, so the mean is noisy),
+// and the SIMD vs forced-scalar ratio of the medians per (format, S)
+const stat = new Map<string, { p50: number; min: number }>();
+for (const t of benchmarks) for (const r of t.runs) if (r.stats) stat.set(r.name, { p50: r.stats.p50, min: r.stats.min });
 console.log(`\nthreads=${lib.hb_nthreads()} simd=${simd} O=${O} I=${I}`);
-console.log("bench                          time/call     GB/s(W)   vs scalar");
-for (const [name, ns] of avg) {
-  const fmt = name.split(" ")[0];
-  const bytes = weights[fmt].W.byteLength;
-  const base = name.endsWith(simd) ? avg.get(name.replace(simd, "scalar")) : undefined;
-  const ratio = base ? `${(base / ns).toFixed(1)}x` : "";
-  console.log(`${name.padEnd(30)} ${(ns / 1e6).toFixed(3).padStart(8)} ms ${(bytes / ns).toFixed(2).padStart(10)} ${ratio.padStart(10)}`);
+console.log(`${"bench".padEnd(26)} ${"p50 ms".padStart(9)} ${"GB/s p50".padStart(9)} ${"GB/s best".padStart(10)} ${"vs scalar".padStart(10)}`);
+for (const [name, { p50, min }] of stat) {
+  const bytes = weights[name.split(" ")[0]].W.byteLength;
+  const base = name.endsWith(simd) ? stat.get(name.replace(simd, "scalar")) : undefined;
+  const ratio = base ? `${(base.p50 / p50).toFixed(1)}x` : "";
+  console.log(`${name.padEnd(26)} ${(p50 / 1e6).toFixed(3).padStart(9)} ${(bytes / p50).toFixed(2).padStart(9)} ${(bytes / min).toFixed(2).padStart(10)} ${ratio.padStart(10)}`);
 }

@@ -1,0 +1,241 @@
+// `hummingbird serve` over HTTP on the glm-tiny fixture: /health while loading, the openai SDK
+// (streaming and not), raw SSE, prefix reuse, logprobs, stop strings, validation errors naming the
+// field, 413, auth, 429, /v1/models, /metrics, /slots.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import { startServer, type Server } from "../src/server/server.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { post, sseData, startTiny } from "./server.helpers.ts";
+
+if (!hasTiny) console.warn("[skip] server suite: the glm-tiny fixture is absent");
+
+describe.skipIf(!hasTiny)("serve: loading", () => {
+  test("/health answers 503 loading before the model is ready, then 200 ok; generation is 503 meanwhile", async () => {
+    const s = startServer({ dir: TINY, slots: 1, port: 0, loadDelayMs: 400 });
+    try {
+      const h = await fetch(`${s.url}/health`);
+      expect(h.status).toBe(503);
+      expect(await h.json()).toEqual({ status: "loading" });
+      const g = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] });
+      expect(g.status).toBe(503);
+      expect((await g.json()).error.code).toBe("model_loading");
+      await s.engine.ready;
+      const ok = await fetch(`${s.url}/health`);
+      expect(ok.status).toBe(200);
+      expect(await ok.json()).toEqual({ status: "ok" });
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("a model directory that fails to load: /health reports the error, requests get 503", async () => {
+    const s = startServer({ dir: "/nonexistent-model-dir", slots: 1, port: 0 });
+    try {
+      await expect(s.engine.ready).rejects.toThrow();
+      const h = await fetch(`${s.url}/health`);
+      expect(h.status).toBe(503);
+      expect((await h.json()).status).toBe("error");
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
+  let s: Server;
+  let client: OpenAI;
+  const KEY = "test-key-123";
+  const auth = { authorization: `Bearer ${KEY}` };
+  const msgs = [{ role: "user" as const, content: "Tell me a story about a cat." }];
+
+  beforeAll(async () => {
+    s = await startTiny({ slots: 2, apiKey: KEY, maxBody: 4096 });
+    client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 20000 });
+  });
+  afterAll(() => s.stop());
+
+  test("SDK chat, non-streaming: shape, usage, finish_reason length", async () => {
+    const r = await client.chat.completions.create({ model: "glm-tiny", messages: msgs, max_tokens: 8, temperature: 0 });
+    expect(r.object).toBe("chat.completion");
+    expect(r.model).toBe("glm-tiny");
+    expect(r.choices).toHaveLength(1);
+    expect(r.choices[0].message.role).toBe("assistant");
+    expect(typeof r.choices[0].message.content).toBe("string");
+    expect(["length", "stop"]).toContain(r.choices[0].finish_reason);
+    expect(r.usage!.completion_tokens).toBeLessThanOrEqual(8);
+    expect(r.usage!.total_tokens).toBe(r.usage!.prompt_tokens + r.usage!.completion_tokens);
+    expect(r.usage!.prompt_tokens_details?.cached_tokens).toBeGreaterThanOrEqual(0);
+  });
+
+  test("SDK chat, streaming equals non-streaming at temperature 0; include_usage adds a usage chunk", async () => {
+    const body = { model: "glm-tiny", messages: msgs, max_tokens: 10, temperature: 0 };
+    const full = await client.chat.completions.create(body);
+    const stream = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+    let text = "", finish: string | null = null, usage: OpenAI.CompletionUsage | null | undefined = null;
+    for await (const ch of stream) {
+      if (ch.choices[0]?.delta?.content) text += ch.choices[0].delta.content;
+      if (ch.choices[0]?.finish_reason) finish = ch.choices[0].finish_reason;
+      if (ch.usage) usage = ch.usage;
+    }
+    expect(text).toBe(full.choices[0].message.content!);
+    expect(finish).toBe(full.choices[0].finish_reason);
+    expect(usage!.completion_tokens).toBe(full.usage!.completion_tokens);
+  });
+
+  test("SDK completions, streaming and not, agree; token-id prompts work", async () => {
+    const r = await client.completions.create({ model: "m", prompt: "Once upon a time", max_tokens: 6, temperature: 0 });
+    expect(r.object).toBe("text_completion");
+    let text = "";
+    for await (const ch of await client.completions.create({ model: "m", prompt: "Once upon a time", max_tokens: 6, temperature: 0, stream: true })) text += ch.choices[0]?.text ?? "";
+    expect(text).toBe(r.choices[0].text);
+    const ids = await client.completions.create({ model: "m", prompt: [20, 30, 40], max_tokens: 3, temperature: 0 });
+    expect(ids.usage!.prompt_tokens).toBe(3);
+  });
+
+  test("raw SSE: data lines of chat.completion.chunk, finish_reason on the last, then [DONE]", async () => {
+    const res = await post(s.url, "/v1/chat/completions", { messages: msgs, max_tokens: 5, temperature: 0, stream: true }, auth);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const data = sseData(await res.text());
+    expect(data.at(-1)).toBe("[DONE]");
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+    for (const c of chunks) expect(c.object).toBe("chat.completion.chunk");
+    expect(chunks[0].choices[0].delta.role).toBe("assistant");
+    expect(chunks.at(-1).choices[0].finish_reason).toBe("length");
+    expect(chunks.slice(0, -1).every((c) => c.choices[0].finish_reason === null)).toBe(true);
+  });
+
+  test("prefix reuse: the same prompt again reports all but the last prompt token as cached", async () => {
+    const body = { model: "m", messages: [{ role: "user" as const, content: "A prompt for the prefix cache." }], max_tokens: 4, temperature: 0 };
+    const a = await client.chat.completions.create(body);
+    const b = await client.chat.completions.create(body);
+    expect(b.usage!.prompt_tokens_details!.cached_tokens).toBe(b.usage!.prompt_tokens - 1);
+    expect(b.choices[0].message.content).toBe(a.choices[0].message.content);
+  });
+
+  test("logprobs: one entry per token, top_logprobs sorted, greedy picks the top one", async () => {
+    const r = await client.chat.completions.create({ model: "m", messages: msgs, max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 3 });
+    const lp = r.choices[0].logprobs!.content!;
+    expect(lp).toHaveLength(r.usage!.completion_tokens);
+    for (const e of lp) {
+      expect(e.top_logprobs).toHaveLength(3);
+      expect(e.logprob).toBeLessThanOrEqual(0);
+      expect(e.top_logprobs[0].logprob).toBeGreaterThanOrEqual(e.top_logprobs[1].logprob);
+      expect(e.logprob).toBe(e.top_logprobs[0].logprob);
+    }
+    const c = await client.completions.create({ model: "m", prompt: "abc", max_tokens: 4, temperature: 0, logprobs: 2 });
+    expect(c.choices[0].logprobs!.token_logprobs).toHaveLength(c.usage!.completion_tokens);
+  });
+
+  test("stop strings cut the text before the first match with finish_reason stop", async () => {
+    const base = { model: "m", prompt: "The quick brown fox", max_tokens: 16, temperature: 0 };
+    const full = (await client.completions.create(base)).choices[0].text;
+    expect(full.length).toBeGreaterThan(4);
+    const stop = full.slice(2, 4);
+    const r = await client.completions.create({ ...base, stop: [stop] });
+    expect(r.choices[0].text).toBe(full.slice(0, full.indexOf(stop)));
+    expect(r.choices[0].finish_reason).toBe("stop");
+  });
+
+  test("thinking: reasoning_content is present (a string) when enable_thinking is on", async () => {
+    const res = await post(s.url, "/v1/chat/completions", { messages: msgs, max_tokens: 4, temperature: 0, chat_template_kwargs: { enable_thinking: true } }, auth);
+    const j = await res.json();
+    expect(res.status).toBe(200);
+    expect(typeof j.choices[0].message.reasoning_content).toBe("string");
+  });
+
+  const bad: [string, unknown, string | null][] = [
+    ["n = 2", { messages: msgs, n: 2 }, "n"],
+    ["temperature 3", { messages: msgs, temperature: 3 }, "temperature"],
+    ["top_p 0", { messages: msgs, top_p: 0 }, "top_p"],
+    ["no messages", { model: "m" }, "messages"],
+    ["empty messages", { messages: [] }, "messages"],
+    ["bad role", { messages: [{ role: "wizard", content: "x" }] }, "messages.0.role"],
+    ["max_tokens 0", { messages: msgs, max_tokens: 0 }, "max_tokens"],
+    ["max_tokens 1.5", { messages: msgs, max_tokens: 1.5 }, "max_tokens"],
+    ["empty stop string", { messages: msgs, stop: [""] }, "stop"],
+    ["json_schema", { messages: msgs, response_format: { type: "json_schema", json_schema: {} } }, "response_format"],
+    ["tools", { messages: msgs, tools: [{ type: "function" }] }, "tools"],
+    ["top_logprobs without logprobs", { messages: msgs, top_logprobs: 2 }, "top_logprobs"],
+    ["presence_penalty", { messages: msgs, presence_penalty: 1 }, "presence_penalty"],
+    ["array body", [1, 2], null],
+  ];
+  for (const [what, body, param] of bad) {
+    test(`400 naming the field: ${what}`, async () => {
+      const res = await post(s.url, "/v1/chat/completions", body, auth);
+      expect(res.status).toBe(400);
+      const j = await res.json();
+      expect(j.error.type).toBe("invalid_request_error");
+      expect(typeof j.error.message).toBe("string");
+      if (param) expect(j.error.param).toStartWith(param);
+    });
+  }
+
+  test("malformed JSON → 400 invalid_json; oversized body → 413; empty prompt / bad ids → 400", async () => {
+    const m = await post(s.url, "/v1/chat/completions", "{not json", auth);
+    expect(m.status).toBe(400);
+    expect((await m.json()).error.code).toBe("invalid_json");
+    const big = await post(s.url, "/v1/completions", { prompt: "x".repeat(5000) }, auth);
+    expect(big.status).toBe(413);
+    const chunked = await fetch(`${s.url}/v1/completions`, {
+      method: "POST", headers: auth,
+      body: new ReadableStream({ start(c) { c.enqueue(new Uint8Array(3000)); c.enqueue(new Uint8Array(3000)); c.close(); } }),
+    });
+    expect(chunked.status).toBe(413);
+    const empty = await post(s.url, "/v1/completions", { prompt: "" }, auth);
+    expect(empty.status).toBe(400);
+    expect((await empty.json()).error.code).toBe("empty_prompt");
+    const ids = await post(s.url, "/v1/completions", { prompt: [1, 99999] }, auth);
+    expect(ids.status).toBe(400);
+    expect((await ids.json()).error.param).toBe("prompt");
+  });
+
+  test("auth: 401 without or with a wrong key, /health stays open; unknown route 404 in error shape", async () => {
+    const no = await fetch(`${s.url}/v1/models`);
+    expect(no.status).toBe(401);
+    expect((await no.json()).error.type).toBe("authentication_error");
+    expect((await fetch(`${s.url}/v1/models`, { headers: { authorization: "Bearer nope" } })).status).toBe(401);
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    const nf = await fetch(`${s.url}/v2/nothing`, { headers: auth });
+    expect(nf.status).toBe(404);
+    expect((await nf.json()).error.code).toBe("not_found");
+    const opt = await fetch(`${s.url}/v1/chat/completions`, { method: "OPTIONS", headers: { ...auth, origin: "http://evil.example" } });
+    expect(opt.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  test("/v1/models, /metrics and /slots", async () => {
+    const models = await (await fetch(`${s.url}/v1/models`, { headers: auth })).json();
+    expect(models.data[0].id).toBe("glm-tiny");
+    const metrics = await (await fetch(`${s.url}/metrics`, { headers: auth })).text();
+    for (const name of ["requests_total", "prompt_tokens_total", "generated_tokens_total", "decode_tokens_per_second", "queue_depth", "slots_busy"]) {
+      expect(metrics).toMatch(new RegExp(`^hummingbird_${name} \\d`, "m"));
+    }
+    expect(Number(/^hummingbird_generated_tokens_total (\d+)/m.exec(metrics)![1])).toBeGreaterThan(0);
+    const slots = await (await fetch(`${s.url}/slots`, { headers: auth })).json();
+    expect(slots.slots).toHaveLength(2);
+    expect(slots.slots[0]).toHaveProperty("state");
+  });
+});
+
+describe.skipIf(!hasTiny)("serve: limits", () => {
+  test("context limit → 400 context_length_exceeded; a full queue → 429", async () => {
+    const s = await startTiny({ slots: 1, queue: 1, ctx: 1024 });
+    try {
+      const long = await post(s.url, "/v1/completions", { prompt: Array.from({ length: 1030 }, (_, i) => 20 + (i % 400)) });
+      expect(long.status).toBe(400);
+      expect((await long.json()).error.code).toBe("context_length_exceeded");
+      const ac = new AbortController();
+      const body = { prompt: [20, 21], max_tokens: 1000, temperature: 0, stream: true };
+      const held = [0, 1].map(() => fetch(`${s.url}/v1/completions`, { method: "POST", body: JSON.stringify(body), signal: ac.signal }));
+      const first = await held[0];
+      expect(first.status).toBe(200);
+      await held[1];
+      const third = await post(s.url, "/v1/completions", body);
+      expect(third.status).toBe(429);
+      expect((await third.json()).error.code).toBe("overloaded");
+      ac.abort();
+    } finally {
+      await s.stop();
+    }
+  });
+});
