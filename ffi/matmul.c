@@ -95,13 +95,15 @@ static int mm_setup(hb_mm *m, int fmt, const void *W, const float *scales, int g
   return 1;
 }
 
-/* rows per claimed chunk: small for decode (balance), a ~128 KiB f32 tile for S > 4 */
+/* rows per claimed chunk: small for decode (balance); for S > 4 a ~128 KiB f32 panel of at least 4 rows
+ * (the register tile), and no more than an even share per thread */
 static int mm_chunk(const hb_mm *m) {
   const int nt = hb_nthreads();
-  int c = m->S <= 4 ? m->O / (nt * 8) : 32768 / m->I;
-  if (c > 64) c = 64;
-  if (m->S > 4 && c > (m->O + nt - 1) / nt) c = (m->O + nt - 1) / nt;
-  return c < 1 ? 1 : c;
+  if (m->S <= 4) { int c = m->O / (nt * 8); return c < 1 ? 1 : c > 64 ? 64 : c; }
+  int c = 32768 / m->I;
+  c = c < 4 ? 4 : c > 64 ? 64 : c & ~3;
+  const int share = (m->O + nt - 1) / nt;
+  return c > share ? (share < 1 ? 1 : share) : c;
 }
 
 static void mm_run(const hb_mm *m, hb_mm_rows_fn fn) {

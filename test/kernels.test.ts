@@ -142,6 +142,27 @@ describe("matmul", () => {
       for (const y of ys) expect(matmulError(w, x, y, O, I, S)).toBeLessThan(1e-5);
     }
   });
+  test("batch invariance: each row of x gives bit-identical y alone (S=1), in a block (S=3) or in a batch (S=13)", () => {
+    const r = rng(99), O = 67, S = 13;
+    for (const [name, fmt] of fmtNames)
+      for (const I of [7, 33, 1000]) {
+        const wt = makeWeight(fmt, O, I, 32, r), x = randF32(r, S * I);
+        for (const level of levels) {
+          const all = new Float32Array(S * O);
+          atLevel(level, () => matmul(fmt, wt.W, wt.scales, wt.gs, O, I, x, S, all));
+          for (let s = 0; s < S; s++) {
+            const one = new Float32Array(O), three = new Float32Array(3 * O), s3 = Math.min(s, S - 3);
+            atLevel(level, () => {
+              matmul(fmt, wt.W, wt.scales, wt.gs, O, I, x.subarray(s * I, (s + 1) * I), 1, one);
+              matmul(fmt, wt.W, wt.scales, wt.gs, O, I, x.subarray(s3 * I, (s3 + 3) * I), 3, three);
+            });
+            const row = all.subarray(s * O, (s + 1) * O), row3 = three.subarray((s - s3) * O, (s - s3 + 1) * O);
+            if (!row.every((v, o) => Object.is(v, one[o]) && Object.is(v, row3[o])))
+              throw new Error(`${name} I=${I} level=${level}: row ${s} differs between S=1, S=3 and S=${S}`);
+          }
+        }
+      }
+  });
   test("bad calls fill y with NaN, I = 0 gives zeros, never a crash", () => {
     const y = new Float32Array(6);
     matmul(9 as FmtCode, new Float32Array(6), null, 0, 3, 2, new Float32Array(4), 2, y);

@@ -147,6 +147,7 @@ describe("presets and plans (dry run)", () => {
     expect(field({ num_hidden_layers: 0 })).toBe("num_hidden_layers");
     expect(field({ vocab_size: MIN_VOCAB - 1 })).toBe("vocab_size");
     expect(field({ num_experts_per_tok: 99 })).toBe("num_experts_per_tok");
+    expect(field({ "__proto__.x": 1 })).toBe("__proto__.x");
     expect(existsSync(join(root, "never"))).toBe(false); // rejected before anything is written
   });
 });

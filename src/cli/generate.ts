@@ -1,16 +1,27 @@
-// `hummingbird generate`: prefill a prompt and decode (greedy at temperature 0); streams text, or
-// prints JSON ids + timing with --json.
-import { type Command, parseCli, required, intOption, UsageError } from "./common.ts";
+// `hummingbird generate`: prefill a prompt and decode (greedy at temperature 0, speculative with
+// --draft); streams text, or prints JSON ids + timing + stats with --json. With --state DIR the
+// conversation lives in DIR/slot-N.kv: its cached prefix is reused and the history saved after.
+import { mkdirSync } from "node:fs";
+import { type Command, parseCli, required, intOption, choice, UsageError } from "./common.ts";
 import { promptIds } from "./ids.ts";
 import { loadModel } from "../engine/model.ts";
-import { generate } from "../engine/generate.ts";
+import { generate, type DraftKind } from "../engine/generate.ts";
+import { KvFile, slotPath } from "../engine/kvfile.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
 
 const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat]) --max-tokens N
        [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed N] [--json] [--exact]
+       [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
 
 Greedy at --temperature 0 (the default). Without --json, streams the decoded text; with --json prints
-{"prompt_ids", "gen_ids", "finish_reason", "timing": {"prefill_tok_s", "decode_tok_s"}}.`;
+{"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
+ "stats": {"tokens_per_forward", "draft_acceptance", ...}}.
+--draft: speculative decoding, lossless (greedy output is token-identical; sampled output has the same
+  distribution). auto (default) = mtp if the model has an MTP layer, else ngram (prompt lookup).
+  --draft-len: tokens per draft (default 3 for mtp, 4 for ngram). Drafting pauses itself when
+  acceptance is too low.
+--state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
+  prefix with the saved history is not prefilled again, and the history is saved afterwards.`;
 
 function num(v: unknown, name: string, lo: number, hi: number): number | undefined {
   if (v === undefined) return undefined;
@@ -19,13 +30,15 @@ function num(v: unknown, name: string, lo: number, hi: number): number | undefin
   return x;
 }
 
+const DRAFTS = ["auto", "mtp", "ngram", "off"] as const;
+
 export const command: Command = {
   summary: "generate tokens from a prompt (greedy or sampled)",
   help,
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, seed: s, json: b, exact: b }, help);
+      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -35,12 +48,31 @@ export const command: Command = {
       top_k: v["top-k"] === undefined ? undefined : intOption(v["top-k"], "top-k", help),
       min_p: num(v["min-p"], "min-p", 0, 1), seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help),
     };
+    const draftArg: DraftKind = v.draft === undefined ? "auto" : choice(v.draft, "draft", DRAFTS, help);
+    const draftLen = v["draft-len"] === undefined ? undefined : intOption(v["draft-len"], "draft-len", help);
+    if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
+    const slot = v.slot === undefined ? 0 : intOption(v.slot, "slot", help);
     const m = loadModel(dir);
+    if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
     const prompt = promptIds(dir, v, m.cfg.vocab_size, help);
-    const text = v.json ? null : loadTokenizer(dir).stream();
-    const res = generate(m, prompt, { maxTokens, ...sampling, onToken: (id) => { if (text) process.stdout.write(text.push(id)); } });
-    if (text) process.stdout.write(text.flush() + "\n");
-    else process.stdout.write(JSON.stringify(res) + "\n");
+    let kvf: KvFile | null = null;
+    if (v.state !== undefined) {
+      mkdirSync(v.state, { recursive: true });
+      kvf = KvFile.open(slotPath(v.state, slot), m);
+    }
+    try {
+      const session = kvf?.load();
+      const text = v.json ? null : loadTokenizer(dir).stream();
+      const res = generate(m, prompt, {
+        maxTokens, ...sampling, draft: draftArg, draftLen, session,
+        onToken: (id) => { if (text) process.stdout.write(text.push(id)); },
+      });
+      if (kvf && session) kvf.persist(session);
+      if (text) process.stdout.write(text.flush() + "\n");
+      else process.stdout.write(JSON.stringify(res) + "\n");
+    } finally {
+      kvf?.close();
+    }
     return 0;
   },
 };

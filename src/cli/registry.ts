@@ -30,5 +30,6 @@ export const COMMANDS: Record<string, Entry> = {
     load: async () => (await import("./generate.ts")).command,
   },
   serve: { summary: "serve a model over OpenAI-compatible HTTP and the mux protocol (or --stdio)", load: async () => (await import("./serve.ts")).command },
+  score: { summary: "lm-eval loglikelihood scores of (context, continuation) token requests", load: async () => (await import("./score.ts")).command },
   // bench:    { summary: "...", load: async () => (await import("./bench.ts")).command },
 };

@@ -6,10 +6,10 @@ import { resolve } from "node:path";
 import { EngineClient } from "../server/engine-client.ts";
 import { startServer } from "../server/server.ts";
 import { runStdio } from "../server/stdio.ts";
-import { intOption, parseCli, UsageError, type Command } from "./common.ts";
+import { choice, intOption, parseCli, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
-                         [--queue N] [--api-key KEY] [--stdio]
+                         [--queue N] [--attn auto|naive|absorbed] [--api-key KEY] [--stdio]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
 /health, /metrics, /slots) and the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux).
@@ -22,6 +22,8 @@ options:
   --slots N        KV slots = concurrent conversations (default 4)
   --ctx N          context limit per slot in tokens (default min(4096, max_position_embeddings))
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
+  --attn A         attention form: auto (cost model, default) | naive | absorbed; a fixed form makes
+                   temperature-0 results bitwise independent of prefill chunking and prefix reuse
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   -h, --help       this help`;
@@ -40,7 +42,7 @@ async function defaultModel(): Promise<string> {
 async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
-    ctx: { type: "string" }, queue: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
+    ctx: { type: "string" }, queue: { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -53,19 +55,20 @@ async function run(argv: string[]): Promise<number> {
   const queue = v.queue === undefined ? undefined : intOption(v.queue, "queue", help);
   const dir = resolve(v.model ?? (await defaultModel()));
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
+  const attn = v.attn === undefined ? "auto" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = v["api-key"];
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
-    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk: 64 });
+    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk: 64, attn });
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
     engine.close();
     return engine.state === "failed" ? 2 : 0;
   }
 
-  const s = startServer({ dir, slots, ctx, queue, host: v.host ?? "127.0.0.1", port, apiKey });
+  const s = startServer({ dir, slots, ctx, queue, attn, host: v.host ?? "127.0.0.1", port, apiKey });
   log(`listening on ${s.url}`);
   log(`SERVING MODEL ${dir} with ${slots} slots${apiKey ? ", API key required" : ""}; loading…`);
   try {

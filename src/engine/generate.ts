@@ -1,49 +1,88 @@
-// One generation on one Session: prefill the prompt, then decode token by token with a Sampler until
-// max tokens or a stop id. Reports prefill and decode throughput. Stateless beyond its Session.
+// One generation on one Session: prefill the prompt (reusing the Session's cached prefix when one is
+// given), then decode with a Sampler — one token per forward, or speculatively (draft "mtp" |
+// "ngram" | "auto") with lossless verification — until max tokens or a stop id. Reports prefill and
+// decode throughput plus tokens per forward and draft acceptance. Stateless beyond its Session.
 import { Sampler, type SamplingParams } from "./sampler.ts";
 import { Session } from "./session.ts";
+import { MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
+import { NgramDrafts } from "./ngram.ts";
 import type { Model } from "./model.ts";
 import type { ForwardOpts } from "./forward.ts";
+
+export type DraftKind = "auto" | "mtp" | "ngram" | "off";
 
 export interface GenerateOpts extends SamplingParams {
   maxTokens: number;
   stopIds?: number[];
   forward?: ForwardOpts;
   onToken?: (id: number) => void;
+  /** draft source (default "off"; "auto" = mtp if the model has an MTP layer, else ngram) */
+  draft?: DraftKind | DraftSource;
+  /** draft tokens per round (default 3 for mtp, 4 otherwise) */
+  draftLen?: number;
+  gate?: Partial<GateOpts>;
+  /** continue this conversation (its cached prefix is reused); a fresh Session otherwise */
+  session?: Session;
 }
 export interface GenerateResult {
   prompt_ids: number[];
   gen_ids: number[];
   finish_reason: "stop" | "length";
+  cached_tokens: number;
   timing: { prefill_tok_s: number; decode_tok_s: number; prefill_ms: number; decode_ms: number };
+  stats: { draft: string; tokens_per_forward: number; draft_acceptance: number; forwards: number; drafted: number; accepted: number };
+}
+
+/** The DraftSource for a kind on this model (null = no drafting). */
+export function draftSource(m: Model, kind: DraftKind | DraftSource | undefined): DraftSource | null {
+  if (kind === undefined || kind === "off") return null;
+  if (typeof kind !== "string") return kind;
+  if (kind === "mtp" && !m.w.mtp) throw new Error("--draft mtp: this model has no MTP layer");
+  if (kind === "mtp" || (kind === "auto" && m.w.mtp)) return new MtpDrafts();
+  return new NgramDrafts();
 }
 
 export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateResult {
   if (prompt.length === 0) throw new Error("empty prompt");
-  const s = new Session(m, o.forward);
+  const s = o.session ?? new Session(m, o.forward);
   const sampler = new Sampler(o);
+  const source = draftSource(m, o.draft);
+  const dec = new SpecDecoder(s, sampler, source, o.draftLen ?? (source?.name === "mtp" ? 3 : 4), o.gate);
   const stop = new Set(o.stopIds ?? m.cfg.stop_ids);
   const t0 = performance.now();
-  let logits = s.feed(prompt);
-  const t1 = performance.now();
+  const cached = s.reuse(prompt);
+  const base = s.tokens.length + prompt.length - cached; // history length once the prompt is fed
   const gen: number[] = [];
   let finish: "stop" | "length" = "length";
-  while (gen.length < o.maxTokens) {
-    const id = sampler.sample(logits);
+  const emit = (id: number): boolean => {
     gen.push(id);
     o.onToken?.(id);
-    if (stop.has(id)) { finish = "stop"; break; }
-    if (gen.length === o.maxTokens) break;
-    logits = s.feed([id]);
+    if (stop.has(id)) { finish = "stop"; return false; }
+    return gen.length < o.maxTokens;
+  };
+  let go = o.maxTokens > 0;
+  const first = dec.first(s.feed(prompt.slice(cached)));
+  const t1 = performance.now();
+  if (go) go = emit(first);
+  while (go) {
+    for (const id of dec.step(o.maxTokens - gen.length)) if (!(go = emit(id))) break;
   }
+  // like plain decoding, the history ends before the last emitted token (never fed)
+  s.truncate(Math.min(s.tokens.length, base + Math.max(gen.length - 1, 0)));
   const t2 = performance.now();
-  const decodeSteps = Math.max(gen.length - 1, 0);
+  const decodeSteps = Math.max(gen.length - 1, 0), st = dec.stats;
   return {
-    prompt_ids: prompt, gen_ids: gen, finish_reason: finish,
+    prompt_ids: prompt, gen_ids: gen, finish_reason: finish, cached_tokens: cached,
     timing: {
       prefill_ms: t1 - t0, decode_ms: t2 - t1,
-      prefill_tok_s: prompt.length / ((t1 - t0) / 1000),
+      prefill_tok_s: (prompt.length - cached) / ((t1 - t0) / 1000),
       decode_tok_s: decodeSteps > 0 ? decodeSteps / ((t2 - t1) / 1000) : 0,
+    },
+    stats: {
+      draft: source?.name ?? "off",
+      tokens_per_forward: st.forwards > 0 ? decodeSteps / st.forwards : 1,
+      draft_acceptance: st.drafted > 0 ? st.accepted / st.drafted : 0,
+      forwards: st.forwards, drafted: st.drafted, accepted: st.accepted,
     },
   };
 }

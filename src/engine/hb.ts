@@ -42,6 +42,22 @@ const symbols = {
   hb_index_scores: { args: [i32, i32, i32, ptr, ptr, ptr, ptr, ptr, i32, f32], returns: FFIType.void },
   // DSA selection with the spec's tie rule; sel rows ascending
   hb_dsa_select: { args: [i32, ptr, i32, ptr, i32, ptr, ptr], returns: FFIType.void },
+  // ---- expert streaming I/O pool (ffi/iopool.c; wrappers in src/engine/experts/io.ts) ----
+  hb_io_start: { args: [i32], returns: i32 }, // (threads; 0 = HB_IO_THREADS or 8) -> threads
+  // (n, fds i32[n], offs i64[n], lens i64[n], needs i64[n], base, bufoffs i64[n], kind 0 read|1 touch) -> handle or -errno
+  hb_io_submit: { args: [i32, ptr, ptr, ptr, ptr, ptr, ptr, i32], returns: i64 },
+  hb_io_poll: { args: [i64], returns: i32 }, // 1 done, 0 pending, -ESTALE
+  hb_io_wait: { args: [i64], returns: i64 }, // bytes or -errno (-10000 short read); frees the handle
+  hb_io_cancel: { args: [i64], returns: i32 },
+  hb_io_stats: { args: [ptr], returns: FFIType.void }, // f64[8]: busy s, bytes, chunks, jobs, errors, in flight, threads, queued
+  hb_io_fail: { args: [i64, i32], returns: i32 }, // fault injector: the nth chunk read from now fails with errno (0 short)
+  hb_io_open: { args: [ptr, i32], returns: i32 }, // (NUL-terminated path, direct) -> fd or -errno
+  hb_io_close: { args: [i32], returns: i32 },
+  hb_io_fadvise: { args: [i32, i64, i64, i32], returns: i32 }, // advice 4 = DONTNEED
+  hb_io_mmap: { args: [i32, i64], returns: ptr }, // read-only shared mapping or null
+  hb_io_munmap: { args: [ptr, i64], returns: i32 },
+  hb_io_madvise: { args: [ptr, i64, i32], returns: i32 }, // 3 WILLNEED, 4 DONTNEED
+  hb_io_blksize: { args: [i32], returns: i64 },
 } as const;
 
 type Lib = ReturnType<typeof dlopen<typeof symbols>>["symbols"];

@@ -1,5 +1,7 @@
 // Token sampling from logits: greedy at temperature 0, else temperature, top-k, top-p, min-p with a
 // seeded PRNG (the same seed gives the same tokens). Holds the PRNG state and one scratch buffer.
+// `dense`/`pick`/`random` expose the same distribution and PRNG to speculative decoding (rejection
+// sampling needs p as a dense [V] vector and uniform draws from the seeded stream).
 
 export interface SamplingParams { temperature?: number; top_k?: number; top_p?: number; min_p?: number; seed?: number }
 
@@ -60,6 +62,34 @@ export class Sampler {
     const probs = new Float64Array(keep);
     for (let j = 0; j < keep; j++) probs[j] = this.p[ids[j]] / acc;
     return { ids: ids.slice(0, keep), probs, n: keep };
+  }
+
+  /** true at temperature 0: `sample` is argmax and draws nothing from the PRNG. */
+  get greedy(): boolean { return (this.params.temperature ?? 1) <= 0; }
+
+  /** A uniform draw in [0, 1) from this sampler's seeded stream. */
+  random(): number { return this.rng.next(); }
+
+  /** The processed next-token distribution as a dense vector p [V] (zeros outside the kept set). */
+  dense(logits: Float32Array): Float64Array {
+    const d = this.distribution(logits), p = new Float64Array(logits.length);
+    for (let j = 0; j < d.n; j++) p[d.ids[j]] = d.probs[j];
+    return p;
+  }
+
+  /** Draw an index from unnormalised non-negative weights w [n] (sum > 0) with this PRNG. */
+  pick(w: ArrayLike<number>, n = w.length): number {
+    let sum = 0;
+    for (let i = 0; i < n; i++) sum += w[i];
+    if (!(sum > 0)) throw new Error("Sampler.pick: weights sum to zero");
+    let u = this.rng.next() * sum, last = -1;
+    for (let i = 0; i < n; i++) {
+      if (w[i] <= 0) continue;
+      last = i;
+      u -= w[i];
+      if (u < 0) return i;
+    }
+    return last; // rounding: the mass ran out on the last positive weight
   }
 
   sample(logits: Float32Array): number {

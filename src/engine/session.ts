@@ -1,5 +1,16 @@
 // A conversation on one model: its KV caches (main + MTP), its token history and one RunState.
-// `prefill`/`step` advance it; `mtpDrafts` runs the chained MTP head after the last token.
+// State: `tokens` (fed ids; invariant tokens.length === kv.len), `kv`, `hidden` (main residual of
+// every fed position: the MTP head's input) and the incremental MTP state (`mtpKV` + which of its
+// rows are real (token, hidden) pairs).
+// - `feed` appends tokens (one forward); `truncate(n)` drops everything past position n;
+//   `reuse(prompt)` keeps the longest common prefix with a new prompt (leaving at least one prompt
+//   token to feed), truncates there and returns how many tokens stay cached — feed the rest.
+// - MTP (spec §3.5), incremental: MTP row p holds the pair (tokens[p+1], hidden[p]). `mtpSync(next)`
+//   absorbs every pair not yet in the MTP cache (row T-1 pairs with `next`, the sampled token not yet
+//   fed) in one batched MTP forward and returns the first draft's logits; `mtpChain(d)` runs one
+//   chained step (token d, previous raw u') on rows past T-1. Chained rows are speculative: the next
+//   `mtpSync` truncates them (and any row whose token no longer matches the history).
+// - `mtpDrafts` is the from-scratch reference implementation of the chained drafts (tests).
 import { forward, type ForwardOpts } from "./forward.ts";
 import { mtpForward } from "./mtp.ts";
 import { newKV, newMtpKV, type Model } from "./model.ts";
@@ -18,10 +29,19 @@ export class Session {
   readonly tokens: number[] = [];
   /** Main residual (after layer L-1) of every position: the MTP head's input. [cap, D] */
   hidden = new Float32Array(0);
+  /** The MTP layer's cache (null without an MTP layer). Rows [0, mtpReal) are real pairs. */
+  readonly mtpKV: KVCache | null;
+  private mtpReal = 0;
+  /** token paired with hidden[p] in MTP row p (checked against the history at each sync) */
+  private mtpToks: number[] = [];
+  /** raw u' of the last MTP row run (the input of the next chained step) [D] */
+  private mtpU: Float32Array;
 
   constructor(readonly m: Model, readonly opts: ForwardOpts = {}) {
     this.kv = newKV(m);
     this.st = new RunState(m.cfg);
+    this.mtpKV = m.w.mtp ? newMtpKV(m) : null;
+    this.mtpU = new Float32Array(m.cfg.hidden_size);
   }
 
   /** Append tokens; returns the logits [V] after the last one (a view into RunState: copy to keep). */
@@ -29,20 +49,97 @@ export class Session {
     if (ids.length === 0) throw new Error("feed: no tokens");
     const pos0 = this.tokens.length, n = ids.length, D = this.m.cfg.hidden_size, V = this.m.cfg.vocab_size;
     forward(this.m, this.st, [{ kv: this.kv, r0: 0, n, pos0 }], ids, { ...this.opts, logits: all ? "all" : "last" });
-    if (this.hidden.length < (pos0 + n) * D) {
-      const h = new Float32Array(Math.max((pos0 + n) * D, this.hidden.length * 2));
-      h.set(this.hidden);
-      this.hidden = h;
-    }
+    this.ensureHidden(pos0 + n);
     this.hidden.set(this.st.x.subarray(0, n * D), pos0 * D);
     this.tokens.push(...ids);
     return all ? this.st.logits.subarray(0, n * V) : this.st.logits.subarray(0, V);
   }
 
+  /** Grow `hidden` to hold `rows` positions (keeping its contents). */
+  ensureHidden(rows: number): void {
+    const D = this.m.cfg.hidden_size;
+    if (this.hidden.length >= rows * D) return;
+    const h = new Float32Array(Math.max(rows * D, this.hidden.length * 2));
+    h.set(this.hidden);
+    this.hidden = h;
+  }
+
+  /** Drop tokens, KV rows, hidden rows and MTP pairs past position n (0 ≤ n ≤ tokens.length). */
+  truncate(n: number): void {
+    if (!Number.isInteger(n) || n < 0 || n > this.tokens.length) throw new RangeError(`Session.truncate(${n}) outside [0, ${this.tokens.length}]`);
+    // MTP: pairs past n go, and so do chained (draft) rows past the real pairs
+    this.mtpReal = Math.min(this.mtpReal, n);
+    if (this.mtpKV && this.mtpKV.len > this.mtpReal) this.mtpKV.truncate(this.mtpReal);
+    if (n === this.tokens.length) return;
+    this.tokens.length = n;
+    this.kv.truncate(n);
+  }
+
   /**
-   * Chained MTP drafts after the history (spec §3.5): `next` is the token after the history; the MTP
-   * cache absorbs every (token, hidden) pair, then each step feeds its argmax and its raw u'.
-   * Returns the drafts and each step's logits.
+   * Prefix reuse: keep the longest common prefix of the history and `prompt`, but leave at least one
+   * prompt token to feed (its logits are needed). Truncates there; returns the cached count c — the
+   * caller feeds prompt.slice(c).
+   */
+  reuse(prompt: number[]): number {
+    if (prompt.length === 0) throw new Error("reuse: empty prompt");
+    const lim = Math.min(this.tokens.length, prompt.length - 1);
+    let c = 0;
+    while (c < lim && this.tokens[c] === prompt[c]) c++;
+    this.truncate(c);
+    return c;
+  }
+
+  /** Install a history whose KV rows are already in `kv` (kvfile load): tokens + hidden [n, D]. */
+  adopt(tokens: number[], hidden: Float32Array | null): void {
+    if (this.kv.len !== tokens.length) throw new Error(`adopt: ${tokens.length} tokens but ${this.kv.len} KV rows`);
+    const D = this.m.cfg.hidden_size;
+    this.tokens.length = 0;
+    this.tokens.push(...tokens);
+    this.ensureHidden(tokens.length);
+    if (hidden) this.hidden.set(hidden.subarray(0, tokens.length * D));
+    else if (this.mtpKV) throw new Error("adopt: this model has an MTP layer: the hidden rows are required");
+    this.mtpReal = 0; // MTP rows are re-derived from (token, hidden) pairs at the next mtpSync
+  }
+
+  /**
+   * Bring the MTP cache in line with the history plus `next` (the token after it) and run the MTP
+   * head at position T-1: returns the first draft's logits [V] (a copy). Batched over every pair
+   * not yet absorbed; invalid and chained rows are truncated first.
+   */
+  mtpSync(next: number): Float32Array {
+    const kv = this.mtpKV;
+    if (!kv) throw new Error("this model has no MTP layer");
+    const m = this.m, D = m.cfg.hidden_size, V = m.cfg.vocab_size, T = this.tokens.length;
+    if (T === 0) throw new Error("mtpSync: feed at least one token first");
+    const tokAt = (p: number) => (p + 1 < T ? this.tokens[p + 1] : next);
+    let keep = Math.min(this.mtpReal, T - 1);
+    while (keep > 0 && this.mtpToks[keep - 1] !== tokAt(keep - 1)) keep--;
+    kv.truncate(Math.min(keep, kv.len));
+    const toks: number[] = [];
+    for (let p = keep; p < T; p++) toks.push(tokAt(p));
+    mtpForward(m, this.st, kv, keep, toks, this.hidden.subarray(keep * D, T * D), false, { ...this.opts, logits: "last" });
+    this.mtpToks.length = keep;
+    this.mtpToks.push(...toks);
+    this.mtpReal = T;
+    this.mtpU.set(this.st.x.subarray((toks.length - 1) * D, toks.length * D));
+    return this.st.logits.slice(0, V);
+  }
+
+  /** One chained MTP step after `mtpSync`/`mtpChain`: token d with the previous raw u'. Logits [V] (copy). */
+  mtpChain(d: number): Float32Array {
+    const kv = this.mtpKV;
+    if (!kv) throw new Error("this model has no MTP layer");
+    if (this.mtpReal !== this.tokens.length || kv.len < this.mtpReal) throw new Error("mtpChain: call mtpSync first");
+    const D = this.m.cfg.hidden_size, V = this.m.cfg.vocab_size;
+    mtpForward(this.m, this.st, kv, kv.len, [d], this.mtpU, true, { ...this.opts, logits: "last" });
+    this.mtpU.set(this.st.x.subarray(0, D));
+    return this.st.logits.slice(0, V);
+  }
+
+  /**
+   * Chained MTP drafts after the history (spec §3.5), from scratch (reference for tests): `next` is
+   * the token after the history; a fresh MTP cache absorbs every (token, hidden) pair, then each
+   * step feeds its argmax and its raw u'. Returns the drafts and each step's logits.
    */
   mtpDrafts(next: number, steps: number): { drafts: number[]; logits: Float32Array[] } {
     const m = this.m, D = m.cfg.hidden_size, V = m.cfg.vocab_size, T = this.tokens.length;

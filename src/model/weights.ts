@@ -12,7 +12,26 @@ export interface Mat { name: string; fmt: FmtCode; O: number; I: number; data: F
 export interface Indexer { wq_b: Mat; wk: Mat; k_norm_w: F32; k_norm_b: F32; weights_proj: Mat }
 export interface AttnWeights { q_a: Mat | null; q_a_norm: F32 | null; q_b: Mat | null; q_proj: Mat | null; kv_a: Mat; kv_a_norm: F32; kv_b: Mat; o: Mat; indexer: Indexer | null }
 export interface Mlp { gate: Mat; up: Mat; down: Mat }
-export interface Moe { router: Mat /* f32 [E,D] */; bias: F32 | null /* [E] */; expert(e: number): Mlp; shared: Mlp | null }
+export interface Moe {
+  router: Mat /* f32 [E,D] */; bias: F32 | null /* [E] */; shared: Mlp | null;
+  /** expert e's matrices (a streamed Moe: valid until its layer's next resolve) */
+  expert(e: number): Mlp;
+  /** Expert streaming (src/engine/experts/): plan a batch's union (ascending ids, rows routed to each). */
+  resolve?(experts: readonly number[], rows: readonly number[]): ExpertBatch;
+}
+/** A batch's routed experts, resolved pinned → cached → disk while the resident ones compute. */
+export interface ExpertBatch {
+  /** compute order: a permutation of the union (resident first where staging allows, then misses) */
+  readonly order: readonly number[];
+  /** expert e, waiting for its read if needed; throws a ModelError when that read failed */
+  get(e: number): Mlp;
+  /** e's outputs are computed: its buffer may take the next read */
+  release(e: number): void;
+  /** scratch [floats] for outputs computed ahead of ascending order (deterministic accumulation) */
+  stage(floats: number): Float32Array;
+  /** always called (finally): settles reads this batch did not consume */
+  end(): void;
+}
 export interface Layer { input_norm: F32; post_norm: F32; attn: AttnWeights; mlp: Mlp | null /* dense */; moe: Moe | null }
 export interface Mtp { enorm: F32; hnorm: F32; eh_proj: Mat /* [D, 2D] */; head_norm: F32; layer: Layer }
 export interface Weights { embed: Mat /* [V, D] f32/bf16/f16 */; layers: Layer[]; norm: F32; lm_head: Mat; mtp: Mtp | null }
@@ -116,7 +135,7 @@ export function loadVec(store: TensorStore, name: string, n: number): F32 {
 
 // ---- the model --------------------------------------------------------------------------------
 
-interface MlpPlan { gate: MatPlan; up: MatPlan; down: MatPlan }
+export interface MlpPlan { gate: MatPlan; up: MatPlan; down: MatPlan }
 function planMlp(store: TensorStore, p: string, D: number, inter: number): MlpPlan {
   return {
     gate: planMat(store, `${p}gate_proj.weight`, [inter, D]),
@@ -124,13 +143,13 @@ function planMlp(store: TensorStore, p: string, D: number, inter: number): MlpPl
     down: planMat(store, `${p}down_proj.weight`, [D, inter]),
   };
 }
-const readMlp = (store: TensorStore, m: MlpPlan): Mlp => ({ gate: readMat(store, m.gate), up: readMat(store, m.up), down: readMat(store, m.down) });
+export const readMlp = (store: TensorStore, m: MlpPlan): Mlp => ({ gate: readMat(store, m.gate), up: readMat(store, m.up), down: readMat(store, m.down) });
 
 /** Routed experts validated up front, each read on first use and then cached. */
-class LazyMoe implements Moe {
+export class LazyMoe implements Moe {
   private readonly cache: (Mlp | undefined)[];
-  constructor(private readonly store: TensorStore, readonly router: Mat, readonly bias: F32 | null,
-    readonly shared: Mlp | null, private readonly plans: MlpPlan[]) {
+  constructor(readonly store: TensorStore, readonly router: Mat, readonly bias: F32 | null,
+    readonly shared: Mlp | null, readonly plans: readonly MlpPlan[]) {
     this.cache = new Array(plans.length);
   }
   expert(e: number): Mlp {

@@ -30,6 +30,7 @@ export interface WorkerOptions {
   ctx?: number;            // per-slot context limit (default min(4096, max_position_embeddings))
   queue: number;           // waiting requests beyond the slots before OVERLOADED
   chunk: number;           // prefill tokens per scheduler step
+  attn?: "auto" | "naive" | "absorbed"; // attention form (forward.ts); a fixed form makes results independent of prefill chunking
   loadDelayMs?: number;    // wait before loading (tests observe the 503 "loading" window)
 }
 

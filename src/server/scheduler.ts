@@ -28,7 +28,7 @@ interface Job {
   tFirst: number; tLast: number;
 }
 
-export interface SchedOptions { slots: number; ctx: number; queue: number; chunk: number }
+export interface SchedOptions { slots: number; ctx: number; queue: number; chunk: number; attn?: "auto" | "naive" | "absorbed" }
 
 function lcp(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length);
@@ -116,7 +116,7 @@ export class Scheduler {
     }
     if (segs.length === 0) return;
     try {
-      forward(this.m, this.st, segs, ids, { logits: "last" });
+      forward(this.m, this.st, segs, ids, { logits: "last", attn: this.o.attn ?? "auto" });
     } catch (e) {
       for (const j of who) this.fail(j, e);
       return;

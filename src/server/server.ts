@@ -31,7 +31,7 @@ export function startServer(o: ServeOptions): Server {
     idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
     fetch: (req) => app!.fetch(req),
   });
-  const engine = new EngineClient({ dir: o.dir, slots: o.slots, ctx: o.ctx, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? 64, loadDelayMs: o.loadDelayMs });
+  const engine = new EngineClient({ dir: o.dir, slots: o.slots, ctx: o.ctx, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? 64, attn: o.attn, loadDelayMs: o.loadDelayMs });
   app = makeApp(engine, { apiKey: o.apiKey, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {

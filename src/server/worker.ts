@@ -11,7 +11,7 @@ declare const self: Worker;
 
 const STATS_MS = 250;
 let sched: Scheduler | null = null;
-let scheduled = false;
+let running = false;
 let lastStats = 0;
 
 function post(ev: FromWorker): void {
@@ -25,18 +25,22 @@ function postStats(force: boolean): void {
   post({ t: "stats", stats: sched.stats() });
 }
 
-/** Run one scheduler step per macrotask while there is work, so messages interleave with steps. */
-function kick(): void {
-  if (scheduled || !sched?.hasWork()) return;
-  scheduled = true;
-  setImmediate(() => {
-    scheduled = false;
-    if (!sched) return;
-    const before = sched.hasWork();
-    sched.step();
-    postStats(!sched.hasWork() && before);
-    kick();
-  });
+/**
+ * Run scheduler steps while there is work, yielding to the event loop after each one (a promise on
+ * setImmediate: messages are delivered between steps; a callback chain of setImmediate starves them).
+ */
+async function loop(): Promise<void> {
+  if (running || !sched) return;
+  running = true;
+  try {
+    while (sched.hasWork()) {
+      sched.step();
+      postStats(!sched.hasWork());
+      await new Promise<void>((res) => setImmediate(res));
+    }
+  } finally {
+    running = false;
+  }
 }
 
 async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> {
@@ -45,7 +49,7 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const m = loadModel(o.dir);
     const codec = loadTokenizer(o.dir);
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
-    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk }, post);
+    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn }, post);
     post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });
     postStats(true);
   } catch (e) {
@@ -68,5 +72,5 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
     if ("rid" in msg) post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) });
   }
   postStats(true);
-  kick();
+  void loop();
 };

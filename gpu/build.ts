@@ -1,0 +1,70 @@
+// Native build of libhbvk (the Vulkan shim, ffi/vk/*.c) into build/libhbvk.so, separate from libhb so the
+// engine never depends on Vulkan. Holds one piece of state: the path already checked by this process.
+// Rebuilds when the library is missing or older than ffi/vk/* or this file; writes a temp file and renames
+// it (concurrent test processes never load half a .so). Env: HB_VK_LIB = use this prebuilt library as is.
+// Script: `bun gpu/build.ts [--force]`.
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "..");
+const srcDir = join(root, "ffi", "vk");
+const ext = process.platform === "darwin" ? "dylib" : "so";
+export const vkLibPath = join(root, "build", `libhbvk.${ext}`);
+
+const CFLAGS = ["-std=c11", "-O2", "-fPIC", "-shared", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Wno-unused-parameter"];
+
+function newestInput(): number {
+  let t = statSync(import.meta.path).mtimeMs;
+  for (const f of readdirSync(srcDir)) if (f.endsWith(".c") || f.endsWith(".h")) t = Math.max(t, statSync(join(srcDir, f)).mtimeMs);
+  return t;
+}
+
+const isFresh = () => existsSync(vkLibPath) && statSync(vkLibPath).mtimeMs >= newestInput();
+
+/** Compile libhbvk now. Throws with the compiler's output on failure. */
+export function buildVk(): string {
+  const srcs = readdirSync(srcDir).filter((f) => f.endsWith(".c")).sort().map((f) => join(srcDir, f));
+  if (srcs.length === 0) throw new Error(`libhbvk: no C sources in ${srcDir}`);
+  mkdirSync(join(root, "build"), { recursive: true });
+  const tmp = `${vkLibPath}.${process.pid}.${Date.now()}.tmp`;
+  const cc = process.env.CC || "cc";
+  const cmd = [cc, ...CFLAGS, "-o", tmp, ...srcs, ...(process.platform === "linux" ? ["-ldl"] : [])];
+  let r: ReturnType<typeof Bun.spawnSync>;
+  try {
+    r = Bun.spawnSync({ cmd, stdout: "pipe", stderr: "pipe" });
+  } catch (e) {
+    throw new Error(`libhbvk: cannot run the C compiler '${cc}': ${String(e)}`);
+  }
+  const out = `${r.stdout?.toString() ?? ""}${r.stderr?.toString() ?? ""}`.trim();
+  if (r.exitCode !== 0) {
+    rmSync(tmp, { force: true });
+    throw new Error(`libhbvk: build failed (exit ${r.exitCode}): ${cmd.join(" ")}\n${out}`);
+  }
+  if (out) console.error(out);
+  renameSync(tmp, vkLibPath);
+  return vkLibPath;
+}
+
+let checked: string | null = null;
+
+/** Absolute path of the shim, compiling it first when missing or stale. */
+export function ensureVk(): string {
+  if (checked) return checked;
+  const pre = process.env.HB_VK_LIB;
+  if (pre) {
+    if (!existsSync(pre)) throw new Error(`libhbvk: HB_VK_LIB=${pre} does not exist`);
+    return (checked = resolve(pre));
+  }
+  if (!isFresh()) buildVk();
+  return (checked = vkLibPath);
+}
+
+if (import.meta.main) {
+  try {
+    const fresh = !process.argv.includes("--force") && isFresh();
+    console.log(`libhbvk: ${fresh ? "up to date" : "built"}: ${fresh ? vkLibPath : buildVk()}`);
+  } catch (e) {
+    console.error(e instanceof Error ? e.message : String(e));
+    process.exit(1);
+  }
+}

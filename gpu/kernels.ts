@@ -1,0 +1,195 @@
+// Device kernels: one recorder per shader (shaders/*.comp), each with the shape contract of its CPU twin
+// in src/engine/hb.ts, and the upload of weight matrices (Mat -> DevMat, split by whole rows over chunks).
+// Offsets and strides are in elements (f32 / i32) and travel as push constants, so buffers are always
+// bound whole and descriptor sets stay few (cached by Vk). State: the pipelines built so far, a dummy
+// buffer for unused bindings.
+import { Fmt } from "../src/engine/hb.ts";
+import type { Mat } from "../src/model/weights.ts";
+import { spirv } from "./shaders.ts";
+import { type Buf, type Cmd, type Pipeline, push, Vk, VkError } from "./vk.ts";
+
+/** An element view into a device buffer. */
+export interface V { buf: Buf; off?: number }
+const off = (v: V) => v.off ?? 0;
+
+/** A weight matrix W [O, I] on the device: whole rows per chunk, int8 scales as f32 [O]. */
+export interface DevMat { name: string; fmt: number; O: number; I: number; buf: Buf; rowsPerChunk: number; chunkBytes: number; scales: Buf | null }
+
+export const DEVICE_FMTS: readonly number[] = [Fmt.f32, Fmt.int8, Fmt.bf16, Fmt.f16];
+const rowBytes = (fmt: number, I: number) => (fmt === Fmt.f32 ? 4 * I : fmt === Fmt.int8 ? I : 2 * I);
+const MAX_GROUPS = 65535; // guaranteed maxComputeWorkGroupCount per dimension
+
+export function uploadMat(vk: Vk, m: Mat): DevMat {
+  if (!DEVICE_FMTS.includes(m.fmt)) throw new VkError(`${m.name}: weight format ${m.fmt} is not supported on the device (f32, int8, bf16, f16)`, -10001);
+  const rb = rowBytes(m.fmt, m.I), total = m.O * rb;
+  let rows = m.O;
+  if (total > vk.maxChunk) {
+    rows = Math.floor(vk.maxChunk / rb / 4) * 4; // whole rows, 4-byte aligned chunk starts
+    if (rows < 4) throw new VkError(`${m.name}: a row of ${rb} bytes exceeds the device's buffer limit ${vk.maxChunk}`, -10007);
+  }
+  const chunkBytes = rows >= m.O ? Math.ceil(total / 4) * 4 : rows * rb;
+  const buf = vk.buffer(total, "device", chunkBytes);
+  buf.write(0, m.data);
+  let scales: Buf | null = null;
+  if (m.fmt === Fmt.int8) {
+    if (!m.scales || m.scales.length < m.O) throw new VkError(`${m.name}: int8 weight without ${m.O} row scales`, -10001);
+    scales = vk.buffer(4 * m.O);
+    scales.write(0, m.scales.subarray(0, m.O));
+  }
+  return { name: m.name, fmt: m.fmt, O: m.O, I: m.I, buf, rowsPerChunk: Math.min(rows, m.O), chunkBytes, scales };
+}
+
+export function freeMat(d: DevMat): void { d.buf.free(); d.scales?.free(); }
+
+/** Upload a float vector. */
+export function uploadVec(vk: Vk, v: Float32Array): Buf {
+  const b = vk.buffer(4 * Math.max(1, v.length));
+  b.write(0, v);
+  return b;
+}
+
+/** Grouped matmul layout: output group g reads weight rows wRow0 + g·wGroup + [0, O) and x at + g·xGroup. */
+export interface Groups { G: number; O: number; wRow0: number; wGroup: number; xGroup: number; yGroup: number }
+
+export class Kernels {
+  private pipes = new Map<string, Pipeline>();
+  readonly dummy: Buf;
+
+  constructor(readonly vk: Vk) { this.dummy = vk.buffer(16); }
+
+  private pipe(name: string, nbind: number, nPush: number, defs: Record<string, number> = {}): Pipeline {
+    const key = `${name}${JSON.stringify(defs)}`;
+    let p = this.pipes.get(key);
+    if (!p) this.pipes.set(key, (p = this.vk.pipeline(key, spirv(name, defs), nbind, nPush * 4)));
+    return p;
+  }
+
+  /** Build every pipeline now (the first frame then records without compiling). */
+  warm(): void {
+    for (const f of DEVICE_FMTS) this.pipe("matmul", 4, 12, { FMT: f });
+    this.pipe("rmsnorm", 3, 7); this.pipe("layernorm", 4, 6); this.pipe("rope", 3, 9); this.pipe("swiglu", 3, 4);
+    this.pipe("add", 2, 3); this.pipe("copy", 2, 7); this.pipe("attn", 7, 20); this.pipe("index_scores", 5, 7);
+    this.pipe("dsa_select", 4, 4);
+  }
+
+  /**
+   * y [S, O] = alpha · W [O, I] · x [S, I] (rows at x.off + s·xRow, y.off + s·yRow), or grouped (see Groups).
+   * A matrix split over chunks runs one dispatch per chunk (plain form only).
+   */
+  matmul(cmd: Cmd, W: DevMat, x: V, S: number, y: V, o: { xRow?: number; yRow?: number; alpha?: number; groups?: Groups } = {}): void {
+    const p = this.pipe("matmul", 4, 12, { FMT: W.fmt });
+    const xRow = o.xRow ?? W.I, yRow = o.yRow ?? W.O, alpha = o.alpha ?? 1, sc = W.scales ?? this.dummy;
+    if (S <= 0) return;
+    if (S > MAX_GROUPS) throw new VkError(`matmul ${W.name}: ${S} rows > ${MAX_GROUPS}`, -10007);
+    const g = o.groups;
+    if (g) {
+      if (W.buf.nchunks !== 1) throw new VkError(`matmul ${W.name}: grouped form needs a single-chunk weight`, -10005);
+      if (g.O > MAX_GROUPS || g.G > MAX_GROUPS) throw new VkError(`matmul ${W.name}: groups too large`, -10007);
+      cmd.dispatch(p, [{ buf: W.buf }, { buf: sc }, { buf: x.buf }, { buf: y.buf }],
+        push([["i", g.O], ["i", W.I], ["i", g.wRow0], ["i", g.wGroup], ["i", 0], ["i", off(x)], ["i", xRow], ["i", g.xGroup],
+          ["i", off(y)], ["i", yRow], ["i", g.yGroup], ["f", alpha]]), g.O, g.G, S);
+      return;
+    }
+    for (let c = 0; c * W.rowsPerChunk < W.O; c++) {
+      const r0 = c * W.rowsPerChunk, rows = Math.min(W.rowsPerChunk, W.O - r0);
+      const wb = { buf: W.buf, off: c * W.chunkBytes };
+      for (let k = 0; k < rows; k += MAX_GROUPS) {
+        const n = Math.min(MAX_GROUPS, rows - k);
+        cmd.dispatch(p, [wb, { buf: sc }, { buf: x.buf }, { buf: y.buf }],
+          push([["i", n], ["i", W.I], ["i", k], ["i", 0], ["i", r0], ["i", off(x)], ["i", xRow], ["i", 0],
+            ["i", off(y) + r0 + k], ["i", yRow], ["i", 0], ["f", alpha]]), n, 1, S);
+      }
+    }
+  }
+
+  /** y rows = RMS(x rows) ⊙ w (w null: 1); rows of D at x.off + s·xRow -> y.off + s·yRow; in place allowed */
+  rmsnorm(cmd: Cmd, x: V, w: Buf | null, y: V, S: number, D: number, eps: number, xRow = D, yRow = D): void {
+    cmd.dispatch(this.pipe("rmsnorm", 3, 7), [{ buf: x.buf }, { buf: w ?? this.dummy }, { buf: y.buf }],
+      push([["i", D], ["i", off(x)], ["i", xRow], ["i", off(y)], ["i", yRow], ["i", w ? 1 : 0], ["f", eps]]), S);
+  }
+
+  /** y rows = LN(x rows) ⊙ w + b */
+  layernorm(cmd: Cmd, x: V, w: Buf, b: Buf, y: V, S: number, D: number, eps: number, xRow = D, yRow = D): void {
+    cmd.dispatch(this.pipe("layernorm", 4, 6), [{ buf: x.buf }, { buf: w }, { buf: b }, { buf: y.buf }],
+      push([["i", D], ["i", off(x)], ["i", xRow], ["i", off(y)], ["i", yRow], ["f", eps]]), S);
+  }
+
+  /**
+   * Interleaved RoPE of S rows × nvec vectors, dr wide: src at src.off + r·row + v·vec, written to dst with
+   * dst strides (default: same as src; in place when dst is src). cs = [rows, dr] (cos, sin) pairs; row r
+   * uses cs row csRow0 + r.
+   */
+  rope(cmd: Cmd, src: V, S: number, row: number, nvec: number, vec: number, dr: number, cs: V, csRow0: number,
+    dst: V = src, dRow = row, dVec = vec): void {
+    const h = dr >> 1;
+    if (S <= 0 || h <= 0) return;
+    cmd.dispatch(this.pipe("rope", 3, 9), [{ buf: src.buf }, { buf: dst.buf }, { buf: cs.buf }],
+      push([["i", h], ["i", off(src)], ["i", row], ["i", vec], ["i", off(dst)], ["i", dRow], ["i", dVec],
+        ["i", csRow0], ["i", dr]]), Math.ceil(h / 64), nvec, S);
+  }
+
+  /** out[n] = silu(g)·u */
+  swiglu(cmd: Cmd, g: V, u: V, out: V, n: number): void {
+    cmd.dispatch(this.pipe("swiglu", 3, 4), [{ buf: g.buf }, { buf: u.buf }, { buf: out.buf }],
+      push([["i", n], ["i", off(g)], ["i", off(u)], ["i", off(out)]]), Math.min(MAX_GROUPS, Math.ceil(n / 256)));
+  }
+
+  /** y[n] += x */
+  add(cmd: Cmd, y: V, x: V, n: number): void {
+    cmd.dispatch(this.pipe("add", 2, 3), [{ buf: y.buf }, { buf: x.buf }], push([["i", n], ["i", off(y)], ["i", off(x)]]),
+      Math.min(MAX_GROUPS, Math.ceil(n / 256)));
+  }
+
+  /** dst[r0·dRow0 + r1·dRow1 + k] = src[r0·sRow0 + r1·sRow1 + k] for r0 < R0, r1 < R1, k < K */
+  copy(cmd: Cmd, src: V, dst: V, K: number, R1: number, sRow1: number, dRow1: number, R0 = 1, sRow0 = 0, dRow0 = 0): void {
+    cmd.dispatch(this.pipe("copy", 2, 7), [{ buf: src.buf }, { buf: dst.buf }],
+      push([["i", K], ["i", off(src)], ["i", sRow0], ["i", sRow1], ["i", off(dst)], ["i", dRow0], ["i", dRow1]]),
+      Math.ceil(K / 64), R1, R0);
+  }
+
+  /**
+   * Attention core for rows s0 .. s0+n-1 (hb_attn contract): q/k/v/out operands with (row, head) strides;
+   * keys from sel [rows, selRow] when sel is given, else 0..nsel[s]-1; p = scratch of pStride floats per (s, h).
+   */
+  attn(cmd: Cmd, a: {
+    s0: number; n: number; H: number; dk: number; dv: number;
+    q: V & { row: number; head: number }; k: V & { row: number; head: number }; v: V & { row: number; head: number };
+    out: V & { row: number; head: number }; sel: Buf | null; selRow: number; nsel: Buf; p: Buf; pStride: number; scale: number;
+  }): void {
+    if (a.n <= 0) return;
+    cmd.dispatch(this.pipe("attn", 7, 20),
+      [{ buf: a.q.buf }, { buf: a.k.buf }, { buf: a.v.buf }, { buf: a.sel ?? this.dummy }, { buf: a.nsel }, { buf: a.p }, { buf: a.out.buf }],
+      push([["i", a.s0], ["i", a.H], ["i", a.dk], ["i", a.dv], ["i", off(a.q)], ["i", a.q.row], ["i", a.q.head],
+        ["i", off(a.k)], ["i", a.k.row], ["i", a.k.head], ["i", off(a.v)], ["i", a.v.row], ["i", a.v.head],
+        ["i", off(a.out)], ["i", a.out.row], ["i", a.out.head], ["i", a.selRow], ["i", a.sel ? 1 : 0], ["i", a.pStride],
+        ["f", a.scale]]), a.n, a.H);
+  }
+
+  /** out[s·outRow + t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for rows s0.., t < nk[s] (maxNk bounds the grid) */
+  indexScores(cmd: Cmd, a: { s0: number; n: number; nh: number; hd: number; qI: Buf; w: Buf; kI: V; nk: Buf; out: V; outRow: number; maxNk: number; scale: number }): void {
+    if (a.n <= 0 || a.maxNk <= 0) return;
+    cmd.dispatch(this.pipe("index_scores", 5, 7), [{ buf: a.qI }, { buf: a.w }, { buf: a.kI.buf }, { buf: a.nk }, { buf: a.out.buf }],
+      push([["i", a.s0], ["i", a.nh], ["i", a.hd], ["i", off(a.kI)], ["i", off(a.out)], ["i", a.outRow], ["f", a.scale]]),
+      Math.ceil(a.maxNk / 64), a.n);
+  }
+
+  /** sel [rows, topk] / nsel [rows] for rows s0.. from scores (rows at scores.off + s·scoreRow), spec tie rule */
+  dsaSelect(cmd: Cmd, a: { s0: number; n: number; scores: V; scoreRow: number; nk: Buf; topk: number; sel: Buf; nsel: Buf }): void {
+    if (a.n <= 0) return;
+    cmd.dispatch(this.pipe("dsa_select", 4, 4), [{ buf: a.scores.buf }, { buf: a.nk }, { buf: a.sel }, { buf: a.nsel }],
+      push([["i", a.s0], ["i", off(a.scores)], ["i", a.scoreRow], ["i", a.topk]]), a.n);
+  }
+}
+
+/** cos/sin table for rows at positions pos[0..S): cs[r, 2j] = cos(pos_r·θ_j), cs[r, 2j+1] = sin, θ_j = theta^(−2j/dr). */
+export function ropeTable(pos: ArrayLike<number>, S: number, dr: number, theta: number, out = new Float32Array(S * dr)): Float32Array {
+  const h = dr >> 1;
+  const th = Array.from({ length: h }, (_, j) => Math.pow(theta, (-2 * j) / dr));
+  for (let r = 0; r < S; r++)
+    for (let j = 0; j < h; j++) {
+      const phi = pos[r] * th[j];
+      out[r * dr + 2 * j] = Math.cos(phi);
+      out[r * dr + 2 * j + 1] = Math.sin(phi);
+    }
+  return out;
+}

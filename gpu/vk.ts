@@ -1,0 +1,276 @@
+// The TypeScript driver over libhbvk (ffi/vk/shim.c) with bun:ffi: device discovery and choice (policy),
+// buffers, pipelines, descriptor sets (cached per binding list) and command buffers. TypedArrays go to
+// the shim directly. Errors: every failing call throws VkError (with the shim's message); a lost device
+// throws DeviceLost, after which the context refuses all work. State per Vk: the native context, the
+// descriptor-set cache and the list of live objects (freed by close()).
+import { dlopen, FFIType, type Pointer } from "bun:ffi";
+import { ensureVk } from "./build.ts";
+
+const { i32, i64, ptr, cstring, u32 } = FFIType;
+
+const symbols = {
+  hbvk_loader_init: { args: [], returns: i32 },
+  hbvk_device_count: { args: [], returns: i32 },
+  hbvk_device_info: { args: [i32, ptr, i32], returns: i32 },
+  hbvk_create: { args: [i32, ptr], returns: ptr },
+  hbvk_destroy: { args: [ptr], returns: FFIType.void },
+  hbvk_error: { args: [ptr], returns: cstring },
+  hbvk_lost: { args: [ptr], returns: i32 },
+  hbvk_fault: { args: [ptr, i32], returns: i32 },
+  hbvk_buf_new: { args: [ptr, i64, i64, i32], returns: i32 },
+  hbvk_buf_free: { args: [ptr, i32], returns: i32 },
+  hbvk_buf_info: { args: [ptr, i32, ptr], returns: i32 },
+  hbvk_buf_write: { args: [ptr, i32, i64, ptr, i64], returns: i32 },
+  hbvk_buf_read: { args: [ptr, i32, i64, ptr, i64], returns: i32 },
+  hbvk_pipe_new: { args: [ptr, ptr, i64, i32, i32], returns: i32 },
+  hbvk_pipe_free: { args: [ptr, i32], returns: i32 },
+  hbvk_set_new: { args: [ptr, i32, i32, ptr, ptr, ptr], returns: i32 },
+  hbvk_set_free: { args: [ptr, i32], returns: i32 },
+  hbvk_cmd_new: { args: [ptr], returns: i32 },
+  hbvk_cmd_free: { args: [ptr, i32], returns: i32 },
+  hbvk_cmd_begin: { args: [ptr, i32], returns: i32 },
+  hbvk_cmd_dispatch: { args: [ptr, i32, i32, i32, ptr, i32, i32, i32, i32], returns: i32 },
+  hbvk_cmd_barrier: { args: [ptr, i32], returns: i32 },
+  hbvk_cmd_copy: { args: [ptr, i32, i32, i64, i32, i64, i64], returns: i32 },
+  hbvk_cmd_fill: { args: [ptr, i32, i32, i64, i64, u32], returns: i32 },
+  hbvk_cmd_submit: { args: [ptr, i32], returns: i32 },
+  hbvk_cmd_wait: { args: [ptr, i32, i64], returns: i32 },
+  hbvk_cmd_pending: { args: [ptr, i32], returns: i32 },
+} as const;
+
+type Lib = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
+let lib: Lib | null = null;
+function vklib(): Lib {
+  return (lib ??= dlopen(ensureVk(), symbols).symbols);
+}
+
+export const VK_ERROR_DEVICE_LOST = -4;
+const VK_TIMEOUT = 2;
+const SHIM_ERRORS: Record<number, string> = {
+  [-10001]: "bad argument", [-10002]: "libvulkan not loadable", [-10003]: "no such device", [-10004]: "no memory type",
+  [-10005]: "range crosses a chunk", [-10006]: "misaligned binding", [-10007]: "device limit", [-10008]: "bad command state",
+  [-10009]: "out of host memory",
+};
+
+export class VkError extends Error {
+  constructor(message: string, readonly code: number) { super(message); this.name = "VkError"; }
+}
+/** The device is gone (VK_ERROR_DEVICE_LOST, real or injected): the context does no more work. */
+export class DeviceLost extends VkError {
+  constructor(message: string) { super(message, VK_ERROR_DEVICE_LOST); this.name = "DeviceLost"; }
+}
+
+/** VkPhysicalDeviceType */
+export const DeviceType = { other: 0, integrated: 1, discrete: 2, virtual: 3, cpu: 4 } as const;
+
+export interface DeviceInfo {
+  index: number; name: string; type: number; api: number; vendor: number; device: number; driver: number;
+  computeQueue: number; maxAlloc: number; maxStorageRange: number; maxPush: number; maxWG: [number, number, number];
+  maxInvocations: number; maxShared: number; minStorageAlign: number; nonCoherentAtom: number;
+  heaps: { size: number; deviceLocal: number }[];
+}
+export const isCpuDevice = (d: DeviceInfo) => d.type === DeviceType.cpu;
+export const apiString = (v: number) => `${(v >>> 22) & 0x7f}.${(v >>> 12) & 0x3ff}.${v & 0xfff}`;
+
+export type Probe = { ok: true; devices: DeviceInfo[] } | { ok: false; reason: string };
+let probed: Probe | null = null;
+
+/** Build/load the shim, load libvulkan and list the physical devices. Never throws. */
+export function probe(): Probe {
+  if (probed) return probed;
+  try {
+    const L = vklib();
+    const rc = L.hbvk_loader_init();
+    if (rc !== 0) return (probed = { ok: false, reason: `Vulkan unavailable: ${SHIM_ERRORS[rc] ?? `VkResult ${rc}`}` });
+    const n = L.hbvk_device_count();
+    const devices: DeviceInfo[] = [];
+    const buf = new Uint8Array(8192);
+    for (let i = 0; i < n; i++) {
+      const len = L.hbvk_device_info(i, buf, buf.length);
+      if (len > 0) devices.push(JSON.parse(new TextDecoder().decode(buf.subarray(0, len))) as DeviceInfo);
+    }
+    const usable = devices.filter((d) => d.computeQueue >= 0);
+    if (usable.length === 0) return (probed = { ok: false, reason: "Vulkan loaded but no device has a compute queue" });
+    return (probed = { ok: true, devices: usable });
+  } catch (e) {
+    return (probed = { ok: false, reason: `Vulkan shim unavailable: ${e instanceof Error ? e.message : String(e)}` });
+  }
+}
+
+/**
+ * Device choice (policy): `want` = an index or a name substring (env HB_VK_DEVICE when absent);
+ * otherwise discrete > integrated > virtual > other > cpu (lavapipe last).
+ */
+export function pickDevice(devices: DeviceInfo[], want: string | number | undefined = process.env.HB_VK_DEVICE): DeviceInfo | null {
+  if (want !== undefined && want !== "") {
+    const n = Number(want);
+    if (Number.isInteger(n)) return devices.find((d) => d.index === n) ?? null;
+    return devices.find((d) => d.name.toLowerCase().includes(String(want).toLowerCase())) ?? null;
+  }
+  const rank = [DeviceType.discrete, DeviceType.integrated, DeviceType.virtual, DeviceType.other, DeviceType.cpu] as number[];
+  return [...devices].sort((a, b) => rank.indexOf(a.type) - rank.indexOf(b.type) || a.index - b.index)[0] ?? null;
+}
+
+export type BufKind = "device" | "host";
+
+/** A logical buffer: `bytes` long, stored in chunks of `chunk` bytes (one VkBuffer each). */
+export class Buf {
+  freed = false;
+  constructor(readonly vk: Vk, readonly h: number, readonly bytes: number, readonly chunk: number, readonly kind: BufKind) {}
+  get nchunks(): number { return Math.ceil(this.bytes / this.chunk); }
+  /** host -> buffer at byte offset `off` (synchronous; the caller keeps in-flight work away from it) */
+  write(off: number, data: ArrayBufferView): void {
+    const u8 = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (u8.byteLength) this.vk.check(vklib().hbvk_buf_write(this.vk.ctx, this.h, off, u8, u8.byteLength), "buffer write");
+  }
+  /** buffer at byte offset `off` -> host */
+  read(off: number, out: ArrayBufferView): void {
+    const u8 = new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+    if (u8.byteLength) this.vk.check(vklib().hbvk_buf_read(this.vk.ctx, this.h, off, u8, u8.byteLength), "buffer read");
+  }
+  free(): void { this.vk.freeBuf(this); }
+}
+
+export interface Binding { buf: Buf; off?: number; range?: number } // byte offset / length inside one chunk
+
+/** Push-constant block builder: ints and floats in declaration order (std430 scalars). */
+export function push(fields: ([ "i" | "f", number ])[]): Uint8Array {
+  const dv = new DataView(new ArrayBuffer(fields.length * 4));
+  fields.forEach(([t, v], k) => (t === "i" ? dv.setInt32(k * 4, v, true) : dv.setFloat32(k * 4, v, true)));
+  return new Uint8Array(dv.buffer);
+}
+
+export class Pipeline {
+  constructor(readonly h: number, readonly name: string, readonly nbind: number, readonly pushBytes: number) {}
+}
+
+/** A command buffer with its own fence: begin, record, submit, wait. */
+export class Cmd {
+  constructor(readonly vk: Vk, readonly h: number) {}
+  begin(): this { this.vk.check(vklib().hbvk_cmd_begin(this.vk.ctx, this.h), "begin"); return this; }
+  dispatch(p: Pipeline, binds: Binding[], pc: Uint8Array, gx: number, gy = 1, gz = 1): this {
+    const set = this.vk.set(p, binds);
+    this.vk.check(vklib().hbvk_cmd_dispatch(this.vk.ctx, this.h, p.h, set, pc, pc.byteLength, gx, gy, gz), `dispatch ${p.name}`);
+    this.vk.stats.dispatches++;
+    return this;
+  }
+  barrier(): this { this.vk.check(vklib().hbvk_cmd_barrier(this.vk.ctx, this.h), "barrier"); return this; }
+  /** byte copy src[soff, +n) -> dst[doff, +n) (split over chunks by the shim) */
+  copy(src: Buf, soff: number, dst: Buf, doff: number, n: number): this {
+    if (n > 0) this.vk.check(vklib().hbvk_cmd_copy(this.vk.ctx, this.h, src.h, soff, dst.h, doff, n), "copy");
+    return this;
+  }
+  fill(b: Buf, off: number, n: number, value = 0): this {
+    if (n > 0) this.vk.check(vklib().hbvk_cmd_fill(this.vk.ctx, this.h, b.h, off, n, value >>> 0), "fill");
+    return this;
+  }
+  submit(): this { this.vk.check(vklib().hbvk_cmd_submit(this.vk.ctx, this.h), "submit"); this.vk.stats.submits++; return this; }
+  /** wait for the submitted work; false on timeout */
+  wait(timeoutMs = -1): boolean {
+    const rc = vklib().hbvk_cmd_wait(this.vk.ctx, this.h, timeoutMs < 0 ? -1 : Math.round(timeoutMs * 1e6));
+    if (rc === VK_TIMEOUT) return false;
+    this.vk.check(rc, "wait");
+    return true;
+  }
+  get pending(): boolean { return vklib().hbvk_cmd_pending(this.vk.ctx, this.h) === 1; }
+}
+
+export class Vk {
+  readonly stats = { dispatches: 0, submits: 0, sets: 0 };
+  private sets = new Map<string, number>();
+  private setsOfBuf = new Map<number, string[]>();
+  private bufs = new Set<Buf>();
+  private closed = false;
+
+  private constructor(readonly ctx: Pointer, readonly info: DeviceInfo) {}
+
+  /** Open a device (see pickDevice for `want`). Throws VkError when none is usable. */
+  static open(want?: string | number): Vk {
+    const p = probe();
+    if (!p.ok) throw new VkError(p.reason, -10003);
+    const d = pickDevice(p.devices, want);
+    if (!d) throw new VkError(`no Vulkan device matches ${JSON.stringify(want)} (have: ${p.devices.map((x) => `${x.index}: ${x.name}`).join(", ")})`, -10003);
+    const rc = new Int32Array(1);
+    const ctx = vklib().hbvk_create(d.index, rc);
+    if (!ctx || rc[0] !== 0) throw new VkError(`cannot create a device on ${d.name}: ${SHIM_ERRORS[rc[0]] ?? `VkResult ${rc[0]}`}`, rc[0]);
+    return new Vk(ctx, d);
+  }
+
+  get lost(): boolean { return this.closed || vklib().hbvk_lost(this.ctx) === 1; }
+  get isCpu(): boolean { return isCpuDevice(this.info); }
+
+  /** Throw for a failing status (DeviceLost when the device is gone). */
+  check(rc: number, what: string): number {
+    if (rc >= 0) return rc;
+    const msg = `vulkan ${what}: ${vklib().hbvk_error(this.ctx)?.toString() || SHIM_ERRORS[rc] || `VkResult ${rc}`}`;
+    if (rc === VK_ERROR_DEVICE_LOST || this.lost) throw new DeviceLost(msg);
+    throw new VkError(msg, rc);
+  }
+
+  /** Fake a device loss at the n-th submit from now (0 = off). */
+  fault(n: number): void { this.check(vklib().hbvk_fault(this.ctx, n), "fault"); }
+
+  /** Largest chunk for a storage buffer on this device (maxMemoryAllocationSize, maxStorageBufferRange, 4 GiB). */
+  get maxChunk(): number {
+    const cap = Number(process.env.HB_VK_MAX_CHUNK ?? 0); // testing: force splits
+    const lim = Math.min(this.info.maxAlloc, this.info.maxStorageRange, 2 ** 32 - 4);
+    return Math.floor((cap > 0 ? Math.min(cap, lim) : lim) / 4) * 4;
+  }
+
+  buffer(bytes: number, kind: BufKind = "device", chunk = 0): Buf {
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new VkError(`buffer size ${bytes}`, -10001);
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    const ch = Math.min(chunk > 0 ? chunk : size, this.maxChunk, size);
+    if (ch % 4 !== 0) throw new VkError(`chunk ${ch} is not a multiple of 4`, -10001);
+    const h = this.check(vklib().hbvk_buf_new(this.ctx, size, ch, kind === "host" ? 1 : 0), `buffer(${size} bytes)`);
+    const b = new Buf(this, h, size, ch, kind);
+    this.bufs.add(b);
+    return b;
+  }
+
+  freeBuf(b: Buf): void {
+    if (b.freed) return;
+    b.freed = true;
+    this.bufs.delete(b);
+    for (const key of this.setsOfBuf.get(b.h) ?? []) {
+      const s = this.sets.get(key);
+      if (s !== undefined) { vklib().hbvk_set_free(this.ctx, s); this.sets.delete(key); }
+    }
+    this.setsOfBuf.delete(b.h);
+    vklib().hbvk_buf_free(this.ctx, b.h);
+  }
+
+  pipeline(name: string, code: Uint32Array, nbind: number, pushBytes: number): Pipeline {
+    const h = this.check(vklib().hbvk_pipe_new(this.ctx, code, code.byteLength, nbind, pushBytes), `pipeline ${name}`);
+    return new Pipeline(h, name, nbind, pushBytes);
+  }
+
+  /** Descriptor set for (pipeline, bindings), created once and cached until one of its buffers is freed. */
+  set(p: Pipeline, binds: Binding[]): number {
+    const key = `${p.h}|${binds.map((b) => `${b.buf.h}@${b.off ?? 0}+${b.range ?? 0}`).join(",")}`;
+    const hit = this.sets.get(key);
+    if (hit !== undefined) return hit;
+    for (const b of binds) if (b.buf.freed) throw new VkError(`pipeline ${p.name}: binding a freed buffer`, -10001);
+    const n = binds.length;
+    const s = this.check(vklib().hbvk_set_new(this.ctx, p.h, n, Int32Array.from(binds, (b) => b.buf.h),
+      BigInt64Array.from(binds, (b) => BigInt(b.off ?? 0)), BigInt64Array.from(binds, (b) => BigInt(b.range ?? 0))), `descriptor set for ${p.name}`);
+    this.sets.set(key, s);
+    for (const b of binds) {
+      const l = this.setsOfBuf.get(b.buf.h) ?? [];
+      l.push(key);
+      this.setsOfBuf.set(b.buf.h, l);
+    }
+    this.stats.sets++;
+    return s;
+  }
+
+  cmd(): Cmd { return new Cmd(this, this.check(vklib().hbvk_cmd_new(this.ctx), "command buffer")); }
+
+  /** Free everything (waits for the device unless it is lost). Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    vklib().hbvk_destroy(this.ctx);
+    this.sets.clear(); this.setsOfBuf.clear(); this.bufs.clear();
+  }
+}

@@ -1,0 +1,106 @@
+// RAM budget arithmetic of expert streaming (pure, unit-tested): the honest reserve (resident
+// weights, KV pool at max context, activations + staging, working-set slabs, page-cache headroom),
+// the cache slots per layer that fit in what is left, the pinned share from the history's
+// confidence, and the projected peak. No I/O, no state.
+import type { Config } from "../../model/config.ts";
+
+export const MiB = 2 ** 20;
+export const GiB = 2 ** 30;
+/** Left free for the page cache, the runtime and the OS: max(HEADROOM_MIN, HEADROOM_FRAC × budget). */
+export const HEADROOM_MIN = 512 * MiB;
+export const HEADROOM_FRAC = 0.05;
+/** Pinned share of the cache: PIN_MAX × n / (n + PIN_HALF) after n tokens of history. */
+export const PIN_MAX = 0.75;
+export const PIN_HALF = 4096;
+/** Outputs computed ahead of ascending order are staged up to this many bytes (else: ascending). */
+export const STAGE_BYTES = 64 * MiB;
+
+/** Bytes of KV state per token of context: every layer's c_kv ‖ k_pe, indexer keys, the MTP layer, hidden. */
+export function kvBytesPerToken(cfg: Config): number {
+  const kv = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
+  const indexed = cfg.has_dsa ? cfg.indexer_types.filter((t) => t === "full").length : 0;
+  const mtp = cfg.num_nextn_predict_layers >= 1 ? 1 : 0;
+  return 4 * (cfg.num_hidden_layers * kv + indexed * cfg.index_head_dim + mtp * kv + cfg.hidden_size);
+}
+
+/** KVCache grows by doubling from 16 rows: the rows it holds for ctx tokens. */
+export const kvRows = (ctx: number) => Math.max(16, 2 ** Math.ceil(Math.log2(Math.max(1, ctx))));
+
+/** Bytes of one RunState (src/engine/state.ts: keep in step) for S rows over T context positions. */
+export function runStateBytes(cfg: Config, S: number, T: number): number {
+  const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
+  const kvr = cfg.kv_lora_rank, qr = cfg.q_lora_rank ?? 0, D = cfg.hidden_size;
+  const F = Math.max(cfg.intermediate_size, cfg.moe_intermediate_size * Math.max(1, cfg.n_shared_experts));
+  const nh = cfg.index_n_heads, hd = cfg.index_head_dim;
+  const perRow = 3 * D + 2 * qr + H * (dn + dr) + (kvr + dr) + H * (kvr + dr) + H * kvr + H * dv + nh * hd + hd + nh
+    + T + Math.max(1, cfg.index_topk) + 3 + 2 * F + 2 * D + cfg.n_routed_experts + cfg.vocab_size + 2 * D;
+  const perCtx = kvr + H * (dn + dv) + H * (dn + dr);
+  return 4 * (S * perRow + T * perCtx);
+}
+
+export interface BudgetInput {
+  /** the RAM budget in bytes (--ram-gb, or detected) */
+  ram: number;
+  /** weights loaded eagerly: everything but the routed experts */
+  residentBytes: number;
+  /** slab bytes of the largest expert */
+  expertBytes: number;
+  moeLayers: number;
+  experts: number;
+  /** KV pool at max context (all sessions) */
+  kvBytes: number;
+  /** activations (RunState) + staging */
+  activationBytes: number;
+  /** working-set slabs (streaming buffers shared by the layers; 0 with mmap) */
+  workingSlabs: number;
+  /** explicit slots per layer (--expert-cache N); 0 / undefined = automatic */
+  slots?: number;
+  /** tokens of usage history behind the pins */
+  historyTokens?: number;
+}
+
+export interface BudgetPlan {
+  ram: number;
+  headroom: number;
+  reserve: number;          // resident + kv + activations + working + headroom
+  slots: number;            // cache slots per MoE layer
+  pinned: number;           // of which pinned (hottest experts, loaded at start)
+  pinShare: number;
+  residentBytes: number;
+  workingBytes: number;
+  cacheBytes: number;       // slots × expertBytes × moeLayers
+  pinnedBytes: number;
+  peak: number;             // projected peak RSS: resident + kv + activations + working + cache
+  fits: boolean;            // peak + headroom ≤ ram
+  auto: boolean;
+  warnings: string[];
+}
+
+export const pinShare = (tokens: number) => (tokens > 0 ? PIN_MAX * tokens / (tokens + PIN_HALF) : 0);
+export const headroomOf = (ram: number) => Math.max(HEADROOM_MIN, Math.floor(HEADROOM_FRAC * ram));
+
+export function planBudget(b: BudgetInput): BudgetPlan {
+  if (!(b.ram > 0) || b.expertBytes < 0 || b.moeLayers < 0 || b.experts < 0) throw new RangeError("planBudget: bad input");
+  const headroom = headroomOf(b.ram);
+  const workingBytes = b.workingSlabs * b.expertBytes;
+  const reserve = b.residentBytes + b.kvBytes + b.activationBytes + workingBytes + headroom;
+  const perSlot = b.expertBytes * b.moeLayers;
+  const auto = !b.slots;
+  const fitSlots = perSlot > 0 ? Math.floor(Math.max(0, b.ram - reserve) / perSlot) : b.experts;
+  const slots = Math.max(Math.min(b.experts, 1), Math.min(b.experts, auto ? fitSlots : b.slots!));
+  const share = pinShare(b.historyTokens ?? 0);
+  const pinned = Math.min(slots, Math.floor(slots * share));
+  const cacheBytes = slots * perSlot;
+  const peak = b.residentBytes + b.kvBytes + b.activationBytes + workingBytes + cacheBytes;
+  const fits = peak + headroom <= b.ram;
+  const warnings: string[] = [];
+  if (!fits) warnings.push(auto
+    ? `the budget leaves no room for one expert slot per layer: projected peak ${gib(peak)} + headroom ${gib(headroom)} > ${gib(b.ram)}`
+    : `--expert-cache ${b.slots} exceeds the budget: projected peak ${gib(peak)} + headroom ${gib(headroom)} > ${gib(b.ram)}`);
+  return {
+    ram: b.ram, headroom, reserve, slots, pinned, pinShare: share, residentBytes: b.residentBytes, workingBytes,
+    cacheBytes, pinnedBytes: pinned * perSlot, peak, fits, auto, warnings,
+  };
+}
+
+export const gib = (n: number) => `${(n / GiB).toFixed(2)} GiB`;

@@ -1,0 +1,179 @@
+// One MoE layer's expert cache, as a Moe (model/weights.ts) the forward uses unchanged: the router,
+// bias and shared expert of the loaded layer, plus `resolve` (a batch's union: pinned → cached →
+// disk) and `expert(e)`. State: the layer's slots (capacity `cap`, allocated on first use), the
+// expert → slot map, the heat per expert (usage) and the last union (speculative prefetch target).
+// A Batch locks the slots it needs, submits its misses to free / evictable slots or working slabs
+// (read-ahead: the rest as buffers are released), and hands experts out in compute order.
+import type { ExpertBatch, LazyMoe, Mat, Mlp, MlpPlan, Moe } from "../../model/weights.ts";
+import { readMlp } from "../../model/weights.ts";
+import { EMPTY, LOADING, READY, Slot, pickVictim } from "./slots.ts";
+import type { ExpertLayout } from "./layout.ts";
+import type { ExpertStore } from "./store.ts";
+
+export class LayerCache implements Moe {
+  readonly router: Mat;
+  readonly bias: Float32Array | null;
+  readonly shared: Mlp | null;
+  readonly plans: readonly MlpPlan[];
+  readonly slots: Slot[] = [];
+  readonly map = new Map<number, Slot>();
+  readonly heat: Float64Array;
+  /** per-expert views in mmap mode (made once) */
+  readonly views: (Mlp | undefined)[];
+  lastUnion: number[] = [];
+  active: Batch | null = null;
+
+  constructor(readonly store: ExpertStore, readonly layer: number, readonly lazy: LazyMoe, public cap: number,
+    readonly layouts: ExpertLayout[] | null /* null: synchronous reads (FP8) */, readonly slotBytes: number) {
+    this.router = lazy.router; this.bias = lazy.bias; this.shared = lazy.shared; this.plans = lazy.plans;
+    this.heat = new Float64Array(lazy.plans.length);
+    this.views = new Array(lazy.plans.length);
+  }
+
+  get E(): number { return this.plans.length; }
+
+  /** Expert e outside a batch: the cached copy when ready, else a synchronous read (not cached). */
+  expert(e: number): Mlp {
+    if (!Number.isInteger(e) || e < 0 || e >= this.E) return this.lazy.expert(e); // its range error
+    const s = this.map.get(e);
+    if (s && s.state === READY) return s.mlp!;
+    return readMlp(this.lazy.store, this.plans[e]);
+  }
+
+  resolve(experts: readonly number[], rows: readonly number[]): ExpertBatch {
+    if (this.active) this.active.end();
+    this.active = new Batch(this, experts, rows);
+    return this.active;
+  }
+
+  /** A slot for a new expert: a fresh one below capacity, an evicted one, or a working slab (or null). */
+  acquire(): Slot | null {
+    if (this.slots.length < this.cap) {
+      const s = new Slot(false, this.slotBytes);
+      this.slots.push(s);
+      return s;
+    }
+    const v = pickVictim(this.slots, this.store.policy, this.heat);
+    if (v) {
+      if (v.state !== EMPTY) this.evict(v);
+      return v;
+    }
+    return this.store.takeWorking(this);
+  }
+
+  evict(s: Slot): void {
+    if (s.e >= 0 && this.map.get(s.e) === s) this.map.delete(s.e);
+    if (s.state === READY) this.store.onEvict(this, s);
+    s.clear();
+  }
+
+  /** Start loading e into s (spec: a speculative prefetch, not locked). */
+  assign(s: Slot, e: number, spec: boolean): void {
+    s.e = e; s.state = LOADING; s.lock = !spec; s.spec = spec;
+    if (s.working) s.owner = this.layer;
+    else this.map.set(e, s);
+    this.store.submitLoad(this, s);
+  }
+
+  /** Forget a slot whose read failed or was dropped. */
+  drop(s: Slot): void {
+    if (!s.working && this.map.get(s.e) === s) this.map.delete(s.e);
+    if (s.working) this.store.freeWorking(s);
+    else s.clear();
+  }
+
+  /** The slot holding e (cache or this layer's working slab), if any. */
+  find(e: number): Slot | null {
+    return this.map.get(e) ?? this.store.workingFor(this, e);
+  }
+}
+
+class Batch implements ExpertBatch {
+  readonly order: number[];
+  private readonly slotOf = new Map<number, Slot>();
+  private readonly pending: number[] = [];
+  private ended = false;
+
+  constructor(private readonly L: LayerCache, union: readonly number[], rows: readonly number[]) {
+    const st = L.store;
+    st.noteUsage(L, union, rows);
+    st.reapSpeculative(L, new Set(union));
+    L.lastUnion = [...union];
+    const hits: number[] = [], late: number[] = [], miss: number[] = [];
+    let hitRows = 0;
+    union.forEach((e, i) => {
+      const s = L.find(e);
+      if (!s) { miss.push(e); st.counters.misses++; return; }
+      s.lock = true;
+      this.slotOf.set(e, s);
+      if (s.spec) { st.counters.prefetchHits++; late.push(e); }
+      else if (s.state === READY) { st.counters.hits++; hits.push(e); hitRows += rows[i]; }
+      else { st.counters.misses++; late.push(e); }
+    });
+    // resident first while their staged outputs stay small; otherwise ascending (no staging)
+    this.order = hitRows * st.hidden * 4 <= st.stageBytes ? [...hits, ...late, ...miss] : [...union];
+    const missing = new Set(miss);
+    for (const e of this.order) if (missing.has(e)) this.pending.push(e);
+    this.pump();
+  }
+
+  /** Give pending misses buffers (in compute order) while any are free: the read-ahead window. */
+  private pump(): void {
+    while (this.pending.length > 0) {
+      const s = this.L.acquire();
+      if (!s) return;
+      const e = this.pending.shift()!;
+      this.L.assign(s, e, false);
+      this.slotOf.set(e, s);
+    }
+  }
+
+  get(e: number): Mlp {
+    let s = this.slotOf.get(e);
+    if (!s) {
+      this.pump();
+      s = this.slotOf.get(e);
+      if (!s) { // every buffer is held: an overflow slab for this one expert
+        const i = this.pending.indexOf(e);
+        if (i < 0) throw new Error(`expert ${e} is not part of this batch of layer ${this.L.layer}`);
+        this.pending.splice(i, 1);
+        s = this.L.store.overflowSlab(this.L);
+        this.L.assign(s, e, false);
+        this.slotOf.set(e, s);
+      }
+    }
+    if (s.state === LOADING) this.L.store.finishLoad(this.L, s, true);
+    s.spec = false;
+    return s.mlp!;
+  }
+
+  release(e: number): void {
+    const s = this.slotOf.get(e);
+    if (!s) return;
+    s.lock = false;
+    s.last = ++this.L.store.tick;
+    if (s.working) { this.slotOf.delete(e); this.L.store.freeWorking(s); }
+    this.pump();
+  }
+
+  stage(floats: number): Float32Array {
+    return this.L.store.stage(floats);
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const st = this.L.store;
+    let clean = true;
+    for (const s of this.slotOf.values()) {
+      if (s.state === LOADING && !s.spec) { clean = false; st.settle(this.L, s); }
+      s.lock = false;
+      if (s.working && s.owner === this.L.layer && !s.spec) st.freeWorking(s);
+    }
+    this.pending.length = 0;
+    if (this.L.active === this) this.L.active = null;
+    if (clean) st.prefetchAfter(this.L);
+  }
+}
+
+export { READY, LOADING };

@@ -1,0 +1,248 @@
+// JSON Schema -> GBNF (after llama.cpp's json-schema-to-grammar): objects with properties in
+// declared order (optional ones may be left out, commas placed right), required,
+// additionalProperties (false by default when properties are given), strings (enum, const,
+// minLength/maxLength), number, integer, boolean, null, arrays (items, minItems, maxItems),
+// anyOf/oneOf, local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
+// Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
+// false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
+// Pure; the converter state lives for one call.
+import { GrammarError } from "./errors.ts";
+
+export interface SchemaOpts {
+  /** "flexible" (default): llama.cpp's bounded optional whitespace after tokens; "compact": none. */
+  whitespace?: "flexible" | "compact";
+  /** true (default): unenforceable keywords (pattern, format, minimum, ...) are errors; false: ignored. */
+  strict?: boolean;
+}
+
+const SPACE = { flexible: '| " " | "\\n"{1,2} [ \\t]{0,20}', compact: '""' } as const;
+const PRIMS: Record<string, [string, string[]]> = {
+  value: ["object | array | string | number | boolean | null", ["object", "array", "string", "number", "boolean", "null"]],
+  object: ['"{" space ( string ":" space value ( "," space string ":" space value )* )? "}" space', ["string", "value", "space"]],
+  array: ['"[" space ( value ( "," space value )* )? "]" space', ["value", "space"]],
+  string: ['"\\"" char* "\\"" space', ["char", "space"]],
+  // one JSON string character = one code point: a raw one, an escape, \uXXXX outside the surrogates,
+  // or a \uD8xx\uDCxx surrogate pair (lone surrogates excluded), so minLength/maxLength count right
+  char: ['[^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\/bfnrt] | "u" (hex4 | [dD] [89abAB] hex hex "\\\\u" [dD] [c-fC-F] hex hex))', ["hex4", "hex"]],
+  hex4: ["[0-9a-cA-CefEF] hex hex hex | [dD] [0-7] hex hex", ["hex"]],
+  hex: ["[0-9a-fA-F]", []],
+  number: ['("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space', ["integral-part", "decimal-part", "space"]],
+  integer: ['("-"? integral-part) space', ["integral-part", "space"]],
+  "integral-part": ["[0] | [1-9] [0-9]{0,15}", []],
+  "decimal-part": ["[0-9]{1,16}", []],
+  boolean: ['("true" | "false") space', ["space"]],
+  null: ['"null" space', ["space"]],
+};
+
+const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
+  "readOnly", "writeOnly", "$defs", "definitions"]);
+const UNSUPPORTED = ["pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+  "allOf", "not", "if", "then", "else", "patternProperties", "propertyNames", "minProperties", "maxProperties",
+  "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems", "dependentRequired",
+  "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+  "contentEncoding", "contentMediaType", "contentSchema"];
+const MAX_ITEMS = 10_000;
+
+/** A GBNF string literal for `s` (quotes, backslashes and control characters escaped). */
+export function gbnfLiteral(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === '"' || ch === "\\") out += "\\" + ch;
+    else if (c === 10) out += "\\n";
+    else if (c === 13) out += "\\r";
+    else if (c === 9) out += "\\t";
+    else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
+    else out += ch;
+  }
+  return out + '"';
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const sanitize = (k: string) => k.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "x";
+const ptr = (k: string) => k.replaceAll("~", "~0").replaceAll("/", "~1");
+
+class Converter {
+  rules = new Map<string, string>();
+  reserved = new Set<string>(["root", ...Object.keys(PRIMS), "space"]);
+  refs = new Map<string, string>();
+
+  constructor(readonly rootSchema: unknown, readonly opts: Required<SchemaOpts>) {}
+
+  fail(msg: string, path: string): never { throw new GrammarError(msg, { path }); }
+
+  prim(name: string): string {
+    if (this.rules.has(name)) return name;
+    if (name === "space") { this.rules.set(name, SPACE[this.opts.whitespace]); return name; }
+    const [body, deps] = PRIMS[name];
+    this.rules.set(name, body);
+    for (const d of deps) this.prim(d);
+    return name;
+  }
+
+  unique(base: string): string {
+    if (!this.rules.has(base) && !this.reserved.has(base)) return base;
+    for (let i = 2; ; i++) if (!this.rules.has(`${base}-${i}`) && !this.reserved.has(`${base}-${i}`)) return `${base}-${i}`;
+  }
+
+  /** Define rule `name` (a fresh name when taken by another body); returns the name used. */
+  add(name: string, body: string, own = false): string {
+    if (this.rules.get(name) === body) return name;
+    const n = own && !this.rules.has(name) ? name : this.unique(name);
+    this.rules.set(n, body);
+    return n;
+  }
+
+  int(s: Record<string, unknown>, key: string, path: string): number | undefined {
+    const v = s[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 0) this.fail(`${key} must be a non-negative integer`, `${path}/${key}`);
+    if (v > MAX_ITEMS) this.fail(`${key} ${v} is over the supported limit of ${MAX_ITEMS}`, `${path}/${key}`);
+    return v;
+  }
+
+  rep(a: number, b: number): string {
+    return b === Infinity ? (a === 0 ? "*" : a === 1 ? "+" : `{${a},}`) : a === b ? `{${a}}` : `{${a},${b}}`;
+  }
+
+  /** The name of a rule matching `s` (plus trailing space). `own`: `name` is reserved for this schema. */
+  visit(s: unknown, name: string, path: string, own = false): string {
+    if (s === true) return this.prim("value");
+    if (s === false) this.fail("the schema `false` matches nothing", path);
+    if (!isObj(s)) this.fail("a schema must be an object or a boolean", path);
+    if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
+    const sp = () => this.prim("space");
+    if ("$ref" in s) {
+      const extra = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && !UNSUPPORTED.includes(k));
+      if (extra.length) this.fail(`keywords beside $ref are not supported: ${extra.join(", ")}`, path);
+      return this.ref(s.$ref, `${path}/$ref`);
+    }
+    if ("const" in s) return this.add(name, `${gbnfLiteral(JSON.stringify(s.const))} ${sp()}`, own);
+    if ("enum" in s) {
+      if (!Array.isArray(s.enum) || s.enum.length === 0) this.fail("enum must be a non-empty array", `${path}/enum`);
+      return this.add(name, `(${s.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(" | ")}) ${sp()}`, own);
+    }
+    for (const key of ["anyOf", "oneOf"] as const) {
+      if (!(key in s)) continue;
+      const subs = s[key];
+      if (!Array.isArray(subs) || subs.length === 0) this.fail(`${key} must be a non-empty array`, `${path}/${key}`);
+      const extra = Object.keys(s).filter((k) => k !== key && !ANNOTATIONS.has(k) && !UNSUPPORTED.includes(k));
+      if (extra.length) this.fail(`keywords beside ${key} are not supported: ${extra.join(", ")}`, path);
+      const alts = subs.map((x, i) => this.visit(x, `${name}-${i}`, `${path}/${key}/${i}`));
+      return this.add(name, alts.join(" | "), own);
+    }
+    let type = s.type;
+    if (Array.isArray(type)) {
+      if (type.length === 0) this.fail("type must not be an empty list", `${path}/type`);
+      if (type.length > 1) return this.add(name, type.map((t, i) => this.visit({ ...s, type: t }, `${name}-${typeof t === "string" ? t : i}`, `${path}/type/${i}`)).join(" | "), own);
+      type = type[0];
+    }
+    if (type === undefined) {
+      if ("properties" in s || "required" in s || "additionalProperties" in s) type = "object";
+      else if ("items" in s || "minItems" in s || "maxItems" in s) type = "array";
+      else if ("minLength" in s || "maxLength" in s) type = "string";
+      else return this.prim("value");
+    }
+    switch (type) {
+      case "string": {
+        const lo = this.int(s, "minLength", path) ?? 0, hi = this.int(s, "maxLength", path) ?? Infinity;
+        if (lo > hi) this.fail("minLength is greater than maxLength", path);
+        if (lo === 0 && hi === Infinity) return this.prim("string");
+        this.prim("char");
+        return this.add(name, `"\\"" char${this.rep(lo, hi)} "\\"" ${sp()}`, own);
+      }
+      case "number": case "integer": case "boolean": case "null": return this.prim(type);
+      case "object": return this.object(s, name, path, own);
+      case "array": return this.array(s, name, path, own);
+      default: this.fail(`unknown type ${JSON.stringify(type)}`, `${path}/type`);
+    }
+  }
+
+  object(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
+    const sp = this.prim("space");
+    const props = s.properties ?? {};
+    if (!isObj(props)) this.fail("properties must be an object", `${path}/properties`);
+    const req = s.required ?? [];
+    if (!Array.isArray(req) || req.some((r) => typeof r !== "string")) this.fail("required must be an array of strings", `${path}/required`);
+    const keys = Object.keys(props), ap = s.additionalProperties;
+    if (keys.length === 0) {
+      if (req.length) this.fail("required without properties is not supported", `${path}/required`);
+      if (ap === false) return this.add(name, `"{" ${sp} "}" ${sp}`, own);
+      const v = ap === undefined || ap === true ? this.prim("value") : this.visit(ap, `${name}-value`, `${path}/additionalProperties`);
+      const kv = `${this.prim("string")} ":" ${sp} ${v}`;
+      return this.add(name, `"{" ${sp} ( ${kv} ( "," ${sp} ${kv} )* )? "}" ${sp}`, own);
+    }
+    if (ap !== undefined && ap !== false && this.opts.strict)
+      this.fail("additionalProperties other than false together with properties is not supported", `${path}/additionalProperties`);
+    for (const r of req) if (!keys.includes(r as string)) this.fail(`required property ${JSON.stringify(r)} is not in properties`, `${path}/required`);
+    const me = own ? name : this.unique(name);
+    this.reserved.add(me);
+    const kvs = keys.map((k) => {
+      const v = this.visit(props[k], `${me}-${sanitize(k)}`, `${path}/properties/${ptr(k)}`);
+      return this.add(`${me}-${sanitize(k)}-kv`, `${gbnfLiteral(JSON.stringify(k))} ${sp} ":" ${sp} ${v}`);
+    });
+    // T_i: members i.. with none written yet; S_i: members i.. after at least one (each needs a comma)
+    // (rules nothing references are pruned at the end)
+    let S = "", T = "";
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const need = req.includes(keys[i]);
+      const s1 = `"," ${sp} ${kvs[i]}${S ? " " + S : ""}`, t1 = `${kvs[i]}${S ? " " + S : ""}`;
+      const nS = this.add(`${me}-rest${i}`, need ? s1 : `${s1} | ${S || '""'}`);
+      T = this.add(`${me}-from${i}`, need ? t1 : `${t1} | ${T || '""'}`);
+      S = nS;
+    }
+    return this.add(me, `"{" ${sp} ${T} "}" ${sp}`, true);
+  }
+
+  array(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
+    const sp = this.prim("space");
+    if (Array.isArray(s.items)) this.fail("tuple-style items (an array) is not supported", `${path}/items`);
+    const lo = this.int(s, "minItems", path) ?? 0;
+    let hi = this.int(s, "maxItems", path) ?? Infinity;
+    if (lo > hi) this.fail("minItems is greater than maxItems", path);
+    if (s.items === false) { if (lo > 0) this.fail("items: false with minItems > 0 matches nothing", path); hi = 0; }
+    if (hi === 0) return this.add(name, `"[" ${sp} "]" ${sp}`, own);
+    const it = s.items === undefined || s.items === true ? this.prim("value") : this.visit(s.items, `${name}-item`, `${path}/items`);
+    const more = hi === 1 ? "" : ` ( "," ${sp} ${it} )${this.rep(Math.max(lo - 1, 0), hi - 1)}`;
+    const list = `${it}${more}`;
+    return this.add(name, lo === 0 ? `"[" ${sp} ( ${list} )? "]" ${sp}` : `"[" ${sp} ${list} "]" ${sp}`, own);
+  }
+
+  ref(r: unknown, path: string): string {
+    if (typeof r !== "string") this.fail("$ref must be a string", path);
+    const hit = this.refs.get(r);
+    if (hit) return hit;
+    if (r === "#") { this.refs.set(r, "root"); return "root"; }
+    const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(r);
+    if (!m) this.fail(`only local references #/$defs/NAME, #/definitions/NAME and # are supported, got ${JSON.stringify(r)}`, path);
+    const key = decodeURIComponent(m[2]).replaceAll("~1", "/").replaceAll("~0", "~");
+    const defs = isObj(this.rootSchema) ? this.rootSchema[m[1]] : undefined;
+    if (!isObj(defs) || !(key in defs)) this.fail(`unresolved reference ${JSON.stringify(r)}`, path);
+    const name = this.unique(`def-${sanitize(key)}`);
+    this.reserved.add(name);
+    this.refs.set(r, name);
+    const got = this.visit(defs[key], name, `#/${m[1]}/${ptr(key)}`, true);
+    if (got !== name) this.rules.set(name, got); // an alias (e.g. a primitive)
+    return name;
+  }
+}
+
+/** GBNF text (start rule `root`) whose strings are the JSON texts valid under `schema`. Throws GrammarError. */
+export function schemaToGbnf(schema: unknown, opts: SchemaOpts = {}): string {
+  const c = new Converter(schema, { whitespace: opts.whitespace ?? "flexible", strict: opts.strict ?? true });
+  const r = c.visit(schema, "root", "#", true);
+  if (r !== "root") c.rules.set("root", r);
+  // keep the rules reachable from root, root first
+  const keep = new Set<string>(["root"]), todo = ["root"];
+  while (todo.length) {
+    const body = c.rules.get(todo.pop()!)!.replace(/"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]/g, " ");
+    for (const w of body.match(/[a-zA-Z0-9-]+/g) ?? []) if (c.rules.has(w) && !keep.has(w)) { keep.add(w); todo.push(w); }
+  }
+  const lines = [...c.rules].filter(([n]) => keep.has(n)).sort(([a], [b]) => Number(b === "root") - Number(a === "root"));
+  return lines.map(([n, b]) => `${n} ::= ${b}`).join("\n") + "\n";
+}
+
+/** The generic JSON-object grammar, for `response_format: {type: "json_object"}`. */
+export function jsonObjectGbnf(opts: Pick<SchemaOpts, "whitespace"> = {}): string {
+  return schemaToGbnf({ type: "object" }, opts);
+}

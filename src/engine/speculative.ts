@@ -1,0 +1,173 @@
+// Lossless speculative decoding on one Session. A DraftSource proposes k tokens after the pending
+// token n (sampled, not yet fed); ONE forward verifies [n, d1..dk] (k+1 rows, all logits); `accept`
+// keeps the longest valid prefix and adds one token from the target, so every round emits ≥ 1 token:
+//  - temperature 0: d_j is kept iff it is the argmax of row j-1 → token-identical to plain greedy;
+//  - temperature > 0: Leviathan et al. rejection sampling — keep d with prob min(1, p(d)/q(d)),
+//    else draw from norm(max(0, p − q)); all kept → draw the bonus from the last row. The output
+//    has exactly the target's (temperature/top-k/top-p/min-p processed) distribution.
+// Rejected rows are dropped with Session.truncate (main KV, hidden, MTP pairs). An AcceptGate turns
+// drafting off when acceptance stops paying (EMA with hysteresis, periodic probes).
+// State: SpecDecoder holds the pending token, the gate and the counters; sources hold none.
+import { argmax, type Session } from "./session.ts";
+import { Sampler } from "./sampler.ts";
+
+/** Proposed tokens; q[j] is the draft distribution [V] d_j was drawn from (absent/null: one-hot). */
+export interface Draft { tokens: number[]; q?: (Float64Array | null)[] }
+
+/** What a source may use to draw stochastic drafts (which then must report q). */
+export interface DraftContext {
+  /** the target is greedy: draw drafts by argmax, q is irrelevant */
+  greedy: boolean;
+  /** draw from the target's sampling transform of `logits` with the drafting PRNG: token and q [V] */
+  sample(logits: Float32Array): { token: number; q: Float64Array };
+}
+
+/**
+ * A proposer of draft tokens (MTP head, n-gram lookup, later grammar-forced tokens). `propose` sees
+ * the Session (history and its KV, read-only apart from the MTP cache) and `next`, the token that
+ * will be fed first; it returns at most k tokens to follow `next`. Deterministic sources (forced
+ * tokens) return no q.
+ */
+export interface DraftSource {
+  readonly name: string;
+  propose(s: Session, next: number, k: number, ctx: DraftContext): Draft;
+}
+
+/** Chained MTP drafts from the Session's incremental MTP cache (spec §3.5). */
+export class MtpDrafts implements DraftSource {
+  readonly name = "mtp";
+  propose(s: Session, next: number, k: number, ctx: DraftContext): Draft {
+    const out: Draft = { tokens: [], q: [] };
+    if (k <= 0) return out;
+    let logits = s.mtpSync(next);
+    for (let j = 0; j < k; j++) {
+      if (ctx.greedy) { out.tokens.push(argmax(logits)); out.q!.push(null); }
+      else { const d = ctx.sample(logits); out.tokens.push(d.token); out.q!.push(d.q); }
+      if (j < k - 1) logits = s.mtpChain(out.tokens[j]);
+    }
+    return out;
+  }
+}
+
+/**
+ * Verification of one round. rows = logits [k+1, V] of [n, d1..dk]; row j is the target at the
+ * position of d_{j+1}. Returns how many drafts were accepted and the token that follows them.
+ */
+export function accept(rows: Float32Array, V: number, draft: Draft, sampler: Sampler): { accepted: number; next: number } {
+  const k = draft.tokens.length;
+  if (rows.length < (k + 1) * V) throw new Error(`accept: ${rows.length / V} logit rows for ${k} drafts`);
+  const row = (j: number) => rows.subarray(j * V, (j + 1) * V);
+  if (sampler.greedy) {
+    for (let j = 0; j < k; j++) {
+      const t = argmax(row(j));
+      if (t !== draft.tokens[j]) return { accepted: j, next: t };
+    }
+    return { accepted: k, next: argmax(row(k)) };
+  }
+  for (let j = 0; j < k; j++) {
+    const p = sampler.dense(row(j)), d = draft.tokens[j], q = draft.q?.[j] ?? null;
+    const qd = q && q[d] > 0 ? q[d] : 1;
+    if (sampler.random() < Math.min(1, p[d] / qd)) continue;
+    // rejected: residual max(0, p − q) (one-hot q: p without d)
+    const w = p;
+    if (q && q[d] > 0) for (let i = 0; i < V; i++) w[i] = Math.max(0, p[i] - q[i]);
+    else w[d] = 0;
+    let sum = 0;
+    for (let i = 0; i < V; i++) sum += w[i];
+    return { accepted: j, next: sum > 0 ? sampler.pick(w) : sampler.pick(sampler.dense(row(j))) };
+  }
+  return { accepted: k, next: sampler.pick(sampler.dense(row(k))) };
+}
+
+export interface GateOpts {
+  alpha: number;      // EMA weight of the newest round's acceptance fraction
+  off: number;        // switch drafting off when the EMA falls below this
+  on: number;         // switch back on when a probe lifts the EMA to at least this
+  probeEvery: number; // while off, draft once every this many rounds
+}
+export const GATE_DEFAULTS: GateOpts = { alpha: 0.3, off: 0.3, on: 0.5, probeEvery: 8 };
+
+/** On/off rule with hysteresis over the EMA of accepted/proposed per round. */
+export class AcceptGate {
+  readonly o: GateOpts;
+  ema: number;
+  on = true;
+  private idle = 0;
+  constructor(o: Partial<GateOpts> = {}) {
+    this.o = { ...GATE_DEFAULTS, ...o };
+    this.ema = this.o.on; // optimistic start: drafting begins on
+  }
+  /** Should this round draft? (counts rounds while off, probing every probeEvery) */
+  wants(): boolean {
+    if (this.on) return true;
+    if (++this.idle >= this.o.probeEvery) { this.idle = 0; return true; }
+    return false;
+  }
+  update(accepted: number, proposed: number): void {
+    if (proposed <= 0) return;
+    this.ema += this.o.alpha * (accepted / proposed - this.ema);
+    if (this.on && this.ema < this.o.off) { this.on = false; this.idle = 0; }
+    else if (!this.on && this.ema >= this.o.on) this.on = true;
+  }
+}
+
+export interface SpecStats {
+  forwards: number;   // main-model verify/decode forwards (after the prefill)
+  drafted: number;    // draft tokens verified
+  accepted: number;   // draft tokens accepted
+  rounds: number;     // rounds that verified at least one draft
+}
+
+export class SpecDecoder {
+  readonly gate: AcceptGate;
+  readonly stats: SpecStats = { forwards: 0, drafted: 0, accepted: 0, rounds: 0 };
+  /** sampled, emitted, not yet fed (-1 before `first`) */
+  pending = -1;
+  private ctx: DraftContext;
+
+  constructor(readonly s: Session, readonly sampler: Sampler, readonly source: DraftSource | null,
+    readonly draftLen = 3, gate: Partial<GateOpts> = {}) {
+    this.gate = new AcceptGate(gate);
+    // drafts draw from their own stream, seeded from the target's seed (reproducible with a seed;
+    // the target's stream is left exactly as plain decoding uses it)
+    const seed = sampler.params.seed === undefined ? undefined : (sampler.params.seed ^ 0x5bd1e995) >>> 0;
+    const ds = new Sampler({ ...sampler.params, seed });
+    this.ctx = {
+      greedy: sampler.greedy,
+      sample: (logits) => { const q = ds.dense(logits); return { token: ds.pick(q), q }; },
+    };
+  }
+
+  /** The token after the prompt, from the prefill's last logits; it becomes pending. */
+  first(logits: Float32Array): number {
+    this.pending = this.sampler.sample(logits);
+    return this.pending;
+  }
+
+  /**
+   * One round: feed the pending token (+ up to min(draftLen, limit-1) drafts) in one forward and
+   * return the tokens it yields (1..k+1; the last one is the new pending token).
+   */
+  step(limit = Infinity): number[] {
+    if (this.pending < 0) throw new Error("SpecDecoder.step before first");
+    const s = this.s, V = s.m.cfg.vocab_size, n = this.pending, T = s.tokens.length;
+    const k = Math.max(0, Math.min(this.draftLen, limit - 1));
+    let draft: Draft = { tokens: [] };
+    if (this.source && k > 0 && this.gate.wants()) draft = this.source.propose(s, n, k, this.ctx);
+    if (draft.tokens.length > k) draft = { tokens: draft.tokens.slice(0, k), q: draft.q?.slice(0, k) };
+    const kd = draft.tokens.length;
+    this.stats.forwards++;
+    if (kd === 0) {
+      const id = this.sampler.sample(s.feed([n]));
+      this.pending = id;
+      return [id];
+    }
+    const rows = s.feed([n, ...draft.tokens], true);
+    const { accepted, next } = accept(rows, V, draft, this.sampler);
+    s.truncate(T + 1 + accepted);
+    this.stats.drafted += kd; this.stats.accepted += accepted; this.stats.rounds++;
+    this.gate.update(accepted, kd);
+    this.pending = next;
+    return [...draft.tokens.slice(0, accepted), next];
+  }
+}

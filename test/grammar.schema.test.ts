@@ -1,0 +1,125 @@
+// JSON Schema -> GBNF: which JSON texts each generated grammar accepts and rejects, errors for
+// unsupported keywords (naming the schema path), strict: false, and response_format handling.
+import { describe, expect, test } from "bun:test";
+import { compileGrammar, gbnfLiteral, GrammarError, jsonObjectGbnf, responseFormatGbnf, schemaToGbnf } from "../src/engine/grammar/index.ts";
+import { Rng } from "../src/engine/sampler.ts";
+
+function check(schema: unknown, yes: string[], no: string[]): void {
+  const g = compileGrammar(schemaToGbnf(schema));
+  for (const s of yes) expect([s, g.matches(s)]).toEqual([s, true]);
+  for (const s of no) expect([s, g.matches(s)]).toEqual([s, false]);
+}
+
+describe("schemaToGbnf: accepted and rejected texts", () => {
+  test("object: declared order, required, optional, no extra keys", () => {
+    check({ type: "object", properties: { a: { type: "integer" }, b: { type: "string" }, c: { type: "boolean" } }, required: ["b"] },
+      ['{"b":""}', '{"a":1,"b":"x"}', '{"b":"x","c":true}', '{ "a" : -3 , "b" : "y" , "c" : false }', '{"a":0,"b":"","c":true}\n'],
+      ["{}", '{"a":1}', '{"b":"x","a":1}', '{"b":"x",}', '{,"b":"x"}', '{"b":"x","d":1}', '{"a":01,"b":""}', '{"a":1.5,"b":""}']);
+  });
+  test("object without properties: any keys (or values of additionalProperties)", () => {
+    check({ type: "object" }, ["{}", '{"x":[1,{"y":null}],"z":"w"}'], ["[]", '{"x"}']);
+    check({ type: "object", additionalProperties: { type: "number" } }, ['{"x":1,"y":2e5}'], ['{"x":"1"}']);
+    check({ type: "object", additionalProperties: false }, ["{}", "{ }"], ['{"x":1}']);
+  });
+  test("strings: enum, const, lengths, escapes, unicode", () => {
+    check({ enum: ["red", "green", 3, null] }, ['"red"', '"green"', "3", "null"], ['"blue"', '"Red"', "4"]);
+    check({ const: { k: [1, "x"] } }, ['{"k":[1,"x"]}'], ['{"k":[1,"y"]}', '{ "k":[1,"x"]}']);
+    check({ type: "string", minLength: 2, maxLength: 3 },
+      ['"ab"', '"abc"', '"é😀"', '"\\n\\""', '"\\u00e9x"', '"\\ud83d\\ude00x"'],
+      ['"a"', '"abcd"', '"\\ud83d"', '"\\q"', '"a\nb"', '"\u0001x"']);
+  });
+  test("numbers, integers, booleans, null", () => {
+    check({ type: "number" }, ["0", "-0", "1.5", "-12.25e-3", "7E+2"], ["01", "1.", ".5", "+1", "1e", "NaN"]);
+    check({ type: "integer" }, ["0", "-7", "1234567890123456"], ["1.0", "1e3", "12345678901234567"]);
+    check({ type: "boolean" }, ["true", "false"], ["True", "1"]);
+    check({ type: "null" }, ["null"], ["nil"]);
+    check({ type: ["integer", "null"] }, ["1", "null"], ['"1"']);
+  });
+  test("arrays: items, minItems, maxItems", () => {
+    check({ type: "array", items: { type: "integer" }, minItems: 1, maxItems: 3 }, ["[1]", "[1, 2,3]"], ["[]", "[1,2,3,4]", "[1,]", '["1"]']);
+    check({ type: "array", items: { type: "string" }, minItems: 2 }, ['["a","b"]', '["a","b","c","d"]'], ['["a"]']);
+    check({ type: "array", maxItems: 0 }, ["[]"], ["[1]"]);
+    check({ type: "array" }, ['[1,"a",{},[null]]', "[]"], ["[,]"]);
+  });
+  test("anyOf / oneOf, nested objects, local $ref recursion", () => {
+    check({ anyOf: [{ type: "integer" }, { type: "object", properties: { x: { type: "null" } }, required: ["x"] }] },
+      ["5", '{"x":null}'], ['{"x":1}', '"5"']);
+    const tree = { type: "object", properties: { v: { type: "integer" }, kids: { type: "array", items: { $ref: "#" } } }, required: ["v"] };
+    check(tree, ['{"v":1}', '{"v":1,"kids":[{"v":2,"kids":[{"v":3}]},{"v":4}]}'], ['{"v":1,"kids":[{}]}']);
+    const defs = { $defs: { P: { type: "object", properties: { q: { $ref: "#/definitions/Q" } } } }, definitions: { Q: { type: "string" } }, $ref: "#/$defs/P" };
+    check(defs, ['{"q":"s"}', "{}"], ['{"q":1}']);
+  });
+  test("keys with quotes, backslashes and non-ASCII characters", () => {
+    check({ type: "object", properties: { 'a"b': { type: "integer" }, "c\\d": { type: "integer" }, "ключ ☃": { type: "integer" } }, required: ['a"b', "c\\d", "ключ ☃"] },
+      ['{"a\\"b":1,"c\\\\d":2,"ключ ☃":3}'], ['{"a"b":1,"c\\\\d":2,"ключ ☃":3}']);
+  });
+  test("json_object grammar", () => {
+    const g = compileGrammar(jsonObjectGbnf());
+    expect(g.matches('{"a":[1,2,{"b":"c"}],"d":true}')).toBe(true);
+    expect(g.matches("[1]")).toBe(false);
+    expect(g.matches('"x"')).toBe(false);
+  });
+  test("gbnfLiteral round-trips arbitrary strings", () => {
+    const rng = new Rng(11), pool = ['"', "\\", "\n", "\r", "\t", "\u0000", "\u007f", "a", "é", "😀", "[", "]", "#", " "];
+    for (let k = 0; k < 200; k++) {
+      let s = "";
+      for (let i = 0; i < 6; i++) s += pool[Math.floor(rng.next() * pool.length)];
+      expect(compileGrammar(`root ::= ${gbnfLiteral(s)}`).matches(s)).toBe(true);
+    }
+  });
+});
+
+describe("schemaToGbnf: errors name the schema path", () => {
+  const cases: [unknown, string, string][] = [
+    [{ type: "string", pattern: "^a" }, "#/pattern", 'unsupported keyword "pattern"'],
+    [{ type: "object", properties: { n: { type: "integer", minimum: 0 } } }, "#/properties/n/minimum", 'unsupported keyword "minimum"'],
+    [{ type: "object", properties: { d: { type: "string", format: "date" } } }, "#/properties/d/format", "format"],
+    [{ allOf: [{ type: "string" }] }, "#/allOf", "allOf"],
+    [{ type: "array", items: [{ type: "string" }] }, "#/items", "tuple-style"],
+    [{ type: "array", prefixItems: [{ type: "string" }] }, "#/prefixItems", "prefixItems"],
+    [{ type: "object", properties: { a: {} }, additionalProperties: true }, "#/additionalProperties", "additionalProperties"],
+    [{ type: "object", properties: { a: {} }, required: ["b"] }, "#/required", 'required property "b"'],
+    [{ $ref: "other.json#/x" }, "#/$ref", "only local references"],
+    [{ $ref: "#/$defs/missing" }, "#/$ref", "unresolved reference"],
+    [{ type: "strin" }, "#/type", 'unknown type "strin"'],
+    [{ enum: [] }, "#/enum", "non-empty"],
+    [{ type: "string", maxLength: -1 }, "#/maxLength", "non-negative integer"],
+    [{ type: "array", minItems: 3, maxItems: 2 }, "#", "minItems is greater"],
+    [false, "#", "matches nothing"],
+    ["string", "#", "must be an object or a boolean"],
+    [{ anyOf: [{ type: "string" }, { type: "number", multipleOf: 2 }] }, "#/anyOf/1/multipleOf", "multipleOf"],
+    [{ type: "object", anyOf: [{}] }, "#", "beside anyOf"],
+  ];
+  for (const [schema, path, msg] of cases)
+    test(`${JSON.stringify(schema)} -> ${path}`, () => {
+      let err: unknown;
+      try { schemaToGbnf(schema); } catch (e) { err = e; }
+      expect(err).toBeInstanceOf(GrammarError);
+      expect((err as GrammarError).path).toBe(path);
+      expect((err as GrammarError).message).toContain(msg);
+    });
+
+  test("strict: false ignores what it cannot enforce", () => {
+    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "integer", minimum: 0 }, s: { type: "string", pattern: "x" } } }, { strict: false }));
+    expect(g.matches('{"n":-1,"s":"y"}')).toBe(true);
+  });
+  test("annotations and unknown keywords are ignored", () => {
+    expect(() => schemaToGbnf({ title: "t", description: "d", $schema: "x", default: 1, examples: [], type: "integer", "x-vendor": 1 })).not.toThrow();
+  });
+});
+
+describe("responseFormatGbnf", () => {
+  test("text, json_object, json_schema", () => {
+    expect(responseFormatGbnf({ type: "text" })).toBeNull();
+    expect(responseFormatGbnf({ type: "json_object" })).toBe(jsonObjectGbnf());
+    const g = compileGrammar(responseFormatGbnf({ type: "json_schema", json_schema: { name: "x", strict: true, schema: { type: "object", properties: { a: { type: "boolean" } }, required: ["a"] } } })!);
+    expect(g.matches('{"a":true}')).toBe(true);
+    expect(g.matches("{}")).toBe(false);
+  });
+  test("bad shapes are GrammarErrors naming the field", () => {
+    expect(() => responseFormatGbnf({ type: "xml" })).toThrow(GrammarError);
+    expect(() => responseFormatGbnf({ type: "json_schema" })).toThrow("response_format.json_schema");
+    expect(() => responseFormatGbnf({ type: "json_schema", json_schema: { schema: { type: "object", properties: { a: { format: "x" } } } } }))
+      .toThrow("schema #/properties/a/format");
+  });
+});

@@ -1,0 +1,99 @@
+// Continuous batching on glm-tiny: 16 concurrent temperature-0 streams each equal the same request run
+// alone (text and per-token logprobs, bitwise: the server runs a fixed attention form, so prefill
+// chunk boundaries — which differ with prefix reuse — cannot change the arithmetic), /health answers during a long prefill (the engine runs in a
+// worker), and an SSE client disconnect cancels its request and frees the slot.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny } from "./helpers/fixture.ts";
+import { post, sseData, startTiny } from "./server.helpers.ts";
+
+if (!hasTiny) console.warn("[skip] server concurrency suite: the glm-tiny fixture is absent");
+
+interface Out { text: string; lps: number[]; finish: string }
+
+/** A streamed chat completion at temperature 0 with logprobs; the text, each token's logprob, finish_reason. */
+async function stream(url: string, content: string, maxTokens: number): Promise<Out> {
+  const res = await post(url, "/v1/chat/completions", {
+    messages: [{ role: "user", content }], max_tokens: maxTokens, temperature: 0, stream: true, logprobs: true,
+  });
+  if (res.status !== 200) throw new Error(`status ${res.status}: ${await res.text()}`);
+  const out: Out = { text: "", lps: [], finish: "" };
+  for (const d of sseData(await res.text())) {
+    if (d === "[DONE]") break;
+    const c = JSON.parse(d).choices[0];
+    out.text += c.delta.content ?? "";
+    for (const e of c.logprobs?.content ?? []) out.lps.push(e.logprob);
+    if (c.finish_reason) out.finish = c.finish_reason;
+  }
+  return out;
+}
+
+async function idle(url: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const j = await (await fetch(`${url}/slots`)).json();
+    if (j.busy === 0 && j.queue === 0) return;
+    await Bun.sleep(25);
+  }
+  throw new Error("slots did not become idle");
+}
+
+describe.skipIf(!hasTiny)("serve: continuous batching", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 8, queue: 16, chunk: 16, attn: "absorbed" }); });
+  afterAll(() => s.stop());
+
+  test("16 concurrent temperature-0 streams each equal the same request alone", async () => {
+    const prompts = Array.from({ length: 16 }, (_, i) => `Request number ${i}: ${"word ".repeat(i * 3)}end.`);
+    const alone: Out[] = [];
+    for (const p of prompts) alone.push(await stream(s.url, p, 12));
+    const together = await Promise.all(prompts.map((p) => stream(s.url, p, 12)));
+    for (let i = 0; i < prompts.length; i++) {
+      expect(together[i].text).toBe(alone[i].text);
+      expect(together[i].lps).toEqual(alone[i].lps);
+      expect(together[i].finish).toBe(alone[i].finish);
+    }
+    expect(alone.some((o) => o.lps.length > 0)).toBe(true);
+  }, 60000);
+
+  test("/health answers while a long prompt is prefilled and decoded", async () => {
+    await idle(s.url);
+    const prompt = Array.from({ length: 3000 }, (_, i) => 16 + ((i * 7) % 490));
+    let finished = false;
+    const gen = post(s.url, "/v1/completions", { prompt, max_tokens: 400, temperature: 0 })
+      .then((r) => r.json()).then((j) => { finished = true; return j; });
+    let answered = 0;
+    for (let i = 0; i < 5; i++) {
+      const h = await fetch(`${s.url}/health`);
+      expect(h.status).toBe(200);
+      if (!finished) answered++;
+    }
+    const j = await gen;
+    expect(j.usage.prompt_tokens).toBe(3000);
+    expect(answered).toBeGreaterThan(0); // at least one /health answer came while the engine was busy
+  }, 60000);
+
+  test("an SSE client disconnect cancels the request and frees its slot", async () => {
+    await idle(s.url);
+    const before = await (await fetch(`${s.url}/metrics`)).text();
+    const failed = (m: string) => Number(/^hummingbird_requests_failed_total (\d+)/m.exec(m)![1]);
+    const ac = new AbortController();
+    const res = await fetch(`${s.url}/v1/completions`, {
+      method: "POST", signal: ac.signal,
+      body: JSON.stringify({ prompt: [20, 21], max_tokens: 3000, temperature: 0, stream: true }),
+    });
+    const rd = res.body!.getReader();
+    await rd.read(); // the first token arrived: the request runs
+    ac.abort();
+    await idle(s.url);
+    const after = await (await fetch(`${s.url}/metrics`)).text();
+    expect(failed(after)).toBe(failed(before) + 1);
+    // a non-streaming request abandoned mid-way is cancelled too
+    const ac2 = new AbortController();
+    const p = fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac2.signal, body: JSON.stringify({ prompt: [22], max_tokens: 3000, temperature: 0 }) }).catch(() => null);
+    for (let i = 0; i < 200 && (await (await fetch(`${s.url}/slots`)).json()).busy === 0; i++) await Bun.sleep(5);
+    ac2.abort();
+    await p;
+    await idle(s.url);
+    expect(failed(await (await fetch(`${s.url}/metrics`)).text())).toBe(failed(before) + 2);
+  }, 30000);
+});
