@@ -21,7 +21,8 @@ static void quant_span(int fmt, const float *w, int n, int i0, float *sc, uint8_
   *sc = s;
   for (int i = 0; i < n; i++) {
     float v = nearbyintf(w[i] / s);           /* default rounding mode: half to even */
-    if (v < lo) v = lo; if (v > qmax) v = qmax;
+    if (v < lo) v = lo;
+    if (v > qmax) v = qmax;
     int k = i0 + i, q = (int)v;
     if (fmt == HB_INT8) row[k] = (uint8_t)(int8_t)q;
     else if (fmt == HB_INT2) row[k >> 2] |= (uint8_t)((q + 2) << ((k & 3) * 2));

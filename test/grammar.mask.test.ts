@@ -163,3 +163,26 @@ describe("the real Sampler draws only allowed tokens after mask()", () => {
     }
   });
 });
+
+describe("a larger generated vocabulary (8192 ids)", () => {
+  test("masks match the brute-force check along a walk", () => {
+    const big = TokenVocab.fromTokenizerJson(makeTokenizerJson(8192), { eosIds: EOS });
+    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { text: { type: "string" }, k: { type: "array", items: { type: "number" } } } }));
+    const gs = g.state(big), rng = new Rng(9);
+    let prefix: Uint8Array = new Uint8Array(0);
+    for (let step = 0; step < 12 && !gs.isDone(); step++) {
+      const logits = new Float32Array(big.size);
+      gs.mask(logits);
+      const ids: number[] = [];
+      for (let id = 0; id < big.size; id++) {
+        const b = big.bytes[id];
+        const ok = b === null ? gs.isComplete() && EOS.includes(id) : g.isPrefix(concat(prefix, b));
+        expect([id, logits[id] === 0]).toEqual([id, ok]);
+        if (ok && b) ids.push(id);
+      }
+      const id = ids[Math.floor(rng.next() * ids.length)];
+      gs.accept(id);
+      prefix = concat(prefix, big.bytes[id]!);
+    }
+  });
+});

@@ -1,9 +1,11 @@
 // The FFNs (spec §3.4): the dense SwiGLU MLP, and the MoE with the sigmoid router (bias only for
 // choosing, optional group-limited routing, norm_topk_prob, routed_scaling_factor), batch-union
 // expert execution (each chosen expert runs once over all its rows) and the ungated shared expert.
+// A streamed Moe (src/engine/experts/) resolves the union first and hands experts out resident-first;
+// outputs are still added in ascending expert order, so results do not depend on the cache.
 // Reads x = st.xb [S, D], writes st.ao [S, D]. Stateless apart from RunState scratch.
 import type { Config } from "../model/config.ts";
-import type { Mlp, Moe } from "../model/weights.ts";
+import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
 import { axpy, add, swiglu } from "./hb.ts";
 import { mm } from "./mat.ts";
 import type { RunState } from "./state.ts";
@@ -68,15 +70,60 @@ export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: numbe
     for (let k = 0; k < K; k++) { rows[r.experts[k]].push(s); gates[r.experts[k]].push(r.weights[k]); }
   }
   y.fill(0, 0, S * D);
-  for (let e = 0; e < E; e++) {
-    const n = rows[e].length;
-    if (n === 0) continue;
-    for (let j = 0; j < n; j++) st.xe.set(x.subarray(rows[e][j] * D, (rows[e][j] + 1) * D), j * D);
-    mlp(st, w.expert(e), st.xe, n, st.ye);
-    for (let j = 0; j < n; j++) axpy(y.subarray(rows[e][j] * D), gates[e][j], st.ye.subarray(j * D), D);
+  const union: number[] = [], counts: number[] = [];
+  for (let e = 0; e < E; e++) if (rows[e].length > 0) { union.push(e); counts.push(rows[e].length); }
+  const batch = w.resolve?.(union, counts);
+  if (!batch) {
+    for (const e of union) {
+      expertRows(st, w.expert(e), x, rows[e], D, st.ye);
+      accumulate(y, rows[e], gates[e], st.ye, D);
+    }
+  } else {
+    try { streamed(st, batch, union, rows, gates, x, D, y); } finally { batch.end(); }
   }
   if (w.shared) {
     mlp(st, w.shared, x, S, st.ye);
     add(y, st.ye, S * D);
+  }
+}
+
+/** ye [n,D] = E(x rows) for the n rows routed to one expert. */
+function expertRows(st: RunState, w: Mlp, x: Float32Array, rows: number[], D: number, ye: Float32Array): void {
+  for (let j = 0; j < rows.length; j++) st.xe.set(x.subarray(rows[j] * D, (rows[j] + 1) * D), j * D);
+  mlp(st, w, st.xe, rows.length, ye);
+}
+
+/** y[row] += gate · ye[j] for the expert's rows. */
+function accumulate(y: Float32Array, rows: number[], gates: number[], ye: Float32Array, D: number): void {
+  for (let j = 0; j < rows.length; j++) axpy(y.subarray(rows[j] * D), gates[j], ye.subarray(j * D), D);
+}
+
+/**
+ * A streamed batch: experts computed in the batch's order (resident first, misses as they arrive),
+ * their outputs added to y in ascending expert order all the same (outputs computed ahead of that
+ * order wait in the batch's stage), so y is bit-identical whatever was cached.
+ */
+function streamed(st: RunState, batch: ExpertBatch, union: number[], rows: number[][], gates: number[][], x: Float32Array, D: number, y: Float32Array): void {
+  const ahead = new Set<number>();
+  let need = 0;
+  for (let c = 0, k = 0; k < batch.order.length; k++) {
+    const e = batch.order[k];
+    if (e === union[c]) { c++; while (c < union.length && ahead.has(union[c])) c++; }
+    else { ahead.add(e); need += rows[e].length * D; }
+  }
+  const stage = need > 0 ? batch.stage(need) : st.ye;
+  const at = new Map<number, number>();
+  let next = 0, top = 0;
+  for (const e of batch.order) {
+    const inOrder = e === union[next];
+    const out = inOrder ? st.ye : stage.subarray(top, top + rows[e].length * D);
+    expertRows(st, batch.get(e), x, rows[e], D, out);
+    batch.release(e);
+    if (!inOrder) { at.set(e, top); top += rows[e].length * D; continue; }
+    accumulate(y, rows[e], gates[e], st.ye, D);
+    for (next++; next < union.length && at.has(union[next]); next++) {
+      const u = union[next];
+      accumulate(y, rows[u], gates[u], stage.subarray(at.get(u)!), D);
+    }
   }
 }

@@ -24,6 +24,7 @@ export class TextCodec {
   }
 
   decode(ids: number[], skipSpecial = false): string {
+    if (ids.length === 0) return "";
     return this.tok.decode(ids, { skip_special_tokens: skipSpecial });
   }
 

@@ -53,12 +53,14 @@ export class LayerCache implements Moe {
       this.slots.push(s);
       return s;
     }
+    return this.acquireCacheOnly() ?? this.store.takeWorking(this);
+  }
+
+  /** An evictable cache slot (the policy's victim), emptied; null when all are locked, pinned or loading. */
+  acquireCacheOnly(): Slot | null {
     const v = pickVictim(this.slots, this.store.policy, this.heat);
-    if (v) {
-      if (v.state !== EMPTY) this.evict(v);
-      return v;
-    }
-    return this.store.takeWorking(this);
+    if (v && v.state !== EMPTY) this.evict(v);
+    return v;
   }
 
   evict(s: Slot): void {

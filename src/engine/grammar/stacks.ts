@@ -25,8 +25,8 @@ export class DState {
   get final(): boolean { return this.stacks.every((s) => s.pos < 0); }
 }
 
-const MAX_STACKS = 2_000_000;
-const MAX_STATES = 200_000;
+const MAX_STACKS = 1_000_000;
+const MAX_STATES = 50_000; // each holds a 256-slot transition array once stepped
 
 export class Matcher {
   readonly sym: Int32Array;

@@ -1,0 +1,334 @@
+// The Vulkan layer executor: runs layers [lo, hi) ⊆ [0, n) of the exact forward with the dense parts on the
+// device and the routed experts on the CPU; each token crosses once per layer (xb down, routed y up).
+// Per layer: frame A1 (device) = [combine of the previous MoE layer: x += routed + shared] input norm, MLA
+// (q / kv projections, new c_kv ‖ k_pe rows into the device KV mirror), DSA indexer + selection, attention
+// core (absorbed form), o_proj, residual, post-attention norm (+ the MLP of a dense layer); host step =
+// router + routed experts (gpu/routed.ts); frame A2 (device, not waited for) = shared expert, overlapping the
+// host step. The host KVCache stays canonical: every new row is also written there. A lost device (real or
+// HB_VK_FAULT=n) makes the forward re-run [lo, hi) on the CPU from its input rows; later forwards stay on
+// the CPU. State: the device, its copies of the layers' weights, device activations, the mirror pool, stats.
+import type { Model } from "../src/engine/model.ts";
+import type { RunState } from "../src/engine/state.ts";
+import type { Segment } from "../src/engine/batch.ts";
+import { embed, head, keyMode, runLayers, type ForwardOpts } from "../src/engine/forward.ts";
+import { Kernels, ropeTable, type V } from "./kernels.ts";
+import { type DevLayer, type DevMlp, freeLayer, uploadLayer } from "./devweights.ts";
+import { DevState } from "./devstate.ts";
+import { type MirrorSlot, MirrorPool } from "./mirror.ts";
+import { routedExperts } from "./routed.ts";
+import { type Cmd, DeviceLost, Vk } from "./vk.ts";
+
+export interface ChainOpts {
+  layers?: number;          // run layers [0, layers) on the device (default: all)
+  device?: string | number; // device index or name substring (default: HB_VK_DEVICE, else the best)
+  slots?: number;           // conversations mirrored at once (default 4)
+  fault?: number;           // fake a device loss at the n-th submit (default: HB_VK_FAULT)
+}
+
+export interface ChainStats {
+  forwards: number; tokens: number; fallbacks: number;
+  bytesUp: number; bytesDown: number; mirrorBytes: number; // activations up / down, KV rows uploaded to mirrors
+  waitMs: number; hostMs: number; recordMs: number;         // blocked on the device / routed experts / recording
+  perLayer: { waitMs: number; hostMs: number }[];
+}
+
+const K_NORM_EPS = 1e-6;
+
+export class VulkanChain {
+  readonly n: number;
+  lost = false;
+  lostReason = "";
+  readonly stats: ChainStats;
+  private vk: Vk | null;
+  private k: Kernels;
+  private layers: DevLayer[] = [];
+  private ds: DevState;
+  private pool: MirrorPool;
+  private cmdA: Cmd;
+  private cmdB: Cmd;
+
+  private constructor(m: Model, vk: Vk, o: ChainOpts) {
+    const c = m.cfg, L = c.num_hidden_layers;
+    this.n = Math.max(0, Math.min(L, o.layers ?? L));
+    this.vk = vk;
+    this.k = new Kernels(vk);
+    this.ds = new DevState(vk, c);
+    const layers = Array.from({ length: this.n }, (_, i) => i);
+    this.pool = new MirrorPool(vk, {
+      layers, indexed: layers.map((i) => keyMode(m, i) === "full"), W: c.kv_lora_rank + c.qk_rope_head_dim, hd: c.index_head_dim,
+    }, o.slots ?? 4);
+    this.cmdA = vk.cmd();
+    this.cmdB = vk.cmd();
+    this.stats = { forwards: 0, tokens: 0, fallbacks: 0, bytesUp: 0, bytesDown: 0, mirrorBytes: 0, waitMs: 0, hostMs: 0, recordMs: 0,
+      perLayer: layers.map(() => ({ waitMs: 0, hostMs: 0 })) };
+  }
+
+  /** Open a device and upload the dense weights of layers [0, layers). Throws VkError when impossible. */
+  static open(m: Model, o: ChainOpts = {}): VulkanChain {
+    const vk = Vk.open(o.device);
+    try {
+      const ch = new VulkanChain(m, vk, o);
+      ch.k.warm();
+      for (let i = 0; i < ch.n; i++) ch.layers.push(uploadLayer(vk, m.cfg, m.w.layers[i], i, keyMode(m, i)));
+      const fault = o.fault ?? Number(process.env.HB_VK_FAULT ?? 0);
+      if (Number.isInteger(fault) && fault > 0) vk.fault(fault);
+      return ch;
+    } catch (e) {
+      vk.close();
+      throw e;
+    }
+  }
+
+  get device(): string { return this.vk?.info.name ?? "(closed)"; }
+  get weightBytes(): number { return this.layers.reduce((t, l) => t + l.bytes, 0); }
+
+  /** The executor seam: same contract as forward.ts runLayers for layers [lo, hi) ⊆ [0, n). */
+  run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
+    if (lo < 0 || hi > this.n || lo > hi) throw new RangeError(`chain runs layers [0, ${this.n}), asked [${lo}, ${hi})`);
+    if (lo === hi) return;
+    if (this.lost || !this.vk) { runLayers(m, st, segs, S, lo, hi, opts); return; }
+    const xIn = st.x.slice(0, S * m.cfg.hidden_size);
+    try {
+      this.runDevice(m, st, segs, S, lo, hi, opts);
+    } catch (e) {
+      if (!(e instanceof DeviceLost)) throw e;
+      this.markLost(e.message);
+      st.x.set(xIn);
+      runLayers(m, st, segs, S, lo, hi, opts); // same rows, same tokens: the CPU rewrites every KV row too
+      this.stats.fallbacks++;
+    }
+  }
+
+  private markLost(why: string): void {
+    this.lost = true;
+    this.lostReason = why;
+    console.warn(`[vulkan] device lost (${why}): continuing on the CPU`);
+    this.release();
+  }
+
+  private release(): void {
+    const vk = this.vk;
+    if (!vk) return;
+    this.vk = null;
+    this.pool.free();
+    this.ds.free();
+    for (const l of this.layers) freeLayer(l);
+    this.layers = [];
+    vk.close();
+  }
+
+  close(): void { this.release(); }
+
+  private mlpDev(c: Cmd, w: DevMlp, x: V, S: number, y: V): void {
+    const b = this.ds.b, F = w.gate.O;
+    this.k.matmul(c, w.gate, x, S, { buf: b.hg });
+    this.k.matmul(c, w.up, x, S, { buf: b.hu });
+    c.barrier();
+    this.k.swiglu(c, { buf: b.hg }, { buf: b.hu }, { buf: b.hg }, S * F);
+    c.barrier();
+    this.k.matmul(c, w.down, { buf: b.hg }, S, y);
+  }
+
+  private runDevice(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
+    const cfg = m.cfg, k = this.k, D = cfg.hidden_size, H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim;
+    const dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank, W = kvr + dr, Q = H * (dn + dr);
+    const qr = cfg.q_lora_rank ?? 0, nh = cfg.index_n_heads, hd = cfg.index_head_dim, topk = Math.max(1, cfg.index_topk);
+    const eps = cfg.rms_norm_eps, st0 = this.stats;
+    let T = 0;
+    for (const g of segs) T = Math.max(T, g.pos0 + g.n);
+    this.ds.ensure(S, T);
+    const ds = this.ds, b = ds.b, up = ds.up, dn_ = ds.dn;
+
+    // KV mirrors: upload the host rows each slot lacks below the step's first position
+    const busy = new Set<MirrorSlot>();
+    const slots = segs.map((g) => {
+      const s = this.pool.get(g.kv, busy);
+      busy.add(s);
+      const from = s.wm.sync(g.kv, g.pos0);
+      s.ensure(g.pos0 + g.n);
+      const before = s.uploadedBytes;
+      s.upload(g.kv, from, g.pos0);
+      st0.mirrorBytes += s.uploadedBytes - before;
+      return s;
+    });
+
+    // inputs of the first frame
+    up.x.write(0, st.x.subarray(0, S * D));
+    up.cs.write(0, ropeTable(st.pos, S, dr, cfg.rope_theta));
+    up.nk.write(0, st.nk.subarray(0, S));
+    const needSel = keyMode(m, lo) === "shared";
+    if (needSel) { up.sel.write(0, st.sel.subarray(0, S * topk)); up.nsel.write(0, st.nsel.subarray(0, S)); }
+    st0.bytesUp += 4 * S * (D + dr + 1) + (needSel ? 4 * S * (topk + 1) : 0);
+
+    const aRows = new Float32Array(S * W), kRows = new Float32Array(S * hd);
+    let pending: { shared: boolean } | null = null;
+    const combine = (c: Cmd) => {
+      if (!pending) return;
+      c.copy(up.routed, 0, b.routed, 0, 4 * S * D).barrier();
+      if (pending.shared) { k.add(c, { buf: b.routed }, { buf: b.sh }, S * D); c.barrier(); }
+      k.add(c, { buf: b.x }, { buf: b.routed }, S * D);
+      c.barrier();
+      pending = null;
+    };
+
+    for (let i = lo; i < hi; i++) {
+      const L = this.layers[i], keys = L.keys, full = keys === "full", ix = L.indexer;
+      const c = this.cmdA, t0 = performance.now();
+      c.begin();
+      if (i === lo) {
+        c.copy(up.x, 0, b.x, 0, 4 * S * D).copy(up.cs, 0, b.cs, 0, 4 * S * dr).copy(up.nk, 0, b.nk, 0, 4 * S);
+        if (needSel) c.copy(up.sel, 0, b.sel, 0, 4 * S * topk).copy(up.nsel, 0, b.nsel, 0, 4 * S);
+        c.barrier();
+      }
+      combine(c);
+      // h = RMS(x; input_norm)
+      k.rmsnorm(c, { buf: b.x }, L.input_norm, { buf: b.xb }, S, D, eps);
+      c.barrier();
+      // q_a / q, a = W_kva h; indexer kI = W_wk h, w = W_weights_proj h · nh^-1/2
+      if (L.q_a) k.matmul(c, L.q_a, { buf: b.xb }, S, { buf: b.q_a });
+      else k.matmul(c, L.q_proj!, { buf: b.xb }, S, { buf: b.q });
+      k.matmul(c, L.kv_a, { buf: b.xb }, S, { buf: b.a });
+      if (full && ix) {
+        k.matmul(c, ix.wk, { buf: b.xb }, S, { buf: b.kI });
+        k.matmul(c, ix.weights_proj, { buf: b.xb }, S, { buf: b.iw }, { alpha: Math.fround(1 / Math.sqrt(nh)) });
+      }
+      c.barrier();
+      // c_q = RMS(q_a); cache row = [RMS(a[:kvr]) ‖ RoPE(a[kvr:])] in place in a; kI = LN(kI)
+      if (L.q_a) k.rmsnorm(c, { buf: b.q_a }, L.q_a_norm, { buf: b.c_q }, S, qr, eps);
+      k.rmsnorm(c, { buf: b.a }, L.kv_a_norm, { buf: b.a }, S, kvr, eps, W, W);
+      k.rope(c, { buf: b.a, off: kvr }, S, W, 1, 0, dr, { buf: b.cs }, 0);
+      if (full && ix) k.layernorm(c, { buf: b.kI }, ix.k_norm_w, ix.k_norm_b, { buf: b.kI }, S, hd, K_NORM_EPS);
+      c.barrier();
+      // q = W_qb c_q; new rows into the mirror; kI roped; qI = W_wq_b c_q
+      if (L.q_b) k.matmul(c, L.q_b, { buf: b.c_q }, S, { buf: b.q });
+      segs.forEach((g, j) => c.copy(b.a, 4 * g.r0 * W, slots[j].kv[i], 4 * g.pos0 * W, 4 * g.n * W));
+      if (full && ix) {
+        k.rope(c, { buf: b.kI }, S, hd, 1, 0, dr, { buf: b.cs }, 0);
+        k.matmul(c, ix.wq_b, { buf: b.c_q }, S, { buf: b.qI });
+      }
+      c.barrier();
+      // qcat[s,h] = [W_K,hᵀ q_nope ‖ RoPE(q_pe)]; qI roped; kI rows into the mirror
+      k.rope(c, { buf: b.q, off: dn }, S, Q, H, dn + dr, dr, { buf: b.cs }, 0, { buf: b.qcat, off: kvr }, H * W, W);
+      k.matmul(c, L.wkT, { buf: b.q }, S, { buf: b.qcat }, { xRow: Q, yRow: H * W, groups: { G: H, O: kvr, wRow0: 0, wGroup: kvr, xGroup: dn + dr, yGroup: W } });
+      if (full && ix) {
+        k.rope(c, { buf: b.qI }, S, nh * hd, nh, hd, dr, { buf: b.cs }, 0);
+        segs.forEach((g, j) => c.copy(b.kI, 4 * g.r0 * hd, slots[j].ik[i]!, 4 * g.pos0 * hd, 4 * g.n * hd));
+      }
+      c.barrier();
+      // DSA: scores where a row sees more than index_topk keys, then the selection (ties: spec §3.3)
+      if (full) {
+        let scored = false;
+        segs.forEach((g, j) => {
+          if (g.pos0 + g.n <= topk) return;
+          scored = true;
+          k.indexScores(c, { s0: g.r0, n: g.n, nh, hd, qI: b.qI, w: b.iw, kI: { buf: slots[j].ik[i]! }, nk: b.nk,
+            out: { buf: b.scores }, outRow: ds.T, maxNk: g.pos0 + g.n, scale: Math.fround(1 / Math.sqrt(hd)) });
+        });
+        if (scored) c.barrier();
+        for (const g of segs) k.dsaSelect(c, { s0: g.r0, n: g.n, scores: { buf: b.scores }, scoreRow: ds.T, nk: b.nk, topk, sel: b.sel, nsel: b.nsel });
+        c.barrier();
+      }
+      // o_lat[s,h] = Σ_t P c_kv(t) over the row's keys (absorbed MLA)
+      segs.forEach((g, j) => k.attn(c, {
+        s0: g.r0, n: g.n, H, dk: W, dv: kvr, q: { buf: b.qcat, row: H * W, head: W },
+        k: { buf: slots[j].kv[i], row: W, head: 0 }, v: { buf: slots[j].kv[i], row: W, head: 0 },
+        out: { buf: b.o_lat, row: H * kvr, head: kvr }, sel: keys === "dense" ? null : b.sel, selRow: topk,
+        nsel: keys === "dense" ? b.nk : b.nsel, p: b.p, pStride: ds.pT, scale: cfg.attn_scale,
+      }));
+      c.barrier();
+      // o_h = W_V,h o_lat_h; Attn = W_o concat_h o_h; x += Attn; xb = RMS(x; post_norm)
+      k.matmul(c, L.kv_b, { buf: b.o_lat }, S, { buf: b.o }, { xRow: H * kvr, yRow: H * dv, groups: { G: H, O: dv, wRow0: dn, wGroup: dn + dv, xGroup: kvr, yGroup: dv } });
+      c.barrier();
+      k.matmul(c, L.o, { buf: b.o }, S, { buf: b.ao });
+      c.barrier();
+      k.add(c, { buf: b.x }, { buf: b.ao }, S * D);
+      c.barrier();
+      k.rmsnorm(c, { buf: b.x }, L.post_norm, { buf: b.xb }, S, D, eps);
+      c.barrier();
+      if (L.mlp) { // dense FFN on the device
+        this.mlpDev(c, L.mlp, { buf: b.xb }, S, { buf: b.ao });
+        c.barrier();
+        k.add(c, { buf: b.x }, { buf: b.ao }, S * D);
+      }
+      // crossings down: the KV rows (host cache is canonical), the selection, xb for the routed experts
+      c.copy(b.a, 0, dn_.a, 0, 4 * S * W);
+      let down = 4 * S * W;
+      if (full) {
+        c.copy(b.kI, 0, dn_.kI, 0, 4 * S * hd).copy(b.sel, 0, dn_.sel, 0, 4 * S * topk).copy(b.nsel, 0, dn_.nsel, 0, 4 * S);
+        down += 4 * S * (hd + topk + 1);
+      }
+      if (L.moe) { c.copy(b.xb, 0, dn_.xb, 0, 4 * S * D); down += 4 * S * D; }
+      c.submit();
+      const t1 = performance.now();
+      c.wait();
+      const t2 = performance.now();
+      st0.recordMs += t1 - t0;
+      st0.waitMs += t2 - t1;
+      st0.perLayer[i].waitMs += t2 - t1;
+      st0.bytesDown += down;
+
+      dn_.a.read(0, aRows);
+      for (const g of segs) g.kv.kv[i].set(aRows.subarray(g.r0 * W, (g.r0 + g.n) * W), g.pos0 * W);
+      if (full) {
+        dn_.kI.read(0, kRows);
+        for (const g of segs) g.kv.ik[i]!.set(kRows.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
+        dn_.sel.read(0, st.sel.subarray(0, S * topk));
+        dn_.nsel.read(0, st.nsel.subarray(0, S));
+        if (opts.onSelect)
+          for (const g of segs) for (let j = 0; j < g.n; j++) {
+            const r = g.r0 + j;
+            opts.onSelect(i, g.pos0 + j, st.sel.subarray(r * topk, r * topk + st.nsel[r]));
+          }
+      } else if (keys === "dense") st.nsel.set(st.nk.subarray(0, S));
+
+      if (L.moe) { // A2 on the device (shared expert) while the host runs the router and routed experts
+        dn_.xb.read(0, st.xb.subarray(0, S * D));
+        if (L.shared) {
+          this.cmdB.begin();
+          this.mlpDev(this.cmdB, L.shared, { buf: b.xb }, S, { buf: b.sh });
+          this.cmdB.submit();
+        }
+        const h0 = performance.now();
+        routedExperts(cfg, st, m.w.layers[i].moe!, st.xb, S, st.ao);
+        const h1 = performance.now();
+        st0.hostMs += h1 - h0;
+        st0.perLayer[i].hostMs += h1 - h0;
+        up.routed.write(0, st.ao.subarray(0, S * D));
+        st0.bytesUp += 4 * S * D;
+        pending = { shared: !!L.shared };
+      }
+    }
+
+    // last combine, x back to the host
+    const c = this.cmdA;
+    c.begin();
+    combine(c);
+    c.copy(b.x, 0, dn_.x, 0, 4 * S * D);
+    c.submit();
+    const t1 = performance.now();
+    c.wait();
+    st0.waitMs += performance.now() - t1;
+    dn_.x.read(0, st.x.subarray(0, S * D));
+    st0.bytesDown += 4 * S * D;
+
+    segs.forEach((g, j) => {
+      const end = g.pos0 + g.n;
+      slots[j].wm.wrote(g.kv, end, { layer: lo, row: end - 1, data: g.kv.kv[lo].subarray((end - 1) * W, end * W) });
+    });
+    st0.forwards++;
+    for (const g of segs) st0.tokens += g.n;
+  }
+}
+
+/**
+ * forward.ts `forward` with layers [0, chain.n) on the chain and the rest on the CPU — what the engine's
+ * forward does once it hands the layer range to an executor (see the report).
+ */
+export function forwardWith(chain: VulkanChain, m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>, opts: ForwardOpts = {}): number {
+  const S = embed(m, st, segs, ids), L = m.cfg.num_hidden_layers, n = Math.min(chain.n, L);
+  chain.run(m, st, segs, S, 0, n, opts);
+  runLayers(m, st, segs, S, n, L, opts);
+  for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.version++; }
+  const which = opts.logits ?? "all";
+  return which === "none" ? 0 : head(m, st, segs, S, which);
+}

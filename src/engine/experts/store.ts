@@ -1,0 +1,344 @@
+// The expert store of one loaded model: every MoE layer's LayerCache (installed in place of the
+// loaded LazyMoe, restored by close), the read side (fds — O_DIRECT when asked and supported — or
+// mmap'd files), the shared working slabs, loads through the C I/O pool, speculative prefetch of
+// the next layer's previous routing, stats, and the learning cache (usage heat, pins, re-pin).
+// State: all of the above plus the counters. One store per Model at a time.
+import { ptr } from "bun:ffi";
+import { statSync } from "node:fs";
+import type { Model } from "../model.ts";
+import { LazyMoe, readMlp } from "../../model/weights.ts";
+import { ModelError } from "../../model/errors.ts";
+import * as io from "./io.ts";
+import { layoutExpert, materialize, materializeMapped, viewable, type ExpertLayout } from "./layout.ts";
+import { LayerCache } from "./layer.ts";
+import { EMPTY, LOADING, READY, Slot, type Policy } from "./slots.ts";
+import { newCounters, snapshot, type Counters, type ExpertStats } from "./stats.ts";
+import { STAGE_BYTES } from "./budget.ts";
+
+export interface StoreConfig {
+  slots: number;            // cache slots per layer
+  workingSlabs: number;
+  direct: boolean;
+  mmap: boolean;
+  policy: Policy;
+  prefetch: boolean;
+  maxGap?: number;
+  log: (line: string) => void;
+}
+
+export class ExpertStore {
+  readonly layers: LayerCache[] = [];          // MoE layers in forward order (MTP last)
+  readonly byLayer = new Map<number, LayerCache>();
+  readonly counters: Counters = newCounters();
+  readonly policy: Policy;
+  readonly hidden: number;
+  readonly stageBytes = STAGE_BYTES;
+  readonly direct: boolean;
+  readonly mmap: boolean;
+  prefetch: boolean;
+  tick = 0;
+  private readonly fds = new Map<string, number>();
+  private readonly maps = new Map<string, { addr: number; len: number }>();
+  private readonly working: Slot[] = [];
+  private readonly workingBytes: number;
+  private stageBuf = new Float32Array(0);
+  private specFailLogged = false;
+  private readonly next = new Map<LayerCache, LayerCache>();
+  private readonly firstMoe: number;
+  private readonly busy0: number;
+  private closed = false;
+
+  constructor(readonly m: Model, readonly cfg: StoreConfig) {
+    this.policy = cfg.policy;
+    this.prefetch = cfg.prefetch;
+    this.hidden = m.cfg.hidden_size;
+    io.startPool();
+    this.direct = cfg.direct && !cfg.mmap && this.openDirect();
+    this.mmap = cfg.mmap;
+    const lazies: [number, LazyMoe][] = [];
+    m.w.layers.forEach((l, i) => { if (l.moe) lazies.push([i, asLazy(l.moe, i)]); });
+    if (m.w.mtp?.layer.moe) lazies.push([m.cfg.num_hidden_layers, asLazy(m.w.mtp.layer.moe, m.cfg.num_hidden_layers)]);
+    let maxSlot = 0;
+    for (const [i, lazy] of lazies) {
+      const ok = lazy.plans.every(viewable);
+      const layouts = ok ? lazy.plans.map((p) => layoutExpert(p, this.direct, cfg.maxGap)) : null;
+      const slotBytes = layouts ? Math.max(...layouts.map((l) => l.bytes)) : 0;
+      maxSlot = Math.max(maxSlot, slotBytes);
+      if (!ok) cfg.log(`experts: layer ${i} has FP8 experts: they are read synchronously (no streaming views)`);
+      const L = new LayerCache(this, i, lazy, Math.min(cfg.slots, lazy.plans.length), layouts, slotBytes);
+      this.layers.push(L);
+      this.byLayer.set(i, L);
+    }
+    this.workingBytes = maxSlot;
+    const main = this.layers.filter((L) => L.layer < m.cfg.num_hidden_layers);
+    main.forEach((L, k) => this.next.set(L, main[(k + 1) % main.length]));
+    this.firstMoe = main.length ? main[0].layer : -1;
+    for (const file of this.files()) if (!this.fds.has(file)) this.fds.set(file, this.openFd(file, false));
+    if (this.mmap) this.mapFiles();
+    for (let k = 0; k < cfg.workingSlabs; k++) this.working.push(new Slot(true, this.workingBytes));
+    this.busy0 = io.poolCounters().busySeconds;
+    for (const L of this.layers) {
+      if (L.layer < m.cfg.num_hidden_layers) m.w.layers[L.layer].moe = L;
+      else m.w.mtp!.layer.moe = L;
+    }
+  }
+
+  private files(): string[] {
+    const set = new Set<string>();
+    for (const L of this.layers) for (const p of L.plans) for (const t of [p.gate, p.up, p.down]) { set.add(t.w.file); if (t.qs) set.add(t.qs.file); }
+    return [...set];
+  }
+
+  private openFd(file: string, direct: boolean): number {
+    const fd = io.openRaw(file, direct);
+    if (fd < 0) throw new ModelError(`cannot open for expert reads: ${io.ioErrorText(fd)}`, { file });
+    return fd;
+  }
+
+  /** O_DIRECT fds for every file, probed with one aligned read; false (with a warning) where unsupported. */
+  private openDirect(): boolean {
+    const files = this.filesOfModel();
+    const opened: [string, number][] = [];
+    const probe = new Uint8Array(2 * io.DIRECT_ALIGN);
+    const a = Number(ptr(probe)) % io.DIRECT_ALIGN, buf = probe.subarray(a ? io.DIRECT_ALIGN - a : 0);
+    for (const f of files) {
+      const fd = process.env.HB_IO_NODIRECT ? -22 : io.openRaw(f, true);
+      let why = fd < 0 ? io.ioErrorText(fd) : "";
+      if (fd >= 0) {
+        const r = io.wait(io.submit([{ fd, off: 0, len: io.DIRECT_ALIGN, need: 0, bufOff: 0 }], buf, io.Kind.read));
+        if (r < 0) { why = io.ioErrorText(r); io.closeFd(fd); }
+        else { opened.push([f, fd]); continue; }
+      }
+      for (const [, d] of opened) io.closeFd(d);
+      this.cfg.log(`experts: --direct is not supported for ${f} (${why}); falling back to buffered reads`);
+      return false;
+    }
+    for (const [f, fd] of opened) this.fds.set(f, fd);
+    return true;
+  }
+
+  private filesOfModel(): string[] {
+    const set = new Set<string>();
+    for (const l of [...this.m.w.layers, ...(this.m.w.mtp ? [this.m.w.mtp.layer] : [])]) {
+      if (l.moe instanceof LazyMoe) for (const p of l.moe.plans) for (const t of [p.gate, p.up, p.down]) { set.add(t.w.file); if (t.qs) set.add(t.qs.file); }
+    }
+    return [...set];
+  }
+
+  private mapFiles(): void {
+    for (const [file, fd] of this.fds) {
+      const len = statSync(file).size;
+      const addr = io.mapFile(fd, len);
+      if (addr === null) throw new ModelError("mmap failed", { file });
+      this.maps.set(file, { addr, len });
+      this.mapAddrs.set(file, addr);
+    }
+  }
+  private readonly mapAddrs = new Map<string, number>();
+
+  // ---- slabs ---------------------------------------------------------------------------------
+
+  private slab(bytes: number): Uint8Array {
+    if (!this.direct) return new Uint8Array(Math.max(bytes, 1));
+    const raw = new Uint8Array(bytes + io.DIRECT_ALIGN);
+    const a = Number(ptr(raw)) % io.DIRECT_ALIGN;
+    return raw.subarray(a ? io.DIRECT_ALIGN - a : 0, (a ? io.DIRECT_ALIGN - a : 0) + bytes);
+  }
+
+  takeWorking(L: LayerCache): Slot | null {
+    const s = this.working.find((w) => w.owner < 0 && w.state === EMPTY);
+    if (!s) return null;
+    s.owner = L.layer;
+    return s;
+  }
+  workingFor(L: LayerCache, e: number): Slot | null {
+    return this.working.find((w) => w.owner === L.layer && w.e === e && w.state !== EMPTY) ?? null;
+  }
+  freeWorking(s: Slot): void {
+    if (s.state === LOADING) this.settle(null, s);
+    s.clear();
+  }
+  /** A one-off working slab when every buffer is held (counted; the batch drops it after use). */
+  overflowSlab(L: LayerCache): Slot {
+    this.counters.overflow++;
+    const s = new Slot(true, L.slotBytes);
+    s.owner = L.layer;
+    return s;
+  }
+
+  stage(floats: number): Float32Array {
+    if (this.stageBuf.length < floats) this.stageBuf = new Float32Array(Math.max(floats, this.stageBuf.length * 2));
+    return this.stageBuf;
+  }
+
+  // ---- loads ---------------------------------------------------------------------------------
+
+  submitLoad(L: LayerCache, s: Slot): void {
+    const e = s.e;
+    s.job = 0;
+    if (!L.layouts) { s.job = -1; return; }
+    const lay = L.layouts[e];
+    if (lay.spans.length === 0) { s.job = -2; return; }
+    try {
+      if (this.mmap) {
+        s.job = io.submit(lay.spans.map((p) => ({ fd: this.fds.get(p.file)!, off: p.off, len: p.len, need: p.need, bufOff: this.maps.get(p.file)!.addr + p.off })), null, io.Kind.touch);
+      } else {
+        s.buf ??= this.slab(s.bytes);
+        s.job = io.submit(lay.spans.map((p) => ({ fd: this.fds.get(p.file)!, off: p.off, len: p.len, need: p.need, bufOff: p.pos })), s.buf, io.Kind.read);
+      }
+    } catch (err) {
+      s.job = -3; // submit refused: reported by finishLoad
+      this.submitError = (err as Error).message;
+    }
+  }
+  private submitError = "";
+
+  /**
+   * Complete the load of s (waiting for its job). demand: a batch needs it now — a failure drops the
+   * slot and throws a ModelError naming the expert (a failed speculative read is logged once and read
+   * again). Not demand (settling): a failure just drops the slot; returns whether s is READY.
+   */
+  finishLoad(L: LayerCache, s: Slot, demand: boolean): boolean {
+    const e = s.e, plan = L.plans[e], job = s.job;
+    s.job = 0;
+    if (job === -1) { // FP8 experts: dequantized through readMat, synchronously
+      if (!demand) { L.drop(s); return false; }
+      try {
+        s.mlp = readMlp(L.lazy.store, plan);
+      } catch (err) {
+        L.drop(s);
+        this.counters.failures++;
+        throw err;
+      }
+      this.counters.bytesRead += bytesOf(L, e);
+      s.state = READY;
+      return true;
+    }
+    const t0 = performance.now();
+    const r = job > 0 ? io.wait(job) : job === -3 ? -5 : 0;
+    if (demand) this.counters.waitMs += performance.now() - t0;
+    if (r < 0) {
+      const why = job === -3 ? this.submitError : io.ioErrorText(r);
+      if (s.spec) {
+        this.logSpecFailure(L, e, why);
+        if (demand) { // read it again, on demand this time
+          s.spec = false;
+          this.submitLoad(L, s);
+          return this.finishLoad(L, s, true);
+        }
+      }
+      const lay = L.layouts![e];
+      L.drop(s);
+      if (!demand) return false;
+      this.counters.failures++;
+      throw new ModelError(`expert ${e} of layer ${L.layer}: read failed: ${why}`,
+        { file: lay.spans[0]?.file, tensor: plan.gate.name, offset: lay.spans[0]?.off });
+    }
+    this.counters.bytesRead += r;
+    s.mlp = this.mmap
+      ? (L.views[e] ??= materializeMapped(plan, this.mapAddrs, io.mappedBytes))
+      : materialize(plan, L.layouts![e], s.buf!);
+    s.state = READY;
+    return true;
+  }
+
+  /** A read nobody consumes now: working slabs are cancelled and freed, cache slots keep what arrived. */
+  settle(L: LayerCache | null, s: Slot): void {
+    if (s.state !== LOADING) return;
+    const owner = L ?? this.byLayer.get(s.owner) ?? null;
+    if (s.working || !owner) {
+      if (s.job > 0) { io.cancel(s.job); io.wait(s.job); }
+      s.clear();
+      return;
+    }
+    this.finishLoad(owner, s, false);
+  }
+
+  private logSpecFailure(L: LayerCache, e: number, why: string): void {
+    this.counters.prefetchFailures++;
+    if (this.specFailLogged) return;
+    this.specFailLogged = true;
+    this.cfg.log(`experts: a speculative prefetch failed (expert ${e} of layer ${L.layer}: ${why}); ignored`);
+  }
+
+  onEvict(L: LayerCache, s: Slot): void {
+    this.counters.evictions++;
+    if (this.mmap && L.layouts) for (const p of L.layouts[s.e].spans) io.madvise(this.maps.get(p.file)!.addr + p.off, p.len, io.Advice.dontneed);
+  }
+
+  // ---- usage and prefetch --------------------------------------------------------------------
+
+  noteUsage(L: LayerCache, union: readonly number[], rows: readonly number[]): void {
+    let n = 0;
+    union.forEach((e, i) => { L.heat[e] += rows[i]; n += rows[i]; });
+    if (L.layer === this.firstMoe) this.counters.tokens += n / this.m.cfg.num_experts_per_tok;
+  }
+
+  /** Speculative reads of L that this batch does not need: working slabs are cancelled, cache slots kept. */
+  reapSpeculative(L: LayerCache, need: Set<number>): void {
+    for (const s of [...L.slots, ...this.working]) {
+      if (!s.spec || need.has(s.e) || (s.working ? s.owner !== L.layer : false)) continue;
+      this.counters.prefetchWasted++;
+      if (s.working) { this.settle(L, s); s.clear(); }
+      else { this.settle(L, s); s.spec = false; }
+    }
+  }
+
+  /** After layer L's batch: prefetch the next MoE layer's previous union into free buffers. */
+  prefetchAfter(L: LayerCache): void {
+    if (!this.prefetch) return;
+    const N = this.next.get(L);
+    if (!N) return;
+    for (const e of N.lastUnion) {
+      if (N.find(e)) continue;
+      const s = N.slots.length < N.cap ? N.acquire() : this.takeWorking(N);
+      if (!s) break;
+      N.assign(s, e, true);
+      this.counters.prefetchIssued++;
+    }
+  }
+
+  // ---- stats, lifecycle ----------------------------------------------------------------------
+
+  stats(): ExpertStats {
+    return snapshot(this.counters, io.poolCounters().busySeconds - this.busy0 - this.counters.busyOffset, this);
+  }
+  resetStats(): void {
+    const busy = io.poolCounters().busySeconds - this.busy0;
+    Object.assign(this.counters, newCounters(), { busyOffset: busy });
+  }
+
+  /** Settle every read, restore the LazyMoe layers, close fds and mappings. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const L of this.layers) {
+      L.active?.end();
+      for (const s of L.slots) this.settle(L, s);
+    }
+    for (const s of this.working) this.freeWorking(s);
+    for (const L of this.layers) {
+      if (L.layer < this.m.cfg.num_hidden_layers) this.m.w.layers[L.layer].moe = L.lazy;
+      else this.m.w.mtp!.layer.moe = L.lazy;
+    }
+    for (const { addr, len } of this.maps.values()) io.unmapFile(addr, len);
+    for (const fd of this.fds.values()) io.closeFd(fd);
+    this.maps.clear();
+    this.fds.clear();
+  }
+
+  pinnedCount(): number {
+    return this.layers.reduce((a, L) => a + L.slots.filter((s) => s.pinned).length, 0);
+  }
+}
+
+function asLazy(moe: unknown, layer: number): LazyMoe {
+  if (moe instanceof LazyMoe) return moe;
+  if (moe instanceof LayerCache) throw new Error(`layer ${layer}: an expert store is already attached (close it first)`);
+  throw new Error(`layer ${layer}: expert streaming needs the loader's LazyMoe`);
+}
+
+const bytesOf = (L: LayerCache, e: number) => { const p = L.plans[e]; return [p.gate, p.up, p.down].reduce((a, m) => a + m.w.nbytes + (m.qs?.nbytes ?? 0), 0); };
+
+export type { ExpertLayout };
+export { EMPTY, LOADING, READY };
