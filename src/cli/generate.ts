@@ -1,17 +1,20 @@
 // `hummingbird generate`: prefill a prompt and decode (greedy at temperature 0, speculative with
 // --draft); streams text, or prints JSON ids + timing + stats with --json. With --state DIR the
 // conversation lives in DIR/slot-N.kv: its cached prefix is reused and the history saved after.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { compileGrammar, GrammarError, loadTokenVocab, schemaToGbnf, type GrammarState } from "../engine/grammar/index.ts";
 import { type Command, parseCli, required, intOption, choice, UsageError } from "./common.ts";
 import { promptIds } from "./ids.ts";
 import { loadModel } from "../engine/model.ts";
 import { generate, type DraftKind } from "../engine/generate.ts";
 import { KvFile, slotPath } from "../engine/kvfile.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
+import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat]) --max-tokens N
        [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed N] [--json] [--exact]
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
+       [--grammar FILE.gbnf | --json-schema FILE.json]
 
 Greedy at --temperature 0 (the default). Without --json, streams the decoded text; with --json prints
 {"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
@@ -20,8 +23,11 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
   distribution). auto (default) = mtp if the model has an MTP layer, else ngram (prompt lookup).
   --draft-len: tokens per draft (default 3 for mtp, 4 for ngram). Drafting pauses itself when
   acceptance is too low.
+--grammar / --json-schema: constrain the output (llama.cpp GBNF, or a JSON schema converted to GBNF);
+  the bytes the grammar forces are drafted speculatively.
 --state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
-  prefix with the saved history is not prefilled again, and the history is saved afterwards.`;
+  prefix with the saved history is not prefilled again, and the history is saved afterwards.
+${EXPERT_HELP}`;
 
 function num(v: unknown, name: string, lo: number, hi: number): number | undefined {
   if (v === undefined) return undefined;
@@ -32,13 +38,29 @@ function num(v: unknown, name: string, lo: number, hi: number): number | undefin
 
 const DRAFTS = ["auto", "mtp", "ngram", "off"] as const;
 
+/** --grammar FILE (GBNF) or --json-schema FILE -> a grammar state over the model's vocabulary. */
+function grammarOption(v: { grammar?: string; "json-schema"?: string }, dir: string, stopIds: number[]): GrammarState | undefined {
+  if (v.grammar !== undefined && v["json-schema"] !== undefined) throw new UsageError("give --grammar or --json-schema, not both", help);
+  const file = v.grammar ?? v["json-schema"];
+  if (file === undefined) return undefined;
+  const text = readFileSync(file, "utf8");
+  let gbnf = text;
+  if (v["json-schema"] !== undefined) {
+    let schema: unknown;
+    try { schema = JSON.parse(text); } catch (e) { throw new UsageError(`--json-schema ${file}: ${(e as Error).message}`, help); }
+    gbnf = schemaToGbnf(schema as object, { whitespace: "compact" });
+  }
+  try { return compileGrammar(gbnf).state(loadTokenVocab(dir, stopIds)); }
+  catch (e) { if (e instanceof GrammarError) throw new UsageError(`${file}: ${e.message}`, help); throw e; }
+}
+
 export const command: Command = {
   summary: "generate tokens from a prompt (greedy or sampled)",
   help,
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s }, help);
+      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -52,9 +74,11 @@ export const command: Command = {
     const draftLen = v["draft-len"] === undefined ? undefined : intOption(v["draft-len"], "draft-len", help);
     if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
     const slot = v.slot === undefined ? 0 : intOption(v.slot, "slot", help);
+    const xo = expertOptions(v, help);
     const m = loadModel(dir);
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
     const prompt = promptIds(dir, v, m.cfg.vocab_size, help);
+    const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length });
     let kvf: KvFile | null = null;
     if (v.state !== undefined) {
       mkdirSync(v.state, { recursive: true });
@@ -62,9 +86,10 @@ export const command: Command = {
     }
     try {
       const session = kvf?.load();
-      const text = v.json ? null : loadTokenizer(dir).stream();
+      const codec = loadTokenizer(dir), text = v.json ? null : codec.stream();
+      const grammar = grammarOption(v, dir, m.cfg.stop_ids);
       const res = generate(m, prompt, {
-        maxTokens, ...sampling, draft: draftArg, draftLen, session,
+        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, encode: (t) => codec.encode(t),
         onToken: (id) => { if (text) process.stdout.write(text.push(id)); },
       });
       if (kvf && session) kvf.persist(session);
@@ -72,6 +97,7 @@ export const command: Command = {
       else process.stdout.write(JSON.stringify(res) + "\n");
     } finally {
       kvf?.close();
+      experts.close();
     }
     return 0;
   },

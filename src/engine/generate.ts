@@ -4,7 +4,8 @@
 // decode throughput plus tokens per forward and draft acceptance. Stateless beyond its Session.
 import { Sampler, type SamplingParams } from "./sampler.ts";
 import { Session } from "./session.ts";
-import { MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
+import { GrammarDrafts, MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
+import type { GrammarState } from "./grammar/index.ts";
 import { NgramDrafts } from "./ngram.ts";
 import type { Model } from "./model.ts";
 import type { ForwardOpts } from "./forward.ts";
@@ -23,6 +24,9 @@ export interface GenerateOpts extends SamplingParams {
   gate?: Partial<GateOpts>;
   /** continue this conversation (its cached prefix is reused); a fresh Session otherwise */
   session?: Session;
+  /** constrain the output (GBNF / JSON schema); with `encode`, the grammar's forced bytes are drafted */
+  grammar?: GrammarState;
+  encode?: (text: string) => number[];
 }
 export interface GenerateResult {
   prompt_ids: number[];
@@ -46,8 +50,9 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   if (prompt.length === 0) throw new Error("empty prompt");
   const s = o.session ?? new Session(m, o.forward);
   const sampler = new Sampler(o);
-  const source = draftSource(m, o.draft);
-  const dec = new SpecDecoder(s, sampler, source, o.draftLen ?? (source?.name === "mtp" ? 3 : 4), o.gate);
+  let source = draftSource(m, o.draft);
+  if (o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
+  const dec = new SpecDecoder(s, sampler, source, o.draftLen ?? (source?.name === "mtp" ? 3 : 4), o.gate, o.grammar ?? null);
   const stop = new Set(o.stopIds ?? m.cfg.stop_ids);
   const t0 = performance.now();
   const cached = s.reuse(prompt);
@@ -63,10 +68,11 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   let go = o.maxTokens > 0;
   const first = dec.first(s.feed(prompt.slice(cached)));
   const t1 = performance.now();
-  if (go) go = emit(first);
-  while (go) {
+  if (go) go = emit(first) && !dec.done;
+  while (go && !dec.done) {
     for (const id of dec.step(o.maxTokens - gen.length)) if (!(go = emit(id))) break;
   }
+  if (dec.done) finish = "stop"; // the grammar is complete
   // like plain decoding, the history ends before the last emitted token (never fed)
   s.truncate(Math.min(s.tokens.length, base + Math.max(gen.length - 1, 0)));
   const t2 = performance.now();

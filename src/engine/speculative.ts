@@ -10,6 +10,7 @@
 // State: SpecDecoder holds the pending token, the gate and the counters; sources hold none.
 import { argmax, type Session } from "./session.ts";
 import { Sampler } from "./sampler.ts";
+import { forcedDraft, maskDraftRows, type GrammarState } from "./grammar/index.ts";
 
 /** Proposed tokens; q[j] is the draft distribution [V] d_j was drawn from (absent/null: one-hot). */
 export interface Draft { tokens: number[]; q?: (Float64Array | null)[] }
@@ -79,6 +80,22 @@ export function accept(rows: Float32Array, V: number, draft: Draft, sampler: Sam
   return { accepted: k, next: sampler.pick(sampler.dense(row(k))) };
 }
 
+/**
+ * Grammar-forced drafts: the tokens for the bytes the grammar forces next; when it forces nothing,
+ * the fallback source (e.g. MTP) drafts instead.
+ */
+export class GrammarDrafts implements DraftSource {
+  readonly name: string;
+  constructor(readonly gs: GrammarState, readonly encode: (text: string) => number[], readonly fallback: DraftSource | null) {
+    this.name = fallback ? `grammar+${fallback.name}` : "grammar";
+  }
+  propose(s: Session, next: number, k: number, ctx: DraftContext): Draft {
+    const forced = forcedDraft(this.gs, k, this.encode);
+    if (forced.length > 0) return { tokens: forced };
+    return this.fallback ? this.fallback.propose(s, next, k, ctx) : { tokens: [] };
+  }
+}
+
 export interface GateOpts {
   alpha: number;      // EMA weight of the newest round's acceptance fraction
   off: number;        // switch drafting off when the EMA falls below this
@@ -123,10 +140,13 @@ export class SpecDecoder {
   readonly stats: SpecStats = { forwards: 0, drafted: 0, accepted: 0, rounds: 0 };
   /** sampled, emitted, not yet fed (-1 before `first`) */
   pending = -1;
+  /** the grammar allows nothing more (or is complete with nothing to follow): stop */
+  done = false;
   private ctx: DraftContext;
 
+  /** `grammar`: constrains every sampled token; it is kept at the state after `pending`. */
   constructor(readonly s: Session, readonly sampler: Sampler, readonly source: DraftSource | null,
-    readonly draftLen = 3, gate: Partial<GateOpts> = {}) {
+    readonly draftLen = 3, gate: Partial<GateOpts> = {}, readonly grammar: GrammarState | null = null) {
     this.gate = new AcceptGate(gate);
     // drafts draw from their own stream, seeded from the target's seed (reproducible with a seed;
     // the target's stream is left exactly as plain decoding uses it)
@@ -140,8 +160,27 @@ export class SpecDecoder {
 
   /** The token after the prompt, from the prefill's last logits; it becomes pending. */
   first(logits: Float32Array): number {
-    this.pending = this.sampler.sample(logits);
+    this.pending = this.sample(logits);
     return this.pending;
+  }
+
+  /** Sample from one row under the grammar (and advance the grammar past the token). */
+  private sample(logits: Float32Array): number {
+    if (this.grammar && this.grammar.mask(logits) === 0) throw new Error("grammar: no token can continue the output");
+    const id = this.sampler.sample(logits);
+    this.advance([id]);
+    return id;
+  }
+
+  /** Advance the grammar over ids; returns the ids up to the one that completes it (the rest are dropped). */
+  private advance(ids: number[]): number[] {
+    const g = this.grammar;
+    if (!g) return ids;
+    for (let i = 0; i < ids.length; i++) {
+      g.accept(ids[i]);
+      if (g.isDone()) { this.done = true; return ids.slice(0, i + 1); }
+    }
+    return ids;
   }
 
   /**
@@ -158,16 +197,18 @@ export class SpecDecoder {
     const kd = draft.tokens.length;
     this.stats.forwards++;
     if (kd === 0) {
-      const id = this.sampler.sample(s.feed([n]));
+      const id = this.sample(s.feed([n]));
       this.pending = id;
       return [id];
     }
     const rows = s.feed([n, ...draft.tokens], true);
+    if (this.grammar) maskDraftRows(this.grammar, draft.tokens, rows, V);
     const { accepted, next } = accept(rows, V, draft, this.sampler);
+    const out = this.advance([...draft.tokens.slice(0, accepted), next]);
     s.truncate(T + 1 + accepted);
     this.stats.drafted += kd; this.stats.accepted += accepted; this.stats.rounds++;
     this.gate.update(accepted, kd);
     this.pending = next;
-    return [...draft.tokens.slice(0, accepted), next];
+    return out;
   }
 }

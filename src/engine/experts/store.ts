@@ -13,7 +13,8 @@ import { layoutExpert, materialize, materializeMapped, viewable, type ExpertLayo
 import { LayerCache } from "./layer.ts";
 import { EMPTY, LOADING, READY, Slot, type Policy } from "./slots.ts";
 import { newCounters, snapshot, type Counters, type ExpertStats } from "./stats.ts";
-import { STAGE_BYTES } from "./budget.ts";
+import { STAGE_BYTES, type BudgetPlan } from "./budget.ts";
+import type { Learner, RepinOpts } from "./learn.ts";
 
 export interface StoreConfig {
   slots: number;            // cache slots per layer
@@ -47,6 +48,10 @@ export class ExpertStore {
   private readonly firstMoe: number;
   private readonly busy0: number;
   private closed = false;
+  /** the budget plan (set by attachExperts) */
+  plan: BudgetPlan | null = null;
+  /** the learning cache (usage heat, pins), null when learning is off */
+  learner: Learner | null = null;
 
   constructor(readonly m: Model, readonly cfg: StoreConfig) {
     this.policy = cfg.policy;
@@ -62,7 +67,8 @@ export class ExpertStore {
     for (const [i, lazy] of lazies) {
       const ok = lazy.plans.every(viewable);
       const layouts = ok ? lazy.plans.map((p) => layoutExpert(p, this.direct, cfg.maxGap)) : null;
-      const slotBytes = layouts ? Math.max(...layouts.map((l) => l.bytes)) : 0;
+      const slotBytes = layouts ? Math.max(...layouts.map((l) => l.bytes))
+        : Math.max(...lazy.plans.map((p) => 4 * (p.gate.O * p.gate.I + p.up.O * p.up.I + p.down.O * p.down.I)));
       maxSlot = Math.max(maxSlot, slotBytes);
       if (!ok) cfg.log(`experts: layer ${i} has FP8 experts: they are read synchronously (no streaming views)`);
       const L = new LayerCache(this, i, lazy, Math.min(cfg.slots, lazy.plans.length), layouts, slotBytes);
@@ -312,6 +318,7 @@ export class ExpertStore {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.save();
     for (const L of this.layers) {
       L.active?.end();
       for (const s of L.slots) this.settle(L, s);
@@ -325,6 +332,36 @@ export class ExpertStore {
     for (const fd of this.fds.values()) io.closeFd(fd);
     this.maps.clear();
     this.fds.clear();
+  }
+
+  /** bytes of the largest expert's tensors (independent of the read mode) */
+  maxDataBytes(): number {
+    return Math.max(0, ...this.layers.map((L) => Math.max(...L.plans.map((p) =>
+      [p.gate, p.up, p.down].reduce((a, m) => a + m.w.nbytes + (m.qs?.nbytes ?? 0), 0)))));
+  }
+
+  maxSlotBytes(): number {
+    return Math.max(0, ...this.layers.map((L) => L.slotBytes));
+  }
+
+  /** Cache slots per layer (before use; pins count in them). */
+  setSlots(n: number): void {
+    this.cfg.slots = n;
+    for (const L of this.layers) L.cap = Math.max(1, Math.min(n, L.E));
+  }
+
+  /** Between requests: decay heat and move pins towards the hottest experts (bounded swaps). */
+  repin(o?: RepinOpts): { pinned: number; unpinned: number } {
+    return this.learner ? this.learner.repin(o) : { pinned: 0, unpinned: 0 };
+  }
+
+  /** Persist the usage heat (atomic write). Errors are logged, not thrown. */
+  save(): void {
+    try {
+      this.learner?.save();
+    } catch (e) {
+      this.cfg.log(`experts: could not save the usage file ${this.learner?.path}: ${(e as Error).message}`);
+    }
   }
 
   pinnedCount(): number {

@@ -1,0 +1,134 @@
+// Expert streaming (src/engine/experts/): with the cache at 1, 2 and all slots per layer, buffered,
+// O_DIRECT and mmap reads, f32 / bf16 and every quantized expert format, teacher-forced logits are
+// bit-identical to the loader's and greedy tokens equal; non-contiguous and sharded layouts too.
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { convert } from "../src/model/convert.ts";
+import { parseFmt } from "../src/model/quant.ts";
+import { openModel, writeSafetensors, readBytes } from "../src/model/safetensors.ts";
+import { loadModel, type Model } from "../src/engine/model.ts";
+import { generate } from "../src/engine/generate.ts";
+import { Session } from "../src/engine/session.ts";
+import { attachExperts, type ExpertOptions } from "../src/engine/experts/index.ts";
+import { layoutExpert } from "../src/engine/experts/layout.ts";
+import { LazyMoe } from "../src/model/weights.ts";
+import { genModel } from "./helpers/models.ts";
+
+const root = mkdtempSync(join(tmpdir(), "hb-experts-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const q = (s: string) => parseFmt(s)!;
+const prompt = [14, 51, 88, 125, 162, 199, 236, 273, 310, 347, 384, 421, 3, 77, 190, 260, 301, 402, 9, 45];
+const quiet: ExpertOptions = { learn: false, quiet: true };
+
+function converted(name: string, experts: string, seed: number, shardBytes?: number): string {
+  const out = join(root, name);
+  convert(genModel({ preset: "tiny", seed }), out, { experts: q(experts), dense: q("int8"), mtp: q("int8"), shardBytes });
+  return out;
+}
+
+interface Ref { logits: Float32Array; tokens: number[]; mtpTokens: number[] }
+function run(m: Model): Ref {
+  const logits = new Session(m).feed(prompt, true).slice();
+  const tokens = generate(m, prompt.slice(0, 6), { maxTokens: 10, temperature: 0, stopIds: [] }).gen_ids;
+  const mtpTokens = m.w.mtp ? generate(m, prompt.slice(0, 5), { maxTokens: 8, temperature: 0, stopIds: [], draft: "mtp" }).gen_ids : [];
+  return { logits, tokens, mtpTokens };
+}
+
+function expectSame(a: Ref, b: Ref, what: string) {
+  expect([what, a.tokens]).toEqual([what, b.tokens]);
+  expect([what, a.mtpTokens]).toEqual([what, b.mtpTokens]);
+  let diff = 0;
+  for (let i = 0; i < a.logits.length; i++) if (!Object.is(a.logits[i], b.logits[i])) diff++;
+  expect([what, diff]).toEqual([what, 0]);
+}
+
+const models = [
+  { name: "f32", dir: () => genModel({ preset: "tiny", seed: 41 }) },
+  { name: "bf16", dir: () => genModel({ preset: "tiny", seed: 42, dtype: "bf16" }) },
+  { name: "int8", dir: () => converted("int8", "int8", 43) },
+  { name: "int4", dir: () => converted("int4", "int4", 44) },
+  { name: "int2", dir: () => converted("int2", "int2", 45) },
+  { name: "int4g8 (sharded)", dir: () => converted("int4g8", "int4g8", 46, 48 * 1024) },
+];
+const modes: [string, ExpertOptions][] = [["buffered", {}], ["direct", { direct: true }], ["mmap", { mmap: true }]];
+
+describe("expert streaming equals the loader", () => {
+  for (const md of models) {
+    test(`${md.name}: cache 1, 2, all × buffered, direct, mmap`, () => {
+      const m = loadModel(md.dir());
+      const ref = run(m);
+      const E = m.cfg.n_routed_experts;
+      for (const [mode, o] of modes) {
+        for (const slots of [1, 2, E]) {
+          const store = attachExperts(m, { ...quiet, ...o, slots });
+          const got = run(m);
+          const st = store.stats();
+          store.close();
+          expectSame(got, ref, `${mode} slots=${slots}`);
+          expect(st.failures).toBe(0);
+          if (slots === 1) expect(st.misses).toBeGreaterThan(0);
+          expect(st.hits + st.misses + st.prefetchHits).toBeGreaterThan(0);
+        }
+      }
+      expect(m.w.layers[1].moe).toBeInstanceOf(LazyMoe); // close restored the loader's Moe
+      m.store.close();
+    });
+  }
+
+  test("speculative prefetch and LFRU keep the result; prefetches are used", () => {
+    const m = loadModel(converted("pf", "int4g8", 47));
+    const ref = run(m);
+    for (const o of [{ prefetch: true, slots: 1 }, { prefetch: true, slots: 3, policy: "lfru" as const }, { prefetch: true, slots: 2, mmap: true }]) {
+      const store = attachExperts(m, { ...quiet, ...o });
+      const got = run(m);
+      const st = store.stats();
+      store.close();
+      expectSame(got, ref, JSON.stringify(o));
+      expect(st.prefetchIssued).toBeGreaterThan(0);
+      expect(st.prefetchHits + st.prefetchWasted).toBeGreaterThan(0);
+    }
+    m.store.close();
+  });
+
+  test("non-contiguous experts: several reads per expert, same result", () => {
+    const src = converted("contig", "int4g8", 48);
+    const st = openModel(src);
+    const names = st.names();
+    // reverse the order of every tensor: an expert's six tensors are now far apart and out of order
+    const shuffled = join(root, "shuffled");
+    convert(genModel({ preset: "tiny", seed: 48 }), shuffled, { experts: q("int4g8"), dense: q("int8"), mtp: q("int8") });
+    const meta = { ...st.metadata };
+    writeSafetensors(join(shuffled, "model.safetensors"),
+      names.map((n, i) => ({ n, i })).sort((a, b) => (a.i % 7) - (b.i % 7) || b.i - a.i)
+        .map(({ n }) => { const t = st.get(n); return { name: n, dtype: t.dtype, shape: t.shape, data: readBytes(t) }; }), meta);
+    st.close();
+    const m = loadModel(shuffled);
+    const plan = (m.w.layers[1].moe as LazyMoe).plans[3];
+    expect(layoutExpert(plan, false, 0).spans.length).toBeGreaterThan(1);
+    const contiguous = loadModel(src);
+    expect(layoutExpert((contiguous.w.layers[1].moe as LazyMoe).plans[3], false).spans.length).toBe(1);
+    expect(layoutExpert((contiguous.w.layers[1].moe as LazyMoe).plans[3], true).spans.length).toBe(1);
+    const ref = run(contiguous);
+    for (const o of [{ slots: 1 }, { slots: 2, direct: true }, { slots: 16, mmap: true }]) {
+      const store = attachExperts(m, { ...quiet, ...o });
+      expectSame(run(m), ref, JSON.stringify(o));
+      store.close();
+    }
+    m.store.close();
+    contiguous.store.close();
+  });
+
+  test("a large union streams through the working slabs (prefill with 1 slot and 2 slabs)", () => {
+    const m = loadModel(converted("union", "int8", 49));
+    const ref = run(m);
+    const store = attachExperts(m, { ...quiet, slots: 1, workingSlabs: 2 });
+    expectSame(run(m), ref, "1 slot, 2 slabs");
+    const st = store.stats();
+    expect(st.misses).toBeGreaterThan(20);
+    expect(st.evictions).toBeGreaterThan(0);
+    store.close();
+    m.store.close();
+  });
+});

@@ -1,0 +1,180 @@
+// The Vulkan chain against the exact CPU forward: greedy tokens identical and logits within 1e-4 (relative
+// RMS) on the shared fixture and generated models, for the whole stack and partial chains (layers 0..N-1 on
+// the device), multi-conversation batches, KV-mirror invalidation (rewind, slot reuse, CPU writes between
+// device steps) and the device-loss fallback. Skips without Vulkan/glslc.
+import { afterAll, describe, expect, test } from "bun:test";
+import { genModel } from "./helpers/models.ts";
+import { hasTiny, readRef, relRms, TINY } from "./helpers/fixture.ts";
+import { loadModel, newKV, type Model } from "../src/engine/model.ts";
+import { forward, type ForwardOpts } from "../src/engine/forward.ts";
+import { RunState } from "../src/engine/state.ts";
+import type { KVCache } from "../src/engine/kv.ts";
+import { argmax } from "../src/engine/session.ts";
+import { forwardWith, VulkanChain } from "../gpu/chain.ts";
+import { testDevice } from "../gpu/testkit.ts";
+
+const vk = testDevice();
+const TOL = 1e-4;
+
+/** A conversation driven either by the CPU forward or by a chain. */
+class Conv {
+  kv: KVCache;
+  st: RunState;
+  pos = 0;
+  constructor(readonly m: Model, readonly chain: VulkanChain | null, readonly opts: ForwardOpts = {}) {
+    this.kv = newKV(m);
+    this.st = new RunState(m.cfg);
+  }
+  feed(ids: number[], all = false): Float32Array {
+    const segs = [{ kv: this.kv, r0: 0, n: ids.length, pos0: this.pos }], o = { ...this.opts, logits: all ? "all" as const : "last" as const };
+    const rows = this.chain ? forwardWith(this.chain, this.m, this.st, segs, ids, o) : forward(this.m, this.st, segs, ids, o);
+    this.pos += ids.length;
+    return this.st.logits.slice(0, rows * this.m.cfg.vocab_size);
+  }
+  truncate(n: number): void { this.kv.truncate(n); this.pos = n; }
+}
+
+function ids(n: number, V: number, seed: number): number[] {
+  let s = seed;
+  return Array.from({ length: n }, () => ((s = (s * 1103515245 + 12345) >>> 0) % (V - 16)) + 16);
+}
+function worst(a: Float32Array, b: Float32Array, V: number): number {
+  let w = 0;
+  for (let p = 0; p < b.length / V; p++) w = Math.max(w, relRms(a.subarray(p * V, (p + 1) * V), b.subarray(p * V, (p + 1) * V)));
+  return w;
+}
+
+/** Prefill + greedy decode on both paths; returns the worst logits error and both token lists. */
+function greedy(m: Model, chain: VulkanChain, prompt: number[], steps: number) {
+  const cpu = new Conv(m, null), dev = new Conv(m, chain), V = m.cfg.vocab_size;
+  let lc = cpu.feed(prompt, true), ld = dev.feed(prompt, true);
+  let err = worst(ld, lc, V);
+  const tc: number[] = [], td: number[] = [];
+  lc = lc.slice(-V); ld = ld.slice(-V);
+  for (let i = 0; i < steps; i++) {
+    tc.push(argmax(lc)); td.push(argmax(ld));
+    lc = cpu.feed([tc[i]]); ld = dev.feed([tc[i]]); // both follow the CPU's tokens: errors stay comparable
+    err = Math.max(err, relRms(ld, lc));
+  }
+  return { err, tc, td };
+}
+
+const chains: VulkanChain[] = [];
+const open = (m: Model, o: Parameters<typeof VulkanChain.open>[1] = {}) => { const c = VulkanChain.open(m, o); chains.push(c); return c; };
+afterAll(() => { for (const c of chains) c.close(); });
+
+describe.skipIf(!vk)("vulkan chain: generated model", () => {
+  const m = vk ? loadModel(genModel({ preset: "tiny", seed: 1 })) : (null as never);
+  const V = m?.cfg.vocab_size;
+
+  test("all layers: greedy tokens identical, logits within 1e-4 (prefill + decode past index_topk)", () => {
+    const ch = open(m);
+    expect(ch.n).toBe(m.cfg.num_hidden_layers);
+    const r = greedy(m, ch, ids(12, V, 5), 8);
+    expect(r.td).toEqual(r.tc);
+    expect(r.err).toBeLessThan(TOL);
+    expect(ch.stats.forwards).toBe(9);
+    expect(ch.stats.bytesDown).toBeGreaterThan(0);
+  });
+
+  for (const N of [1, 2, 3]) {
+    test(`partial chain: layers 0..${N - 1} on the device, the rest on the CPU`, () => {
+      const ch = open(m, { layers: N });
+      const r = greedy(m, ch, ids(10, V, 9), 4);
+      expect(r.td).toEqual(r.tc);
+      expect(r.err).toBeLessThan(TOL);
+    });
+  }
+});
+
+describe.skipIf(!vk)("vulkan chain: batches, KV mirror invalidation, device loss", () => {
+  const m = vk ? loadModel(genModel({ preset: "tiny", seed: 7, set: { num_hidden_layers: 3, index_topk: 5, num_attention_heads: 2,
+    indexer_types: ["full", "shared", "full"], mlp_layer_types: ["dense", "sparse", "sparse"] } })) : (null as never);
+  const V = m?.cfg.vocab_size;
+
+  test("two conversations in one batch (ragged segments) equal the CPU batch", () => {
+    const ch = open(m);
+    const run = (dev: boolean) => {
+      const st = new RunState(m.cfg), A = newKV(m), B = newKV(m), out: Float32Array[] = [];
+      const f = (segs: { kv: KVCache; r0: number; n: number; pos0: number }[], toks: number[]) => {
+        const n = dev ? forwardWith(ch, m, st, segs, toks, { logits: "all" }) : forward(m, st, segs, toks, { logits: "all" });
+        out.push(st.logits.slice(0, n * V));
+      };
+      f([{ kv: A, r0: 0, n: 7, pos0: 0 }], ids(7, V, 1));
+      f([{ kv: B, r0: 0, n: 4, pos0: 0 }], ids(4, V, 2));
+      f([{ kv: A, r0: 0, n: 3, pos0: 7 }, { kv: B, r0: 3, n: 2, pos0: 4 }], ids(5, V, 3));
+      for (let i = 0; i < 3; i++) f([{ kv: B, r0: 0, n: 1, pos0: 6 + i }, { kv: A, r0: 1, n: 1, pos0: 10 + i }], ids(2, V, 4 + i));
+      return out;
+    };
+    const c = run(false), d = run(true);
+    c.forEach((l, i) => expect(worst(d[i], l, V)).toBeLessThan(TOL));
+  });
+
+  test("rewind (truncate) and continue with other tokens: the mirror re-uploads, results follow the CPU", () => {
+    const ch = open(m), cpu = new Conv(m, null), dev = new Conv(m, ch);
+    const a = ids(14, V, 21), b = ids(6, V, 22);
+    cpu.feed(a); dev.feed(a);
+    cpu.truncate(6); dev.truncate(6);
+    const before = ch.stats.mirrorBytes;
+    expect(worst(dev.feed(b, true), cpu.feed(b, true), V)).toBeLessThan(TOL);
+    expect(ch.stats.mirrorBytes).toBeGreaterThan(before); // rows [?, 6) went up again
+    for (let i = 0; i < 3; i++) { const t = ids(1, V, 30 + i); expect(relRms(dev.feed(t), cpu.feed(t))).toBeLessThan(TOL); }
+  });
+
+  test("a CPU forward rewriting rows the mirror holds is seen (no stale mirror rows)", () => {
+    const ch = open(m), cpu = new Conv(m, null), dev = new Conv(m, ch);
+    const a = ids(6, V, 41), b = ids(3, V, 42), c = ids(4, V, 43);
+    cpu.feed(a); dev.feed(a); // the mirror holds rows [0, 6)
+    cpu.truncate(3); cpu.feed(b);
+    dev.truncate(3); // rows [3, 6) rewritten by the CPU forward (len is 6 again)
+    forward(m, dev.st, [{ kv: dev.kv, r0: 0, n: 3, pos0: 3 }], b, { logits: "none" });
+    dev.pos = 6;
+    expect(worst(dev.feed(c, true), cpu.feed(c, true), V)).toBeLessThan(TOL);
+  });
+
+  test("one mirror slot shared by two alternating conversations (slot reuse lowers the watermark)", () => {
+    const ch = open(m, { slots: 1 }), c1 = new Conv(m, null), c2 = new Conv(m, null), d1 = new Conv(m, ch), d2 = new Conv(m, ch);
+    const p1 = ids(8, V, 51), p2 = ids(5, V, 52);
+    c1.feed(p1); d1.feed(p1); c2.feed(p2); d2.feed(p2);
+    for (let i = 0; i < 3; i++) {
+      const t1 = ids(1, V, 60 + i), t2 = ids(1, V, 70 + i);
+      expect(relRms(d1.feed(t1), c1.feed(t1))).toBeLessThan(TOL);
+      expect(relRms(d2.feed(t2), c2.feed(t2))).toBeLessThan(TOL);
+    }
+  });
+
+  test("device loss in the first forward (fault at submit 2): the forward re-runs on the CPU, bit-exact", () => {
+    const ch = open(m, { fault: 2 }), cpu = new Conv(m, null), dev = new Conv(m, ch);
+    const p = ids(9, V, 81);
+    expect(dev.feed(p, true)).toEqual(cpu.feed(p, true));
+    expect(ch.lost).toBe(true);
+    expect(ch.stats.fallbacks).toBe(1);
+    const t = ids(1, V, 82);
+    expect(dev.feed(t)).toEqual(cpu.feed(t)); // later forwards stay on the CPU
+  });
+
+  test("HB_VK_FAULT=n fakes a loss mid-decode; generation continues on the CPU with the same tokens", () => {
+    const saved = process.env.HB_VK_FAULT;
+    process.env.HB_VK_FAULT = "9";
+    let ch: VulkanChain;
+    try { ch = open(m); } finally { if (saved === undefined) delete process.env.HB_VK_FAULT; else process.env.HB_VK_FAULT = saved; }
+    const r = greedy(m, ch, ids(8, V, 91), 6);
+    expect(ch.lost).toBe(true);
+    expect(ch.stats.fallbacks).toBe(1);
+    expect(r.td).toEqual(r.tc);
+    expect(r.err).toBeLessThan(TOL);
+  });
+});
+
+describe.skipIf(!vk || !hasTiny)("vulkan chain: glm-tiny fixture", () => {
+  const m = vk && hasTiny ? loadModel(TINY) : (null as never);
+  for (const name of ["short", "long"] as const) {
+    test(`${name}: greedy continuation equals the reference and the CPU`, () => {
+      const ref = readRef(name), ch = open(m);
+      const r = greedy(m, ch, ref.prompt_ids, ref.gen_ids.length);
+      expect(r.td).toEqual(ref.gen_ids);
+      expect(r.tc).toEqual(ref.gen_ids);
+      expect(r.err).toBeLessThan(TOL);
+    });
+  }
+});
