@@ -192,7 +192,7 @@ export class Vk {
     if (!d) throw new VkError(`no Vulkan device matches ${JSON.stringify(want)} (have: ${p.devices.map((x) => `${x.index}: ${x.name}`).join(", ")})`, -10003);
     const rc = new Int32Array(1);
     const ctx = vklib().hbvk_create(d.index, rc);
-    if (!ctx || rc[0] !== 0) throw new VkError(`cannot create a device on ${d.name}: ${SHIM_ERRORS[rc[0]] ?? `VkResult ${rc[0]}`}`, rc[0]);
+    if (!ctx || typeof ctx === "bigint" || rc[0] !== 0) throw new VkError(`cannot create a device on ${d.name}: ${SHIM_ERRORS[rc[0]] ?? `VkResult ${rc[0]}`}`, rc[0]);
     return new Vk(ctx, d);
   }
 
