@@ -119,6 +119,16 @@ export class VulkanChain {
 
   close(): void { this.release(); }
 
+  /** One line of stats: crossings per token, time blocked on the device vs in the routed experts per layer. */
+  summary(): string {
+    const s = this.stats, t = Math.max(1, s.tokens), kb = (b: number) => (b / 1024).toFixed(1);
+    const per = s.perLayer.map((l, i) => `L${i} ${(l.waitMs / Math.max(1, s.forwards)).toFixed(2)}/${(l.hostMs / Math.max(1, s.forwards)).toFixed(2)}`).join(" ");
+    return `vulkan ${this.device}${this.lost ? " (lost: on the CPU)" : ""}: ${s.forwards} forwards, ${s.tokens} tokens; ` +
+      `per token ${kb(s.bytesUp / t)} KiB up, ${kb(s.bytesDown / t)} KiB down, KV mirror ${kb(s.mirrorBytes)} KiB total; ` +
+      `device wait ${s.waitMs.toFixed(1)} ms, routed experts ${s.hostMs.toFixed(1)} ms, recording ${s.recordMs.toFixed(1)} ms; ` +
+      `per layer ms/forward (device wait/host): ${per}${s.fallbacks ? `; ${s.fallbacks} CPU fallbacks` : ""}`;
+  }
+
   private mlpDev(c: Cmd, w: DevMlp, x: V, S: number, y: V): void {
     const b = this.ds.b, F = w.gate.O;
     this.k.matmul(c, w.gate, x, S, { buf: b.hg });

@@ -178,3 +178,19 @@ describe.skipIf(!vk || !hasTiny)("vulkan chain: glm-tiny fixture", () => {
     });
   }
 });
+
+describe.skipIf(!vk)("--device policy", () => {
+  test("cpu gives no executor; vulkan opens the chain (lavapipe included); auto skips CPU devices; bad names fail", async () => {
+    const { openDevice, parseDeviceMode } = await import("../gpu/device.ts");
+    const m = loadModel(genModel({ preset: "tiny", seed: 1 }));
+    expect(openDevice(m, "cpu").chain).toBeNull();
+    const v = openDevice(m, "vulkan", { layers: 2 });
+    expect(v.chain?.n).toBe(2);
+    expect(v.chain!.summary()).toContain("0 forwards");
+    v.chain!.close();
+    const a = openDevice(m, "auto");
+    if (vk!.isCpu) expect(a.chain).toBeNull(); else a.chain?.close();
+    expect(() => openDevice(m, "vulkan", { device: "no-such-gpu" })).toThrow(/no device matches/);
+    expect(() => parseDeviceMode("tpu")).toThrow(/--device/);
+  });
+});
