@@ -11,8 +11,9 @@ import type { Model } from "../src/engine/model.ts";
 import type { RunState } from "../src/engine/state.ts";
 import type { Segment } from "../src/engine/batch.ts";
 import { embed, head, keyMode, runLayers, type ForwardOpts } from "../src/engine/forward.ts";
-import { Kernels, ropeTable, type V } from "./kernels.ts";
-import { type DevLayer, type DevMlp, freeLayer, uploadLayer } from "./devweights.ts";
+import { Kernels, ropeTable } from "./kernels.ts";
+import { recordLayer, recordMlp } from "./frame.ts";
+import { type DevLayer, freeLayer, uploadLayer } from "./devweights.ts";
 import { DevState } from "./devstate.ts";
 import { type MirrorSlot, MirrorPool } from "./mirror.ts";
 import { routedExperts } from "./routed.ts";
@@ -31,8 +32,6 @@ export interface ChainStats {
   waitMs: number; hostMs: number; recordMs: number;         // blocked on the device / routed experts / recording
   perLayer: { waitMs: number; hostMs: number }[];
 }
-
-const K_NORM_EPS = 1e-6;
 
 export class VulkanChain {
   readonly n: number;
@@ -129,21 +128,9 @@ export class VulkanChain {
       `per layer ms/forward (device wait/host): ${per}${s.fallbacks ? `; ${s.fallbacks} CPU fallbacks` : ""}`;
   }
 
-  private mlpDev(c: Cmd, w: DevMlp, x: V, S: number, y: V): void {
-    const b = this.ds.b, F = w.gate.O;
-    this.k.matmul(c, w.gate, x, S, { buf: b.hg });
-    this.k.matmul(c, w.up, x, S, { buf: b.hu });
-    c.barrier();
-    this.k.swiglu(c, { buf: b.hg }, { buf: b.hu }, { buf: b.hg }, S * F);
-    c.barrier();
-    this.k.matmul(c, w.down, { buf: b.hg }, S, y);
-  }
-
   private runDevice(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
-    const cfg = m.cfg, k = this.k, D = cfg.hidden_size, H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim;
-    const dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank, W = kvr + dr, Q = H * (dn + dr);
-    const qr = cfg.q_lora_rank ?? 0, nh = cfg.index_n_heads, hd = cfg.index_head_dim, topk = Math.max(1, cfg.index_topk);
-    const eps = cfg.rms_norm_eps, st0 = this.stats;
+    const cfg = m.cfg, k = this.k, D = cfg.hidden_size, dr = cfg.qk_rope_head_dim, W = cfg.kv_lora_rank + dr;
+    const hd = cfg.index_head_dim, topk = Math.max(1, cfg.index_topk), st0 = this.stats;
     let T = 0;
     for (const g of segs) T = Math.max(T, g.pos0 + g.n);
     this.ds.ensure(S, T);
@@ -182,7 +169,7 @@ export class VulkanChain {
     };
 
     for (let i = lo; i < hi; i++) {
-      const L = this.layers[i], keys = L.keys, full = keys === "full", ix = L.indexer;
+      const L = this.layers[i], full = L.keys === "full";
       const c = this.cmdA, t0 = performance.now();
       c.begin();
       if (i === lo) {
@@ -191,83 +178,7 @@ export class VulkanChain {
         c.barrier();
       }
       combine(c);
-      // h = RMS(x; input_norm)
-      k.rmsnorm(c, { buf: b.x }, L.input_norm, { buf: b.xb }, S, D, eps);
-      c.barrier();
-      // q_a / q, a = W_kva h; indexer kI = W_wk h, w = W_weights_proj h · nh^-1/2
-      if (L.q_a) k.matmul(c, L.q_a, { buf: b.xb }, S, { buf: b.q_a });
-      else k.matmul(c, L.q_proj!, { buf: b.xb }, S, { buf: b.q });
-      k.matmul(c, L.kv_a, { buf: b.xb }, S, { buf: b.a });
-      if (full && ix) {
-        k.matmul(c, ix.wk, { buf: b.xb }, S, { buf: b.kI });
-        k.matmul(c, ix.weights_proj, { buf: b.xb }, S, { buf: b.iw }, { alpha: Math.fround(1 / Math.sqrt(nh)) });
-      }
-      c.barrier();
-      // c_q = RMS(q_a); cache row = [RMS(a[:kvr]) ‖ RoPE(a[kvr:])] in place in a; kI = LN(kI)
-      if (L.q_a) k.rmsnorm(c, { buf: b.q_a }, L.q_a_norm, { buf: b.c_q }, S, qr, eps);
-      k.rmsnorm(c, { buf: b.a }, L.kv_a_norm, { buf: b.a }, S, kvr, eps, W, W);
-      k.rope(c, { buf: b.a, off: kvr }, S, W, 1, 0, dr, { buf: b.cs }, 0);
-      if (full && ix) k.layernorm(c, { buf: b.kI }, ix.k_norm_w, ix.k_norm_b, { buf: b.kI }, S, hd, K_NORM_EPS);
-      c.barrier();
-      // q = W_qb c_q; new rows into the mirror; kI roped; qI = W_wq_b c_q
-      if (L.q_b) k.matmul(c, L.q_b, { buf: b.c_q }, S, { buf: b.q });
-      segs.forEach((g, j) => c.copy(b.a, 4 * g.r0 * W, slots[j].kv[i], 4 * g.pos0 * W, 4 * g.n * W));
-      if (full && ix) {
-        k.rope(c, { buf: b.kI }, S, hd, 1, 0, dr, { buf: b.cs }, 0);
-        k.matmul(c, ix.wq_b, { buf: b.c_q }, S, { buf: b.qI });
-      }
-      c.barrier();
-      // qcat[s,h] = [W_K,hᵀ q_nope ‖ RoPE(q_pe)]; qI roped; kI rows into the mirror
-      k.rope(c, { buf: b.q, off: dn }, S, Q, H, dn + dr, dr, { buf: b.cs }, 0, { buf: b.qcat, off: kvr }, H * W, W);
-      k.matmul(c, L.wkT, { buf: b.q }, S, { buf: b.qcat }, { xRow: Q, yRow: H * W, groups: { G: H, O: kvr, wRow0: 0, wGroup: kvr, xGroup: dn + dr, yGroup: W } });
-      if (full && ix) {
-        k.rope(c, { buf: b.qI }, S, nh * hd, nh, hd, dr, { buf: b.cs }, 0);
-        segs.forEach((g, j) => c.copy(b.kI, 4 * g.r0 * hd, slots[j].ik[i]!, 4 * g.pos0 * hd, 4 * g.n * hd));
-      }
-      c.barrier();
-      // DSA: scores where a row sees more than index_topk keys, then the selection (ties: spec §3.3)
-      if (full) {
-        let scored = false;
-        segs.forEach((g, j) => {
-          if (g.pos0 + g.n <= topk) return;
-          scored = true;
-          k.indexScores(c, { s0: g.r0, n: g.n, nh, hd, qI: b.qI, w: b.iw, kI: { buf: slots[j].ik[i]! }, nk: b.nk,
-            out: { buf: b.scores }, outRow: ds.T, maxNk: g.pos0 + g.n, scale: Math.fround(1 / Math.sqrt(hd)) });
-        });
-        if (scored) c.barrier();
-        for (const g of segs) k.dsaSelect(c, { s0: g.r0, n: g.n, scores: { buf: b.scores }, scoreRow: ds.T, nk: b.nk, topk, sel: b.sel, nsel: b.nsel });
-        c.barrier();
-      }
-      // o_lat[s,h] = Σ_t P c_kv(t) over the row's keys (absorbed MLA)
-      segs.forEach((g, j) => k.attn(c, {
-        s0: g.r0, n: g.n, H, dk: W, dv: kvr, q: { buf: b.qcat, row: H * W, head: W },
-        k: { buf: slots[j].kv[i], row: W, head: 0 }, v: { buf: slots[j].kv[i], row: W, head: 0 },
-        out: { buf: b.o_lat, row: H * kvr, head: kvr }, sel: keys === "dense" ? null : b.sel, selRow: topk,
-        nsel: keys === "dense" ? b.nk : b.nsel, p: b.p, pStride: ds.pT, scale: cfg.attn_scale,
-      }));
-      c.barrier();
-      // o_h = W_V,h o_lat_h; Attn = W_o concat_h o_h; x += Attn; xb = RMS(x; post_norm)
-      k.matmul(c, L.kv_b, { buf: b.o_lat }, S, { buf: b.o }, { xRow: H * kvr, yRow: H * dv, groups: { G: H, O: dv, wRow0: dn, wGroup: dn + dv, xGroup: kvr, yGroup: dv } });
-      c.barrier();
-      k.matmul(c, L.o, { buf: b.o }, S, { buf: b.ao });
-      c.barrier();
-      k.add(c, { buf: b.x }, { buf: b.ao }, S * D);
-      c.barrier();
-      k.rmsnorm(c, { buf: b.x }, L.post_norm, { buf: b.xb }, S, D, eps);
-      c.barrier();
-      if (L.mlp) { // dense FFN on the device
-        this.mlpDev(c, L.mlp, { buf: b.xb }, S, { buf: b.ao });
-        c.barrier();
-        k.add(c, { buf: b.x }, { buf: b.ao }, S * D);
-      }
-      // crossings down: the KV rows (host cache is canonical), the selection, xb for the routed experts
-      c.copy(b.a, 0, dn_.a, 0, 4 * S * W);
-      let down = 4 * S * W;
-      if (full) {
-        c.copy(b.kI, 0, dn_.kI, 0, 4 * S * hd).copy(b.sel, 0, dn_.sel, 0, 4 * S * topk).copy(b.nsel, 0, dn_.nsel, 0, 4 * S);
-        down += 4 * S * (hd + topk + 1);
-      }
-      if (L.moe) { c.copy(b.xb, 0, dn_.xb, 0, 4 * S * D); down += 4 * S * D; }
+      const down = recordLayer(c, k, ds, cfg, L, segs, slots, S);
       c.submit();
       const t1 = performance.now();
       c.wait();
@@ -289,13 +200,13 @@ export class VulkanChain {
             const r = g.r0 + j;
             opts.onSelect(i, g.pos0 + j, st.sel.subarray(r * topk, r * topk + st.nsel[r]));
           }
-      } else if (keys === "dense") st.nsel.set(st.nk.subarray(0, S));
+      } else if (L.keys === "dense") st.nsel.set(st.nk.subarray(0, S));
 
       if (L.moe) { // A2 on the device (shared expert) while the host runs the router and routed experts
         dn_.xb.read(0, st.xb.subarray(0, S * D));
         if (L.shared) {
           this.cmdB.begin();
-          this.mlpDev(this.cmdB, L.shared, { buf: b.xb }, S, { buf: b.sh });
+          recordMlp(this.cmdB, k, ds, L.shared, { buf: b.xb }, S, { buf: b.sh });
           this.cmdB.submit();
         }
         const h0 = performance.now();
@@ -321,7 +232,8 @@ export class VulkanChain {
     dn_.x.read(0, st.x.subarray(0, S * D));
     st0.bytesDown += 4 * S * D;
 
-    segs.forEach((g, j) => {
+    // the mirrors now hold the step's rows in every chain layer (a sub-range leaves them at pos0: conservative)
+    if (lo === 0 && hi === this.n) segs.forEach((g, j) => {
       const end = g.pos0 + g.n;
       slots[j].wm.wrote(g.kv, end, { layer: lo, row: end - 1, data: g.kv.kv[lo].subarray((end - 1) * W, end * W) });
     });

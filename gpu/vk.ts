@@ -50,6 +50,8 @@ const SHIM_ERRORS: Record<number, string> = {
   [-10001]: "bad argument", [-10002]: "libvulkan not loadable", [-10003]: "no such device", [-10004]: "no memory type",
   [-10005]: "range crosses a chunk", [-10006]: "misaligned binding", [-10007]: "device limit", [-10008]: "bad command state",
   [-10009]: "out of host memory",
+  [-1]: "VK_ERROR_OUT_OF_HOST_MEMORY", [-2]: "VK_ERROR_OUT_OF_DEVICE_MEMORY", [-3]: "VK_ERROR_INITIALIZATION_FAILED",
+  [-4]: "VK_ERROR_DEVICE_LOST", [-7]: "VK_ERROR_EXTENSION_NOT_PRESENT", [-9]: "VK_ERROR_INCOMPATIBLE_DRIVER (no Vulkan driver installed)",
 };
 
 export class VkError extends Error {
@@ -111,7 +113,9 @@ export function pickDevice(devices: DeviceInfo[], want: string | number | undefi
   return [...devices].sort((a, b) => rank.indexOf(a.type) - rank.indexOf(b.type) || a.index - b.index)[0] ?? null;
 }
 
-export type BufKind = "device" | "host";
+/** device-local / host-visible staging / device-local never mapped (tests the staged path of discrete GPUs) */
+export type BufKind = "device" | "host" | "device-nomap";
+const KIND: Record<BufKind, number> = { device: 0, host: 1, "device-nomap": 2 };
 
 /** A logical buffer: `bytes` long, stored in chunks of `chunk` bytes (one VkBuffer each). */
 export class Buf {
@@ -222,7 +226,7 @@ export class Vk {
     const size = Math.max(4, Math.ceil(bytes / 4) * 4);
     const ch = Math.min(chunk > 0 ? chunk : size, this.maxChunk, size);
     if (ch % 4 !== 0) throw new VkError(`chunk ${ch} is not a multiple of 4`, -10001);
-    const h = this.check(vklib().hbvk_buf_new(this.ctx, size, ch, kind === "host" ? 1 : 0), `buffer(${size} bytes)`);
+    const h = this.check(vklib().hbvk_buf_new(this.ctx, size, ch, KIND[kind]), `buffer(${size} bytes)`);
     const b = new Buf(this, h, size, ch, kind);
     this.bufs.add(b);
     return b;

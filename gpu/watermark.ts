@@ -9,7 +9,8 @@
 // State: owner (weak), valid, the version seen, and the last step's end + fingerprint.
 import type { KVCache } from "../src/engine/kv.ts";
 
-/** Optional seam on KVCache: the lowest row any host write touched after version v (0 if unknown). */
+/** Optional seam on KVCache: the lowest row any host write touched after version v (0 if the log no longer
+ *  reaches back to v, Infinity if nothing was written); truncate(n) counts as a write from n. */
 type WithLog = KVCache & { lowestSince?: (v: number) => number };
 
 export interface Fingerprint { layer: number; row: number; data: Float32Array }
@@ -66,5 +67,5 @@ export class Watermark {
 function lowest(kv: WithLog, since: number): number {
   if (typeof kv.lowestSince !== "function") return 0;
   const v = kv.lowestSince(since);
-  return Number.isFinite(v) && v >= 0 ? v : 0;
+  return Number.isNaN(v) || v < 0 ? 0 : v; // Infinity: nothing written since
 }

@@ -1,5 +1,5 @@
 // Entry of the single binary (`bun run compile`): embeds libhb and the int8 demo model, extracts them
-// once into a per-version cache folder (dlopen and pread need real files), then runs the CLI.
+// once into a cache folder keyed by their content (dlopen and pread need real files), then runs the CLI.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { basename, join } from "node:path";
@@ -10,6 +10,9 @@ import weights from "../models/glm-demo-int8/model.safetensors" with { type: "fi
 import tok from "../models/glm-demo-int8/tokenizer.json" with { type: "file" };
 import tokCfg from "../models/glm-demo-int8/tokenizer_config.json" with { type: "file" };
 import pkg from "../package.json";
+
+/** JSON files imported `with { type: "file" }` are paths at run time, whatever TypeScript infers. */
+const path = (x: unknown) => x as string;
 
 function extract(dir: string, files: [string, string][]): void {
   mkdirSync(dir, { recursive: true });
@@ -22,11 +25,13 @@ function extract(dir: string, files: [string, string][]): void {
   }
 }
 
+// keyed by content, so a rebuilt binary never reuses a stale extracted copy
+const key = Bun.hash(readFileSync(lib), Bun.hash(readFileSync(weights))).toString(16);
 const base = process.env.XDG_CACHE_HOME ?? (existsSync(homedir()) ? join(homedir(), ".cache") : tmpdir());
-const root = join(base, "hummingbird", pkg.version);
+const root = join(base, "hummingbird", `${pkg.version}-${key}`);
 extract(join(root, "lib"), [[lib, basename("libhb.so")]]);
-extract(join(root, "glm-demo-int8"), [[cfg, "config.json"], [gen, "generation_config.json"], [weights, "model.safetensors"],
-  [tok, "tokenizer.json"], [tokCfg, "tokenizer_config.json"]]);
+extract(join(root, "glm-demo-int8"), [[path(cfg), "config.json"], [path(gen), "generation_config.json"],
+  [weights, "model.safetensors"], [path(tok), "tokenizer.json"], [path(tokCfg), "tokenizer_config.json"]]);
 process.env.HB_LIB ??= join(root, "lib", "libhb.so");
 process.env.HB_DEMO_DIR ??= join(root, "glm-demo-int8");
 

@@ -137,3 +137,24 @@ describe("expert streaming equals the loader", () => {
     m.store.close();
   });
 });
+
+describe("speculative prefetch, auto mode", () => {
+  test("turns on only while the previous routing predicts the misses", () => {
+    const m = loadModel(converted("auto", "int4g8", 50));
+    const store = attachExperts(m, { ...quiet, slots: 1 });
+    expect(store.prefetch).toBe("auto");
+    const L = store.layers[0];
+    const step = (u: number[]) => { const b = L.resolve(u, u.map(() => 1)); for (const e of b.order) { b.get(e); b.release(e); } b.end(); };
+    // a new union each time: the previous one never covers a miss
+    for (let t = 0; t < 20; t++) step([t % 16, (t + 5) % 16, (t + 10) % 16].sort((a, b) => a - b));
+    expect(store.stats().prefetchPredictable).toBe(0);
+    expect(store.stats().prefetchActive).toBe(false);
+    // the same union over and over (1 slot: 3 misses each time, all in the previous union)
+    for (let t = 0; t < 30; t++) step([2, 7, 11]);
+    const st = store.stats();
+    expect(st.prefetchPredictable).toBeGreaterThan(0.5);
+    expect(st.prefetchActive).toBe(true);
+    store.close();
+    m.store.close();
+  });
+});

@@ -74,6 +74,7 @@ describe.skipIf(!vk)("vulkan chain: generated model", () => {
     expect(r.td).toEqual(r.tc);
     expect(r.err).toBeLessThan(TOL);
     expect(ch.stats.forwards).toBe(9);
+    expect(ch.stats.mirrorBytes).toBe(0); // own steps only: the watermark never asked for a re-upload
     expect(ch.stats.bytesDown).toBeGreaterThan(0);
   });
 
@@ -177,6 +178,21 @@ describe.skipIf(!vk || !hasTiny)("vulkan chain: glm-tiny fixture", () => {
       expect(r.err).toBeLessThan(TOL);
     });
   }
+
+  test("long: the device's DSA selections of full layers equal the reference (onSelect hook)", () => {
+    const ref = readRef("long"), ch = open(m), got = new Map<string, number[]>();
+    const conv = new Conv(m, ch, { onSelect: (layer, pos, keys) => got.set(`${layer}:${pos}`, [...keys].sort((a, b) => a - b)) });
+    conv.feed(ref.full_ids, true);
+    let checked = 0;
+    for (const d of ref.dsa) {
+      if (d.kind !== "full" || !d.selected) continue;
+      for (const [pos, keys] of Object.entries(d.selected)) {
+        expect({ at: `${d.layer}:${pos}`, keys: got.get(`${d.layer}:${pos}`) }).toEqual({ at: `${d.layer}:${pos}`, keys });
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(0);
+  });
 });
 
 describe.skipIf(!vk)("--device policy", () => {

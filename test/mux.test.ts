@@ -3,7 +3,7 @@
 // STOP, CANCEL, disconnect freeing the slot, prefix reuse, logprobs, ids=1, chat=1.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import type { Server } from "../src/server/server.ts";
+import { startServer, type Server } from "../src/server/server.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { FrameReader, MuxClient, muxOnce, post, startTiny, submit } from "./server.helpers.ts";
 
@@ -18,7 +18,7 @@ describe.skipIf(!hasTiny)("mux over HTTP", () => {
 
   async function idle(): Promise<void> {
     for (let i = 0; i < 200; i++) {
-      const j = await (await fetch(`${s.url}/slots`)).json();
+      const j = await (await fetch(`${s.url}/slots`)).json() as any;
       if (j.busy === 0 && j.queue === 0) return;
       await Bun.sleep(25);
     }
@@ -46,7 +46,7 @@ describe.skipIf(!hasTiny)("mux over HTTP", () => {
     const f = await muxOnce(s.url, submit(3, "The same prompt", 8));
     const r = new FrameReader();
     const text = Buffer.concat(f.filter((x) => x.words[0] === "DATA").map((x) => x.data!)).toString();
-    const c = await (await post(s.url, "/v1/completions", { prompt: "The same prompt", max_tokens: 8, temperature: 0 })).json();
+    const c = await (await post(s.url, "/v1/completions", { prompt: "The same prompt", max_tokens: 8, temperature: 0 })).json() as any;
     expect(text).toBe(c.choices[0].text);
     expect(r.rest).toBe(0);
   });
@@ -143,6 +143,18 @@ describe.skipIf(!hasTiny)("mux over HTTP", () => {
     expect(f.find((x) => x.words[1] === "41")!.words[0]).toBe("ACCEPT");
     const m = await (await fetch(`${s.url}/metrics`)).text();
     expect(Number(/^hummingbird_requests_failed_total (\d+)/m.exec(m)![1])).toBeGreaterThan(0);
+  });
+});
+
+describe.skipIf(!hasTiny)("mux while the model loads", () => {
+  test("frames sent before the model is ready are answered after READY", async () => {
+    const s = startServer({ dir: TINY, slots: 1, port: 0, loadDelayMs: 300 });
+    try {
+      const f = await muxOnce(s.url, submit(1, "early bird", 2) + "STOP 2\n");
+      expect(f.map((x) => x.words[0])).toEqual(["READY", "ERROR", "ACCEPT", "DATA", "DATA", "DONE"]);
+    } finally {
+      await s.stop();
+    }
   });
 });
 

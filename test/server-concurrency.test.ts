@@ -30,7 +30,7 @@ async function stream(url: string, content: string, maxTokens: number): Promise<
 
 async function idle(url: string): Promise<void> {
   for (let i = 0; i < 400; i++) {
-    const j = await (await fetch(`${url}/slots`)).json();
+    const j = await (await fetch(`${url}/slots`)).json() as any;
     if (j.busy === 0 && j.queue === 0) return;
     await Bun.sleep(25);
   }
@@ -60,7 +60,7 @@ describe.skipIf(!hasTiny)("serve: continuous batching", () => {
     const prompt = Array.from({ length: 3000 }, (_, i) => 16 + ((i * 7) % 490));
     let finished = false;
     const gen = post(s.url, "/v1/completions", { prompt, max_tokens: 400, temperature: 0 })
-      .then((r) => r.json()).then((j) => { finished = true; return j; });
+      .then((r) => r.json() as any).then((j) => { finished = true; return j; });
     let answered = 0;
     for (let i = 0; i < 5; i++) {
       const h = await fetch(`${s.url}/health`);
@@ -90,7 +90,7 @@ describe.skipIf(!hasTiny)("serve: continuous batching", () => {
     // a non-streaming request abandoned mid-way is cancelled too
     const ac2 = new AbortController();
     const p = fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac2.signal, body: JSON.stringify({ prompt: [22], max_tokens: 3000, temperature: 0 }) }).catch(() => null);
-    for (let i = 0; i < 200 && (await (await fetch(`${s.url}/slots`)).json()).busy === 0; i++) await Bun.sleep(5);
+    for (let i = 0; i < 200 && (await (await fetch(`${s.url}/slots`)).json() as any).busy === 0; i++) await Bun.sleep(5);
     ac2.abort();
     await p;
     await idle(s.url);

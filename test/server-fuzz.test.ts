@@ -114,7 +114,7 @@ describe.skipIf(!hasTiny)("serve: fuzz", () => {
     });
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
     for (let i = 0; i < 200; i++) {
-      const j = await (await fetch(`${s.url}/slots`)).json();
+      const j = await (await fetch(`${s.url}/slots`)).json() as any;
       if (j.busy === 0 && j.queue === 0) return;
       await Bun.sleep(25);
     }

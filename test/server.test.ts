@@ -15,14 +15,14 @@ describe.skipIf(!hasTiny)("serve: loading", () => {
     try {
       const h = await fetch(`${s.url}/health`);
       expect(h.status).toBe(503);
-      expect(await h.json()).toEqual({ status: "loading" });
+      expect(await h.json() as any).toEqual({ status: "loading" });
       const g = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] });
       expect(g.status).toBe(503);
-      expect((await g.json()).error.code).toBe("model_loading");
+      expect((await g.json() as any).error.code).toBe("model_loading");
       await s.engine.ready;
       const ok = await fetch(`${s.url}/health`);
       expect(ok.status).toBe(200);
-      expect(await ok.json()).toEqual({ status: "ok" });
+      expect(await ok.json() as any).toEqual({ status: "ok" });
     } finally {
       await s.stop();
     }
@@ -34,7 +34,7 @@ describe.skipIf(!hasTiny)("serve: loading", () => {
       await expect(s.engine.ready).rejects.toThrow();
       const h = await fetch(`${s.url}/health`);
       expect(h.status).toBe(503);
-      expect((await h.json()).status).toBe("error");
+      expect((await h.json() as any).status).toBe("error");
     } finally {
       await s.stop();
     }
@@ -139,7 +139,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
 
   test("thinking: reasoning_content is present (a string) when enable_thinking is on", async () => {
     const res = await post(s.url, "/v1/chat/completions", { messages: msgs, max_tokens: 4, temperature: 0, chat_template_kwargs: { enable_thinking: true } }, auth);
-    const j = await res.json();
+    const j = await res.json() as any;
     expect(res.status).toBe(200);
     expect(typeof j.choices[0].message.reasoning_content).toBe("string");
   });
@@ -164,7 +164,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     test(`400 naming the field: ${what}`, async () => {
       const res = await post(s.url, "/v1/chat/completions", body, auth);
       expect(res.status).toBe(400);
-      const j = await res.json();
+      const j = await res.json() as any;
       expect(j.error.type).toBe("invalid_request_error");
       expect(typeof j.error.message).toBe("string");
       if (param) expect(j.error.param).toStartWith(param);
@@ -174,7 +174,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
   test("malformed JSON → 400 invalid_json; oversized body → 413; empty prompt / bad ids → 400", async () => {
     const m = await post(s.url, "/v1/chat/completions", "{not json", auth);
     expect(m.status).toBe(400);
-    expect((await m.json()).error.code).toBe("invalid_json");
+    expect((await m.json() as any).error.code).toBe("invalid_json");
     const big = await post(s.url, "/v1/completions", { prompt: "x".repeat(5000) }, auth);
     expect(big.status).toBe(413);
     const chunked = await fetch(`${s.url}/v1/completions`, {
@@ -184,34 +184,34 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     expect(chunked.status).toBe(413);
     const empty = await post(s.url, "/v1/completions", { prompt: "" }, auth);
     expect(empty.status).toBe(400);
-    expect((await empty.json()).error.code).toBe("empty_prompt");
+    expect((await empty.json() as any).error.code).toBe("empty_prompt");
     const ids = await post(s.url, "/v1/completions", { prompt: [1, 99999] }, auth);
     expect(ids.status).toBe(400);
-    expect((await ids.json()).error.param).toBe("prompt");
+    expect((await ids.json() as any).error.param).toBe("prompt");
   });
 
   test("auth: 401 without or with a wrong key, /health stays open; unknown route 404 in error shape", async () => {
     const no = await fetch(`${s.url}/v1/models`);
     expect(no.status).toBe(401);
-    expect((await no.json()).error.type).toBe("authentication_error");
+    expect((await no.json() as any).error.type).toBe("authentication_error");
     expect((await fetch(`${s.url}/v1/models`, { headers: { authorization: "Bearer nope" } })).status).toBe(401);
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
     const nf = await fetch(`${s.url}/v2/nothing`, { headers: auth });
     expect(nf.status).toBe(404);
-    expect((await nf.json()).error.code).toBe("not_found");
+    expect((await nf.json() as any).error.code).toBe("not_found");
     const opt = await fetch(`${s.url}/v1/chat/completions`, { method: "OPTIONS", headers: { ...auth, origin: "http://evil.example" } });
     expect(opt.headers.get("access-control-allow-origin")).toBeNull();
   });
 
   test("/v1/models, /metrics and /slots", async () => {
-    const models = await (await fetch(`${s.url}/v1/models`, { headers: auth })).json();
+    const models = await (await fetch(`${s.url}/v1/models`, { headers: auth })).json() as any;
     expect(models.data[0].id).toBe("glm-tiny");
     const metrics = await (await fetch(`${s.url}/metrics`, { headers: auth })).text();
     for (const name of ["requests_total", "prompt_tokens_total", "generated_tokens_total", "decode_tokens_per_second", "queue_depth", "slots_busy"]) {
       expect(metrics).toMatch(new RegExp(`^hummingbird_${name} \\d`, "m"));
     }
     expect(Number(/^hummingbird_generated_tokens_total (\d+)/m.exec(metrics)![1])).toBeGreaterThan(0);
-    const slots = await (await fetch(`${s.url}/slots`, { headers: auth })).json();
+    const slots = await (await fetch(`${s.url}/slots`, { headers: auth })).json() as any;
     expect(slots.slots).toHaveLength(2);
     expect(slots.slots[0]).toHaveProperty("state");
   });
@@ -223,16 +223,47 @@ describe.skipIf(!hasTiny)("serve: limits", () => {
     try {
       const long = await post(s.url, "/v1/completions", { prompt: Array.from({ length: 1030 }, (_, i) => 20 + (i % 400)) });
       expect(long.status).toBe(400);
-      expect((await long.json()).error.code).toBe("context_length_exceeded");
+      expect((await long.json() as any).error.code).toBe("context_length_exceeded");
       const ac = new AbortController();
       const body = JSON.stringify({ prompt: [20, 21], max_tokens: 1000, temperature: 0, stream: true });
       // one runs, one waits (queue 1), the third is refused; the waiting one answers once admitted
       const res = await Promise.all([0, 1, 2].map(() => fetch(`${s.url}/v1/completions`, { method: "POST", body, signal: ac.signal })));
       expect(res.map((r) => r.status).sort()).toEqual([200, 200, 429]);
-      expect((await res.find((r) => r.status === 429)!.json()).error.code).toBe("overloaded");
+      expect((await res.find((r) => r.status === 429)!.json() as any).error.code).toBe("overloaded");
       ac.abort();
     } finally {
       await s.stop();
     }
+  });
+});
+
+describe.skipIf(!hasTiny)("serve: CLI", () => {
+  test("`hummingbird serve --port 0` names the model, answers /health, exits 0 on SIGTERM", async () => {
+    const p = Bun.spawn(["bun", `${import.meta.dir}/../src/cli.ts`, "serve", "--model", TINY, "--port", "0", "--slots", "1"], { stdout: "pipe", stderr: "pipe" });
+    const kill = setTimeout(() => p.kill("SIGKILL"), 30000);
+    try {
+      const rd = p.stderr.getReader();
+      let err = "";
+      while (!/ready on (http:\S+)/.test(err)) {
+        const { value, done } = await rd.read();
+        if (done) throw new Error(`serve exited early:\n${err}`);
+        err += new TextDecoder().decode(value);
+      }
+      expect(err).toContain(`SERVING MODEL ${TINY}`);
+      const url = /ready on (http:\S+)/.exec(err)![1];
+      expect(url).toStartWith("http://127.0.0.1:");
+      expect((await fetch(`${url}/health`)).status).toBe(200);
+      p.kill("SIGTERM");
+      expect(await p.exited).toBe(0);
+    } finally {
+      clearTimeout(kill);
+      p.kill("SIGKILL");
+    }
+  }, 40000);
+
+  test("bad flags exit 2 with a message", async () => {
+    const p = Bun.spawn(["bun", `${import.meta.dir}/../src/cli.ts`, "serve", "--slots", "0", "--model", TINY], { stdout: "pipe", stderr: "pipe" });
+    expect(await p.exited).toBe(2);
+    expect(await new Response(p.stderr).text()).toContain("--slots must be in [1, 256]");
   });
 });

@@ -21,7 +21,9 @@ enum {
   HBVK_E_STATE = -10008,   /* command buffer not recording / already pending */
   HBVK_E_NOMEM = -10009,   /* host allocation failed */
 };
-enum { HBVK_DEVICE = 0, HBVK_HOST = 1 }; /* buffer kinds: device-local / host-visible staging */
+/* buffer kinds: device-local / host-visible staging / device-local never mapped (forces the staged
+ * transfer path of discrete GPUs; for tests) */
+enum { HBVK_DEVICE = 0, HBVK_HOST = 1, HBVK_DEVICE_NOMAP = 2 };
 
 typedef struct hbvk hbvk;
 

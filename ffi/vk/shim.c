@@ -1,133 +1,14 @@
-/* libhbvk: the Vulkan compute shim (see hbvk.h for the contract). Mechanism only: the loader, one
- * instance per process, and per context the device, queue, command pool, descriptor pools and handle
- * tables. State: the process-wide loader (libvulkan handle, instance, instance-level entry points);
- * everything else hangs off a `hbvk` context. */
+/* libhbvk: the Vulkan compute shim (see hbvk.h for the contract). Mechanism only: per context the device,
+ * queue, command pool, descriptor pools and the handle tables of buffers, pipelines, descriptor sets and
+ * command buffers (the process-wide loader is loader.c). State: everything hangs off a `hbvk` context. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "hbvk.h"
-#include "vk_min.h"
-#include <dlfcn.h>
+#include "internal.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------- loader (process-wide) ---------------- */
-#define INSTANCE_FNS(X) X(vkDestroyInstance) X(vkEnumeratePhysicalDevices) X(vkGetPhysicalDeviceProperties) \
-  X(vkGetPhysicalDeviceQueueFamilyProperties) X(vkGetPhysicalDeviceMemoryProperties) X(vkCreateDevice)    \
-  X(vkGetDeviceProcAddr)
-#define DEVICE_FNS(X) X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkCreateBuffer) X(vkDestroyBuffer)             \
-  X(vkGetBufferMemoryRequirements) X(vkAllocateMemory) X(vkFreeMemory) X(vkBindBufferMemory) X(vkMapMemory)   \
-  X(vkUnmapMemory) X(vkFlushMappedMemoryRanges) X(vkInvalidateMappedMemoryRanges) X(vkCreateShaderModule)    \
-  X(vkDestroyShaderModule) X(vkCreateDescriptorSetLayout) X(vkDestroyDescriptorSetLayout)                    \
-  X(vkCreatePipelineLayout) X(vkDestroyPipelineLayout) X(vkCreateComputePipelines) X(vkDestroyPipeline)       \
-  X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool) X(vkAllocateDescriptorSets) X(vkFreeDescriptorSets)    \
-  X(vkUpdateDescriptorSets) X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers)        \
-  X(vkFreeCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer) X(vkResetCommandBuffer)              \
-  X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch)                     \
-  X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdFillBuffer) X(vkCreateFence) X(vkDestroyFence)           \
-  X(vkResetFences) X(vkWaitForFences) X(vkQueueSubmit) X(vkDeviceWaitIdle)
-
-#define DECL(f) static PFN_##f f;
-INSTANCE_FNS(DECL)
-#undef DECL
-static PFN_vkGetInstanceProcAddr gipa;
-static PFN_vkGetPhysicalDeviceProperties2 gpdp2; /* Vulkan 1.1, may be NULL */
-static void *libvk;
-static VkInstance inst;
-static uint32_t inst_api;
-static int loader_rc = 1; /* 1 = not tried yet */
-static VkPhysicalDevice pdevs[16];
-static uint32_t npdev;
-
-int hbvk_loader_init(void) {
-  if (loader_rc != 1) return loader_rc;
-  const char *names[] = { "libvulkan.so.1", "libvulkan.so", "libvulkan.1.dylib", "libMoltenVK.dylib" };
-  for (unsigned i = 0; i < sizeof names / sizeof *names && !libvk; i++) libvk = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!libvk) return loader_rc = HBVK_E_NOLIB;
-  gipa = (PFN_vkGetInstanceProcAddr)dlsym(libvk, "vkGetInstanceProcAddr");
-  if (!gipa) return loader_rc = HBVK_E_NOLIB;
-  PFN_vkCreateInstance create = (PFN_vkCreateInstance)gipa(NULL, "vkCreateInstance");
-  PFN_vkEnumerateInstanceVersion ver = (PFN_vkEnumerateInstanceVersion)gipa(NULL, "vkEnumerateInstanceVersion");
-  if (!create) return loader_rc = HBVK_E_NOLIB;
-  uint32_t v = VK_API_VERSION_1_0;
-  if (ver && ver(&v) != VK_SUCCESS) v = VK_API_VERSION_1_0;
-  inst_api = v >= VK_API_VERSION_1_1 ? VK_API_VERSION_1_1 : VK_API_VERSION_1_0;
-  VkApplicationInfo app = { .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "hummingbird",
-                            .pEngineName = "hummingbird", .apiVersion = inst_api };
-  VkInstanceCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app };
-  VkResult r = create(&ci, NULL, &inst);
-  if (r != VK_SUCCESS) return loader_rc = r;
-#define LOAD(f) f = (PFN_##f)gipa(inst, #f); if (!f) return loader_rc = HBVK_E_NOLIB;
-  INSTANCE_FNS(LOAD)
-#undef LOAD
-  if (inst_api >= VK_API_VERSION_1_1) gpdp2 = (PFN_vkGetPhysicalDeviceProperties2)gipa(inst, "vkGetPhysicalDeviceProperties2");
-  npdev = 16;
-  r = vkEnumeratePhysicalDevices(inst, &npdev, pdevs);
-  if (r != VK_SUCCESS && r != VK_INCOMPLETE) { npdev = 0; return loader_rc = r; }
-  return loader_rc = 0;
-}
-
-int hbvk_device_count(void) {
-  int r = hbvk_loader_init();
-  return r ? r : (int)npdev;
-}
-
-static int compute_family(VkPhysicalDevice pd) {
-  VkQueueFamilyProperties qf[32];
-  uint32_t n = 32;
-  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, qf);
-  for (uint32_t i = 0; i < n; i++) if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && qf[i].queueCount > 0) return (int)i;
-  return -1;
-}
-
-static uint64_t max_alloc(VkPhysicalDevice pd) {
-  if (!gpdp2) return 1ull << 30; /* Vulkan 1.0: the spec's guaranteed minimum */
-  VkPhysicalDeviceMaintenance3Properties m3 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES };
-  VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &m3 };
-  gpdp2(pd, &p2);
-  return m3.maxMemoryAllocationSize ? m3.maxMemoryAllocationSize : 1ull << 30;
-}
-
-static void json_str(char *dst, size_t cap, const char *s) { /* escape quotes, backslashes, control chars */
-  size_t k = 0;
-  for (; *s && k + 7 < cap; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') { dst[k++] = '\\'; dst[k++] = (char)ch; }
-    else if (ch < 0x20) k += (size_t)snprintf(dst + k, cap - k, "\\u%04x", ch);
-    else dst[k++] = (char)ch;
-  }
-  dst[k] = 0;
-}
-
-int hbvk_device_info(int i, char *buf, int len) {
-  int r = hbvk_loader_init();
-  if (r) return r;
-  if (i < 0 || (uint32_t)i >= npdev || !buf || len <= 0) return HBVK_E_ARG;
-  VkPhysicalDeviceProperties p;
-  vkGetPhysicalDeviceProperties(pdevs[i], &p);
-  VkPhysicalDeviceMemoryProperties mp;
-  vkGetPhysicalDeviceMemoryProperties(pdevs[i], &mp);
-  char name[600];
-  json_str(name, sizeof name, p.deviceName);
-  const VkPhysicalDeviceLimits *l = &p.limits;
-  int k = snprintf(buf, (size_t)len,
-    "{\"index\":%d,\"name\":\"%s\",\"type\":%d,\"api\":%u,\"vendor\":%u,\"device\":%u,\"driver\":%u,"
-    "\"computeQueue\":%d,\"maxAlloc\":%llu,\"maxStorageRange\":%u,\"maxPush\":%u,\"maxWG\":[%u,%u,%u],"
-    "\"maxInvocations\":%u,\"maxShared\":%u,\"minStorageAlign\":%llu,\"nonCoherentAtom\":%llu,\"heaps\":[",
-    i, name, (int)p.deviceType, p.apiVersion, p.vendorID, p.deviceID, p.driverVersion, compute_family(pdevs[i]),
-    (unsigned long long)max_alloc(pdevs[i]), l->maxStorageBufferRange, l->maxPushConstantsSize,
-    l->maxComputeWorkGroupCount[0], l->maxComputeWorkGroupCount[1], l->maxComputeWorkGroupCount[2],
-    l->maxComputeWorkGroupInvocations, l->maxComputeSharedMemorySize,
-    (unsigned long long)l->minStorageBufferOffsetAlignment, (unsigned long long)l->nonCoherentAtomSize);
-  for (uint32_t h = 0; h < mp.memoryHeapCount && k > 0 && k < len; h++)
-    k += snprintf(buf + k, (size_t)(len - k), "%s{\"size\":%llu,\"deviceLocal\":%d}", h ? "," : "",
-                  (unsigned long long)mp.memoryHeaps[h].size, (mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? 1 : 0);
-  if (k > 0 && k < len) k += snprintf(buf + k, (size_t)(len - k), "]}");
-  if (k <= 0 || k >= len) return HBVK_E_ARG; /* buffer too small */
-  return k;
-}
 
 /* ---------------- context ---------------- */
 typedef struct { VkBuffer b; VkDeviceMemory m; void *map; VkDeviceSize size; int coherent; } chunk_t;
@@ -189,27 +70,27 @@ static cmd_t *get_cmd(hbvk *c, int h) { return h >= 0 && h < c->ncmds && c->cmds
 hbvk *hbvk_create(int device_index, int32_t *rc) {
   int r = hbvk_loader_init();
   if (r) { if (rc) *rc = r; return NULL; }
-  if (device_index < 0 || (uint32_t)device_index >= npdev) { if (rc) *rc = HBVK_E_NODEV; return NULL; }
-  VkPhysicalDevice pd = pdevs[device_index];
-  int qf = compute_family(pd);
+  if (device_index < 0 || (uint32_t)device_index >= hbvk__L.npdev) { if (rc) *rc = HBVK_E_NODEV; return NULL; }
+  VkPhysicalDevice pd = hbvk__L.pdevs[device_index];
+  int qf = hbvk__compute_family(pd);
   if (qf < 0) { if (rc) *rc = HBVK_E_NODEV; return NULL; }
   hbvk *c = calloc(1, sizeof *c);
   if (!c) { if (rc) *rc = HBVK_E_NOMEM; return NULL; }
   c->pd = pd; c->qf = (uint32_t)qf; c->stage = -1; c->stage_cmd = -1;
   VkPhysicalDeviceProperties p;
-  vkGetPhysicalDeviceProperties(pd, &p);
+  hbvk__L.vkGetPhysicalDeviceProperties(pd, &p);
   c->lim = p.limits;
-  vkGetPhysicalDeviceMemoryProperties(pd, &c->mp);
+  hbvk__L.vkGetPhysicalDeviceMemoryProperties(pd, &c->mp);
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = c->qf,
                                  .queueCount = 1, .pQueuePriorities = &prio };
   VkDeviceCreateInfo di = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi };
-  VkResult vr = vkCreateDevice(pd, &di, NULL, &c->dev);
+  VkResult vr = hbvk__L.vkCreateDevice(pd, &di, NULL, &c->dev);
   if (vr != VK_SUCCESS) { free(c); if (rc) *rc = vr; return NULL; }
-#define LOAD(f) c->f = (PFN_##f)vkGetDeviceProcAddr(c->dev, #f); if (!c->f) r = HBVK_E_NOLIB;
+#define LOAD(f) c->f = (PFN_##f)hbvk__L.vkGetDeviceProcAddr(c->dev, #f); if (!c->f) r = HBVK_E_NOLIB;
   DEVICE_FNS(LOAD)
 #undef LOAD
-  if (r) { PFN_vkDestroyDevice d = (PFN_vkDestroyDevice)vkGetDeviceProcAddr(c->dev, "vkDestroyDevice"); if (d) d(c->dev, NULL); free(c); if (rc) *rc = r; return NULL; }
+  if (r) { PFN_vkDestroyDevice d = (PFN_vkDestroyDevice)hbvk__L.vkGetDeviceProcAddr(c->dev, "vkDestroyDevice"); if (d) d(c->dev, NULL); free(c); if (rc) *rc = r; return NULL; }
   c->vkGetDeviceQueue(c->dev, c->qf, 0, &c->q);
   VkCommandPoolCreateInfo pi = { .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                  .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT, .queueFamilyIndex = c->qf };
@@ -265,13 +146,13 @@ static int alloc_chunk(hbvk *c, chunk_t *ch, VkDeviceSize size, int kind) {
   const VkMemoryPropertyFlags f = c->mp.memoryTypes[t].propertyFlags;
   ch->size = size;
   ch->coherent = (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
-  if (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) VKTRY(c, c->vkMapMemory(c->dev, ch->m, 0, VK_WHOLE_SIZE, 0, &ch->map), "vkMapMemory");
+  if ((f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) && kind != HBVK_DEVICE_NOMAP) VKTRY(c, c->vkMapMemory(c->dev, ch->m, 0, VK_WHOLE_SIZE, 0, &ch->map), "vkMapMemory");
   return 0;
 }
 
 int hbvk_buf_new(hbvk *c, int64_t bytes, int64_t chunk, int kind) {
   CHECK_LOST(c);
-  if (bytes < 0 || (kind != HBVK_DEVICE && kind != HBVK_HOST)) return fail(c, HBVK_E_ARG, "hbvk_buf_new(%lld, kind %d)", (long long)bytes, kind);
+  if (bytes < 0 || kind < HBVK_DEVICE || kind > HBVK_DEVICE_NOMAP) return fail(c, HBVK_E_ARG, "hbvk_buf_new(%lld, kind %d)", (long long)bytes, kind);
   if (bytes == 0) bytes = 4;
   if (chunk <= 0 || chunk > bytes) chunk = bytes;
   if (chunk % 4) return fail(c, HBVK_E_ARG, "chunk %lld is not a multiple of 4", (long long)chunk);
@@ -587,7 +468,8 @@ int hbvk_cmd_dispatch(hbvk *c, int h, int pipe, int set, const void *push, int p
   cmd_t *k = recording(c, h);
   pipe_t *p = get_pipe(c, pipe);
   set_t *s = get_set(c, set);
-  if (!k || !p || !s) return fail(c, !k ? HBVK_E_STATE : HBVK_E_ARG, "dispatch: cmd %d / pipe %d / set %d", h, pipe, set);
+  if (!k) return fail(c, HBVK_E_STATE, "dispatch: command buffer %d is not recording", h);
+  if (!p || !s) return fail(c, HBVK_E_ARG, "dispatch: bad pipeline %d / set %d", pipe, set);
   if (s->pipe != pipe) return fail(c, HBVK_E_ARG, "dispatch: set %d was made for pipeline %d, not %d", set, s->pipe, pipe);
   if (pushBytes != p->push || (pushBytes && !push)) return fail(c, HBVK_E_ARG, "dispatch: pipeline %d takes %d push bytes, got %d", pipe, p->push, pushBytes);
   if (gx < 0 || gy < 0 || gz < 0) return fail(c, HBVK_E_ARG, "dispatch: negative group count");

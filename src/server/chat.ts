@@ -9,6 +9,7 @@ import { errorJson, errorResponse, fromWorker, readJson } from "./http-errors.ts
 import type { GenRequest, ReqEvent } from "./protocol.ts";
 import { ChatRequest, contentText, zodError } from "./schemas.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
+import { ThinkSplit } from "./think.ts";
 
 type Tok = Extract<ReqEvent, { t: "tok" }>;
 
@@ -30,21 +31,6 @@ function lpEntry(e: Tok) {
     token: e.tt ?? "", logprob: e.lp ?? 0, bytes: bytes(e.tt ?? ""),
     top_logprobs: (e.top ?? []).map((t) => ({ token: t.text, logprob: t.lp, bytes: bytes(t.text) })),
   };
-}
-
-/** Routes token text to content or reasoning_content. */
-class ThinkSplit {
-  inThink: boolean;
-  constructor(readonly enabled: boolean, promptEndsInThink: boolean) {
-    this.inThink = enabled && promptEndsInThink;
-  }
-  /** The delta for text that came before `mark`, then applies the mark. */
-  take(text: string, mark?: "think" | "/think"): { content?: string; reasoning_content?: string } {
-    const d = text === "" ? {} : this.inThink ? { reasoning_content: text } : { content: text };
-    if (mark === "think") this.inThink = this.enabled;
-    if (mark === "/think") this.inThink = false;
-    return d;
-  }
 }
 
 export async function chatCompletions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {

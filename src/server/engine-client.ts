@@ -1,7 +1,7 @@
 // The HTTP side's handle on the engine worker: starts it (the model loads there), routes request
 // events to their subscribers by request id and keeps the counters /metrics reports. State: the
 // worker, load status, the live request callbacks, the latest worker stats and the totals.
-import type { FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions } from "./protocol.ts";
+import type { FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
 
 export interface Handle {
   rid: number;
@@ -29,15 +29,20 @@ export class EngineClient {
   private subs = new Map<number, (ev: ReqEvent) => void>();
   private nextRid = 1;
 
-  constructor(opts: WorkerOptions) {
+  constructor(opts: EngineOptions) {
     let ok!: (i: ReadyInfo) => void, fail!: (e: Error) => void;
     this.ready = new Promise((a, b) => { ok = a; fail = b; });
     this.ready.catch(() => {}); // observed through `state`; callers that await it handle it
-    this.worker = new Worker(new URL("./worker.ts", import.meta.url).href);
+    // In a `bun build --compile` binary (worker.ts listed as an extra entrypoint) modules live under
+    // /$bunfs/root/ named relative to src/; the worker gets the env as it is now (bin.ts sets HB_LIB).
+    const spec = import.meta.url.includes("$bunfs") ? "./server/worker.ts" : new URL("./worker.ts", import.meta.url).href;
+    this.worker = new Worker(spec, { env: { ...process.env } } as Bun.WorkerOptions);
     this.worker.onmessage = (e: MessageEvent<FromWorker>) => this.onMessage(e.data, ok, fail);
     this.worker.onerror = (e) => {
       const msg = `engine worker crashed: ${e.message}`;
-      if (this.state === "loading") { this.state = "failed"; this.error = msg; fail(new Error(msg)); }
+      if (this.state === "loading") fail(new Error(msg));
+      this.state = "failed";
+      this.error = msg;
       for (const [rid, cb] of this.subs) cb({ t: "error", rid, code: "INTERNAL", detail: msg });
       this.subs.clear();
     };
@@ -67,6 +72,10 @@ export class EngineClient {
   submit(req: GenRequest, on: (ev: ReqEvent) => void): Handle {
     const rid = this.nextRid++;
     this.totals.requests++;
+    if (this.state === "failed") {
+      queueMicrotask(() => on({ t: "error", rid, code: "INTERNAL", detail: this.error }));
+      return { rid, cancel: () => {}, stop: () => {} };
+    }
     this.subs.set(rid, on);
     this.send({ t: "submit", rid, req });
     return {

@@ -29,7 +29,10 @@ export interface Running { q: EventQueue; h: Handle; abandon(): void }
 export function run(engine: EngineClient, req: GenRequest, signal: AbortSignal): Running {
   const q = new EventQueue();
   const h = engine.submit(req, (e) => q.push(e));
-  const abandon = () => engine.abandon(h);
+  const abandon = () => {
+    engine.abandon(h);
+    q.push({ t: "error", rid: h.rid, code: "CANCELLED", detail: "the client went away" }); // ends a waiting reader
+  };
   if (signal.aborted) abandon();
   else signal.addEventListener("abort", abandon, { once: true });
   return { q, h, abandon };

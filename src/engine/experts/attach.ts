@@ -7,7 +7,7 @@ import { kvBytesPerToken, kvRows, planBudget, runStateBytes, STAGE_BYTES } from 
 import { Learner } from "./learn.ts";
 import { detectRam } from "./memory.ts";
 import type { Policy } from "./slots.ts";
-import { ExpertStore } from "./store.ts";
+import { ExpertStore, type PrefetchMode } from "./store.ts";
 import { usagePath } from "./usage.ts";
 
 export interface ExpertOptions {
@@ -20,8 +20,9 @@ export interface ExpertOptions {
   /** the RAM budget in GiB (else MemAvailable + this process, or sysctl hw.memsize) */
   ramGb?: number;
   policy?: Policy;
-  /** speculative prefetch of the next layer's previous routing (default: off, see bench-cold.ts) */
-  prefetch?: boolean;
+  /** speculative prefetch of the next layer's previous routing: true/"on", false/"off", or "auto"
+   *  (the default: on only while the previous routing would have covered ≥ half the misses) */
+  prefetch?: boolean | PrefetchMode;
   /** the usage history: read at start (pins), written by save()/close() (default true) */
   learn?: boolean;
   /** where the usage lives (default: usage.ts usagePath) */
@@ -56,7 +57,7 @@ export function attachExperts(m: Model, o: ExpertOptions = {}): ExpertStore {
   const W = o.workingSlabs ?? Math.min(8, Math.max(2, K));
   const store = new ExpertStore(m, {
     slots: m.cfg.n_routed_experts, workingSlabs: W, direct: !!o.direct, mmap: !!o.mmap,
-    policy: o.policy ?? "lru", prefetch: o.prefetch ?? false, log,
+    policy: o.policy ?? "lru", prefetch: o.prefetch === true ? "on" : o.prefetch === false ? "off" : o.prefetch ?? "auto", log,
   });
   try {
     const learn = o.learn ?? true;

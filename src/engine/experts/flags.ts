@@ -17,7 +17,9 @@ export const EXPERT_HELP = `Routed experts stream from disk through a per-layer 
   --ram-gb N         the RAM budget (default: MemAvailable, or hw.memsize on macOS)
   --direct           O_DIRECT reads into aligned slabs (buffered, with a warning, where unsupported)
   --mmap             experts as views into mapped files (pages touched before compute)
-  --expert-policy P  lru (default) | lfru      --expert-prefetch on|off (default off)`;
+  --expert-policy P  lru (default) | lfru
+  --expert-prefetch on|off|auto  speculative reads of the previous token's experts (auto, the default:
+                     only while they would have covered at least half of the recent misses)`;
 
 type Values = Record<string, string | boolean | undefined>;
 
@@ -33,6 +35,6 @@ export function expertOptions(v: Values, help: string): ExpertOptions {
   if (v.direct) o.direct = true;
   if (v.mmap) o.mmap = true;
   if (typeof v["expert-policy"] === "string") o.policy = choice(v["expert-policy"], "expert-policy", ["lru", "lfru"] as const, help);
-  if (typeof v["expert-prefetch"] === "string") o.prefetch = choice(v["expert-prefetch"], "expert-prefetch", ["on", "off"] as const, help) === "on";
+  if (typeof v["expert-prefetch"] === "string") o.prefetch = choice(v["expert-prefetch"], "expert-prefetch", ["on", "off", "auto"] as const, help);
   return o;
 }

@@ -25,6 +25,8 @@ export function ioErrorText(r: number): string {
   return name ? `${name} (errno ${-r})` : `error ${r}`;
 }
 const ESTALE_CODE = (constants.errno as Record<string, number>).ESTALE ?? 116;
+/** what hb_io_wait returns (negated) for a job cancelled before it completed */
+export const ECANCELED = (constants.errno as Record<string, number>).ECANCELED ?? 125;
 
 /** Start the pool (idempotent): threads = HB_IO_THREADS or 8 unless given. */
 export function startPool(threads = 0): number {

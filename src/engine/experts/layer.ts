@@ -100,6 +100,7 @@ class Batch implements ExpertBatch {
     const st = L.store;
     st.noteUsage(L, union, rows);
     st.reapSpeculative(L, new Set(union));
+    const prev = new Set(L.lastUnion);
     L.lastUnion = [...union];
     const hits: number[] = [], late: number[] = [], miss: number[] = [];
     let hitRows = 0;
@@ -112,6 +113,8 @@ class Batch implements ExpertBatch {
       else if (s.state === READY) { st.counters.hits++; hits.push(e); hitRows += rows[i]; }
       else { st.counters.misses++; late.push(e); }
     });
+    const needed = [...late, ...miss];
+    st.notePredict(needed.filter((e) => prev.has(e)).length, needed.length);
     // resident first while their staged outputs stay small; otherwise ascending (no staging)
     this.order = hitRows * st.hidden * 4 <= st.stageBytes ? [...hits, ...late, ...miss] : [...union];
     const missing = new Set(miss);

@@ -4,14 +4,14 @@
 
 export interface Counters {
   hits: number; misses: number; prefetchIssued: number; prefetchHits: number; prefetchWasted: number;
-  prefetchFailures: number; evictions: number; overflow: number; failures: number;
+  prefetchFailures: number; prefetchWastedBytes: number; evictions: number; overflow: number; failures: number;
   bytesRead: number; waitMs: number; tokens: number;
   /** pool busy seconds before the last reset */
   busyOffset: number;
 }
 
 export const newCounters = (): Counters => ({
-  hits: 0, misses: 0, prefetchIssued: 0, prefetchHits: 0, prefetchWasted: 0, prefetchFailures: 0, evictions: 0,
+  hits: 0, misses: 0, prefetchIssued: 0, prefetchHits: 0, prefetchWasted: 0, prefetchFailures: 0, prefetchWastedBytes: 0, evictions: 0,
   overflow: 0, failures: 0, bytesRead: 0, waitMs: 0, tokens: 0, busyOffset: 0,
 });
 
@@ -25,6 +25,12 @@ export interface ExpertStats {
   prefetchIssued: number;
   prefetchWasted: number;
   prefetchFailures: number;
+  /** bytes read by prefetches nobody used */
+  prefetchWastedBytes: number;
+  /** share of the (recent) misses that the previous token's routing would have prefetched */
+  prefetchPredictable: number;
+  /** whether speculative prefetch is running now */
+  prefetchActive: boolean;
   /** hits / all uses */
   hitRate: number;
   evictions: number;
@@ -45,11 +51,13 @@ export interface ExpertStats {
   slotsPerLayer: number;
 }
 
-export function snapshot(c: Counters, busySeconds: number, store: { pinnedCount(): number; cfg: { slots: number } }): ExpertStats {
+export function snapshot(c: Counters, busySeconds: number, store: { pinnedCount(): number; cfg: { slots: number } },
+  pf: { predictable: number; active: boolean }): ExpertStats {
   const uses = c.hits + c.misses + c.prefetchHits;
   return {
     hits: c.hits, misses: c.misses, prefetchHits: c.prefetchHits, prefetchIssued: c.prefetchIssued,
-    prefetchWasted: c.prefetchWasted, prefetchFailures: c.prefetchFailures,
+    prefetchWasted: c.prefetchWasted, prefetchFailures: c.prefetchFailures, prefetchWastedBytes: c.prefetchWastedBytes,
+    prefetchPredictable: pf.predictable, prefetchActive: pf.active,
     hitRate: uses > 0 ? c.hits / uses : 0, evictions: c.evictions, overflow: c.overflow, failures: c.failures,
     bytesRead: c.bytesRead, readSeconds: busySeconds, readGBs: busySeconds > 0 ? c.bytesRead / busySeconds / 1e9 : 0,
     waitMs: c.waitMs, tokens: c.tokens, waitMsPerToken: c.tokens > 0 ? c.waitMs / c.tokens : 0,

@@ -22,10 +22,15 @@ export interface StoreConfig {
   direct: boolean;
   mmap: boolean;
   policy: Policy;
-  prefetch: boolean;
+  /** speculative prefetch: on, off, or auto (on while the previous routing predicts the misses) */
+  prefetch: PrefetchMode;
   maxGap?: number;
   log: (line: string) => void;
 }
+
+export type PrefetchMode = "on" | "off" | "auto";
+/** auto prefetch: on once this many (decayed) misses were seen and at least this share was predictable */
+export const AUTO_MIN = 48, AUTO_SHARE = 0.5, PREDICT_DECAY = 0.995;
 
 export class ExpertStore {
   readonly layers: LayerCache[] = [];          // MoE layers in forward order (MTP last)
@@ -36,7 +41,9 @@ export class ExpertStore {
   readonly stageBytes = STAGE_BYTES;
   readonly direct: boolean;
   readonly mmap: boolean;
-  prefetch: boolean;
+  prefetch: PrefetchMode;
+  /** decayed counts: misses, and those the previous token's routing would have covered */
+  readonly predict = { covered: 0, needed: 0 };
   tick = 0;
   private readonly fds = new Map<string, number>();
   private readonly maps = new Map<string, { addr: number; len: number }>();
@@ -253,7 +260,12 @@ export class ExpertStore {
     if (s.state !== LOADING) return;
     const owner = L ?? this.byLayer.get(s.owner) ?? null;
     if (s.working || !owner) {
-      if (s.job > 0) { io.cancel(s.job); io.wait(s.job); }
+      if (s.job > 0) {
+        io.cancel(s.job);
+        const r = io.wait(s.job);
+        if (r > 0 && s.spec) this.counters.prefetchWastedBytes += r;
+        if (r < 0 && r !== -io.ECANCELED && s.spec && owner) this.logSpecFailure(owner, s.e, io.ioErrorText(r));
+      }
       s.clear();
       return;
     }
@@ -290,9 +302,22 @@ export class ExpertStore {
     }
   }
 
+  /** A batch's misses (needed) and how many of them were in the layer's previous union (covered). */
+  notePredict(covered: number, needed: number): void {
+    this.predict.covered = this.predict.covered * PREDICT_DECAY + covered;
+    this.predict.needed = this.predict.needed * PREDICT_DECAY + needed;
+  }
+
+  /** Whether speculative prefetch runs now (auto: where the previous routing predicts the misses). */
+  prefetchActive(): boolean {
+    if (this.prefetch !== "auto") return this.prefetch === "on";
+    const p = this.predict;
+    return p.needed >= AUTO_MIN && p.covered >= AUTO_SHARE * p.needed;
+  }
+
   /** After layer L's batch: prefetch the next MoE layer's previous union into free buffers. */
   prefetchAfter(L: LayerCache): void {
-    if (!this.prefetch) return;
+    if (!this.prefetchActive()) return;
     const N = this.next.get(L);
     if (!N) return;
     for (const e of N.lastUnion) {
@@ -307,7 +332,9 @@ export class ExpertStore {
   // ---- stats, lifecycle ----------------------------------------------------------------------
 
   stats(): ExpertStats {
-    return snapshot(this.counters, io.poolCounters().busySeconds - this.busy0 - this.counters.busyOffset, this);
+    const p = this.predict;
+    return snapshot(this.counters, io.poolCounters().busySeconds - this.busy0 - this.counters.busyOffset, this,
+      { predictable: p.needed > 0 ? p.covered / p.needed : 0, active: this.prefetchActive() });
   }
   resetStats(): void {
     const busy = io.poolCounters().busySeconds - this.busy0;

@@ -1,0 +1,239 @@
+/* libhb fast-mode matmul: W [O,I] (fmt 1..4) · x [S,I] -> y [S,O] with x quantized to int8 per row
+ * (absmax/127) and exact integer dot products (numerics and layouts: matmul_q8.h).
+ * Owns: the per-call quantization of x (once per call, into the calling thread's scratch), the scalar
+ * reference kernel, the dispatch (VNNI / AVX-512 / AVX2 / NEON dotprod / scalar) and the parallel split.
+ * Float formats (f32, bf16, f16), rows longer than HB_Q8_MAXI and bad calls take the exact path
+ * (hb_matmul), so every format is accepted. State: one thread-local scratch buffer per thread. */
+#include "matmul_q8.h"
+#include <math.h>
+#include <stdlib.h>
+
+void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
+void hb_wbytes_add(int64_t n);
+#if defined(__x86_64__) || defined(__i386__)
+float hb_q8_amax_avx2(const float *x, int n, int *bad);
+void hb_q8_round_avx2(const float *x, int n, float id, int8_t *q);
+float hb_q8_amax_avx512(const float *x, int n, int *bad);
+void hb_q8_round_avx512(const float *x, int n, float id, int8_t *q);
+#endif
+
+static size_t q8_rowb(int fmt, int I) {
+  return fmt == HB_INT8 ? (size_t)I : fmt == HB_INT2 ? ((size_t)I + 3) / 4 : ((size_t)I + 1) / 2;
+}
+
+/* weight bytes one call reads: packed rows + scales */
+int64_t hb_q8_wbytes(int fmt, int O, int I, int gs) {
+  const int ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1;
+  return (int64_t)O * (int64_t)q8_rowb(fmt, I) + 4 * (int64_t)O * ng;
+}
+
+/* ---- scalar reference (natural x layout) ---- */
+static inline int wq(int fmt, const uint8_t *r, int i) {
+  switch (fmt) {
+  case HB_INT8: return (int8_t)r[i];
+  case HB_INT2: return (int)((r[i >> 2] >> ((i & 3) * 2)) & 3) - 2;
+  default: return (int)((r[i >> 1] >> ((i & 1) * 4)) & 15) - 8;
+  }
+}
+#define INL static inline __attribute__((always_inline))
+INL void rows_ref(const int fmt, const hb_q8 *m, int lo, int hi) {
+  const int I = m->I, S = m->S, O = m->O;
+  for (int o = lo; o < hi; o++) {
+    const uint8_t *r = hb_q8_row(m, o);
+    for (int s = 0; s < S; s++) {
+      const int8_t *q = m->qx + (size_t)s * m->Ip;
+      float out;
+      if (fmt == HB_INT4G) {
+        const float *sg = m->sc + (size_t)o * m->ng;
+        float acc[16] = { 0 };
+        for (int k = 0, i0 = 0; i0 < I; k++, i0 += 8) {
+          int32_t isum = 0;
+          for (int i = i0; i < I && i < i0 + 8; i++) isum += wq(fmt, r, i) * q[i];
+          const float p = (float)isum * sg[i0 / m->gs];
+          acc[k & 15] = acc[k & 15] + p;
+        }
+        out = hb_q8_tree16(acc, m->dx[s]);
+      } else {
+        int64_t isum = 0;
+        for (int i = 0; i < I; i++) isum += wq(fmt, r, i) * q[i];
+        out = hb_q8_rowfmt_out(isum, m->sc[o], m->dx[s]);
+      }
+      m->y[(size_t)s * O + o] = out;
+    }
+  }
+}
+static void ref_i8(const hb_q8 *m, int lo, int hi) { rows_ref(HB_INT8, m, lo, hi); }
+static void ref_i4(const hb_q8 *m, int lo, int hi) { rows_ref(HB_INT4, m, lo, hi); }
+static void ref_i2(const hb_q8 *m, int lo, int hi) { rows_ref(HB_INT2, m, lo, hi); }
+static void ref_i4g(const hb_q8 *m, int lo, int hi) { rows_ref(HB_INT4G, m, lo, hi); }
+void hb_q8_rows_ref(const hb_q8 *m, int lo, int hi) {
+  switch (m->fmt) {
+  case HB_INT8: ref_i8(m, lo, hi); break;
+  case HB_INT4: ref_i4(m, lo, hi); break;
+  case HB_INT2: ref_i2(m, lo, hi); break;
+  default: ref_i4g(m, lo, hi); break;
+  }
+}
+
+/* ---- quantization of x ---- */
+enum { LAYOUT_NATURAL = 0, LAYOUT_SIMD = 1, LAYOUT_SIMD_U8 = 2 /* int8 at VNNI: q + 128 */ };
+
+static float amax_ref(const float *x, int n, int *bad) {
+  float a = 0.0f;
+  for (int i = 0; i < n; i++) {
+    const float v = fabsf(x[i]);
+    if (!(v <= 3.40282347e38f)) *bad = 1;   /* inf or NaN */
+    else if (v > a) a = v;
+  }
+  return a;
+}
+/* q = rint(x·id), half to even (the 1.5·2^23 trick rounds like cvtps2dq), |x·id| ≤ 127 by construction */
+static void round_ref(const float *x, int n, float id, int8_t *q) {
+  for (int i = 0; i < n; i++) {
+    float v = x[i] * id;
+    v = (v + 12582912.0f) - 12582912.0f;
+    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+    q[i] = (int8_t)(v == v ? (int)v : 0);
+  }
+}
+
+static inline int simd_pos(int fmt, int i) {
+  if (fmt == HB_INT4 || fmt == HB_INT4G) return (i & ~127) + ((i & 1) << 6) + ((i & 127) >> 1);
+  if (fmt == HB_INT2) return (i & ~255) + ((i & 3) << 6) + ((i & 255) >> 2);
+  return i;
+}
+
+/* one row: q (layout), corr (int4g), xsum, d; tmp holds I int8 */
+static void quant_row(const float *x, int I, int Ip, int fmt, int layout, int lvl, int8_t *q, int32_t *corr,
+                      int64_t *xsum, float *d, int8_t *tmp) {
+  int bad = 0;
+  float a;
+  (void)lvl;
+#if defined(__x86_64__) || defined(__i386__)
+  if (lvl >= HB_AVX512) a = hb_q8_amax_avx512(x, I, &bad);
+  else if (lvl >= HB_AVX2) a = hb_q8_amax_avx2(x, I, &bad);
+  else
+#endif
+    a = amax_ref(x, I, &bad);
+  const float id = a > 0.0f && !bad ? 127.0f / a : 0.0f;
+#if defined(__x86_64__) || defined(__i386__)
+  if (lvl >= HB_AVX512) hb_q8_round_avx512(x, I, id, tmp);
+  else if (lvl >= HB_AVX2) hb_q8_round_avx2(x, I, id, tmp);
+  else
+#endif
+    round_ref(x, I, id, tmp);
+  *d = bad ? NAN : a / 127.0f;
+  int64_t sum = 0;
+  for (int i = 0; i < I; i++) sum += tmp[i];
+  *xsum = sum;
+  if (corr) {
+    memset(corr, 0, (size_t)(Ip / 8) * sizeof *corr);
+    for (int i = 0; i < I; i++) corr[i >> 3] -= 8 * tmp[i];
+  }
+  if (layout == LAYOUT_NATURAL || fmt == HB_INT8) {
+    memcpy(q, tmp, (size_t)I);
+    memset(q + I, 0, (size_t)(Ip - I));
+    if (layout == LAYOUT_SIMD_U8) for (int i = 0; i < Ip; i++) q[i] = (int8_t)((uint8_t)q[i] ^ 0x80u);
+  } else {
+    memset(q, 0, (size_t)Ip);
+    for (int i = 0; i < I; i++) q[simd_pos(fmt, i)] = tmp[i];
+  }
+}
+
+/* calling thread's scratch: grows, 64-byte aligned, never shrinks */
+static void *q8_scratch(size_t bytes) {
+  static _Thread_local void *buf;
+  static _Thread_local size_t cap;
+  if (bytes > cap) {
+    free(buf);
+    buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    cap = buf ? bytes : 0;
+  }
+  return buf;
+}
+
+static hb_q8_rows_fn pick(int fmt, int lvl, int *layout) {
+  *layout = LAYOUT_NATURAL;
+#if defined(__x86_64__) || defined(__i386__)
+  if (lvl >= HB_AVX2) {
+    *layout = lvl >= HB_AVX512VNNI && fmt == HB_INT8 ? LAYOUT_SIMD_U8 : LAYOUT_SIMD;
+    return lvl >= HB_AVX512VNNI ? hb_q8_rows_vnni : lvl >= HB_AVX512 ? hb_q8_rows_avx512 : hb_q8_rows_avx2;
+  }
+#elif defined(__aarch64__)
+  extern int hb_cpu_dotprod;
+  if (lvl == HB_NEON && hb_cpu_dotprod) { *layout = LAYOUT_SIMD; return hb_q8_rows_dotprod; }
+#endif
+  (void)fmt; (void)lvl;
+  return hb_q8_rows_ref;
+}
+
+/* Fill m (quantizing x into this thread's scratch) and pick the kernel; returns 0 when the call must take
+ * the exact path instead (float format, bad arguments, I out of range, no memory). */
+int hb_q8_setup(hb_q8 *m, hb_q8_rows_fn *fn, int force_ref, int fmt, const void *W, const float *scales, int gs,
+                int O, int I, const float *x, int S, float *y) {
+  if (fmt < HB_INT8 || fmt > HB_INT4G || !W || !scales || !x || !y || O <= 0 || S <= 0 || I <= 0 || I > HB_Q8_MAXI)
+    return 0;
+  if (fmt == HB_INT4G && (gs < 8 || (gs & (gs - 1)) != 0)) return 0;
+  int layout;
+  const int lvl = hb_simd_level();
+  *fn = force_ref ? hb_q8_rows_ref : pick(fmt, lvl, &layout);
+  if (force_ref) layout = LAYOUT_NATURAL;
+  const int Ip = (I + HB_Q8_PAD - 1) / HB_Q8_PAD * HB_Q8_PAD;
+  const size_t qb = (size_t)S * Ip, cb = fmt == HB_INT4G ? (size_t)S * (Ip / 8) * 4 : 0;
+  uint8_t *buf = q8_scratch(qb + cb + (size_t)S * 12 + (size_t)I + 64);
+  if (!buf) return 0;
+  int8_t *qx = (int8_t *)buf;
+  int32_t *corr = cb ? (int32_t *)(buf + qb) : NULL;
+  int64_t *xsum = (int64_t *)(buf + ((qb + cb + 7) & ~(size_t)7));
+  float *dx = (float *)(xsum + S);
+  int8_t *tmp = (int8_t *)(dx + S);
+  for (int s = 0; s < S; s++)
+    quant_row(x + (size_t)s * I, I, Ip, fmt, layout, force_ref ? HB_SCALAR : lvl, qx + (size_t)s * Ip,
+              corr ? corr + (size_t)s * (Ip / 8) : NULL, xsum + s, dx + s, tmp);
+  *m = (hb_q8){ .fmt = fmt, .gs = gs, .ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1, .O = O, .I = I, .S = S, .Ip = Ip,
+                .W = W, .rowb = q8_rowb(fmt, I), .sc = scales, .qx = qx, .corr = corr, .xsum = xsum, .dx = dx, .y = y };
+  return 1;
+}
+
+/* rows per claimed chunk: everything on the calling thread for small matrices (a pool wake-up costs more
+ * than it saves), else ~8 chunks per thread for S ≤ 4 and ~32 KiB of weights per chunk for larger S */
+int hb_mm_chunk_rows(int O, size_t rowb, int S) {
+  const int nt = hb_nthreads();
+  if ((size_t)O * rowb < 24576 || nt <= 1) return O;
+  int c;
+  if (S <= 4) c = O / (nt * 8);
+  else c = (int)(32768 / (rowb ? rowb : 1));
+  if (c < 1) c = 1;
+  if (c > 64) c = 64;
+  const int share = (O + nt - 1) / nt;
+  return c > share ? share : c;
+}
+
+typedef struct { const hb_q8 *m; hb_q8_rows_fn fn; } q8_job;
+static void q8_task(void *c, int lo, int hi) {
+  const q8_job *j = c;
+  j->fn(j->m, lo, hi);
+}
+
+static void q8_call(int force_ref, int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x,
+                    int S, float *y) {
+  hb_q8 m;
+  hb_q8_rows_fn fn;
+  if (!hb_q8_setup(&m, &fn, force_ref, fmt, W, scales, gs, O, I, x, S, y)) {
+    hb_matmul(fmt, W, scales, gs, O, I, x, S, y);   /* counts its own bytes */
+    return;
+  }
+  hb_wbytes_add(hb_q8_wbytes(fmt, O, I, gs));
+  q8_job j = { &m, fn };
+  hb_parallel_for(O, hb_mm_chunk_rows(O, m.rowb, S), q8_task, &j);
+}
+
+/* W [O,I] (fmt) · x [S,I] -> y [S,O], fast mode (exact for float formats) */
+void hb_matmul_q8(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y) {
+  q8_call(0, fmt, W, scales, gs, O, I, x, S, y);
+}
+/* the same with the scalar reference kernel and quantizer, whatever the SIMD level (tests) */
+void hb_matmul_q8_ref(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S,
+                      float *y) {
+  q8_call(1, fmt, W, scales, gs, O, I, x, S, y);
+}

@@ -1,0 +1,66 @@
+/* libhb fast-mode matmul internals shared by matmul_q8.c (x quantization, scalar reference, dispatch)
+ * and the SIMD kernel files (matmul_q8_x86.c, matmul_q8_neon.c). Holds no state.
+ *
+ * Fast mode: each row s of x is quantized to int8, q = rint(x·127/amax) (half to even), d[s] = amax/127.
+ * Every kernel computes the same numbers, bit for bit, at every SIMD level and whatever S:
+ *  - integer dot products are exact (no saturation: operand ranges are chosen for that, I ≤ HB_Q8_MAXI);
+ *  - row formats (int8, int4, int2):  y = ((float)Σ_i q_w,i·q_x,i · s[o]) · d[s];
+ *  - int4g: the row splits into 8-element segments k (one group each since gs ≥ 8 is a power of two);
+ *    p_k = (float)(Σ_{i∈k} q_w,i·q_x,i) · s[o, g(k)]; acc[k mod 16] += p_k in ascending k (mul then add,
+ *    two roundings); then t8[j] = acc[j]+acc[j+8], t4[j] = t8[j]+t8[j+4], t2[j] = t4[j]+t4[j+2],
+ *    r = t2[0]+t2[1]; y = r · d[s].
+ * SIMD kernels read the activations in a per-format layout that matches how packed weight bytes unpack:
+ *  - int8: natural order (at the VNNI level stored as q + 128, i.e. the sign bit flipped);
+ *  - int4 / int4g: per 128-element block, the 64 even elements then the 64 odd ones;
+ *  - int2: per 256-element block, elements ≡ 0 (mod 4), then ≡ 1, ≡ 2, ≡ 3 (64 each).
+ * Unsigned weight codes (nibble, 2-bit field) are used as is; the offset (−8 or −2 times Σ q_x) is added
+ * back exactly: per segment for int4g (`corr`), per row for int4/int2 (`xsum`). */
+#ifndef HB_MATMUL_Q8_H
+#define HB_MATMUL_Q8_H
+#include "hb.h"
+#include <string.h>
+
+#define HB_Q8_MAXI 65536   /* longer rows take the exact path (int32 lanes could overflow) */
+#define HB_Q8_PAD 256      /* x rows are padded with zeros to a multiple of this */
+
+typedef struct {
+  int fmt, gs, ng, O, I, S;
+  int Ip;                  /* I rounded up to HB_Q8_PAD: the row stride of qx */
+  const uint8_t *W;        /* packed W [O, rowb] */
+  size_t rowb;
+  const float *sc;         /* [O] or [O, ng] */
+  const int8_t *qx;        /* [S, Ip] quantized x (layout: natural for scalar, see above for SIMD) */
+  const int32_t *corr;     /* int4g: [S, Ip/8] −8·Σ q_x over each 8-element segment (natural index) */
+  const int64_t *xsum;     /* [S] Σ q_x over the row */
+  const float *dx;         /* [S] amax/127 (NaN when the row held a non-finite value) */
+  float *y;                /* [S, O] */
+} hb_q8;
+
+typedef void (*hb_q8_rows_fn)(const hb_q8 *m, int lo, int hi);
+void hb_q8_rows_ref(const hb_q8 *m, int lo, int hi);
+#if defined(__x86_64__) || defined(__i386__)
+void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi);
+void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi);
+void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi);
+#endif
+#if defined(__aarch64__)
+void hb_q8_rows_dotprod(const hb_q8 *m, int lo, int hi);
+#endif
+
+static inline const uint8_t *hb_q8_row(const hb_q8 *m, int o) { return m->W + (size_t)o * m->rowb; }
+
+/* the shared epilogues (plain statements: no contraction into FMA under any compiler) */
+static inline float hb_q8_rowfmt_out(int64_t isum, float s, float d) {
+  float f = (float)isum;
+  f = f * s;
+  return f * d;
+}
+static inline float hb_q8_tree16(const float acc[16], float d) {
+  float t8[8], t4[4], t2[2];
+  for (int j = 0; j < 8; j++) t8[j] = acc[j] + acc[j + 8];
+  for (int j = 0; j < 4; j++) t4[j] = t8[j] + t8[j + 4];
+  for (int j = 0; j < 2; j++) t2[j] = t4[j] + t4[j + 2];
+  const float r = t2[0] + t2[1];
+  return r * d;
+}
+#endif

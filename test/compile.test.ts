@@ -1,0 +1,27 @@
+// The single binary (`bun run compile`): built into a temp dir, it runs with no Bun on PATH, serves
+// the embedded demo model when no --model is given (mux over stdio) and generates from it.
+import { expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "..");
+
+test("compiled binary: serve --stdio with the embedded demo model, without Bun on PATH", () => {
+  const dir = mkdtempSync(join(tmpdir(), "hb-bin-")), bin = join(dir, "hummingbird");
+  try {
+    const b = Bun.spawnSync({ cmd: ["bun", "build", "--compile", "src/bin.ts", "src/server/worker.ts", "--outfile", bin], cwd: root, stderr: "pipe" });
+    expect(b.exitCode).toBe(0);
+    const env = { PATH: "/nonexistent", HOME: dir, XDG_CACHE_HOME: join(dir, "cache") };
+    const r = Bun.spawnSync({ cmd: [bin, "serve", "--stdio"], cwd: dir, env, stdin: Buffer.from("SUBMIT 1 auto 4 8 0 1\nThe \n"), stdout: "pipe", stderr: "pipe" });
+    const out = r.stdout.toString();
+    expect(out.startsWith("READY glm-demo-int8 ")).toBe(true);
+    expect(out).toMatch(/\nDONE 1 length 8 /);
+    expect(r.stderr.toString()).toContain("EMBEDDED DEMO MODEL");
+    const g = Bun.spawnSync({ cmd: [bin, "generate", "--model", join(root, "models/glm-demo-int8"), "--prompt", "The ", "--max-tokens", "12"], cwd: dir, env, stdout: "pipe" });
+    expect(g.exitCode).toBe(0);
+    expect(g.stdout.toString()).toStartWith("entire\nspreted the carprise"); // the demo README's greedy sample
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);

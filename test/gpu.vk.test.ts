@@ -1,0 +1,86 @@
+// The Vulkan shim through gpu/vk.ts: device discovery, buffers (mapped, staged, split over chunks), copies
+// and fills across chunk boundaries, dispatch limits, bad arguments as errors (never a crash), and device
+// loss (injected) turning every later call into DeviceLost. Skips without Vulkan/glslc.
+import { describe, expect, test } from "bun:test";
+import { DeviceLost, pickDevice, probe, push, Vk, VkError } from "../gpu/vk.ts";
+import { spirv } from "../gpu/shaders.ts";
+import { rand, testDevice } from "../gpu/testkit.ts";
+
+const vk = testDevice();
+
+describe.skipIf(!vk)("vulkan shim", () => {
+  test("device discovery: a named device with a compute queue; choice policy", () => {
+    const p = probe();
+    expect(p.ok).toBe(true);
+    if (!p.ok) return;
+    expect(vk!.info.name.length).toBeGreaterThan(0);
+    expect(vk!.info.maxStorageRange).toBeGreaterThan(0);
+    const fake = (index: number, type: number) => ({ ...p.devices[0], index, type, name: `dev${index}` });
+    expect(pickDevice([fake(0, 4), fake(1, 1), fake(2, 2)], "")?.index).toBe(2); // discrete first, CPU last
+    expect(pickDevice([fake(0, 4), fake(1, 1)], "")?.index).toBe(1);
+    expect(pickDevice([fake(0, 4), fake(1, 1)], "DEV0")?.index).toBe(0);
+    expect(pickDevice([fake(0, 4)], 3)).toBeNull();
+  });
+
+  test("buffers: mapped, staged (never-mapped, > the 8 MiB staging buffer) and chunked round trips", () => {
+    const a = rand(2_400_000, 1); // 9.6 MB
+    for (const [kind, chunk] of [["device", 0], ["host", 0], ["device-nomap", 0], ["device", 1 << 20], ["device-nomap", 3 << 20]] as const) {
+      const b = vk!.buffer(a.byteLength, kind, chunk);
+      b.write(0, a);
+      const out = new Float32Array(a.length);
+      b.read(0, out);
+      expect({ kind, chunk, same: out.every((v, i) => v === a[i]) }).toEqual({ kind, chunk, same: true });
+      b.free();
+    }
+  });
+
+  test("copy and fill across chunk boundaries of both buffers", () => {
+    const n = 5000, a = Float32Array.from({ length: n }, (_, i) => i);
+    const src = vk!.buffer(4 * n, "device", 4096), dst = vk!.buffer(4 * n, "device-nomap", 3000 * 4);
+    src.write(0, a);
+    const c = vk!.cmd();
+    c.begin().fill(dst, 0, 4 * n, 0x3f800000).barrier().copy(src, 4 * 1000, dst, 4 * 10, 4 * 3500).submit();
+    expect(c.wait()).toBe(true);
+    const out = new Float32Array(n);
+    dst.read(0, out);
+    const want = Float32Array.from({ length: n }, (_, i) => (i >= 10 && i < 3510 ? i + 990 : 1));
+    expect(out).toEqual(want);
+  });
+
+  test("bad arguments come back as VkError, never a crash", () => {
+    const b = vk!.buffer(64);
+    expect(() => b.write(60, new Float32Array(4))).toThrow(VkError);
+    expect(() => b.read(-4, new Float32Array(1))).toThrow(VkError);
+    const p = vk!.pipeline("add", spirv("add"), 2, 12);
+    const c = vk!.cmd();
+    expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/not recording|command state/);
+    c.begin();
+    expect(() => c.dispatch(p, [{ buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/bindings/);
+    expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1]]), 1)).toThrow(/push bytes/);
+    expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), vk!.info.maxWG[0] + 1)).toThrow(/maxComputeWorkGroupCount/);
+    const chunked = vk!.buffer(4096, "device", 1024);
+    expect(() => c.dispatch(p, [{ buf: b }, { buf: chunked, off: 512, range: 1024 }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/crosses chunk/);
+    c.submit();
+    c.wait();
+    b.free();
+    expect(() => c.begin().dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/freed/);
+    c.submit();
+    c.wait();
+  });
+
+  test("device loss (injected at the 2nd submit): DeviceLost, then every call refuses", () => {
+    const d = Vk.open(vk!.info.index);
+    try {
+      const b = d.buffer(16), c = d.cmd();
+      d.fault(2);
+      c.begin().fill(b, 0, 16, 7).submit();
+      expect(c.wait()).toBe(true);
+      expect(() => c.begin().fill(b, 0, 16, 8).submit()).toThrow(DeviceLost);
+      expect(d.lost).toBe(true);
+      expect(() => d.buffer(16)).toThrow(DeviceLost);
+      expect(() => b.read(0, new Uint32Array(4))).toThrow(DeviceLost);
+    } finally {
+      d.close();
+    }
+  });
+});

@@ -1,0 +1,91 @@
+// Pure pieces of the serving layer: stop strings across deltas, the think split, logprobs, the mux
+// frame encoders, and the worker's detokenizer marks on the glm-tiny tokenizer.
+import { describe, expect, test } from "bun:test";
+import { StopMatcher } from "../src/server/stop-text.ts";
+import { ThinkSplit } from "../src/server/think.ts";
+import { logprobsOf } from "../src/server/prepare.ts";
+import { dataFrame, doneFrame, errorFrame, readyFrame } from "../src/server/mux-frames.ts";
+import { Detok, thinkIds } from "../src/server/detok.ts";
+import { loadTokenizer } from "../src/model/tokenizer.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+
+describe("StopMatcher", () => {
+  test("a stop string split across deltas is never emitted; text before it is", () => {
+    const m = new StopMatcher(["END", "xyz"]);
+    const out = ["abc E", "N", "D tail"].map((d) => m.push(d));
+    expect(out.join("")).toBe("abc ");
+    expect(m.stopped).toBe(true);
+    expect(m.push("more")).toBe("");
+  });
+  test("a held partial match is released when it turns out not to match, or at the end", () => {
+    const m = new StopMatcher(["END"]);
+    expect(m.push("aE")).toBe("a");
+    expect(m.push("Nx")).toBe("ENx");
+    expect(m.push("EN")).toBe("");
+    expect(m.flush()).toBe("EN");
+  });
+  test("the earliest of several matches wins; no stops passes everything through", () => {
+    const m = new StopMatcher(["bc", "ab"]);
+    expect(m.push("xabc")).toBe("x");
+    expect(new StopMatcher([]).push("anything")).toBe("anything");
+  });
+});
+
+describe("ThinkSplit", () => {
+  test("enabled: text inside <think>..</think> is reasoning, after it content", () => {
+    const t = new ThinkSplit(true, false);
+    expect(t.take("", "think")).toEqual({});
+    expect(t.take("hmm")).toEqual({ reasoning_content: "hmm" });
+    expect(t.take(" ok", "/think")).toEqual({ reasoning_content: " ok" });
+    expect(t.take("answer")).toEqual({ content: "answer" });
+  });
+  test("a prompt ending in <think> starts in reasoning; disabled thinking is all content", () => {
+    expect(new ThinkSplit(true, true).take("r")).toEqual({ reasoning_content: "r" });
+    const off = new ThinkSplit(false, true);
+    off.take("", "think");
+    expect(off.take("x")).toEqual({ content: "x" });
+  });
+});
+
+describe("logprobsOf", () => {
+  test("log-softmax values and the top-k in order", () => {
+    const l = new Float32Array([0, Math.log(2), Math.log(4), 0]);
+    const r = logprobsOf(l, 1, 3, (id) => `t${id}`);
+    expect(r.lp).toBeCloseTo(Math.log(2 / 8), 6);
+    expect(r.top.map((t) => t.id)).toEqual([2, 1, 0]);
+    expect(r.top[0].lp).toBeCloseTo(Math.log(4 / 8), 6);
+    expect(r.tt).toBe("t1");
+    expect(logprobsOf(l, 0, 0, String).top).toEqual([]);
+  });
+});
+
+describe("mux frame encoders", () => {
+  test("headers are single lines; DATA carries exact byte counts", () => {
+    expect(new TextDecoder().decode(readyFrame("my model\n", 2, 64))).toBe("READY my_model_ 2 64\n");
+    expect(new TextDecoder().decode(dataFrame("5", "é\n"))).toBe("DATA 5 3\né\n\n");
+    expect(new TextDecoder().decode(dataFrame("5", "a", { lp: -0.5, top: [{ id: 3, lp: -0.5, text: "a" }] }))).toBe("DATA 5 1 lp=-0.5 top=3:-0.5\na\n");
+    expect(new TextDecoder().decode(doneFrame("5", "stop", 3, 10, 2, 12.345))).toBe("DONE 5 stop 3 10 2 12.35\n");
+    expect(new TextDecoder().decode(errorFrame("0", "BAD_FRAME", "bad\nthing"))).toBe("ERROR 0 BAD_FRAME bad thing\n");
+  });
+});
+
+describe.skipIf(!hasTiny)("Detok on the glm-tiny tokenizer", () => {
+  test("think tags become marks; text round-trips; stop strings apply", () => {
+    const codec = loadTokenizer(TINY);
+    const ids = thinkIds(codec);
+    expect(ids.open).toBeGreaterThanOrEqual(0);
+    expect(ids.close).toBeGreaterThanOrEqual(0);
+    const text = "hello world, héllo";
+    const d = new Detok(codec, [], ids);
+    let out = "";
+    for (const id of codec.encode(text)) out += d.push(id).text;
+    expect(out + d.finish()).toBe(text);
+    expect(d.push(ids.open).mark).toBe("think");
+    expect(d.push(ids.close).mark).toBe("/think");
+    const s = new Detok(codec, ["world"], ids);
+    let cut = "";
+    for (const id of codec.encode(text)) cut += s.push(id).text;
+    expect(cut + s.finish()).toBe("hello ");
+    expect(s.stopped).toBe(true);
+  });
+});
