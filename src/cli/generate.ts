@@ -89,7 +89,7 @@ export const command: Command = {
       const codec = loadTokenizer(dir), text = v.json ? null : codec.stream();
       const grammar = grammarOption(v, dir, m.cfg.stop_ids);
       const res = generate(m, prompt, {
-        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, encode: (t) => codec.encode(t),
+        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, stopIds: codec.stopIds(m.cfg.stop_ids), encode: (t) => codec.encode(t),
         onToken: (id) => { if (text) process.stdout.write(text.push(id)); },
       });
       if (kvf && session) kvf.persist(session);

@@ -12,11 +12,21 @@ export interface ChatMessage { role: string; content: string }
 export class TextCodec {
   private tok: Tokenizer;
   private template: Template | null;
+  /** the id of tokenizer_config.json's eos_token, when it names a token */
+  readonly eosId: number | null;
 
   constructor(tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>) {
     this.tok = new Tokenizer(tokenizerJson as object, tokenizerConfig as object);
     const t = tokenizerConfig.chat_template;
     this.template = typeof t === "string" ? new Template(t) : null;
+    const eos = tokenizerConfig.eos_token;
+    const name = typeof eos === "string" ? eos : typeof (eos as { content?: unknown })?.content === "string" ? (eos as { content: string }).content : null;
+    this.eosId = name === null ? null : this.tok.token_to_id(name) ?? null;
+  }
+
+  /** Stop ids: the model's (config.json + generation_config.json) plus the tokenizer's eos token. */
+  stopIds(modelStopIds: number[]): number[] {
+    return this.eosId === null || modelStopIds.includes(this.eosId) ? modelStopIds : [...modelStopIds, this.eosId];
   }
 
   encode(text: string): number[] {
