@@ -87,9 +87,9 @@ export const command: Command = {
     try {
       const session = kvf?.load();
       const codec = loadTokenizer(dir), text = v.json ? null : codec.stream();
-      const grammar = grammarOption(v, dir, m.cfg.stop_ids);
+      const stopIds = codec.stopIds(m.cfg.stop_ids), grammar = grammarOption(v, dir, stopIds);
       const res = generate(m, prompt, {
-        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, stopIds: codec.stopIds(m.cfg.stop_ids), encode: (t) => codec.encode(t),
+        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, stopIds, encode: (t) => codec.encode(t),
         onToken: (id) => { if (text) process.stdout.write(text.push(id)); },
       });
       if (kvf && session) kvf.persist(session);
