@@ -5,6 +5,7 @@
  * int2 (f−2)·s[o] (bits 2(i mod 4)); int4g (nib−8)·s[o·⌈I/gs⌉ + ⌊i/gs⌋]. */
 #include "matmul.h"
 #include <math.h>
+void hb_wbytes_add(int64_t n);   /* membw.c: the bench's weight-bytes counter */
 #include <stdlib.h>
 
 float *hb_mm_scratch(size_t n) {
@@ -99,6 +100,7 @@ static int mm_setup(hb_mm *m, int fmt, const void *W, const float *scales, int g
  * (the register tile), and no more than an even share per thread */
 static int mm_chunk(const hb_mm *m) {
   const int nt = hb_nthreads();
+  if ((size_t)m->O * m->rowb < 24576) return m->O;   /* small: the calling thread alone (no pool wake-up) */
   if (m->S <= 4) { int c = m->O / (nt * 8); return c < 1 ? 1 : c > 64 ? 64 : c; }
   int c = 32768 / m->I;
   c = c < 4 ? 4 : c > 64 ? 64 : c & ~3;
@@ -121,6 +123,7 @@ void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I
                float *y) {
   hb_mm m;
   if (!mm_setup(&m, fmt, W, scales, gs, O, I, x, S, y)) return;
+  hb_wbytes_add((int64_t)O * (int64_t)m.rowb + (fmt >= HB_INT8 && fmt <= HB_INT4G ? 4 * (int64_t)O * (m.ng ? m.ng : 1) : 0));
   hb_mm_rows_fn fn = hb_mm_rows_ref;
 #if defined(__x86_64__) || defined(__i386__)
   const int lvl = hb_simd_level();

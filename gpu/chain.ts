@@ -241,16 +241,3 @@ export class VulkanChain {
     for (const g of segs) st0.tokens += g.n;
   }
 }
-
-/**
- * forward.ts `forward` with layers [0, chain.n) on the chain and the rest on the CPU — what the engine's
- * forward does once it hands the layer range to an executor (see the report).
- */
-export function forwardWith(chain: VulkanChain, m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>, opts: ForwardOpts = {}): number {
-  const S = embed(m, st, segs, ids), L = m.cfg.num_hidden_layers, n = Math.min(chain.n, L);
-  chain.run(m, st, segs, S, 0, n, opts);
-  runLayers(m, st, segs, S, n, L, opts);
-  for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.version++; }
-  const which = opts.logits ?? "all";
-  return which === "none" ? 0 : head(m, st, segs, S, which);
-}

@@ -4,14 +4,11 @@
 //  - a host write we did not make (truncate, a CPU forward, a restore: KVCache.version moved) -> the lowest
 //    row written since (KVCache.lowestSince(version) when the cache offers it, else 0);
 //  - a step at pos0 -> at most pos0 (and never above kv.len).
-// Our own step bumps the version once more (forward's `version++` after the layers); it is recognised by
+// Our own step bumps the version once more (forward's `kv.wrote(pos0)` after the layers); it is recognised by
 // version == seen + 1, len == the end we wrote, and a fingerprint row that still holds what we wrote.
 // State: owner (weak), valid, the version seen, and the last step's end + fingerprint.
 import type { KVCache } from "../src/engine/kv.ts";
 
-/** Optional seam on KVCache: the lowest row any host write touched after version v (0 if the log no longer
- *  reaches back to v, Infinity if nothing was written); truncate(n) counts as a write from n. */
-type WithLog = KVCache & { lowestSince?: (v: number) => number };
 
 export interface Fingerprint { layer: number; row: number; data: Float32Array }
 
@@ -33,7 +30,7 @@ export class Watermark {
       this.reset();
       this.owner = new WeakRef(kv);
     } else if (kv.version !== this.seen) {
-      if (!this.ourBump(kv)) this.valid = Math.min(this.valid, lowest(kv as WithLog, this.seen));
+      if (!this.ourBump(kv)) this.valid = Math.min(this.valid, lowest(kv, this.seen));
     }
     this.valid = Math.max(0, Math.min(this.valid, pos0, kv.len));
     this.seen = kv.version;
@@ -64,8 +61,8 @@ export class Watermark {
   }
 }
 
-function lowest(kv: WithLog, since: number): number {
-  if (typeof kv.lowestSince !== "function") return 0;
+/** KVCache.lowestSince: the lowest row any host write touched after version `since`. */
+function lowest(kv: KVCache, since: number): number {
   const v = kv.lowestSince(since);
   return Number.isNaN(v) || v < 0 ? 0 : v; // Infinity: nothing written since
 }

@@ -94,11 +94,15 @@ describe("expert read faults", () => {
     const last = store.layers.filter((L) => L.layer < m.cfg.num_hidden_layers).at(-1)!;
     const idle = () => { while (poolCounters().inflight > 0) Bun.sleepSync(1); };
     for (let round = 0; round < 6 && store.stats().prefetchFailures < 2; round++) {
-      gen(m); // every layer has a last union
+      store.prefetch = "off";
+      gen(m); // every layer has a last union; no speculative reads in flight
+      idle();
+      store.prefetch = "on";
       injectFailure(1, 5);
       store.prefetchAfter(last); // speculative reads for the first MoE layer: the first one fails
       idle();
       injectFailure(0);
+      expect(store.stats().prefetchIssued).toBeGreaterThan(0);
     }
     expect(gen(m)).toEqual(ref);
     const st = store.stats();

@@ -10,7 +10,7 @@ import { forward, type ForwardOpts } from "../src/engine/forward.ts";
 import { RunState } from "../src/engine/state.ts";
 import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
-import { forwardWith, VulkanChain } from "../gpu/chain.ts";
+import { VulkanChain } from "../gpu/chain.ts";
 import { testDevice } from "../gpu/testkit.ts";
 
 const vk = testDevice();
@@ -27,7 +27,7 @@ class Conv {
   }
   feed(ids: number[], all = false): Float32Array {
     const segs = [{ kv: this.kv, r0: 0, n: ids.length, pos0: this.pos }], o = { ...this.opts, logits: all ? "all" as const : "last" as const };
-    const rows = this.chain ? forwardWith(this.chain, this.m, this.st, segs, ids, o) : forward(this.m, this.st, segs, ids, o);
+    const rows = forward(this.m, this.st, segs, ids, this.chain ? { ...o, executor: this.chain } : o);
     this.pos += ids.length;
     return this.st.logits.slice(0, rows * this.m.cfg.vocab_size);
   }
@@ -98,7 +98,7 @@ describe.skipIf(!vk)("vulkan chain: batches, KV mirror invalidation, device loss
     const run = (dev: boolean) => {
       const st = new RunState(m.cfg), A = newKV(m), B = newKV(m), out: Float32Array[] = [];
       const f = (segs: { kv: KVCache; r0: number; n: number; pos0: number }[], toks: number[]) => {
-        const n = dev ? forwardWith(ch, m, st, segs, toks, { logits: "all" }) : forward(m, st, segs, toks, { logits: "all" });
+        const n = forward(m, st, segs, toks, dev ? { logits: "all", executor: ch } : { logits: "all" });
         out.push(st.logits.slice(0, n * V));
       };
       f([{ kv: A, r0: 0, n: 7, pos0: 0 }], ids(7, V, 1));

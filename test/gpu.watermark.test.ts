@@ -13,7 +13,7 @@ function hostStep(kv: KVCache, pos0: number, n: number, fill: number): void {
   kv.reserve(pos0 + n);
   kv.kv[0].fill(fill, pos0 * W, (pos0 + n) * W);
   kv.len = pos0 + n;
-  kv.version++;
+  kv.wrote(pos0); // as forward() does
 }
 /** A chain step: the watermark syncs, the rows are written on both sides, forward bumps the version. */
 function chainStep(wm: Watermark, kv: KVCache, pos0: number, n: number, fill: number): number {
@@ -24,7 +24,7 @@ function chainStep(wm: Watermark, kv: KVCache, pos0: number, n: number, fill: nu
   const end = pos0 + n;
   wm.wrote(kv, end, { layer: 0, row: end - 1, data: kv.kv[0].subarray((end - 1) * W, end * W) });
   kv.len = end;
-  kv.version++;
+  kv.wrote(pos0); // what forward() does after the layers
   return from;
 }
 const fresh = () => new KVCache(cfg, 1, [false], 8);
@@ -94,16 +94,11 @@ describe("KV mirror watermark", () => {
     expect(wm.sync(kv, 5)).toBe(5);
   });
 
-  test("with a KVCache write log (lowestSince seam) a foreign write lowers it exactly", () => {
-    class Logged extends KVCache {
-      log: [number, number][] = [];
-      lowestSince(v: number): number { return Math.min(Infinity, ...this.log.filter(([ver]) => ver > v).map(([, r]) => r)); }
-      override truncate(n: number): void { super.truncate(n); this.log.push([this.version, n]); }
-    }
-    const wm = new Watermark(), kv = new Logged(cfg, 1, [false], 8);
+  test("KVCache's write log lowers it exactly on a foreign write", () => {
+    const wm = new Watermark(), kv = fresh();
     chainStep(wm, kv, 0, 9, 1);
-    kv.log.push([kv.version, 0 + 9]); // forward's own bump (from = its pos0 .. here logged as 9, harmless)
-    kv.truncate(5);
+    chainStep(wm, kv, 9, 1, 2);
+    kv.truncate(5); // the log holds our own step (from 9) and the truncation (from 5)
     expect(wm.sync(kv, 7)).toBe(5);
   });
 

@@ -25,6 +25,8 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
   acceptance is too low.
 --grammar / --json-schema: constrain the output (llama.cpp GBNF, or a JSON schema converted to GBNF);
   the bytes the grammar forces are drafted speculatively.
+--exact: f32 activations in every matmul (default: fast mode, activations quantized to int8 per row
+  for quantized weights; float weights are exact either way).
 --state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
   prefix with the saved history is not prefilled again, and the history is saved afterwards.
 ${EXPERT_HELP}`;
@@ -85,11 +87,12 @@ export const command: Command = {
       kvf = KvFile.open(slotPath(v.state, slot), m);
     }
     try {
-      const session = kvf?.load();
+      const exact = !!v.exact;
+      const session = kvf?.load({ exact });
       const codec = loadTokenizer(dir), text = v.json ? null : codec.stream();
       const stopIds = codec.stopIds(m.cfg.stop_ids), grammar = grammarOption(v, dir, stopIds);
       const res = generate(m, prompt, {
-        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, stopIds, encode: (t) => codec.encode(t),
+        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, forward: { exact }, stopIds, encode: (t) => codec.encode(t),
         onToken: (id) => { if (text) process.stdout.write(text.push(id)); },
       });
       if (kvf && session) kvf.persist(session);

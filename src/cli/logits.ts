@@ -10,7 +10,7 @@ import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engin
 const help = `usage: hummingbird logits --model DIR --ids 1,2,3 [--mtp] [--exact]
 
 Prints {"logits": number[][]} (logits[i] = teacher-forced logits at position i); with --mtp also
-"mtp_logits" for p = 0..T-2. --exact: f32 activations (the only mode until quantized weights land).
+"mtp_logits" for p = 0..T-2. --exact: f32 activations (default: fast mode, int8 activations for quantized weights).
 ${EXPERT_HELP}`;
 
 const rows = (a: Float32Array, n: number, V: number) => Array.from({ length: n }, (_, i) => Array.from(a.subarray(i * V, (i + 1) * V)));
@@ -26,11 +26,12 @@ export const command: Command = {
     const ids = parseIds(required(r.values, "ids", help), m.cfg.vocab_size, help);
     const experts = attachExperts(m, { ...xo, ctx: ids.length, rows: ids.length });
     const V = m.cfg.vocab_size, T = ids.length;
-    const s = new Session(m);
+    const exact = !!r.values.exact;
+    const s = new Session(m, { exact });
     const out: Record<string, number[][]> = { logits: rows(s.feed(ids, true), T, V) };
     if (r.values.mtp) {
       if (!m.w.mtp) throw new UsageError("--mtp: this model has no MTP layer", help);
-      const n = mtpForward(m, s.st, newMtpKV(m, T), 0, ids.slice(1), s.hidden, false, { logits: "all" });
+      const n = mtpForward(m, s.st, newMtpKV(m, T), 0, ids.slice(1), s.hidden, false, { logits: "all", exact });
       out.mtp_logits = rows(s.st.logits, n, V);
     }
     experts.close();

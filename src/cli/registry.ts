@@ -31,5 +31,5 @@ export const COMMANDS: Record<string, Entry> = {
   },
   serve: { summary: "serve a model over OpenAI-compatible HTTP and the mux protocol (or --stdio)", load: async () => (await import("./serve.ts")).command },
   score: { summary: "lm-eval loglikelihood scores of (context, continuation) token requests", load: async () => (await import("./score.ts")).command },
-  // bench:    { summary: "...", load: async () => (await import("./bench.ts")).command },
+  bench: { summary: "prefill / decode throughput, weight bytes per token and the memory roofline", load: async () => (await import("./bench.ts")).command },
 };

@@ -6,20 +6,21 @@ import { type Command, parseCli, required, intOption, UsageError } from "./commo
 import { loadModel } from "../engine/model.ts";
 import { parseScoreRequests, score, ScoreInputError } from "../engine/score.ts";
 
-const help = `usage: hummingbird score --model DIR --requests FILE [--batch-rows N]
+const help = `usage: hummingbird score --model DIR --requests FILE [--batch-rows N] [--exact]
 
 Each line of FILE (or stdin with --requests -): <ctxlen> <contlen> <id0> ... <id_{T-1}>, T = ctxlen +
 contlen. The continuation ids[ctxlen..T) is scored teacher-forced (token i by the logits at i-1).
 Prints one line per request: <sum logprob> <contlen> <greedy: 1 if every continuation token is the
 argmax, else 0>. Requests are packed as separate segments into forwards of up to --batch-rows rows
-(default 512). Blank lines are skipped.`;
+(default 512). Blank lines are skipped. --exact: f32 activations (default: fast mode, int8
+activations for quantized weights).`;
 
 export const command: Command = {
   summary: "lm-eval loglikelihood scores of (context, continuation) token requests",
   help,
   run(argv) {
     const s = { type: "string" } as const;
-    const r = parseCli(argv, { model: s, requests: s, "batch-rows": s }, help);
+    const r = parseCli(argv, { model: s, requests: s, "batch-rows": s, exact: { type: "boolean" } }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help), file = required(v, "requests", help);
@@ -34,7 +35,7 @@ export const command: Command = {
       if (e instanceof ScoreInputError) throw new UsageError(e.message);
       throw e;
     }
-    const out = score(m, reqs, { maxRows });
+    const out = score(m, reqs, { maxRows, forward: { exact: !!v.exact } });
     process.stdout.write(out.map((x) => `${x.logprob} ${x.contlen} ${x.greedy ? 1 : 0}\n`).join(""));
     return 0;
   },

@@ -38,13 +38,13 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   const kvr = cfg.kv_lora_rank, eps = cfg.rms_norm_eps, theta = cfg.rope_theta, Q = H * (dn + dr), W = kvr + dr;
   // q = W_qb RMS(W_qa h) -> [S, H*(dn+dr)] (or W_q h without a q LoRA); rope the last dr of each head
   if (w.q_a && w.q_b && w.q_a_norm) {
-    mm(w.q_a, st.xb, S, st.q_a);
+    mm(w.q_a, st.xb, S, st.q_a, st.exact);
     rmsnorm(st.q_a, w.q_a_norm, st.c_q, S, cfg.q_lora_rank!, eps);
-    mm(w.q_b, st.c_q, S, st.q);
-  } else mm(w.q_proj!, st.xb, S, st.q);
+    mm(w.q_b, st.c_q, S, st.q, st.exact);
+  } else mm(w.q_proj!, st.xb, S, st.q, st.exact);
   rope(st.q.subarray(dn), S, Q, H, dn + dr, dr, st.pos, theta);
   // a = W_kva h -> [S, kv_lora+dr]; cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]
-  mm(w.kv_a, st.xb, S, st.a);
+  mm(w.kv_a, st.xb, S, st.a, st.exact);
   for (const g of segs) {
     const cache = g.kv.kv[kvLayer];
     for (let j = 0; j < g.n; j++) {
@@ -68,7 +68,7 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     if (naive) naiveCore(cfg, st, w.kv_b, cache, g, T, sel, nsel, topk);
     else absorbedCore(cfg, st, w.kv_b, cache, g, sel, nsel, topk);
   }
-  mm(w.o, st.o, S, st.ao); // Attn(h) = W_o concat_h o_h -> [S, D]
+  mm(w.o, st.o, S, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [S, D]
 }
 
 function naiveIsCheaper(cfg: Config, n: number, T: number): boolean {
@@ -85,7 +85,7 @@ function naiveCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array, g:
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, W = kvr + dr, KV = H * (dn + dv), K = H * (dn + dr), Q = H * (dn + dr);
   for (let t = 0; t < T; t++) st.c_kv.set(cache.subarray(t * W, t * W + kvr), t * kvr);
-  mm(kv_b, st.c_kv, T, st.kvb); // [T, H*(dn+dv)]
+  mm(kv_b, st.c_kv, T, st.kvb, st.exact); // [T, H*(dn+dv)]
   for (let t = 0; t < T; t++) {
     const k_pe = cache.subarray(t * W + kvr, (t + 1) * W);
     for (let h = 0; h < H; h++) {
@@ -111,7 +111,7 @@ function absorbedCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array,
   for (let r = g.r0; r < g.r0 + g.n; r++) {
     for (let h = 0; h < H; h++) {
       const q = r * Q + h * (dn + dr), qc = r * QC + h * W;
-      mm(ab.wkT[h], st.q.subarray(q, q + dn), 1, st.qcat.subarray(qc, qc + kvr));
+      mm(ab.wkT[h], st.q.subarray(q, q + dn), 1, st.qcat.subarray(qc, qc + kvr), st.exact);
       st.qcat.set(st.q.subarray(q + dn, q + dn + dr), qc + kvr);
     }
   }
@@ -124,7 +124,7 @@ function absorbedCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array,
   for (let r = g.r0; r < g.r0 + g.n; r++) {
     for (let h = 0; h < H; h++) {
       const ol = (r * H + h) * kvr, o = (r * H + h) * dv;
-      mm(ab.wv[h], st.o_lat.subarray(ol, ol + kvr), 1, st.o.subarray(o, o + dv));
+      mm(ab.wv[h], st.o_lat.subarray(ol, ol + kvr), 1, st.o.subarray(o, o + dv), st.exact);
     }
   }
 }

@@ -12,8 +12,16 @@ import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
 
+/** Runs layers [lo, hi) somewhere else (the Vulkan chain): its first `n` layers replace the CPU's. */
+export interface LayerExecutor {
+  readonly n: number;
+  run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void;
+}
+
 export interface ForwardOpts {
+  executor?: LayerExecutor; // layers [0, executor.n) run there, the rest on the CPU
   attn?: AttnMode;          // naive / absorbed / auto (cost model)
+  exact?: boolean;          // f32 activations; when given it sets RunState.exact (default: fast)
   logits?: "all" | "last" | "none"; // which rows get lm_head (last = last row of each segment)
   onSelect?: SelectHook;    // DSA debug hook (full layers)
 }
@@ -74,22 +82,25 @@ export function head(m: Model, st: RunState, segs: Segment[], S: number, which: 
   const D = m.cfg.hidden_size;
   if (which === "all") {
     rmsnorm(st.x, m.w.norm, st.xb, S, D, m.cfg.rms_norm_eps);
-    mm(m.w.lm_head, st.xb, S, st.logits);
+    mm(m.w.lm_head, st.xb, S, st.logits, st.exact);
     return S;
   }
   segs.forEach((g, k) => {
     const r = g.r0 + g.n - 1;
     rmsnorm(st.x.subarray(r * D, (r + 1) * D), m.w.norm, st.xb.subarray(k * D, (k + 1) * D), 1, D, m.cfg.rms_norm_eps);
   });
-  mm(m.w.lm_head, st.xb, segs.length, st.logits);
+  mm(m.w.lm_head, st.xb, segs.length, st.logits, st.exact);
   return segs.length;
 }
 
 /** Run the batch: rows st.x <- embed(ids); layers 0..L-1; head. KV caches advance past their rows. */
 export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>, opts: ForwardOpts = {}): number {
+  if (opts.exact !== undefined) st.exact = opts.exact;
   const S = embed(m, st, segs, ids);
-  runLayers(m, st, segs, S, 0, m.cfg.num_hidden_layers, opts);
-  for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.version++; }
+  const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L);
+  if (n > 0) opts.executor!.run(m, st, segs, S, 0, n, opts);
+  runLayers(m, st, segs, S, n, L, opts);
+  for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.wrote(g.pos0); }
   const which = opts.logits ?? "all";
   return which === "none" ? 0 : head(m, st, segs, S, which);
 }

@@ -19,6 +19,12 @@ const symbols = {
   hb_simd_force: { args: [i32], returns: i32 }, // 0 scalar, 1 best available; returns level in use
   // W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for quantized fmts (null/0 otherwise)
   hb_matmul: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
+  // the same in fast mode: x rows quantized to int8 (absmax/127), integer dot products (fmts 1-4;
+  // float formats are exact); _ref = the scalar kernel whatever the SIMD level (tests)
+  hb_matmul_q8: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
+  hb_matmul_q8_ref: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
+  hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
+  hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
   hb_rmsnorm: { args: [ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
@@ -76,10 +82,18 @@ export function hb(): Lib {
 type F32 = Float32Array;
 type Weight = Float32Array | Uint16Array | Uint8Array;
 
-/** W [O,I] · x [S,I] -> y [S,O] */
+/** W [O,I] · x [S,I] -> y [S,O] (exact: f32 activations) */
 export function matmul(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number, O: number, I: number, x: F32, S: number, y: F32) {
   hb().hb_matmul(fmt, W, scales, gs, O, I, x, S, y);
 }
+/** W [O,I] · x [S,I] -> y [S,O] in fast mode (int8 activations for quantized W; exact for float W) */
+export function matmulQ8(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number, O: number, I: number, x: F32, S: number, y: F32) {
+  hb().hb_matmul_q8(fmt, W, scales, gs, O, I, x, S, y);
+}
+/** Weight bytes the matmul kernels have read since the last reset (reset: start counting again from 0). */
+export const weightBytes = (reset = false): number => Number(hb().hb_wbytes(reset ? 1 : 0));
+/** Best memory read bandwidth (bytes/s) over `reps` reads of a `bytes` buffer with every pool thread. */
+export const memBandwidth = (bytes: number, reps: number): number => hb().hb_membw(bytes, reps);
 export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: number) => hb().hb_rmsnorm(x, w, y, S, D, eps);
 export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
   hb().hb_layernorm(x, w, b, y, S, D, eps);

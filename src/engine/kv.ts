@@ -8,8 +8,10 @@ export class KVCache {
   len = 0;
   /** Rows allocated per layer. */
   cap = 0;
-  /** Bumped by every host write (append, truncate): lets mirrors detect staleness. */
+  /** Bumped by every host write (append, truncate, restore): lets mirrors detect staleness. */
   version = 0;
+  /** recent writes: (version after the write, first row written), for mirrors catching up */
+  private writes: { v: number; from: number }[] = [];
   /** per layer [cap, kv_lora + qk_rope]: c_kv (kv_a_layernorm'd latent) ‖ k_pe (roped) */
   readonly kv: Float32Array[];
   /** per layer [cap, index_head_dim] indexer keys (LayerNorm + roped), null where the layer has none */
@@ -49,6 +51,22 @@ export class KVCache {
   truncate(n: number): void {
     if (n < 0 || n > this.len) throw new Error(`KVCache.truncate(${n}) outside [0, ${this.len}]`);
     this.len = n;
+    this.wrote(n);
+  }
+
+  /** Record a host write of rows from `from` on (every write path calls this). */
+  wrote(from: number): void {
     this.version++;
+    this.writes.push({ v: this.version, from });
+    if (this.writes.length > 64) this.writes.shift();
+  }
+
+  /** Lowest row written since version `v` (Infinity: none; 0 when the log no longer reaches back). */
+  lowestSince(v: number): number {
+    if (v >= this.version) return Infinity;
+    if (this.writes.length === 0 || this.writes[0].v > v + 1) return 0;
+    let lo = Infinity;
+    for (const w of this.writes) if (w.v > v) lo = Math.min(lo, w.from);
+    return lo;
   }
 }

@@ -222,7 +222,7 @@ export class KvFile {
     }
     if (ok < N) { this.writeCount(ok); this.tokens.length = ok; }
     s.kv.len = ok;
-    s.kv.version++;
+    s.kv.wrote(0);
     s.adopt(this.tokens.slice(0, ok), hidden);
     return s;
   }

@@ -1,6 +1,7 @@
-// Matrix helpers over weights.ts's `Mat` views: row slices (for per-head blocks of kv_b) and the
-// dequantized transpose (for the absorbed MLA form). Stateless.
-import { Fmt, matmul } from "./hb.ts";
+// Matrix helpers over weights.ts's `Mat` views: the matmul in either activation mode (exact: f32
+// activations; fast: int8 activations for quantized weights), row slices (for per-head blocks of kv_b)
+// and the dequantized transpose (for the absorbed MLA form). Stateless.
+import { Fmt, matmul, matmulQ8 } from "./hb.ts";
 import type { Mat } from "../model/weights.ts";
 
 /** Bytes (or elements, for 16/32-bit storage) of one stored row of W [O, I]. */
@@ -26,9 +27,10 @@ export function rowsOf(m: Mat, r0: number, n: number): Mat {
   return { ...m, O: n, data, scales };
 }
 
-/** y [S,O] = W · x for S rows (thin wrapper so callers pass a Mat). */
-export function mm(W: Mat, x: Float32Array, S: number, y: Float32Array): void {
-  matmul(W.fmt, W.data, W.scales, W.gs, W.O, W.I, x, S, y);
+/** y [S,O] = W · x for S rows. exact: f32 activations; otherwise fast mode (x rows quantized to int8
+ *  when W is quantized — float W is always exact). Callers pass RunState.exact. */
+export function mm(W: Mat, x: Float32Array, S: number, y: Float32Array, exact = false): void {
+  (exact ? matmul : matmulQ8)(W.fmt, W.data, W.scales, W.gs, W.O, W.I, x, S, y);
 }
 
 /** Wᵀ [I, O] in f32, dequantized through the kernel itself (W · e_i for each unit vector e_i). */
@@ -36,6 +38,6 @@ export function transposeF32(m: Mat): Float32Array {
   const eye = new Float32Array(m.I * m.I);
   for (let i = 0; i < m.I; i++) eye[i * m.I + i] = 1;
   const t = new Float32Array(m.I * m.O);
-  mm(m, eye, m.I, t); // row i of the result = W · e_i = column i of W
+  mm(m, eye, m.I, t, true); // row i of the result = W · e_i = column i of W
   return t;
 }

@@ -13,10 +13,10 @@ import type { RunState } from "./state.ts";
 /** y [S,D] = W_down (silu(W_gate x) ⊙ W_up x) for S rows of x [S,D] */
 export function mlp(st: RunState, w: Mlp, x: Float32Array, S: number, y: Float32Array): void {
   const F = w.gate.O;
-  mm(w.gate, x, S, st.hg);
-  mm(w.up, x, S, st.hu);
+  mm(w.gate, x, S, st.hg, st.exact);
+  mm(w.up, x, S, st.hu, st.exact);
   swiglu(st.hg, st.hu, st.hg, S * F);
-  mm(w.down, st.hg, S, y);
+  mm(w.down, st.hg, S, y, st.exact);
 }
 
 export interface Route { experts: Int32Array; weights: Float32Array } // [K] each
@@ -61,7 +61,7 @@ export function limitGroups(cfg: Config, c: Float64Array): void {
 /** MoE over S rows: y = Σ_k g_k E_k(x) + shared(x), each unique expert computed once for its rows. */
 export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
   const D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
-  mm(w.router, x, S, st.z); // [S, E] in f32
+  mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
   const rows: number[][] = Array.from({ length: E }, () => []);
   const gates: number[][] = Array.from({ length: E }, () => []);
   const r: Route = { experts: new Int32Array(K), weights: new Float32Array(K) };

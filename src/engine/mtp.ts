@@ -19,6 +19,7 @@ export function mtpForward(m: Model, st: RunState, kv: KVCache, pos0: number, to
   const mt = m.w.mtp;
   if (!mt) throw new Error("this model has no MTP layer");
   const c = m.cfg, D = c.hidden_size, eps = c.rms_norm_eps, n = tokens.length;
+  if (opts.exact !== undefined) st.exact = opts.exact;
   st.ensure(n, pos0 + n);
   if (pos0 > kv.len) throw new Error(`MTP position ${pos0} leaves a gap after ${kv.len} rows`);
   kv.reserve(pos0 + n);
@@ -34,13 +35,13 @@ export function mtpForward(m: Model, st: RunState, kv: KVCache, pos0: number, to
     if (raw) rmsnorm(h, mt.hnorm, g, 1, D, eps);
     else { rmsnorm(h, m.w.norm, st.xb, 1, D, eps); rmsnorm(st.xb, mt.hnorm, g, 1, D, eps); }
   }
-  mm(mt.eh_proj, st.ecat, n, st.x); // u = W_eh [e ‖ g] -> [n, D]
+  mm(mt.eh_proj, st.ecat, n, st.x, st.exact); // u = W_eh [e ‖ g] -> [n, D]
   block(m, st, mt.layer, c.num_hidden_layers, 0, segs, n, "dense", opts);
-  kv.len = pos0 + n; kv.version++;
+  kv.len = pos0 + n; kv.wrote(pos0);
   const which = opts.logits ?? "all";
   if (which === "none") return 0;
   const r0 = which === "all" ? 0 : n - 1, rows = n - r0;
   rmsnorm(st.x.subarray(r0 * D), mt.head_norm, st.xb, rows, D, eps);
-  mm(m.w.lm_head, st.xb, rows, st.logits);
+  mm(m.w.lm_head, st.xb, rows, st.logits, st.exact);
   return rows;
 }

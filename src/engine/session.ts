@@ -40,6 +40,7 @@ export class Session {
   constructor(readonly m: Model, readonly opts: ForwardOpts = {}) {
     this.kv = newKV(m);
     this.st = new RunState(m.cfg);
+    this.st.exact = opts.exact ?? false;
     this.mtpKV = m.w.mtp ? newMtpKV(m) : null;
     this.mtpU = new Float32Array(m.cfg.hidden_size);
   }

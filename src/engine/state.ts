@@ -6,6 +6,8 @@ import type { Config } from "../model/config.ts";
 export class RunState {
   rows = 0;
   ctx = 0;
+  /** activation mode of every matmul: true = exact (f32), false = fast (int8 rows for quantized W) */
+  exact = false;
   x!: Float32Array;      // [S, D] residual stream
   xb!: Float32Array;     // [S, D] normed input of a sub-block
   ao!: Float32Array;     // [S, D] sub-block output (attention or FFN) before the residual add

@@ -1,11 +1,15 @@
 // Text <-> ids for a model directory: tokenizer.json through @huggingface/tokenizers, the chat
-// template of tokenizer_config.json through @huggingface/jinja, and a streaming decoder that never
-// emits half a UTF-8 character. Holds the parsed tokenizer and the compiled template.
+// template of tokenizer_config.json through @huggingface/jinja, a streaming decoder that never
+// emits half a UTF-8 character, and each token's raw bytes (through the grammar engine's TokenVocab).
+// Holds the parsed tokenizer, the compiled template and the TokenVocabs built from it.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
+import { TokenVocab } from "../engine/grammar/vocab.ts";
 import { ModelError } from "./errors.ts";
+
+const utf8 = new TextEncoder();
 
 export interface ChatMessage { role: string; content: string }
 
@@ -14,8 +18,10 @@ export class TextCodec {
   private template: Template | null;
   /** the id of tokenizer_config.json's eos_token, when it names a token */
   readonly eosId: number | null;
+  private vocabs = new Map<string, TokenVocab>();
+  private byteVocab: TokenVocab | null | undefined; // undefined: not tried yet; null: unsupported tokenizer
 
-  constructor(tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>) {
+  constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>) {
     this.tok = new Tokenizer(tokenizerJson as object, tokenizerConfig as object);
     const t = tokenizerConfig.chat_template;
     this.template = typeof t === "string" ? new Template(t) : null;
@@ -36,6 +42,36 @@ export class TextCodec {
   decode(ids: number[], skipSpecial = false): string {
     if (ids.length === 0) return "";
     return this.tok.decode(ids, { skip_special_tokens: skipSpecial });
+  }
+
+  /**
+   * The grammar engine's TokenVocab of this tokenizer (token id -> bytes, `eosIds` allowed once a
+   * grammar is complete), built once per eos set. Throws ModelError for tokenizers it does not
+   * understand (neither ByteLevel nor Metaspace/byte_fallback).
+   */
+  tokenVocab(eosIds: readonly number[] = []): TokenVocab {
+    const key = [...new Set(eosIds)].sort((a, b) => a - b).join(",");
+    let v = this.vocabs.get(key);
+    if (!v) {
+      v = TokenVocab.fromTokenizerJson(this.tokenizerJson, { eosIds });
+      this.vocabs.set(key, v);
+    }
+    this.byteVocab ??= v;
+    return v;
+  }
+
+  /**
+   * The raw bytes of one token (byte-level BPE: the ByteLevel alphabet mapped back to bytes, so a
+   * multi-byte character may be split across tokens). Special tokens (and ids without bytes in the
+   * vocabulary): their UTF-8 text, empty when `skipSpecial`.
+   */
+  tokenBytes(id: number, skipSpecial = true): Uint8Array {
+    if (this.byteVocab === undefined) {
+      try { this.tokenVocab(); } catch { this.byteVocab = null; }
+    }
+    const b = this.byteVocab && Number.isInteger(id) && id >= 0 && id < this.byteVocab.size ? this.byteVocab.bytes[id] : null;
+    if (b && b.length > 0) return b; // shared with the vocabulary: do not modify
+    try { return utf8.encode(this.decode([id], skipSpecial)); } catch { return new Uint8Array(0); }
   }
 
   /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`). */

@@ -2,18 +2,19 @@
 // as one chat.completion or as SSE chat.completion.chunk's. Thinking: with
 // `chat_template_kwargs.enable_thinking: true` the text between <think> and </think> (or from the start
 // when the prompt ends with <think>) goes to `reasoning_content`; otherwise think tags are dropped.
-// State: per request only (the think split).
+// `response_format` json_object / json_schema and `grammar` (GBNF) constrain the output from its first
+// token (so a constrained generation has no reasoning). State: per request only (the think split).
 import type { EngineClient } from "./engine-client.ts";
 import { finishReason, responseId, run, sseResponse, usage } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker, readJson } from "./http-errors.ts";
-import type { GenRequest, ReqEvent } from "./protocol.ts";
-import { ChatRequest, contentText, zodError } from "./schemas.ts";
+import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import { ChatRequest, contentText, grammarOf, zodError } from "./schemas.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
 
 type Tok = Extract<ReqEvent, { t: "tok" }>;
 
-function toGen(b: ChatRequest): GenRequest {
+function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
   const messages = b.messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: contentText(m.content) }));
   const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
   return {
@@ -22,6 +23,7 @@ function toGen(b: ChatRequest): GenRequest {
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs, stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
+    ...(grammar ? { grammar } : {}),
   };
 }
 
@@ -41,8 +43,10 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   if (p.data.top_logprobs != null && !p.data.logprobs) {
     return errorResponse({ status: 400, message: "top_logprobs requires logprobs: true", type: "invalid_request_error", param: "top_logprobs", code: "invalid_value" });
   }
+  const grammar = grammarOf(p.data);
+  if (grammar && "status" in grammar) return errorResponse(grammar);
   if (engine.state !== "ready") return notReady(engine);
-  const gen = toGen(p.data);
+  const gen = toGen(p.data, grammar);
   const r = run(engine, gen, req.signal);
   const first = await r.q.next();
   if (first.t === "error") return errorResponse(fromWorker(first.code, first.detail, "messages"));

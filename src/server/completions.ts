@@ -1,11 +1,12 @@
 // POST /v1/completions: a raw prompt (text or token ids) continued as one text_completion or as SSE
 // chunks. Think tags appear literally in the text. Legacy logprobs (`logprobs: k`) as
-// {tokens, token_logprobs, top_logprobs, text_offset}. State: per request only.
+// {tokens, token_logprobs, top_logprobs, text_offset}. `response_format` / `grammar` constrain the
+// output as on the chat route. State: per request only.
 import type { EngineClient } from "./engine-client.ts";
 import { finishReason, literalText, responseId, run, sseResponse, usage } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker, readJson } from "./http-errors.ts";
-import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
-import { CompletionRequest, zodError } from "./schemas.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
+import { CompletionRequest, grammarOf, zodError } from "./schemas.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
 
 type Tok = Extract<ReqEvent, { t: "tok" }>;
@@ -18,12 +19,13 @@ function promptOf(p: CompletionRequest["prompt"]): PromptSpec {
   return { kind: "ids", ids: one };
 }
 
-function toGen(b: CompletionRequest): GenRequest {
+function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest {
   return {
     prompt: promptOf(b.prompt), slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined,
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
+    ...(grammar ? { grammar } : {}),
   };
 }
 
@@ -41,8 +43,10 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
   if (!body.ok) return errorResponse(body.error);
   const p = CompletionRequest.safeParse(body.value);
   if (!p.success) return errorResponse(zodError(p.error));
+  const grammar = grammarOf(p.data);
+  if (grammar && "status" in grammar) return errorResponse(grammar);
   if (engine.state !== "ready") return notReady(engine);
-  const gen = toGen(p.data);
+  const gen = toGen(p.data, grammar);
   const r = run(engine, gen, req.signal);
   const first = await r.q.next();
   if (first.t === "error") return errorResponse(fromWorker(first.code, first.detail, "prompt"));

@@ -1,6 +1,11 @@
 // Per-request detokenizer in the worker: token ids -> UTF-8-safe text deltas (TextCodec.stream,
 // special tokens skipped) with stop strings applied; <think>/</think> tokens become marks so the chat
-// route can split reasoning_content. State: the stream decoder and the stop matcher of one request.
+// route can split reasoning_content. Alongside the text, the bytes of the literal stream (think tags
+// written out) for mux DATA frames: without stop strings each token's raw bytes (TextCodec.tokenBytes,
+// so a multi-byte character may be split across tokens); with stop strings the UTF-8 of the emitted
+// text, so bytes never run ahead of a stop string that is still being matched. Either way the bytes
+// of all pushes and finish() concatenate to the UTF-8 of the literal text (for valid UTF-8 output).
+// State: the stream decoder and the stop matcher of one request.
 import type { TextCodec } from "../model/tokenizer.ts";
 import { StopMatcher } from "./stop-text.ts";
 
@@ -19,33 +24,44 @@ export function thinkIds(codec: TextCodec): ThinkIds {
   return { open: one("<think>"), close: one("</think>") };
 }
 
+const utf8 = new TextEncoder();
+const NONE = new Uint8Array(0);
+const TAG = { think: "<think>", "/think": "</think>" } as const;
+
+export interface Piece { text: string; bytes: Uint8Array; mark?: "think" | "/think" }
+
 export class Detok {
   private dec: { push(id: number): string; flush(): string };
   private stop: StopMatcher;
+  private readonly raw: boolean;             // no stop strings: bytes are each token's own bytes
 
-  constructor(codec: TextCodec, stops: string[], private readonly think: ThinkIds) {
+  constructor(private readonly codec: TextCodec, stops: string[], private readonly think: ThinkIds) {
     this.dec = codec.stream(true);
     this.stop = new StopMatcher(stops);
+    this.raw = stops.length === 0;
   }
 
   get stopped(): boolean {
     return this.stop.stopped;
   }
 
-  /** One generated token: its text delta (possibly empty) and its mark when it is a think tag. */
-  push(id: number): { text: string; mark?: "think" | "/think" } {
+  /** One generated token: its text delta (possibly empty), its bytes, and its mark when it is a think tag. */
+  push(id: number): Piece {
     if (id === this.think.open || id === this.think.close) {
       // a tag ends the text before it: flush the decoder and the stop matcher's held text
+      const mark = id === this.think.open ? "think" : "/think";
       const text = this.stop.push(this.dec.flush()) + (this.stop.stopped ? "" : this.stop.flush());
-      return { text, mark: id === this.think.open ? "think" : "/think" };
+      if (this.stop.stopped) return { text, bytes: utf8.encode(text) }; // the stop string came first: no tag
+      return { text, bytes: utf8.encode(this.raw ? TAG[mark] : text + TAG[mark]), mark };
     }
-    return { text: this.stop.push(this.dec.push(id)) };
+    const text = this.stop.push(this.dec.push(id));
+    return { text, bytes: this.raw ? this.codec.tokenBytes(id, true) : text ? utf8.encode(text) : NONE };
   }
 
-  /** End of generation: whatever the decoder and the matcher still hold. */
-  finish(): string {
-    if (this.stop.stopped) return "";
-    const t = this.stop.push(this.dec.flush());
-    return t + this.stop.flush();
+  /** End of generation: whatever the decoder and the matcher still hold (raw mode: no bytes left). */
+  finish(): { text: string; bytes: Uint8Array } {
+    if (this.stop.stopped) return { text: "", bytes: NONE };
+    const text = this.stop.push(this.dec.flush()) + this.stop.flush();
+    return { text, bytes: this.raw || !text ? NONE : utf8.encode(text) };
   }
 }

@@ -29,7 +29,13 @@ export function errorResponse(e: ApiError): Response {
 /** A worker error as an API error; `promptField` is the request field that holds the prompt. */
 export function fromWorker(code: ErrorCode, detail: string, promptField: string): ApiError {
   switch (code) {
-    case "BAD_REQUEST": return apiError(400, detail, detail.split(" ")[0] === "slot" ? "slot" : promptField, "invalid_value");
+    case "BAD_REQUEST": {
+      // details that start with a request field name it ("slot 3 is outside ...", "grammar line 1, ...")
+      const first = detail.split(" ")[0];
+      if (first === "slot") return apiError(400, detail, "slot", "invalid_value");
+      if (first === "grammar" || first.startsWith("response_format")) return apiError(400, `${first}: ${detail.slice(first.length + 1)}`, first, "invalid_value");
+      return apiError(400, detail, promptField, "invalid_value");
+    }
     case "EMPTY_PROMPT": return apiError(400, `${promptField}: the prompt is empty (no tokens)`, promptField, "empty_prompt");
     case "CONTEXT_EXCEEDED": {
       const [n, limit] = detail.split(" ");

@@ -23,9 +23,9 @@ export function acceptFrame(id: string, slot: number, prompt: number, cached: nu
   return enc.encode(`ACCEPT ${id} ${slot} ${prompt} ${cached}\n`);
 }
 
-/** DATA <id> <n>[ lp=.. top=tid:lp,..]\n<n bytes>\n */
-export function dataFrame(id: string, text: string, lp?: { lp: number; top: TopLogprob[] }): Uint8Array {
-  const body = enc.encode(text);
+/** DATA <id> <n>[ lp=.. top=tid:lp,..]\n<n bytes>\n (`body`: raw bytes, or text sent as UTF-8) */
+export function dataFrame(id: string, body: Uint8Array | string, lp?: { lp: number; top: TopLogprob[] }): Uint8Array {
+  if (typeof body === "string") body = enc.encode(body);
   const extra = lp ? ` lp=${lpText(lp.lp)} top=${lp.top.map((t) => `${t.id}:${lpText(t.lp)}`).join(",")}` : "";
   const head = enc.encode(`DATA ${id} ${body.length}${extra}\n`);
   const out = new Uint8Array(head.length + body.length + 1);

@@ -1,7 +1,9 @@
 // Incremental parser of mux client frames (shared/spec/mux.md): bytes in, frame events out. Pure: no
 // I/O, no engine, no knowledge of the slot count (range checks against the server belong to the
 // session). State: the header bytes being collected, the SUBMIT whose payload/grammar block is being
-// read (or drained, when the SUBMIT was rejected), and `dead` after a BAD_FRAME.
+// read (or drained, when the SUBMIT was rejected), the blocks read so far, and `dead` after a BAD_FRAME.
+// The grammar block is handed on as raw bytes: whether it is UTF-8 and compiles is judged later
+// (session, worker), as BAD_REQUEST grammar.
 //
 // What is fatal (BAD_FRAME, the stream cannot resynchronise): an unknown command, a SUBMIT with fewer
 // than 7 fields or an unreadable `<bytes>` / `grammar=<bytes>`, a missing `\n` after a block, an
@@ -24,6 +26,7 @@ export interface SubmitFrame {
   seed?: number;
   min_p?: number;
   payload: Uint8Array;
+  grammar?: Uint8Array;     // the GBNF block of grammar=<bytes>
 }
 export type MuxEvent =
   | SubmitFrame
@@ -54,8 +57,8 @@ class Reject extends Error {
 /** A parsed SUBMIT header: the byte blocks that follow it and the event it becomes once read. */
 interface Pending {
   blocks: number[];                    // payload bytes, then grammar bytes when present
-  make: (payload: Uint8Array) => MuxEvent;
-  keep: boolean;                       // store the payload (false: drain it)
+  make: (blocks: Uint8Array[]) => MuxEvent;
+  keep: boolean;                       // store the blocks (false: drain them)
 }
 
 export class MuxParser {
@@ -66,7 +69,7 @@ export class MuxParser {
   private got = 0;                     // bytes of the current block read so far
   private buf: Uint8Array | null = null;
   private wantNl = false;              // the `\n` after the current block is next
-  private payload: Uint8Array = new Uint8Array(0);
+  private read: Uint8Array[] = [];     // blocks of the pending SUBMIT read so far (kept ones)
   dead = false;
 
   /** Feed bytes; returns the complete frames they finish, in order. */
@@ -91,7 +94,7 @@ export class MuxParser {
         if (chunk[i] !== 10) { this.fail(out, `expected "\\n" after a ${p.blocks[this.block]}-byte block`); break; }
         i++;
         this.wantNl = false;
-        if (this.block === 0) this.payload = this.buf ?? new Uint8Array(0);
+        this.read.push(this.buf ?? new Uint8Array(0));
         this.block++;
         this.startBlock(out);
       } else {
@@ -118,20 +121,21 @@ export class MuxParser {
     this.dead = true;
     this.pending = null;
     this.buf = null;
+    this.read = [];
   }
 
   /** Set up reading block `this.block` of the pending SUBMIT, or emit it when all are read. */
   private startBlock(out: MuxEvent[]): void {
     const p = this.pending!;
     if (this.block === p.blocks.length) {
-      out.push(p.make(this.payload));
+      out.push(p.make(this.read));
       this.pending = null;
       this.buf = null;
-      this.payload = new Uint8Array(0);
+      this.read = [];
       return;
     }
     this.got = 0;
-    this.buf = p.keep && this.block === 0 ? new Uint8Array(p.blocks[0]) : null;
+    this.buf = p.keep ? new Uint8Array(p.blocks[this.block]) : null;
     if (p.blocks[this.block] === 0) this.wantNl = true;
   }
 
@@ -166,8 +170,10 @@ export class MuxParser {
       ev = { kind: "reject", id, field: e.field, detail: e.detail };
     }
     const keep = ev.kind === "submit";
-    this.pending = { blocks, keep, make: (payload) => (ev.kind === "submit" ? { ...ev, payload } : ev) };
+    const make = (b: Uint8Array[]): MuxEvent => (ev.kind !== "submit" ? ev : b.length > 1 ? { ...ev, payload: b[0], grammar: b[1] } : { ...ev, payload: b[0] });
+    this.pending = { blocks, keep, make };
     this.block = 0;
+    this.read = [];
     this.startBlock(out);
   }
 }
@@ -212,9 +218,8 @@ function submitFields(f: string[]): SubmitFrame {
       const x = num(v);
       if (x === null || x > 1) throw new Reject(key, "must be in [0, 1]");
       fr.min_p = x;
-    } else {
-      throw new Reject("grammar", "is not supported yet");
     }
+    // grammar=<bytes>: its size was read with the framing; the block is attached once read
   }
   if (fr.ids && fr.chat) throw new Reject("chat", "excludes ids=1");
   return fr;

@@ -1,8 +1,9 @@
 // One mux stream (HTTP /v1/mux or stdio): turns parsed client frames into engine requests and engine
-// events into server frames. State: the live ids of this stream and their engine handles, whether the
-// input has ended, and frames that arrived before READY could be sent (the model was loading).
+// events into server frames. DATA frames carry each token's raw bytes (a multi-byte character may be
+// split across frames); a `grammar=<bytes>` block constrains the output (BAD_REQUEST grammar when it
+// is not UTF-8 or does not compile). State: the live ids of this stream and their engine handles,
+// whether the input has ended, and frames that arrived before READY could be sent (the model was loading).
 import type { EngineClient, Handle } from "./engine-client.ts";
-import { literalText } from "./gen-stream.ts";
 import { acceptFrame, dataFrame, doneFrame, errorFrame, readyFrame } from "./mux-frames.ts";
 import type { MuxEvent, SubmitFrame } from "./mux-parse.ts";
 import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
@@ -92,9 +93,18 @@ export class MuxSession {
     if (f.payload.length === 0) return this.write(errorFrame(f.id, "EMPTY_PROMPT"));
     const prompt = payloadPrompt(f);
     if (typeof prompt === "string") return this.write(errorFrame(f.id, "BAD_REQUEST", `payload ${prompt}`));
+    let gbnf: string | undefined;
+    if (f.grammar) {
+      try {
+        gbnf = new TextDecoder("utf-8", { fatal: true }).decode(f.grammar);
+      } catch {
+        return this.write(errorFrame(f.id, "BAD_REQUEST", "grammar is not valid UTF-8"));
+      }
+    }
     const req: GenRequest = {
       prompt, slot: f.slot, max_tokens: f.max_tokens, temperature: f.temperature, top_p: f.top_p,
       min_p: f.min_p ?? 0, top_k: 0, seed: f.seed, logprobs: f.logprobs, stop: [],
+      ...(gbnf !== undefined ? { grammar: { gbnf, field: "grammar" } } : {}),
     };
     this.live.set(f.id, this.engine.submit(req, (e) => this.onEvent(f.id, e)));
   }
@@ -103,14 +113,15 @@ export class MuxSession {
     if (this.closed) return;
     switch (e.t) {
       case "accept": return this.write(acceptFrame(id, e.slot, e.prompt_tokens, e.cached_tokens));
-      case "tok": return this.write(dataFrame(id, literalText(e), e.lp === undefined ? undefined : { lp: e.lp, top: e.top ?? [] }));
+      case "tok": return this.write(dataFrame(id, e.bytes, e.lp === undefined ? undefined : { lp: e.lp, top: e.top ?? [] }));
       case "done":
-        if (e.text) this.write(dataFrame(id, e.text));
+        if (e.bytes.length > 0) this.write(dataFrame(id, e.bytes));
         this.write(doneFrame(id, e.reason, e.emitted, e.prompt_tokens, e.cached_tokens, e.decode_tok_s));
         break;
       case "error": {
         const detail = e.code === "CANCELLED" ? "" : e.detail;
-        this.write(errorFrame(id, e.code, e.code === "BAD_REQUEST" && !detail.startsWith("slot") ? `payload ${detail}` : detail));
+        const named = /^(slot|grammar) /.test(detail); // details that already start with their field
+        this.write(errorFrame(id, e.code, e.code === "BAD_REQUEST" && !named ? `payload ${detail}` : detail));
         break;
       }
       default: return;

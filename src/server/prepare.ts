@@ -27,7 +27,11 @@ export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: n
   return { ok: true, ids };
 }
 
-/** log softmax of the raw logits at `id`, and the k most likely ids (ties: lower id first). */
+/**
+ * log softmax of the logits at `id`, and the k most likely ids (ties: lower id first). Logits of
+ * −Infinity (tokens a grammar masked out) have probability 0 and are never listed, so under a
+ * grammar the report is the constrained distribution and `top` may hold fewer than k entries.
+ */
 export function logprobsOf(logits: Float32Array, id: number, k: number, text: (id: number) => string): { lp: number; tt: string; top: TopLogprob[] } {
   let max = -Infinity;
   for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
@@ -36,6 +40,7 @@ export function logprobsOf(logits: Float32Array, id: number, k: number, text: (i
   const lse = max + Math.log(sum);
   const best: number[] = [];
   for (let i = 0; i < logits.length && k > 0; i++) {
+    if (!(logits[i] > -Infinity)) continue;
     if (best.length === k && logits[i] <= logits[best[k - 1]]) continue;
     let j = best.length < k ? best.length : k - 1;
     while (j > 0 && logits[best[j - 1]] < logits[i]) { best[j] = best[j - 1]; j--; }

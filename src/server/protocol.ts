@@ -18,7 +18,11 @@ export interface GenRequest {
   seed?: number;
   logprobs?: number;       // top-k alternatives to report (0 = only the chosen token's); absent = off
   stop: string[];          // stop strings (matched on the decoded text; never emitted)
+  grammar?: GrammarSpec;   // constrained output: every sampled token must continue this grammar
 }
+
+/** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */
+export interface GrammarSpec { gbnf: string; field: string }
 
 /** Worker error codes (mux names; the HTTP side maps them to statuses). */
 export type ErrorCode = "BAD_REQUEST" | "SLOT_BUSY" | "EMPTY_PROMPT" | "CONTEXT_EXCEEDED" | "NOT_FOUND" | "CANCELLED" | "OVERLOADED" | "INTERNAL";
@@ -67,10 +71,11 @@ export type ReqEvent =
   | { t: "accept"; rid: number; slot: number; prompt_tokens: number; cached_tokens: number; think: boolean }
   | {
     t: "tok"; rid: number; id: number; text: string;
+    bytes: Uint8Array;                         // this token's bytes of the literal stream (mux DATA; see detok.ts)
     mark?: "think" | "/think";                 // a <think> / </think> token (text is what came before it)
     lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
   }
-  | { t: "done"; rid: number; reason: FinishReason; text: string; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number }
+  | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number }
   | { t: "error"; rid: number; code: ErrorCode; detail: string };
 
 export type FromWorker =

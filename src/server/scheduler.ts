@@ -3,14 +3,20 @@
 // jobs, the running jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse:
 // truncate the slot past the common prefix, prefill only the suffix), then runs ONE forward over a
 // ragged batch: a 1-row segment per decoding job plus up to `chunk` prefill rows, and samples.
+// Constrained output: a job with a grammar has a GrammarState; its logits are masked before
+// sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
+// that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
+// Logprobs then describe the masked distribution (see prepare.ts logprobsOf).
 import { forward } from "../engine/forward.ts";
 import type { KVCache } from "../engine/kv.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
 import { RunState } from "../engine/state.ts";
 import type { Segment } from "../engine/batch.ts";
+import type { GrammarState } from "../engine/grammar/index.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
 import { Detok, thinkIds, type ThinkIds } from "./detok.ts";
+import { GrammarCache } from "./grammar-cache.ts";
 import { logprobsOf, promptIds } from "./prepare.ts";
 import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
 
@@ -20,6 +26,7 @@ interface Job {
   rid: number; req: GenRequest; ids: number[];
   limit: number;            // tokens it may emit (max_tokens, capped by the context)
   sampler: Sampler; detok: Detok;
+  grammar: GrammarState | null;  // kept at the state after the last emitted token
   state: "queued" | "prefill" | "decode";
   slot: Slot | null;
   fed: number;              // prompt tokens in the slot's KV
@@ -45,6 +52,7 @@ export class Scheduler {
   private st: RunState;
   private stopIds: Set<number>;
   private think: ThinkIds;
+  readonly grammars: GrammarCache;
   private clock = 0;
   private winStart = performance.now();
   private winTokens = 0;
@@ -55,6 +63,7 @@ export class Scheduler {
     this.st = new RunState(m.cfg);
     this.stopIds = new Set(m.cfg.stop_ids);
     this.think = thinkIds(codec);
+    this.grammars = new GrammarCache(() => codec.tokenVocab(m.cfg.stop_ids));
   }
 
   hasWork(): boolean {
@@ -71,10 +80,16 @@ export class Scheduler {
     } else if (this.queue.length >= this.o.queue + this.slots.filter((s) => !s.job).length) {
       return this.emit({ t: "error", rid, code: "OVERLOADED", detail: `all ${this.slots.length} slots busy and ${this.queue.length} requests waiting` });
     }
+    let grammar: GrammarState | null = null;
+    if (req.grammar) {
+      const g = this.grammars.state(req.grammar);
+      if (!g.ok) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: g.detail });
+      grammar = g.gs;
+    }
     const j: Job = {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length),
       sampler: new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed }),
-      detok: new Detok(this.codec, req.stop, this.think),
+      detok: new Detok(this.codec, req.stop, this.think), grammar,
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
     };
     this.jobs.set(rid, j);
@@ -136,15 +151,22 @@ export class Scheduler {
   }
 
   private sample(j: Job, logits: Float32Array): void {
+    const g = j.grammar;
+    if (g && g.mask(logits) === 0) return this.finish(j, "stop"); // nothing can continue the grammar
     const id = j.sampler.sample(logits);
     if (this.stopIds.has(id)) return this.finish(j, "stop");
+    try {
+      g?.accept(id);
+    } catch (e) {
+      return this.fail(j, e); // unreachable: the mask allowed it
+    }
     const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, (t) => this.codec.decode([t]));
     const d = j.detok.push(id);
     j.emitted++;
     j.tLast = performance.now();
     this.winTokens++;
-    this.emit({ t: "tok", rid: j.rid, id, text: d.text, ...(d.mark ? { mark: d.mark } : {}), ...(lp ?? {}) });
-    if (j.detok.stopped) return this.finish(j, "stop");
+    this.emit({ t: "tok", rid: j.rid, id, text: d.text, bytes: d.bytes, ...(d.mark ? { mark: d.mark } : {}), ...(lp ?? {}) });
+    if (j.detok.stopped || g?.isDone()) return this.finish(j, "stop");
     if (j.emitted >= j.limit) return this.finish(j, "length");
     j.next = id;
   }
@@ -179,10 +201,10 @@ export class Scheduler {
   }
 
   private finish(j: Job, reason: FinishReason): void {
-    const text = j.detok.finish();
+    const { text, bytes } = j.detok.finish();
     const tokS = j.emitted >= 2 && j.tLast > j.tFirst ? (j.emitted - 1) / ((j.tLast - j.tFirst) / 1000) : 0;
     this.release(j);
-    this.emit({ t: "done", rid: j.rid, reason, text, emitted: j.emitted, prompt_tokens: j.ids.length, cached_tokens: j.cached, decode_tok_s: tokS });
+    this.emit({ t: "done", rid: j.rid, reason, text, bytes, emitted: j.emitted, prompt_tokens: j.ids.length, cached_tokens: j.cached, decode_tok_s: tokS });
   }
 
   private fail(j: Job, e: unknown): void {

@@ -1,9 +1,13 @@
 // zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
 // of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
-// extras); fields we cannot honour (n > 1, penalties, logit_bias, tools, response_format other than
-// text, echo, suffix, best_of > 1) are rejected with a 400 naming them. No state.
+// extras); fields we cannot honour (n > 1, penalties, logit_bias, tools, echo, suffix, best_of > 1)
+// are rejected with a 400 naming them. Constrained output: `response_format` (text, json_object,
+// json_schema) and the llama-server-style `grammar` (GBNF text) become one GrammarSpec (grammarOf).
+// No state.
 import { z } from "zod";
+import { GrammarError, responseFormatGbnf } from "../engine/grammar/index.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
+import type { GrammarSpec } from "./protocol.ts";
 
 const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
@@ -25,9 +29,20 @@ const sampling = {
   logit_bias: nullish(z.record(z.string(), z.number()).refine((r) => Object.keys(r).length === 0, { message: "logit_bias is not supported" })),
   user: nullish(z.string()),
   slot: nullish(z.int().min(0)), // extension: pin the request to a KV slot
-  response_format: nullish(z.object({ type: z.string() }).refine((r) => r.type === "text", {
-    message: "response_format json_object / json_schema is not supported yet (no grammar-constrained decoding)",
-  })),
+  response_format: nullish(z.discriminatedUnion("type", [
+    z.looseObject({ type: z.literal("text") }),
+    z.looseObject({ type: z.literal("json_object") }),
+    z.looseObject({
+      type: z.literal("json_schema"),
+      json_schema: z.looseObject({
+        name: z.string().min(1, "must not be empty").max(64),
+        description: nullish(z.string()),
+        schema: nullish(z.union([z.record(z.string(), z.unknown()), z.boolean()])),
+        strict: nullish(z.boolean()),
+      }),
+    }),
+  ], { message: "type must be text, json_object or json_schema" })),
+  grammar: nullish(z.string().min(1, "must not be empty")), // extension (llama-server): GBNF, start rule `root`
 };
 
 const Part = z.object({ type: z.literal("text", { message: "only text content parts are supported" }), text: z.string() });
@@ -66,6 +81,34 @@ export function zodError(e: z.ZodError): ApiError {
   const i = e.issues[0];
   const param = i && i.path.length ? i.path.map(String).join(".") : null;
   return apiError(400, param ? `${param}: ${i.message}` : (i?.message ?? "invalid request"), param, "invalid_value");
+}
+
+/**
+ * The grammar a request's output must follow, or null (unconstrained); an ApiError naming the field
+ * when a schema cannot be converted. json_schema with `strict: true` rejects schema keywords that
+ * cannot be enforced (pattern, format, minimum, ...); otherwise they are ignored (best effort).
+ * Whitespace between JSON tokens is compact (none).
+ */
+export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar">): GrammarSpec | null | ApiError {
+  const rf = b.response_format;
+  const constrained = rf != null && rf.type !== "text";
+  if (b.grammar != null) {
+    if (constrained) return apiError(400, "grammar: cannot be combined with response_format json_object / json_schema", "grammar", "invalid_value");
+    return { gbnf: b.grammar, field: "grammar" };
+  }
+  if (!constrained) return null;
+  const strict = rf.type === "json_schema" && (rf as { json_schema: { strict?: boolean | null } }).json_schema.strict === true;
+  try {
+    const noSchema = rf.type === "json_schema" && (rf as { json_schema: { schema?: unknown } }).json_schema.schema == null;
+    const gbnf = responseFormatGbnf(noSchema ? { type: "json_object" } : rf, { whitespace: "compact", strict });
+    return gbnf === null ? null : { gbnf, field: rf.type === "json_schema" ? "response_format.json_schema.schema" : "response_format" };
+  } catch (e) {
+    if (!(e instanceof GrammarError)) throw e;
+    // a schema location (#/properties/a) becomes a dotted parameter path
+    const at = e.path ? e.path.replace(/^#\/?/, "").split("/").filter(Boolean).map((k) => k.replaceAll("~1", "/").replaceAll("~0", "~")) : [];
+    const param = ["response_format", "json_schema", "schema", ...at].join(".");
+    return apiError(400, `${param}: ${e.detail}`, param, "invalid_value");
+  }
 }
 
 /** Text of a message's content (text parts joined). */

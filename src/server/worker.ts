@@ -1,6 +1,7 @@
 // The engine worker (a Bun Worker): loads the model and tokenizer, owns the Scheduler (KV slots,
 // queue) and runs its steps off the HTTP thread. Messages (protocol.ts) are handled between steps,
 // so a cancel frees its slot within one step. Posts `ready` (or `fatal`), request events and stats.
+// Grammars of constrained requests are compiled here (Scheduler → GrammarCache, an LRU by text).
 import { basename } from "node:path";
 import { loadModel } from "../engine/model.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
@@ -48,6 +49,9 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     if (o.loadDelayMs) await Bun.sleep(o.loadDelayMs);
     const m = loadModel(o.dir);
     const codec = loadTokenizer(o.dir);
+    // ONE TokenVocab per model: grammar masks and the mux token bytes (TextCodec.tokenBytes) share it.
+    // An unsupported tokenizer only disables constrained output (requests with a grammar get BAD_REQUEST).
+    try { codec.tokenVocab(m.cfg.stop_ids); } catch { /* reported per request by GrammarCache */ }
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn }, post);
     post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });

@@ -1,0 +1,350 @@
+/* libhb fast-mode matmul kernels for x86 (numerics and activation layouts: matmul_q8.h). Holds no state.
+ *  - AVX-512 VNNI: 64 weight bytes per block; vpdpbusd multiplies unsigned weight codes (nibbles, 2-bit
+ *    fields) by signed activations; int8 weights are signed, so activations come as q + 128 and
+ *    128·Σw (a second vpdpbusd against ones, shared by the S rows) is taken off at the end.
+ *  - AVX2 (also used at the AVX-512-without-VNNI level): 32 weight bytes per block; maddubs + madd
+ *    (int8: |w| × x·sign(w), so no pair sum can saturate).
+ * int32 lane j of a block always sums weight bytes 4j..4j+3: for int4g that is one 8-element segment,
+ * whose float product with its group scale is added to accumulator lane (segment mod 16).
+ * The last partial block is read with a masked load (AVX-512) or through a zeroed copy (AVX2); padded
+ * activations are zero, so padded weights contribute nothing. Also the SIMD parts of x quantization. */
+#include "matmul_q8.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
+#define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
+#define T256 __attribute__((target("avx2,fma")))
+#define INL static inline __attribute__((always_inline))
+#define FLT_BIG 3.40282347e38f
+
+/* ---------------- x quantization helpers (bit-identical to matmul_q8.c's scalar ones) ---------------- */
+T256 float hb_q8_amax_avx2(const float *x, int n, int *bad) {
+  const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), big = _mm256_set1_ps(FLT_BIG);
+  __m256 a = _mm256_setzero_ps(), nb = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_and_ps(_mm256_loadu_ps(x + i), abs);
+    nb = _mm256_or_ps(nb, _mm256_cmp_ps(v, big, _CMP_NLE_UQ));
+    a = _mm256_max_ps(a, v);
+  }
+  float t[8], r = 0.0f;
+  _mm256_storeu_ps(t, a);
+  for (int k = 0; k < 8; k++) r = t[k] > r ? t[k] : r;
+  if (_mm256_movemask_ps(nb)) *bad = 1;
+  for (; i < n; i++) {
+    const float v = x[i] < 0 ? -x[i] : x[i];
+    if (!(v <= FLT_BIG)) *bad = 1;
+    else if (v > r) r = v;
+  }
+  return r;
+}
+T256 void hb_q8_round_avx2(const float *x, int n, float id, int8_t *q) {
+  if (id == 0.0f) { memset(q, 0, (size_t)n); return; }
+  const __m256 vid = _mm256_set1_ps(id), lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vid);
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+    const __m256i k = _mm256_cvtps_epi32(v);   /* MXCSR: round to nearest even */
+    const __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(k), _mm256_extracti128_si256(k, 1));
+    _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(p, p));
+  }
+  for (; i < n; i++) {
+    float v = x[i] * id;
+    v = (v + 12582912.0f) - 12582912.0f;
+    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+    q[i] = (int8_t)(int)v;
+  }
+}
+T512 float hb_q8_amax_avx512(const float *x, int n, int *bad) {
+  const __m512 big = _mm512_set1_ps(FLT_BIG);
+  __m512 a = _mm512_setzero_ps();
+  __mmask16 nb = 0;
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+    nb |= _mm512_cmp_ps_mask(v, big, _CMP_NLE_UQ);
+    a = _mm512_max_ps(a, v);
+  }
+  if (i < n) {
+    const __mmask16 mk = (__mmask16)((1u << (n - i)) - 1);
+    const __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + i));
+    nb |= _mm512_mask_cmp_ps_mask(mk, v, big, _CMP_NLE_UQ);
+    a = _mm512_max_ps(a, v);
+  }
+  if (nb) *bad = 1;
+  return _mm512_reduce_max_ps(a);
+}
+T512 void hb_q8_round_avx512(const float *x, int n, float id, int8_t *q) {
+  if (id == 0.0f) { memset(q, 0, (size_t)n); return; }
+  const __m512 vid = _mm512_set1_ps(id), lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), vid);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+  if (i < n) {
+    const __mmask16 mk = (__mmask16)((1u << (n - i)) - 1);
+    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + i), vid);
+    v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    _mm_mask_storeu_epi8(q + i, mk, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+}
+
+/* rows of W handled per pass over a block of ≤ 4 activation rows: ~16 KiB of packed weights */
+static inline int subrows(size_t rowb) {
+  const size_t r = 16384 / (rowb ? rowb : 1);
+  return r < 1 ? 1 : (int)r;
+}
+
+/* ================================ AVX-512 VNNI ================================ */
+/* scale of each lane's segment for block b (128 elements) of an int4g row; groups past the row get 0 */
+TV INL __m512 scales16(const float *sg, int ng, int gs, int b, __m512i sidx) {
+  if (gs >= 128) return _mm512_set1_ps(sg[(128 * b) / gs]);
+  const int g0 = (128 * b) / gs, per = 128 / gs, left = ng - g0, cnt = left < per ? left : per;
+  const __m512 s = _mm512_maskz_loadu_ps((__mmask16)((1u << cnt) - 1), sg + g0);
+  return _mm512_permutexvar_ps(sidx, s);
+}
+
+TV INL int64_t hsum64(__m512i v) {
+  const __m512i a = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v));
+  const __m512i b = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1));
+  return _mm512_reduce_add_epi64(_mm512_add_epi64(a, b));
+}
+TV INL float tree16(__m512 acc, float d) {
+  const __m256 t8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+  const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+  const float r = _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
+  return r * d;
+}
+
+/* out[k] = y[s0+k, o] for k < ns (a constant after inlining) */
+TV INL void dot_vnni(const int fmt, const int ns, const hb_q8 *m, int o, int s0, float *out) {
+  const uint8_t *r = hb_q8_row(m, o);
+  const int I = m->I, Ip = m->Ip, epb = fmt == HB_INT8 ? 64 : fmt == HB_INT2 ? 256 : 128;
+  const int nfull = I / epb;
+  const int tailb = (int)(m->rowb - (size_t)nfull * 64);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
+  __m512i v[4], csum = _mm512_setzero_si512();
+  __m512 acc[4];
+  const int8_t *q[4];
+  const int32_t *cr[4];
+  for (int k = 0; k < 4; k++) { v[k] = _mm512_setzero_si512(); acc[k] = _mm512_setzero_ps(); }
+  for (int k = 0; k < ns; k++) {
+    q[k] = m->qx + (size_t)(s0 + k) * Ip;
+    cr[k] = fmt == HB_INT4G ? m->corr + (size_t)(s0 + k) * (Ip / 8) : NULL;
+  }
+  const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
+  __m512i sidx = _mm512_setzero_si512();
+  if (fmt == HB_INT4G && m->gs < 128) {
+    const int sh = __builtin_ctz((unsigned)m->gs) - 3;  /* lane j -> (8j)/gs */
+    sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), (unsigned)sh);
+  }
+  for (int b = 0; b <= nfull; b++) {
+    __m512i w;
+    if (b < nfull) w = _mm512_loadu_si512((const void *)(r + 64 * (size_t)b));
+    else if (tailb > 0) w = _mm512_maskz_loadu_epi8((__mmask64)((1ull << tailb) - 1), r + 64 * (size_t)b);
+    else break;
+    if (fmt == HB_INT8) {
+      for (int k = 0; k < ns; k++) v[k] = _mm512_dpbusd_epi32(v[k], _mm512_loadu_si512((const void *)(q[k] + 64 * (size_t)b)), w);
+      csum = _mm512_dpbusd_epi32(csum, ones, w);
+    } else if (fmt == HB_INT2) {
+      const __m512i f0 = _mm512_and_si512(w, m3), f1 = _mm512_and_si512(_mm512_srli_epi16(w, 2), m3);
+      const __m512i f2 = _mm512_and_si512(_mm512_srli_epi16(w, 4), m3), f3 = _mm512_and_si512(_mm512_srli_epi16(w, 6), m3);
+      for (int k = 0; k < ns; k++) {
+        const int8_t *xb = q[k] + 256 * (size_t)b;
+        __m512i t = _mm512_dpbusd_epi32(v[k], f0, _mm512_loadu_si512((const void *)xb));
+        t = _mm512_dpbusd_epi32(t, f1, _mm512_loadu_si512((const void *)(xb + 64)));
+        t = _mm512_dpbusd_epi32(t, f2, _mm512_loadu_si512((const void *)(xb + 128)));
+        v[k] = _mm512_dpbusd_epi32(t, f3, _mm512_loadu_si512((const void *)(xb + 192)));
+      }
+    } else {
+      const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
+      if (fmt == HB_INT4G) {
+        const __m512 sv = scales16(sg, m->ng, m->gs, b, sidx);
+        for (int k = 0; k < ns; k++) {
+          const int8_t *xb = q[k] + 128 * (size_t)b;
+          __m512i t = _mm512_loadu_si512((const void *)(cr[k] + 16 * (size_t)b));
+          t = _mm512_dpbusd_epi32(t, lo, _mm512_loadu_si512((const void *)xb));
+          t = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512((const void *)(xb + 64)));
+          acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_cvtepi32_ps(t), sv));
+        }
+      } else {
+        for (int k = 0; k < ns; k++) {
+          const int8_t *xb = q[k] + 128 * (size_t)b;
+          const __m512i t = _mm512_dpbusd_epi32(v[k], lo, _mm512_loadu_si512((const void *)xb));
+          v[k] = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512((const void *)(xb + 64)));
+        }
+      }
+    }
+  }
+  const int64_t wsum = fmt == HB_INT8 ? hsum64(csum) : 0;
+  for (int k = 0; k < ns; k++) {
+    const int s = s0 + k;
+    if (fmt == HB_INT4G) { out[k] = tree16(acc[k], m->dx[s]); continue; }
+    int64_t isum = hsum64(v[k]);
+    if (fmt == HB_INT8) isum -= 128 * wsum;
+    else isum -= (fmt == HB_INT2 ? 2 : 8) * m->xsum[s];
+    out[k] = hb_q8_rowfmt_out(isum, m->sc[o], m->dx[s]);
+  }
+}
+
+TV INL void rows_vnni(const int fmt, const hb_q8 *m, int lo, int hi) {
+  const int S = m->S, O = m->O, R = subrows(m->rowb);
+  float out[4];
+  for (int o0 = lo; o0 < hi; o0 += R) {
+    const int o1 = hi - o0 < R ? hi : o0 + R;
+    for (int s0 = 0; s0 < S; s0 += 4) {
+      const int ns = S - s0 < 4 ? S - s0 : 4;
+      for (int o = o0; o < o1; o++) {
+        switch (ns) {
+        case 1: dot_vnni(fmt, 1, m, o, s0, out); break;
+        case 2: dot_vnni(fmt, 2, m, o, s0, out); break;
+        case 3: dot_vnni(fmt, 3, m, o, s0, out); break;
+        default: dot_vnni(fmt, 4, m, o, s0, out); break;
+        }
+        for (int k = 0; k < ns; k++) m->y[(size_t)(s0 + k) * O + o] = out[k];
+      }
+    }
+  }
+}
+TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, m, lo, hi); }
+TV static void vnni_i4(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4, m, lo, hi); }
+TV static void vnni_i2(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT2, m, lo, hi); }
+TV static void vnni_i4g(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4G, m, lo, hi); }
+void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi) {
+  static const hb_q8_rows_fn t[] = { NULL, vnni_i8, vnni_i4, vnni_i2, vnni_i4g };
+  t[m->fmt](m, lo, hi);
+}
+void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi) { hb_q8_rows_avx2(m, lo, hi); }
+
+/* ==================================== AVX2 ==================================== */
+T256 INL __m256i madd_u8s8(__m256i a, __m256i b) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+}
+/* scales of chunk c (64 elements: lane j = element 64c + 8j) of an int4g row */
+T256 INL __m256 scales8(const float *sg, int ng, int gs, int c, __m256i sidx) {
+  if (gs >= 64) return _mm256_set1_ps(sg[(64 * c) / gs]);
+  const int g0 = (64 * c) / gs, per = 64 / gs, left = ng - g0, cnt = left < per ? left : per;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 s = _mm256_maskload_ps(sg + g0, _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane));
+  return _mm256_permutevar8x32_ps(s, sidx);
+}
+T256 INL int64_t hsum64_8(__m256i v) {
+  int32_t t[8];
+  _mm256_storeu_si256((__m256i *)t, v);
+  int64_t s = 0;
+  for (int k = 0; k < 8; k++) s += t[k];
+  return s;
+}
+T256 INL float tree8x2(__m256 a, __m256 b, float d) {
+  const __m256 t8 = _mm256_add_ps(a, b);
+  const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
+  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
+  const float r = _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
+  return r * d;
+}
+
+T256 INL void dot_avx2(const int fmt, const int ns, const hb_q8 *m, int o, int s0, float *out) {
+  const uint8_t *r = hb_q8_row(m, o);
+  const int I = m->I, Ip = m->Ip, epc = fmt == HB_INT8 ? 32 : fmt == HB_INT2 ? 128 : 64;
+  const int nfull = I / epc;
+  const int tailb = (int)(m->rowb - (size_t)nfull * 32);
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+  __m256i v[4];
+  __m256 acc[4][2];
+  const int8_t *q[4];
+  const int32_t *cr[4];
+  for (int k = 0; k < 4; k++) { v[k] = _mm256_setzero_si256(); acc[k][0] = acc[k][1] = _mm256_setzero_ps(); }
+  for (int k = 0; k < ns; k++) {
+    q[k] = m->qx + (size_t)(s0 + k) * Ip;
+    cr[k] = fmt == HB_INT4G ? m->corr + (size_t)(s0 + k) * (Ip / 8) : NULL;
+  }
+  const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
+  __m256i sidx = _mm256_setzero_si256();
+  if (fmt == HB_INT4G && m->gs < 64)
+    sidx = _mm256_srli_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), (int)(__builtin_ctz((unsigned)m->gs) - 3));
+  uint8_t tail[32];
+  for (int c = 0; c <= nfull; c++) {
+    __m256i w;
+    if (c < nfull) w = _mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)c));
+    else if (tailb > 0) {
+      memset(tail, 0, sizeof tail);
+      memcpy(tail, r + 32 * (size_t)c, (size_t)tailb);
+      w = _mm256_loadu_si256((const __m256i *)tail);
+    } else break;
+    if (fmt == HB_INT8) {
+      const __m256i a = _mm256_abs_epi8(w);
+      for (int k = 0; k < ns; k++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(q[k] + 32 * (size_t)c));
+        v[k] = _mm256_add_epi32(v[k], madd_u8s8(a, _mm256_sign_epi8(x, w)));
+      }
+    } else if (fmt == HB_INT2) {
+      const size_t xo = 256 * (size_t)(c >> 1) + 32 * (size_t)(c & 1);
+      const __m256i f0 = _mm256_and_si256(w, m3), f1 = _mm256_and_si256(_mm256_srli_epi16(w, 2), m3);
+      const __m256i f2 = _mm256_and_si256(_mm256_srli_epi16(w, 4), m3), f3 = _mm256_and_si256(_mm256_srli_epi16(w, 6), m3);
+      for (int k = 0; k < ns; k++) {
+        const int8_t *xb = q[k] + xo;
+        __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(f0, _mm256_loadu_si256((const __m256i *)xb)),
+                                     _mm256_maddubs_epi16(f1, _mm256_loadu_si256((const __m256i *)(xb + 64))));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(f2, _mm256_loadu_si256((const __m256i *)(xb + 128))));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(f3, _mm256_loadu_si256((const __m256i *)(xb + 192))));
+        v[k] = _mm256_add_epi32(v[k], _mm256_madd_epi16(t, _mm256_set1_epi16(1)));
+      }
+    } else {
+      const size_t xo = 128 * (size_t)(c >> 1) + 32 * (size_t)(c & 1);
+      const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
+      const __m256 sv = fmt == HB_INT4G ? scales8(sg, m->ng, m->gs, c, sidx) : _mm256_setzero_ps();
+      for (int k = 0; k < ns; k++) {
+        const int8_t *xb = q[k] + xo;
+        const __m256i t16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)xb)),
+                                             _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xb + 64))));
+        __m256i t = _mm256_madd_epi16(t16, _mm256_set1_epi16(1));
+        if (fmt == HB_INT4G) {
+          t = _mm256_add_epi32(t, _mm256_loadu_si256((const __m256i *)(cr[k] + 8 * (size_t)c)));
+          acc[k][c & 1] = _mm256_add_ps(acc[k][c & 1], _mm256_mul_ps(_mm256_cvtepi32_ps(t), sv));
+        } else v[k] = _mm256_add_epi32(v[k], t);
+      }
+    }
+  }
+  for (int k = 0; k < ns; k++) {
+    const int s = s0 + k;
+    if (fmt == HB_INT4G) { out[k] = tree8x2(acc[k][0], acc[k][1], m->dx[s]); continue; }
+    int64_t isum = hsum64_8(v[k]);
+    if (fmt == HB_INT4) isum -= 8 * m->xsum[s];
+    else if (fmt == HB_INT2) isum -= 2 * m->xsum[s];
+    out[k] = hb_q8_rowfmt_out(isum, m->sc[o], m->dx[s]);
+  }
+}
+
+T256 INL void rows_avx2(const int fmt, const hb_q8 *m, int lo, int hi) {
+  const int S = m->S, O = m->O, R = subrows(m->rowb);
+  float out[4];
+  for (int o0 = lo; o0 < hi; o0 += R) {
+    const int o1 = hi - o0 < R ? hi : o0 + R;
+    for (int s0 = 0; s0 < S; s0 += 4) {
+      const int ns = S - s0 < 4 ? S - s0 : 4;
+      for (int o = o0; o < o1; o++) {
+        switch (ns) {
+        case 1: dot_avx2(fmt, 1, m, o, s0, out); break;
+        case 2: dot_avx2(fmt, 2, m, o, s0, out); break;
+        case 3: dot_avx2(fmt, 3, m, o, s0, out); break;
+        default: dot_avx2(fmt, 4, m, o, s0, out); break;
+        }
+        for (int k = 0; k < ns; k++) m->y[(size_t)(s0 + k) * O + o] = out[k];
+      }
+    }
+  }
+}
+T256 static void avx2_i8(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT8, m, lo, hi); }
+T256 static void avx2_i4(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT4, m, lo, hi); }
+T256 static void avx2_i2(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT2, m, lo, hi); }
+T256 static void avx2_i4g(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT4G, m, lo, hi); }
+void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi) {
+  static const hb_q8_rows_fn t[] = { NULL, avx2_i8, avx2_i4, avx2_i2, avx2_i4g };
+  t[m->fmt](m, lo, hi);
+}
+#endif

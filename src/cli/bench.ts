@@ -1,0 +1,124 @@
+// `hummingbird bench`: end-to-end throughput of one model in one run: prefill tok/s of a P-token
+// prompt, greedy decode tok/s over G tokens, the weight bytes read per decoded token (counted by the
+// matmul kernels, not derived from shapes), the machine's memory read bandwidth (libhb's probe: a
+// 1 GiB buffer read by every pool thread, best of 3) and the roofline fraction
+// bytes/token × tok/s ÷ bandwidth. `benchModel` is also used by bench/run.ts. Stateless.
+import { type Command, parseCli, required, intOption, UsageError } from "./common.ts";
+import { loadModel, type Model } from "../engine/model.ts";
+import { argmax, Session } from "../engine/session.ts";
+import { hb, memBandwidth, weightBytes } from "../engine/hb.ts";
+import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+
+const help = `usage: hummingbird bench --model DIR [--prompt-tokens 128] [--gen 64] [--reps 2] [--threads N]
+       [--exact] [--json]
+
+Loads the model, measures the memory read bandwidth, runs one warm-up generation, then --reps timed
+ones (a fresh conversation each: prefill of --prompt-tokens pseudo-random ids, then --gen greedy
+single-token decode steps) and reports the best prefill and decode rates, the weight bytes the
+matmul kernels read per decoded token, and the roofline fraction (bytes/token × decode tok/s ÷
+bandwidth). --exact: f32 activations (default: fast mode). --threads: pool size (default: HB_THREADS
+or the physical cores). The machine may be shared: compare runs made in the same invocation.
+${EXPERT_HELP}`;
+
+export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean }
+export interface Timing { prefill_tok_s: number; decode_tok_s: number; bytes_per_token: number }
+export interface BenchResult extends Timing {
+  model: string; threads: number; simd: string; mode: "exact" | "fast"; prompt_tokens: number; gen: number;
+  decode_ms_per_token: number; membw_gb_s: number; roofline: number;
+}
+
+/** P deterministic pseudo-random token ids in [3, V) (a fixed LCG: the same prompt every run). */
+export function benchPrompt(V: number, P: number): number[] {
+  const ids: number[] = [];
+  let a = 12345;
+  for (let i = 0; i < P; i++) {
+    a = (Math.imul(a, 1103515245) + 12345) >>> 0;
+    ids.push(3 + (a % Math.max(1, V - 3)));
+  }
+  return ids;
+}
+
+/** One generation on a fresh Session: timed prefill, then `gen` timed greedy decode steps. */
+function once(m: Model, prompt: number[], gen: number, exact: boolean): Timing {
+  const s = new Session(m, { exact });
+  const t0 = performance.now();
+  let tok = argmax(s.feed(prompt));
+  const t1 = performance.now();
+  weightBytes(true);
+  for (let i = 0; i < gen; i++) tok = argmax(s.feed([tok]));
+  const t2 = performance.now();
+  const bytes = weightBytes();
+  return {
+    prefill_tok_s: prompt.length / ((t1 - t0) / 1000),
+    decode_tok_s: gen > 0 ? gen / ((t2 - t1) / 1000) : 0,
+    bytes_per_token: gen > 0 ? bytes / gen : 0,
+  };
+}
+
+/** Best-of-reps timings after one warm-up run (experts read, caches warm). */
+export function timeModel(m: Model, o: BenchOpts): Timing {
+  const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens);
+  once(m, prompt, o.gen, o.exact);
+  const best: Timing = { prefill_tok_s: 0, decode_tok_s: 0, bytes_per_token: 0 };
+  for (let r = 0; r < Math.max(1, o.reps); r++) {
+    const t = once(m, prompt, o.gen, o.exact);
+    best.prefill_tok_s = Math.max(best.prefill_tok_s, t.prefill_tok_s);
+    best.decode_tok_s = Math.max(best.decode_tok_s, t.decode_tok_s);
+    best.bytes_per_token = t.bytes_per_token;
+  }
+  return best;
+}
+
+/** Read bandwidth in bytes/s of this machine (every pool thread; 1 GiB, else 256 MiB when short of memory). */
+export function probeBandwidth(): number {
+  const bw = memBandwidth(1 << 30, 3);
+  return bw > 0 ? bw : memBandwidth(1 << 28, 3);
+}
+
+export function benchModel(m: Model, o: BenchOpts, bw: number): BenchResult {
+  const t = timeModel(m, o);
+  return {
+    model: m.dir, threads: hb().hb_nthreads(), simd: String(hb().hb_simd_name()), mode: o.exact ? "exact" : "fast",
+    prompt_tokens: o.promptTokens, gen: o.gen, ...t,
+    decode_ms_per_token: t.decode_tok_s > 0 ? 1000 / t.decode_tok_s : 0,
+    membw_gb_s: bw / 1e9, roofline: bw > 0 ? (t.bytes_per_token * t.decode_tok_s) / bw : 0,
+  };
+}
+
+export function formatResult(r: BenchResult): string {
+  const mb = (r.bytes_per_token / 1e6).toFixed(1);
+  return [
+    `model ${r.model}: ${r.mode} mode, ${r.threads} thread(s), ${r.simd}`,
+    `prefill  ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens)`,
+    `decode   ${r.decode_tok_s.toFixed(1)} tok/s (${r.decode_ms_per_token.toFixed(2)} ms/token, ${r.gen} tokens)`,
+    `weights  ${mb} MB read per decoded token`,
+    `memory   ${r.membw_gb_s.toFixed(1)} GB/s read bandwidth (probe)`,
+    `roofline ${(100 * r.roofline).toFixed(1)}% (${mb} MB × ${r.decode_tok_s.toFixed(1)} tok/s ÷ ${r.membw_gb_s.toFixed(1)} GB/s)`,
+  ].join("\n");
+}
+
+export const command: Command = {
+  summary: "prefill / decode throughput, weight bytes per token and the memory roofline",
+  help,
+  run(argv) {
+    const s = { type: "string" } as const;
+    const r = parseCli(argv, { model: s, "prompt-tokens": s, gen: s, reps: s, threads: s, exact: { type: "boolean" },
+      json: { type: "boolean" }, ...expertFlags }, help);
+    if (!r) return (console.log(help), 0);
+    const v = r.values;
+    const int = (k: string, d: number) => (v[k as keyof typeof v] === undefined ? d : intOption(String(v[k as keyof typeof v]), k, help));
+    const o: BenchOpts = { promptTokens: int("prompt-tokens", 128), gen: int("gen", 64), reps: int("reps", 2), exact: !!v.exact };
+    if (o.promptTokens < 1) throw new UsageError("--prompt-tokens must be ≥ 1", help);
+    const xo = expertOptions(v, help);
+    if (v.threads !== undefined) hb().hb_init(intOption(v.threads, "threads", help));
+    const m = loadModel(required(v, "model", help));
+    const experts = attachExperts(m, { ...xo, ctx: o.promptTokens + o.gen + 64, rows: o.promptTokens });
+    try {
+      const res = benchModel(m, o, probeBandwidth());
+      process.stdout.write((v.json ? JSON.stringify(res) : formatResult(res)) + "\n");
+    } finally {
+      experts.close();
+    }
+    return 0;
+  },
+};
