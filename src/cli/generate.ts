@@ -9,6 +9,7 @@ import { loadModel } from "../engine/model.ts";
 import { generate, type DraftKind } from "../engine/generate.ts";
 import { KvFile, slotPath } from "../engine/kvfile.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
+import { DEVICE_HELP, deviceFlags, openDeviceFor } from "./device.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat]) --max-tokens N
@@ -29,7 +30,8 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
   for quantized weights; float weights are exact either way).
 --state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
   prefix with the saved history is not prefilled again, and the history is saved afterwards.
-${EXPERT_HELP}`;
+${EXPERT_HELP}
+${DEVICE_HELP}`;
 
 function num(v: unknown, name: string, lo: number, hi: number): number | undefined {
   if (v === undefined) return undefined;
@@ -62,7 +64,7 @@ export const command: Command = {
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, ...expertFlags }, help);
+      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, ...expertFlags, ...deviceFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -81,6 +83,7 @@ export const command: Command = {
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
     const prompt = promptIds(dir, v, m.cfg.vocab_size, help);
     const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length });
+    const dev = openDeviceFor(m, v, help);
     let kvf: KvFile | null = null;
     if (v.state !== undefined) {
       mkdirSync(v.state, { recursive: true });
@@ -88,11 +91,12 @@ export const command: Command = {
     }
     try {
       const exact = !!v.exact;
-      const session = kvf?.load({ exact });
+      const fwd = { exact, ...dev.forward };
+      const session = kvf?.load(fwd);
       const codec = loadTokenizer(dir), text = v.json ? null : codec.stream();
       const stopIds = codec.stopIds(m.cfg.stop_ids), grammar = grammarOption(v, dir, stopIds);
       const res = generate(m, prompt, {
-        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, forward: { exact }, stopIds, encode: (t) => codec.encode(t),
+        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, forward: fwd, stopIds, encode: (t) => codec.encode(t),
         onToken: (id) => { if (text) process.stdout.write(text.push(id)); },
       });
       if (kvf && session) kvf.persist(session);
@@ -101,6 +105,8 @@ export const command: Command = {
     } finally {
       kvf?.close();
       experts.close();
+      if (dev.summary()) process.stderr.write(dev.summary() + "\n");
+      dev.close();
     }
     return 0;
   },

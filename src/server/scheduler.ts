@@ -61,9 +61,13 @@ export class Scheduler {
   constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
     this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m), tokens: [], job: null, used: 0 }));
     this.st = new RunState(m.cfg);
-    this.stopIds = new Set(m.cfg.stop_ids);
+    const stops = codec.stopIds(m.cfg.stop_ids);
+    this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
-    this.grammars = new GrammarCache(() => codec.tokenVocab(m.cfg.stop_ids));
+    // ONE TokenVocab per model, built now: grammar masks and the mux token bytes (TextCodec.tokenBytes)
+    // share it. An unsupported tokenizer only disables constrained output (BAD_REQUEST per request).
+    try { codec.tokenVocab(stops); } catch { /* reported by GrammarCache */ }
+    this.grammars = new GrammarCache(() => codec.tokenVocab(stops));
   }
 
   hasWork(): boolean {

@@ -49,9 +49,6 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     if (o.loadDelayMs) await Bun.sleep(o.loadDelayMs);
     const m = loadModel(o.dir);
     const codec = loadTokenizer(o.dir);
-    // ONE TokenVocab per model: grammar masks and the mux token bytes (TextCodec.tokenBytes) share it.
-    // An unsupported tokenizer only disables constrained output (requests with a grammar get BAD_REQUEST).
-    try { codec.tokenVocab(m.cfg.stop_ids); } catch { /* reported per request by GrammarCache */ }
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn }, post);
     post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });

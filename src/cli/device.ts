@@ -1,0 +1,25 @@
+// `--device cpu|vulkan|auto` and `--device-layers N` for the model-running subcommands: opens the
+// Vulkan chain (gpu/device.ts) as the forward's layer executor, says at start where layers run.
+import { intOption, UsageError } from "./common.ts";
+import type { Model } from "../engine/model.ts";
+import type { ForwardOpts } from "../engine/forward.ts";
+import { openDevice, parseDeviceMode } from "../../gpu/device.ts";
+
+export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" } } as const;
+export const DEVICE_HELP = `--device cpu|vulkan|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU,
+  the CPU otherwise); --device-layers N: only layers [0, N) on the device (a partial chain).`;
+
+export interface DeviceRun { forward: ForwardOpts; why: string; summary(): string; close(): void }
+
+export function openDeviceFor(m: Model, v: { device?: string; "device-layers"?: string }, help: string): DeviceRun {
+  let mode;
+  try { mode = parseDeviceMode(v.device); } catch (e) { throw new UsageError((e as Error).message, help); }
+  const layers = v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help);
+  const { chain, why } = openDevice(m, mode, { layers });
+  process.stderr.write(`device: ${chain ? "vulkan" : "cpu"} (${why})\n`);
+  return {
+    forward: chain ? { executor: chain } : {}, why,
+    summary: () => chain?.summary() ?? "",
+    close: () => chain?.close(),
+  };
+}
