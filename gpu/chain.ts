@@ -3,7 +3,7 @@
 // Per layer: frame A1 (device) = [combine of the previous MoE layer: x += routed + shared] input norm, MLA
 // (q / kv projections, new c_kv ‖ k_pe rows into the device KV mirror), DSA indexer + selection, attention
 // core (absorbed form), o_proj, residual, post-attention norm (+ the MLP of a dense layer); host step =
-// router + routed experts (gpu/routed.ts); frame A2 (device, not waited for) = shared expert, overlapping the
+// router + routed experts (src/engine/moe.ts `routed`); frame A2 (device, not waited for) = shared expert, overlapping the
 // host step. The host KVCache stays canonical: every new row is also written there. A lost device (real or
 // HB_VK_FAULT=n) makes the forward re-run [lo, hi) on the CPU from its input rows; later forwards stay on
 // the CPU. State: the device, its copies of the layers' weights, device activations, the mirror pool, stats.
@@ -16,7 +16,7 @@ import { recordLayer, recordMlp } from "./frame.ts";
 import { type DevLayer, freeLayer, uploadLayer } from "./devweights.ts";
 import { DevState } from "./devstate.ts";
 import { type MirrorSlot, MirrorPool } from "./mirror.ts";
-import { routedExperts } from "./routed.ts";
+import { routed } from "../src/engine/moe.ts";
 import { type Cmd, DeviceLost, Vk } from "./vk.ts";
 
 export interface ChainOpts {
@@ -210,7 +210,7 @@ export class VulkanChain {
           this.cmdB.submit();
         }
         const h0 = performance.now();
-        routedExperts(cfg, st, m.w.layers[i].moe!, st.xb, S, st.ao);
+        routed(cfg, st, m.w.layers[i].moe!, st.xb, S, st.ao);
         const h1 = performance.now();
         st0.hostMs += h1 - h0;
         st0.perLayer[i].hostMs += h1 - h0;

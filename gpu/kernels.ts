@@ -1,12 +1,13 @@
 // Device kernels: one recorder per shader (shaders/*.comp), each with the shape contract of its CPU twin
 // in src/engine/hb.ts, and the upload of weight matrices (Mat -> DevMat, split by whole rows over chunks).
-// Offsets and strides are in elements (f32 / i32) and travel as push constants, so buffers are always
-// bound whole and descriptor sets stay few (cached by Vk). State: the pipelines built so far, a dummy
-// buffer for unused bindings.
+// Offsets and strides are in elements (f32 / i32) and travel as push constants (named, laid out by the
+// table in gpu/push.ts), so buffers are always bound whole and descriptor sets stay few (cached by Vk).
+// State: the pipelines built so far, a dummy buffer for unused bindings.
 import { Fmt } from "../src/engine/hb.ts";
 import type { Mat } from "../src/model/weights.ts";
 import { spirv } from "./shaders.ts";
-import { type Buf, type Cmd, type Pipeline, push, Vk, VkError } from "./vk.ts";
+import { pushBytes, pushOf, SHADERS, type Shader } from "./push.ts";
+import { type Buf, type Cmd, type Pipeline, Vk, VkError } from "./vk.ts";
 
 /** An element view into a device buffer. */
 export interface V { buf: Buf; off?: number }
@@ -57,19 +58,17 @@ export class Kernels {
 
   constructor(readonly vk: Vk) { this.dummy = vk.buffer(16); }
 
-  private pipe(name: string, nbind: number, nPush: number, defs: Record<string, number> = {}): Pipeline {
+  private pipe(name: Shader, defs: Record<string, number> = {}): Pipeline {
     const key = `${name}${JSON.stringify(defs)}`;
     let p = this.pipes.get(key);
-    if (!p) this.pipes.set(key, (p = this.vk.pipeline(key, spirv(name, defs), nbind, nPush * 4)));
+    if (!p) this.pipes.set(key, (p = this.vk.pipeline(key, spirv(name, defs), SHADERS[name].bind, pushBytes(name))));
     return p;
   }
 
   /** Build every pipeline now (the first frame then records without compiling). */
   warm(): void {
-    for (const f of DEVICE_FMTS) this.pipe("matmul", 4, 12, { FMT: f });
-    this.pipe("rmsnorm", 3, 7); this.pipe("layernorm", 4, 6); this.pipe("rope", 3, 9); this.pipe("swiglu", 3, 4);
-    this.pipe("add", 2, 3); this.pipe("copy", 2, 7); this.pipe("attn", 7, 20); this.pipe("index_scores", 5, 7);
-    this.pipe("dsa_select", 4, 4);
+    for (const f of DEVICE_FMTS) this.pipe("matmul", { FMT: f });
+    for (const s of Object.keys(SHADERS) as Shader[]) if (s !== "matmul") this.pipe(s);
   }
 
   /**
@@ -77,7 +76,7 @@ export class Kernels {
    * A matrix split over chunks runs one dispatch per chunk (plain form only).
    */
   matmul(cmd: Cmd, W: DevMat, x: V, S: number, y: V, o: { xRow?: number; yRow?: number; alpha?: number; groups?: Groups } = {}): void {
-    const p = this.pipe("matmul", 4, 12, { FMT: W.fmt });
+    const p = this.pipe("matmul", { FMT: W.fmt });
     const xRow = o.xRow ?? W.I, yRow = o.yRow ?? W.O, alpha = o.alpha ?? 1, sc = W.scales ?? this.dummy;
     if (S <= 0) return;
     if (S > MAX_GROUPS) throw new VkError(`matmul ${W.name}: ${S} rows > ${MAX_GROUPS}`, -10007);
@@ -86,8 +85,8 @@ export class Kernels {
       if (W.buf.nchunks !== 1) throw new VkError(`matmul ${W.name}: grouped form needs a single-chunk weight`, -10005);
       if (g.O > MAX_GROUPS || g.G > MAX_GROUPS) throw new VkError(`matmul ${W.name}: groups too large`, -10007);
       cmd.dispatch(p, [{ buf: W.buf }, { buf: sc }, { buf: x.buf }, { buf: y.buf }],
-        push([["i", g.O], ["i", W.I], ["i", g.wRow0], ["i", g.wGroup], ["i", 0], ["i", off(x)], ["i", xRow], ["i", g.xGroup],
-          ["i", off(y)], ["i", yRow], ["i", g.yGroup], ["f", alpha]]), g.O, g.G, S);
+        pushOf("matmul", { O: g.O, I: W.I, wRow0: g.wRow0, wGroup: g.wGroup, scRow0: 0, xOff: off(x), xRow, xGroup: g.xGroup,
+          yOff: off(y), yRow, yGroup: g.yGroup, alpha }), g.O, g.G, S);
       return;
     }
     for (let c = 0; c * W.rowsPerChunk < W.O; c++) {
@@ -96,22 +95,22 @@ export class Kernels {
       for (let k = 0; k < rows; k += MAX_GROUPS) {
         const n = Math.min(MAX_GROUPS, rows - k);
         cmd.dispatch(p, [wb, { buf: sc }, { buf: x.buf }, { buf: y.buf }],
-          push([["i", n], ["i", W.I], ["i", k], ["i", 0], ["i", r0], ["i", off(x)], ["i", xRow], ["i", 0],
-            ["i", off(y) + r0 + k], ["i", yRow], ["i", 0], ["f", alpha]]), n, 1, S);
+          pushOf("matmul", { O: n, I: W.I, wRow0: k, wGroup: 0, scRow0: r0, xOff: off(x), xRow, xGroup: 0,
+            yOff: off(y) + r0 + k, yRow, yGroup: 0, alpha }), n, 1, S);
       }
     }
   }
 
   /** y rows = RMS(x rows) ⊙ w (w null: 1); rows of D at x.off + s·xRow -> y.off + s·yRow; in place allowed */
   rmsnorm(cmd: Cmd, x: V, w: Buf | null, y: V, S: number, D: number, eps: number, xRow = D, yRow = D): void {
-    cmd.dispatch(this.pipe("rmsnorm", 3, 7), [{ buf: x.buf }, { buf: w ?? this.dummy }, { buf: y.buf }],
-      push([["i", D], ["i", off(x)], ["i", xRow], ["i", off(y)], ["i", yRow], ["i", w ? 1 : 0], ["f", eps]]), S);
+    cmd.dispatch(this.pipe("rmsnorm"), [{ buf: x.buf }, { buf: w ?? this.dummy }, { buf: y.buf }],
+      pushOf("rmsnorm", { D, xOff: off(x), xRow, yOff: off(y), yRow, hasW: w ? 1 : 0, eps }), S);
   }
 
   /** y rows = LN(x rows) ⊙ w + b */
   layernorm(cmd: Cmd, x: V, w: Buf, b: Buf, y: V, S: number, D: number, eps: number, xRow = D, yRow = D): void {
-    cmd.dispatch(this.pipe("layernorm", 4, 6), [{ buf: x.buf }, { buf: w }, { buf: b }, { buf: y.buf }],
-      push([["i", D], ["i", off(x)], ["i", xRow], ["i", off(y)], ["i", yRow], ["f", eps]]), S);
+    cmd.dispatch(this.pipe("layernorm"), [{ buf: x.buf }, { buf: w }, { buf: b }, { buf: y.buf }],
+      pushOf("layernorm", { D, xOff: off(x), xRow, yOff: off(y), yRow, eps }), S);
   }
 
   /**
@@ -123,28 +122,27 @@ export class Kernels {
     dst: V = src, dRow = row, dVec = vec): void {
     const h = dr >> 1;
     if (S <= 0 || h <= 0) return;
-    cmd.dispatch(this.pipe("rope", 3, 9), [{ buf: src.buf }, { buf: dst.buf }, { buf: cs.buf }],
-      push([["i", h], ["i", off(src)], ["i", row], ["i", vec], ["i", off(dst)], ["i", dRow], ["i", dVec],
-        ["i", csRow0], ["i", dr]]), Math.ceil(h / 64), nvec, S);
+    cmd.dispatch(this.pipe("rope"), [{ buf: src.buf }, { buf: dst.buf }, { buf: cs.buf }],
+      pushOf("rope", { h, sOff: off(src), sRow: row, sVec: vec, dOff: off(dst), dRow, dVec, csRow0, csStride: dr }),
+      Math.ceil(h / 64), nvec, S);
   }
 
   /** out[n] = silu(g)·u */
   swiglu(cmd: Cmd, g: V, u: V, out: V, n: number): void {
-    cmd.dispatch(this.pipe("swiglu", 3, 4), [{ buf: g.buf }, { buf: u.buf }, { buf: out.buf }],
-      push([["i", n], ["i", off(g)], ["i", off(u)], ["i", off(out)]]), Math.min(MAX_GROUPS, Math.ceil(n / 256)));
+    cmd.dispatch(this.pipe("swiglu"), [{ buf: g.buf }, { buf: u.buf }, { buf: out.buf }],
+      pushOf("swiglu", { n, gOff: off(g), uOff: off(u), oOff: off(out) }), Math.min(MAX_GROUPS, Math.ceil(n / 256)));
   }
 
   /** y[n] += x */
   add(cmd: Cmd, y: V, x: V, n: number): void {
-    cmd.dispatch(this.pipe("add", 2, 3), [{ buf: y.buf }, { buf: x.buf }], push([["i", n], ["i", off(y)], ["i", off(x)]]),
+    cmd.dispatch(this.pipe("add"), [{ buf: y.buf }, { buf: x.buf }], pushOf("add", { n, yOff: off(y), xOff: off(x) }),
       Math.min(MAX_GROUPS, Math.ceil(n / 256)));
   }
 
   /** dst[r0·dRow0 + r1·dRow1 + k] = src[r0·sRow0 + r1·sRow1 + k] for r0 < R0, r1 < R1, k < K */
   copy(cmd: Cmd, src: V, dst: V, K: number, R1: number, sRow1: number, dRow1: number, R0 = 1, sRow0 = 0, dRow0 = 0): void {
-    cmd.dispatch(this.pipe("copy", 2, 7), [{ buf: src.buf }, { buf: dst.buf }],
-      push([["i", K], ["i", off(src)], ["i", sRow0], ["i", sRow1], ["i", off(dst)], ["i", dRow0], ["i", dRow1]]),
-      Math.ceil(K / 64), R1, R0);
+    cmd.dispatch(this.pipe("copy"), [{ buf: src.buf }, { buf: dst.buf }],
+      pushOf("copy", { K, sOff: off(src), sRow0, sRow1, dOff: off(dst), dRow0, dRow1 }), Math.ceil(K / 64), R1, R0);
   }
 
   /**
@@ -157,27 +155,27 @@ export class Kernels {
     out: V & { row: number; head: number }; sel: Buf | null; selRow: number; nsel: Buf; p: Buf; pStride: number; scale: number;
   }): void {
     if (a.n <= 0) return;
-    cmd.dispatch(this.pipe("attn", 7, 20),
+    cmd.dispatch(this.pipe("attn"),
       [{ buf: a.q.buf }, { buf: a.k.buf }, { buf: a.v.buf }, { buf: a.sel ?? this.dummy }, { buf: a.nsel }, { buf: a.p }, { buf: a.out.buf }],
-      push([["i", a.s0], ["i", a.H], ["i", a.dk], ["i", a.dv], ["i", off(a.q)], ["i", a.q.row], ["i", a.q.head],
-        ["i", off(a.k)], ["i", a.k.row], ["i", a.k.head], ["i", off(a.v)], ["i", a.v.row], ["i", a.v.head],
-        ["i", off(a.out)], ["i", a.out.row], ["i", a.out.head], ["i", a.selRow], ["i", a.sel ? 1 : 0], ["i", a.pStride],
-        ["f", a.scale]]), a.n, a.H);
+      pushOf("attn", { s0: a.s0, H: a.H, dk: a.dk, dv: a.dv, qOff: off(a.q), qRow: a.q.row, qHead: a.q.head,
+        kOff: off(a.k), kRow: a.k.row, kHead: a.k.head, vOff: off(a.v), vRow: a.v.row, vHead: a.v.head,
+        oOff: off(a.out), oRow: a.out.row, oHead: a.out.head, selRow: a.selRow, useSel: a.sel ? 1 : 0, pStride: a.pStride,
+        scale: a.scale }), a.n, a.H);
   }
 
   /** out[s·outRow + t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for rows s0.., t < nk[s] (maxNk bounds the grid) */
   indexScores(cmd: Cmd, a: { s0: number; n: number; nh: number; hd: number; qI: Buf; w: Buf; kI: V; nk: Buf; out: V; outRow: number; maxNk: number; scale: number }): void {
     if (a.n <= 0 || a.maxNk <= 0) return;
-    cmd.dispatch(this.pipe("index_scores", 5, 7), [{ buf: a.qI }, { buf: a.w }, { buf: a.kI.buf }, { buf: a.nk }, { buf: a.out.buf }],
-      push([["i", a.s0], ["i", a.nh], ["i", a.hd], ["i", off(a.kI)], ["i", off(a.out)], ["i", a.outRow], ["f", a.scale]]),
+    cmd.dispatch(this.pipe("index_scores"), [{ buf: a.qI }, { buf: a.w }, { buf: a.kI.buf }, { buf: a.nk }, { buf: a.out.buf }],
+      pushOf("index_scores", { s0: a.s0, nh: a.nh, hd: a.hd, kOff: off(a.kI), outOff: off(a.out), outRow: a.outRow, scale: a.scale }),
       Math.ceil(a.maxNk / 64), a.n);
   }
 
   /** sel [rows, topk] / nsel [rows] for rows s0.. from scores (rows at scores.off + s·scoreRow), spec tie rule */
   dsaSelect(cmd: Cmd, a: { s0: number; n: number; scores: V; scoreRow: number; nk: Buf; topk: number; sel: Buf; nsel: Buf }): void {
     if (a.n <= 0) return;
-    cmd.dispatch(this.pipe("dsa_select", 4, 4), [{ buf: a.scores.buf }, { buf: a.nk }, { buf: a.sel }, { buf: a.nsel }],
-      push([["i", a.s0], ["i", off(a.scores)], ["i", a.scoreRow], ["i", a.topk]]), a.n);
+    cmd.dispatch(this.pipe("dsa_select"), [{ buf: a.scores.buf }, { buf: a.nk }, { buf: a.sel }, { buf: a.nsel }],
+      pushOf("dsa_select", { s0: a.s0, scOff: off(a.scores), scRow: a.scoreRow, topk: a.topk }), a.n);
   }
 }
 

@@ -45,8 +45,9 @@ function vklib(): Lib {
 }
 
 export const VK_ERROR_DEVICE_LOST = -4;
-const VK_TIMEOUT = 2;
-const SHIM_ERRORS: Record<number, string> = {
+/** VkResult / HBVK_E_* codes the shim returns (checked against ffi/vk/*.h by test/layouts.test.ts). */
+export const VK_TIMEOUT = 2;
+export const SHIM_ERRORS: Record<number, string> = {
   [-10001]: "bad argument", [-10002]: "libvulkan not loadable", [-10003]: "no such device", [-10004]: "no memory type",
   [-10005]: "range crosses a chunk", [-10006]: "misaligned binding", [-10007]: "device limit", [-10008]: "bad command state",
   [-10009]: "out of host memory",
@@ -115,7 +116,8 @@ export function pickDevice(devices: DeviceInfo[], want: string | number | undefi
 
 /** device-local / host-visible staging / device-local never mapped (tests the staged path of discrete GPUs) */
 export type BufKind = "device" | "host" | "device-nomap";
-const KIND: Record<BufKind, number> = { device: 0, host: 1, "device-nomap": 2 };
+/** hbvk.h HBVK_DEVICE / HBVK_HOST / HBVK_DEVICE_NOMAP */
+export const BUF_KIND: Record<BufKind, number> = { device: 0, host: 1, "device-nomap": 2 };
 
 /** A logical buffer: `bytes` long, stored in chunks of `chunk` bytes (one VkBuffer each). */
 export class Buf {
@@ -137,7 +139,8 @@ export class Buf {
 
 export interface Binding { buf: Buf; off?: number; range?: number } // byte offset / length inside one chunk
 
-/** Push-constant block builder: ints and floats in declaration order (std430 scalars). */
+/** Push-constant encoder: ints and floats in declaration order (std430 scalars). Kernels name their
+ * fields through the layout table in gpu/push.ts instead of calling this directly. */
 export function push(fields: ([ "i" | "f", number ])[]): Uint8Array {
   const dv = new DataView(new ArrayBuffer(fields.length * 4));
   fields.forEach(([t, v], k) => (t === "i" ? dv.setInt32(k * 4, v, true) : dv.setFloat32(k * 4, v, true)));
@@ -226,7 +229,7 @@ export class Vk {
     const size = Math.max(4, Math.ceil(bytes / 4) * 4);
     const ch = Math.min(chunk > 0 ? chunk : size, this.maxChunk, size);
     if (ch % 4 !== 0) throw new VkError(`chunk ${ch} is not a multiple of 4`, -10001);
-    const h = this.check(vklib().hbvk_buf_new(this.ctx, size, ch, KIND[kind]), `buffer(${size} bytes)`);
+    const h = this.check(vklib().hbvk_buf_new(this.ctx, size, ch, BUF_KIND[kind]), `buffer(${size} bytes)`);
     const b = new Buf(this, h, size, ch, kind);
     this.bufs.add(b);
     return b;

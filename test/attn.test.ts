@@ -2,19 +2,10 @@
 // hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
 // Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { attn, dsaSelect, hb, indexScores, type AttnOperand } from "../src/engine/hb.ts";
+import { attn, dsaSelect, hb, indexScores, Simd, type AttnOperand } from "../src/engine/hb.ts";
+import { rng } from "./helpers/rng.ts";
 
 // ---- helpers ----
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const randArr = (r: () => number, n: number, lo = -1, hi = 1) => Float32Array.from({ length: n }, () => lo + (hi - lo) * r());
 const randInt = (r: () => number, n: number) => Math.floor(r() * n);
 
@@ -41,7 +32,7 @@ function atLevel<T>(level: number, fn: () => T): T {
     hb().hb_simd_force(1);
   }
 }
-const LOWER_LEVELS = [0, 2]; // scalar reference, AVX2 (== best or scalar on machines without it)
+const LOWER_LEVELS = [Simd.scalar, Simd.avx2]; // scalar reference, AVX2 (== best or scalar on machines without it)
 // Load (and, when ffi/*.c changed, compile) libhb outside any single test's time limit.
 beforeAll(() => void hb(), 180_000);
 afterAll(() => hb().hb_simd_force(1));

@@ -3,6 +3,7 @@
 // loss (injected) turning every later call into DeviceLost. Skips without Vulkan/glslc.
 import { describe, expect, test } from "bun:test";
 import { DeviceLost, pickDevice, probe, push, Vk, VkError } from "../gpu/vk.ts";
+import { pushBytes, pushOf, SHADERS } from "../gpu/push.ts";
 import { spirv } from "../gpu/shaders.ts";
 import { rand, testDevice } from "../gpu/testkit.ts";
 
@@ -51,19 +52,20 @@ describe.skipIf(!vk)("vulkan shim", () => {
     const b = vk!.buffer(64);
     expect(() => b.write(60, new Float32Array(4))).toThrow(VkError);
     expect(() => b.read(-4, new Float32Array(1))).toThrow(VkError);
-    const p = vk!.pipeline("add", spirv("add"), 2, 12);
+    const p = vk!.pipeline("add", spirv("add"), SHADERS.add.bind, pushBytes("add"));
+    const pc = pushOf("add", { n: 1, yOff: 0, xOff: 0 });
     const c = vk!.cmd();
-    expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/not recording|command state/);
+    expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], pc, 1)).toThrow(/not recording|command state/);
     c.begin();
-    expect(() => c.dispatch(p, [{ buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/bindings/);
+    expect(() => c.dispatch(p, [{ buf: b }], pc, 1)).toThrow(/bindings/);
     expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1]]), 1)).toThrow(/push bytes/);
-    expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), vk!.info.maxWG[0] + 1)).toThrow(/maxComputeWorkGroupCount/);
+    expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], pc, vk!.info.maxWG[0] + 1)).toThrow(/maxComputeWorkGroupCount/);
     const chunked = vk!.buffer(4096, "device", 1024);
-    expect(() => c.dispatch(p, [{ buf: b }, { buf: chunked, off: 512, range: 1024 }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/crosses chunk/);
+    expect(() => c.dispatch(p, [{ buf: b }, { buf: chunked, off: 512, range: 1024 }], pc, 1)).toThrow(/crosses chunk/);
     c.submit();
     c.wait();
     b.free();
-    expect(() => c.begin().dispatch(p, [{ buf: b }, { buf: b }], push([["i", 1], ["i", 0], ["i", 0]]), 1)).toThrow(/freed/);
+    expect(() => c.begin().dispatch(p, [{ buf: b }, { buf: b }], pc, 1)).toThrow(/freed/);
     c.submit();
     c.wait();
   });

@@ -8,8 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNative } from "../ffi/build.ts";
 import {
-  add, axpy, Conv, convert, Fmt, type FmtCode, hb, layernorm, matmul, pread, rmsnorm, rope, softmax, swiglu,
+  add, axpy, Conv, convert, Fmt, type FmtCode, hb, layernorm, matmul, pread, rmsnorm, rope, Simd, softmax, swiglu,
 } from "../src/engine/hb.ts";
+import { rng } from "./helpers/rng.ts";
 
 const lib = hb();
 // test-only symbols, not part of the engine's table
@@ -24,9 +25,9 @@ afterAll(() => {
 });
 
 /** SIMD levels to run: scalar, AVX2 (when present and not the best), best. */
-const levels: number[] = [0];
-if (best > 2 && lib.hb_simd_force(2) === 2) levels.push(2);
-if (best > 0) levels.push(best);
+const levels: number[] = [Simd.scalar];
+if (best > Simd.avx2 && lib.hb_simd_force(Simd.avx2) === Simd.avx2) levels.push(Simd.avx2);
+if (best > Simd.scalar) levels.push(best);
 lib.hb_simd_force(1);
 function atLevel<T>(level: number, f: () => T): T {
   expect(lib.hb_simd_force(level === 0 ? 0 : level)).toBe(level);
@@ -34,16 +35,6 @@ function atLevel<T>(level: number, f: () => T): T {
 }
 
 // ---- deterministic random ----
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const randF32 = (r: () => number, n: number, amp = 1) => Float32Array.from({ length: n }, () => (r() * 2 - 1) * amp);
 const randU8 = (r: () => number, n: number) => Uint8Array.from({ length: n }, () => Math.floor(r() * 256));
 
@@ -206,8 +197,8 @@ describe("pool", () => {
     }
   });
   test("simd name and level are consistent", () => {
-    const names = ["scalar", "neon", "avx2", "avx512", "avx512vnni"];
-    expect(names[extra.hb_simd_level()]).toBe(String(lib.hb_simd_name()));
+    const named: number | undefined = Simd[String(lib.hb_simd_name()) as keyof typeof Simd];
+    expect(named).toBe(extra.hb_simd_level());
   });
 });
 

@@ -40,6 +40,26 @@ describe("mux-parse", () => {
     expect([b.chat, b.payload.length]).toEqual([true, 0]);
   });
 
+  test("grammar=<bytes>: the GBNF block follows the payload, raw bytes (newlines too), any chunking", () => {
+    const g = 'root ::= "é" [a-z]\n';
+    const gb = enc.encode(g);
+    const s = `SUBMIT 4 auto 5 8 0 1 seed=1 grammar=${gb.length}\nhi\nyo\n${g}\nSTOP 4\n`;
+    for (const chunk of [Infinity, 1, 2, 7]) {
+      const ev = parseAll(s, chunk);
+      expect(ev.map((e) => e.kind)).toEqual(["submit", "stop"]);
+      const sub = ev[0];
+      if (sub.kind !== "submit") throw new Error("not a submit");
+      expect(payloadText(sub)).toBe("hi\nyo");
+      expect(dec.decode(sub.grammar!)).toBe(g);
+      expect(sub.seed).toBe(1);
+    }
+    const empty = parseAll("SUBMIT 1 auto 1 1 0 1 grammar=0\nx\n\n");
+    expect(empty).toHaveLength(1);
+    expect((empty[0] as Extract<MuxEvent, { kind: "submit" }>).grammar).toEqual(new Uint8Array(0));
+    const none = parseAll("SUBMIT 1 auto 1 1 0 1\nx\n")[0] as Extract<MuxEvent, { kind: "submit" }>;
+    expect(none.grammar).toBeUndefined();
+  });
+
   const rejects: [string, string, string][] = [
     ["SUBMIT 0 auto 3 1 0 1\nabc\n", "0", "id"],
     ["SUBMIT 01 auto 3 1 0 1\nabc\n", "0", "id"],
@@ -56,7 +76,8 @@ describe("mux-parse", () => {
     ["SUBMIT 5 auto 3 1 0 1 seed=-1\nabc\n", "5", "seed"],
     ["SUBMIT 5 auto 3 1 0 1 ids=1 chat=1\nabc\n", "5", "chat"],
     ["SUBMIT 5 auto 3 1 0 1 seed=1 seed=2\nabc\n", "5", "seed"],
-    ["SUBMIT 5 auto 3 1 0 1 grammar=4\nabc\nroot\n", "5", "grammar"],
+    ["SUBMIT 5 auto 3 1 9 1 grammar=4\nabc\nroot\n", "5", "temperature"], // both blocks drained
+    ["SUBMIT 5 auto 3 1 0 1 grammar=4 grammar=4\nabc\nroot\n", "5", "grammar"], // one block; the key twice
     ["STOP x\n", "0", "id"],
   ];
   for (const [frame, id, field] of rejects) {

@@ -9,21 +9,12 @@ import { findDuplicateKey, ModelError } from "../src/model/errors.ts";
 import {
   DTYPE_SIZE, type Dtype, openModel, openSafetensors, readBytes, readF32, type TensorOut, writeSafetensors,
 } from "../src/model/safetensors.ts";
+import { rng } from "./helpers/rng.ts";
 
 hb(); // build/load libhb (pread, convert) once, outside any timed test
 const dir = fs.mkdtempSync(join(tmpdir(), "hb-st-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const randBytes = (r: () => number, n: number) => Uint8Array.from({ length: n }, () => (r() * 256) | 0);
 
 // reference decoders (independent of libhb)

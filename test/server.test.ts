@@ -154,7 +154,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     ["max_tokens 0", { messages: msgs, max_tokens: 0 }, "max_tokens"],
     ["max_tokens 1.5", { messages: msgs, max_tokens: 1.5 }, "max_tokens"],
     ["empty stop string", { messages: msgs, stop: [""] }, "stop"],
-    ["json_schema", { messages: msgs, response_format: { type: "json_schema", json_schema: {} } }, "response_format"],
+    ["json_schema without a name", { messages: msgs, response_format: { type: "json_schema", json_schema: {} } }, "response_format.json_schema.name"],
     ["tools", { messages: msgs, tools: [{ type: "function" }] }, "tools"],
     ["top_logprobs without logprobs", { messages: msgs, top_logprobs: 2 }, "top_logprobs"],
     ["presence_penalty", { messages: msgs, presence_penalty: 1 }, "presence_penalty"],

@@ -11,6 +11,8 @@ export const Fmt = { f32: 0, int8: 1, int4: 2, int2: 3, int4g: 4, bf16: 5, f16: 
 export type FmtCode = (typeof Fmt)[keyof typeof Fmt];
 /** Source dtypes understood by hb_convert (to f32). */
 export const Conv = { bf16: 1, f16: 2, f8e4m3: 3 } as const;
+/** SIMD levels (hb.h HB_SCALAR..; keys = hb_simd_name()). hb_simd_force also takes 1 = best available. */
+export const Simd = { scalar: 0, neon: 1, avx2: 2, avx512: 3, avx512vnni: 4 } as const;
 
 const symbols = {
   hb_init: { args: [i32], returns: i32 }, // (nthreads; 0 = physical cores) -> threads in the pool

@@ -60,6 +60,15 @@ export function limitGroups(cfg: Config, c: Float64Array): void {
 
 /** MoE over S rows: y = Σ_k g_k E_k(x) + shared(x), each unique expert computed once for its rows. */
 export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
+  routed(cfg, st, w, x, S, y);
+  if (w.shared) {
+    mlp(st, w.shared, x, S, st.ye);
+    add(y, st.ye, S * cfg.hidden_size);
+  }
+}
+
+/** y [S,D] = Σ_k g_k E_k(x) over the routed experts only (streamed through w.resolve when it has one). */
+export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
   const D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
   mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
   const rows: number[][] = Array.from({ length: E }, () => []);
@@ -80,10 +89,6 @@ export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: numbe
     }
   } else {
     try { streamed(st, batch, union, rows, gates, x, D, y); } finally { batch.end(); }
-  }
-  if (w.shared) {
-    mlp(st, w.shared, x, S, st.ye);
-    add(y, st.ye, S * D);
   }
 }
 

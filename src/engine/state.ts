@@ -45,7 +45,9 @@ export class RunState {
   ensure(rows: number, ctx: number): void {
     if (rows <= this.rows && ctx <= this.ctx) return;
     const c = this.cfg;
-    const S = Math.max(rows, this.rows), T = Math.max(ctx, this.ctx);
+    // grow geometrically: decode asks for one more position per step and must not reallocate each time
+    const S = rows > this.rows ? Math.max(rows, Math.min(2 * this.rows, rows + 64)) : this.rows;
+    const T = ctx > this.ctx ? Math.max(ctx, 2 * this.ctx) : this.ctx;
     const H = c.num_attention_heads, dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim;
     const kvr = c.kv_lora_rank, qr = c.q_lora_rank ?? 0, D = c.hidden_size;
     const F = Math.max(c.intermediate_size, c.moe_intermediate_size * Math.max(1, c.n_shared_experts));

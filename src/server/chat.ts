@@ -3,7 +3,8 @@
 // `chat_template_kwargs.enable_thinking: true` the text between <think> and </think> (or from the start
 // when the prompt ends with <think>) goes to `reasoning_content`; otherwise think tags are dropped.
 // `response_format` json_object / json_schema and `grammar` (GBNF) constrain the output from its first
-// token (so a constrained generation has no reasoning). State: per request only (the think split).
+// token, so a constrained generation renders the template with thinking off (no reasoning_content).
+// State: per request only (the think split).
 import type { EngineClient } from "./engine-client.ts";
 import { finishReason, responseId, run, sseResponse, usage } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker, readJson } from "./http-errors.ts";
@@ -18,7 +19,8 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
   const messages = b.messages.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: contentText(m.content) }));
   const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
   return {
-    prompt: { kind: "chat", messages, enableThinking: b.chat_template_kwargs?.enable_thinking ?? false },
+    // constrained output starts at the first generated token, so thinking is off (the template closes it)
+    prompt: { kind: "chat", messages, enableThinking: grammar ? false : (b.chat_template_kwargs?.enable_thinking ?? false) },
     slot: b.slot ?? "auto",
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,

@@ -71,7 +71,7 @@ export function attachExperts(m: Model, o: ExpertOptions = {}): ExpertStore {
       ram: ram.bytes, residentBytes: residentBytes(m), expertBytes: store.maxSlotBytes(),
       moeLayers: store.layers.length, experts: m.cfg.n_routed_experts,
       kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg),
-      activationBytes: runStateBytes(m.cfg, rows, ctx) + Math.min(STAGE_BYTES, rows * K * m.cfg.hidden_size * 4),
+      activationBytes: runStateBytes(m.cfg, rows, kvRows(ctx)) /* RunState grows T by doubling */ + Math.min(STAGE_BYTES, rows * K * m.cfg.hidden_size * 4),
       workingSlabs: store.mmap ? 0 : W, slots: o.slots, historyTokens: learner?.tokens() ?? 0,
     });
     store.setSlots(plan.slots);

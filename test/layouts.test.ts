@@ -1,0 +1,113 @@
+// Binary layouts shared by C, GLSL and TypeScript, each defined once per language and checked here:
+// the C headers' enums (weight formats, conversion kinds, SIMD levels and their names, the Vulkan
+// shim's buffer kinds and status codes) against the TS constants, and every shader's push-constant
+// block and storage bindings against the table in gpu/push.ts. Pure text parsing: no GPU, no build.
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { pushBytes, pushOf, SHADERS, type Shader } from "../gpu/push.ts";
+import { BUF_KIND, DeviceType, SHIM_ERRORS, VK_ERROR_DEVICE_LOST, VK_TIMEOUT } from "../gpu/vk.ts";
+import { Conv, Fmt, Simd } from "../src/engine/hb.ts";
+
+const root = resolve(import.meta.dir, "..");
+const read = (p: string) => readFileSync(join(root, p), "utf8");
+const stripComments = (s: string) => s.replace(/\/\*[\s\S]*?\*\//g, "").replace(/\/\/.*$/gm, "");
+
+/** Every `enum { A = 1, B, ... }` of a C source, as [name, value] lists (implicit values count up). */
+function cEnums(src: string): [string, number][][] {
+  return [...stripComments(src).matchAll(/enum\s*\w*\s*\{([^}]*)\}/g)].map((m) => {
+    let next = 0;
+    return m[1].split(",").map((e) => e.trim()).filter(Boolean).map((e) => {
+      const [name, value] = e.split("=").map((x) => x.trim());
+      const v = value === undefined ? next : Number(value);
+      if (!Number.isInteger(v)) throw new Error(`enum entry ${e}: not an integer literal`);
+      next = v + 1;
+      return [name, v] as [string, number];
+    });
+  });
+}
+/** The enum holding `member`, with `prefix` cut off and the rest lowercased: { f32: 0, ... }. */
+function enumOf(src: string, member: string, prefix: string): Record<string, number> {
+  const e = cEnums(src).find((l) => l.some(([n]) => n === member));
+  if (!e) throw new Error(`no enum with ${member}`);
+  return Object.fromEntries(e.map(([n, v]) => [n.slice(prefix.length).toLowerCase(), v]));
+}
+
+const hbH = read("ffi/hb.h");
+describe("libhb enums (ffi/hb.h) = src/engine/hb.ts", () => {
+  test("weight formats HB_F32.. = Fmt", () => expect(enumOf(hbH, "HB_F32", "HB_")).toEqual({ ...Fmt }));
+  test("conversion kinds HB_CONV_* = Conv", () => expect(enumOf(hbH, "HB_CONV_BF16", "HB_CONV_")).toEqual({ ...Conv }));
+  test("SIMD levels HB_SCALAR.. = Simd, and cpu.c's names[] in level order", () => {
+    expect(enumOf(hbH, "HB_SCALAR", "HB_")).toEqual({ ...Simd });
+    const names = /names\[\]\s*=\s*\{([^}]*)\}/.exec(stripComments(read("ffi/cpu.c")))?.[1];
+    expect([...(names ?? "").matchAll(/"([^"]*)"/g)].map((m) => m[1]))
+      .toEqual(Object.entries(Simd).sort((a, b) => a[1] - b[1]).map(([k]) => k));
+  });
+});
+
+describe("Vulkan shim (ffi/vk/*.h) = gpu/vk.ts", () => {
+  const hbvk = read("ffi/vk/hbvk.h");
+  const vkDefines = new Map([...stripComments(read("ffi/vk/vk_min.h")).matchAll(/^#define\s+(VK_\w+)\s+\(?(-?\d+)\)?\s*$/gm)]
+    .map((m) => [m[1], Number(m[2])]));
+  test("buffer kinds HBVK_DEVICE.. = BUF_KIND", () => {
+    expect(enumOf(hbvk, "HBVK_DEVICE", "HBVK_")).toEqual({ device: BUF_KIND.device, host: BUF_KIND.host, device_nomap: BUF_KIND["device-nomap"] });
+  });
+  test("every HBVK_E_* status has a message; VkResult names match their codes", () => {
+    const codes = cEnums(hbvk).find((l) => l.some(([n]) => n === "HBVK_E_ARG"))!;
+    expect(codes.length).toBeGreaterThan(0);
+    for (const [name, v] of codes) expect([name, SHIM_ERRORS[v] !== undefined]).toEqual([name, true]);
+    for (const [v, msg] of Object.entries(SHIM_ERRORS)) {
+      const name = /^VK_\w+/.exec(msg)?.[0];
+      if (name) expect([name, vkDefines.get(name)]).toEqual([name, Number(v)]);
+    }
+    expect(vkDefines.get("VK_TIMEOUT")).toBe(VK_TIMEOUT);
+    expect(vkDefines.get("VK_ERROR_DEVICE_LOST")).toBe(VK_ERROR_DEVICE_LOST);
+  });
+  test("VkPhysicalDeviceType = DeviceType", () => {
+    expect({
+      other: vkDefines.get("VK_PHYSICAL_DEVICE_TYPE_OTHER"), integrated: vkDefines.get("VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU"),
+      discrete: vkDefines.get("VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU"), virtual: vkDefines.get("VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU"),
+      cpu: vkDefines.get("VK_PHYSICAL_DEVICE_TYPE_CPU"),
+    }).toEqual({ ...DeviceType });
+  });
+});
+
+/** A shader's push block as [field, "i" | "f"] in declaration order, and its storage bindings. */
+function shaderInterface(src: string): { push: [string, string][]; bindings: number[] } {
+  const s = stripComments(src);
+  const block = /layout\s*\(\s*push_constant\s*\)\s*uniform\s+\w+\s*\{([^}]*)\}/.exec(s)?.[1] ?? "";
+  const push = block.split(";").map((d) => d.trim()).filter(Boolean).flatMap((d) => {
+    const [, type, names] = /^(\w+)\s+([\s\S]+)$/.exec(d) ?? [];
+    const t = type === "int" ? "i" : type === "float" ? "f" : `unsupported type ${type}`;
+    return names.split(",").map((n) => [n.trim(), t] as [string, string]);
+  });
+  const bindings = [...s.matchAll(/layout\s*\(([^)]*)\)\s*(?:\w+\s+)*buffer\b/g)]
+    .map((m) => Number(/binding\s*=\s*(\d+)/.exec(m[1])?.[1] ?? NaN)).sort((a, b) => a - b);
+  return { push, bindings };
+}
+
+describe("shader push constants and bindings (shaders/*.comp) = gpu/push.ts", () => {
+  const files = readdirSync(join(root, "shaders")).filter((f) => f.endsWith(".comp")).map((f) => f.slice(0, -5)).sort();
+  test("one table entry per shader", () => expect(Object.keys(SHADERS).sort()).toEqual(files));
+  for (const name of files.filter((f): f is Shader => Object.hasOwn(SHADERS, f)))
+    test(name, () => {
+      const { push, bindings } = shaderInterface(read(`shaders/${name}.comp`));
+      expect(push).toEqual(SHADERS[name].push.map(([n, t]) => [n, t]));
+      expect(bindings).toEqual(Array.from({ length: SHADERS[name].bind }, (_, i) => i));
+      expect(pushBytes(name)).toBe(4 * push.length);
+    });
+});
+
+describe("pushOf", () => {
+  test("encodes named fields in table order (ints and float bits)", () => {
+    const b = pushOf("layernorm", { eps: 0.5, yRow: 5, yOff: 4, xRow: 3, xOff: 2, D: 1 });
+    const dv = new DataView(b.buffer);
+    expect([0, 1, 2, 3, 4].map((k) => dv.getInt32(4 * k, true))).toEqual([1, 2, 3, 4, 5]);
+    expect(dv.getFloat32(20, true)).toBe(0.5);
+    expect(b.byteLength).toBe(pushBytes("layernorm"));
+  });
+  test("a missing or unknown field is an error naming it", () => {
+    expect(() => pushOf("add", { n: 1, yOff: 0 } as never)).toThrow(/missing field\(s\) xOff/);
+    expect(() => pushOf("add", { n: 1, yOff: 0, xOff: 0, zOff: 0 } as never)).toThrow(/unknown field\(s\) zOff/);
+  });
+});
