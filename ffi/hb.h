@@ -41,6 +41,20 @@ static inline float hb_f16_to_f32(uint16_t h) {
 /* matmul.c: W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for fmts 1..4 */
 void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
 void hb_matmul_ref(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
+/* matmul_q8.c: the same in fast mode: x rows quantized to int8 (absmax/127), integer dot products for
+ * fmts 1..4 (float fmts: exact); _ref: the scalar kernel whatever the SIMD level (tests) */
+void hb_matmul_q8(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
+void hb_matmul_q8_ref(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
+/* matmul_many.c: n matrices on one x [S,I]; desc f64[8] each: fmt, gs, O, W, scales, y, 0, 0 */
+void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x, int S);
+/* mla.c: per-head matrices W_h = rows [r0 + h·rstride, +O) of W [*, I] on strided vectors (absorbed MLA) */
+void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
+                  int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,
+                  int yHead, const float *tail, int nt);
+/* membw.c: weight bytes read by the matmul entries (a counter), and a memory read-bandwidth probe */
+void hb_wbytes_add(int64_t n);
+int64_t hb_wbytes(int reset);
+double hb_membw(int64_t bytes, int reps);
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);

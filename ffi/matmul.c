@@ -5,7 +5,6 @@
  * int2 (f−2)·s[o] (bits 2(i mod 4)); int4g (nib−8)·s[o·⌈I/gs⌉ + ⌊i/gs⌋]. */
 #include "matmul.h"
 #include <math.h>
-void hb_wbytes_add(int64_t n);   /* membw.c: the bench's weight-bytes counter */
 #include <stdlib.h>
 
 float *hb_mm_scratch(size_t n) {
@@ -100,7 +99,7 @@ static int mm_setup(hb_mm *m, int fmt, const void *W, const float *scales, int g
  * (the register tile), and no more than an even share per thread */
 static int mm_chunk(const hb_mm *m) {
   const int nt = hb_nthreads();
-  if ((size_t)m->O * m->rowb < 24576) return m->O;   /* small: the calling thread alone (no pool wake-up) */
+  if ((size_t)m->O * m->rowb < 49152) return m->O;   /* small: the calling thread alone (no pool wake-up) */
   if (m->S <= 4) { int c = m->O / (nt * 8); return c < 1 ? 1 : c > 64 ? 64 : c; }
   int c = 32768 / m->I;
   c = c < 4 ? 4 : c > 64 ? 64 : c & ~3;
@@ -119,11 +118,17 @@ void hb_matmul_ref(int fmt, const void *W, const float *scales, int gs, int O, i
   if (mm_setup(&m, fmt, W, scales, gs, O, I, x, S, y)) mm_run(&m, hb_mm_rows_ref);
 }
 
-void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S,
-               float *y) {
-  hb_mm m;
-  if (!mm_setup(&m, fmt, W, scales, gs, O, I, x, S, y)) return;
-  hb_wbytes_add((int64_t)O * (int64_t)m.rowb + (fmt >= HB_INT8 && fmt <= HB_INT4G ? 4 * (int64_t)O * (m.ng ? m.ng : 1) : 0));
+/* bytes of W and its scales that one call reads */
+int64_t hb_mm_wbytes(const hb_mm *m) {
+  const int quant = m->fmt >= HB_INT8 && m->fmt <= HB_INT4G;
+  return (int64_t)m->O * (int64_t)m->rowb + (quant ? 4 * (int64_t)m->O * (m->ng ? m->ng : 1) : 0);
+}
+
+/* validate and fill m, pick the row kernel for the SIMD level in use; NULL when y
+ * was already written (empty or bad call). Also used by the batched entries (matmul_many.c, mla.c). */
+hb_mm_rows_fn hb_mm_prepare(hb_mm *m, int fmt, const void *W, const float *scales, int gs, int O, int I,
+                            const float *x, int S, float *y) {
+  if (!mm_setup(m, fmt, W, scales, gs, O, I, x, S, y)) return NULL;
   hb_mm_rows_fn fn = hb_mm_rows_ref;
 #if defined(__x86_64__) || defined(__i386__)
   const int lvl = hb_simd_level();
@@ -131,5 +136,14 @@ void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I
   if (lvl >= HB_AVX2 && !(fmt == HB_INT4G && gs % 16 != 0))
     fn = lvl >= HB_AVX512 ? hb_mm_rows_avx512 : hb_mm_rows_avx2;
 #endif
+  return fn;
+}
+
+void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S,
+               float *y) {
+  hb_mm m;
+  const hb_mm_rows_fn fn = hb_mm_prepare(&m, fmt, W, scales, gs, O, I, x, S, y);
+  if (!fn) return;
+  hb_wbytes_add(hb_mm_wbytes(&m));
   mm_run(&m, fn);
 }

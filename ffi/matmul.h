@@ -22,6 +22,9 @@ void hb_mm_rows_ref(const hb_mm *m, int lo, int hi);
 void hb_mm_rows_avx2(const hb_mm *m, int lo, int hi);
 void hb_mm_rows_avx512(const hb_mm *m, int lo, int hi);
 #endif
+int64_t hb_mm_wbytes(const hb_mm *m);
+hb_mm_rows_fn hb_mm_prepare(hb_mm *m, int fmt, const void *W, const float *scales, int gs, int O, int I,
+                            const float *x, int S, float *y);
 /* per-thread scratch of n floats (64-byte aligned, reused across calls); NULL when out of memory */
 float *hb_mm_scratch(size_t n);
 

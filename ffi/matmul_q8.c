@@ -8,8 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
-void hb_wbytes_add(int64_t n);
 #if defined(__x86_64__) || defined(__i386__)
 float hb_q8_amax_avx2(const float *x, int n, int *bad);
 void hb_q8_round_avx2(const float *x, int n, float id, int8_t *q);
@@ -49,8 +47,7 @@ INL void rows_ref(const int fmt, const hb_q8 *m, int lo, int hi) {
         for (int k = 0, i0 = 0; i0 < I; k++, i0 += 8) {
           int32_t isum = 0;
           for (int i = i0; i < I && i < i0 + 8; i++) isum += wq(fmt, r, i) * q[i];
-          const float p = (float)isum * sg[i0 / m->gs];
-          acc[k & 15] = acc[k & 15] + p;
+          acc[k & 15] = fmaf((float)isum, sg[i0 / m->gs], acc[k & 15]);
         }
         out = hb_q8_tree16(acc, m->dx[s]);
       } else {
@@ -76,8 +73,6 @@ void hb_q8_rows_ref(const hb_q8 *m, int lo, int hi) {
 }
 
 /* ---- quantization of x ---- */
-enum { LAYOUT_NATURAL = 0, LAYOUT_SIMD = 1, LAYOUT_SIMD_U8 = 2 /* int8 at VNNI: q + 128 */ };
-
 static float amax_ref(const float *x, int n, int *bad) {
   float a = 0.0f;
   for (int i = 0; i < n; i++) {
@@ -97,15 +92,15 @@ static void round_ref(const float *x, int n, float id, int8_t *q) {
   }
 }
 
-static inline int simd_pos(int fmt, int i) {
-  if (fmt == HB_INT4 || fmt == HB_INT4G) return (i & ~127) + ((i & 1) << 6) + ((i & 127) >> 1);
-  if (fmt == HB_INT2) return (i & ~255) + ((i & 3) << 6) + ((i & 255) >> 2);
+static inline int layout_pos(int layout, int i) {
+  if (layout == HB_Q8_P4) return (i & ~127) + ((i & 1) << 6) + ((i & 127) >> 1);
+  if (layout == HB_Q8_P2) return (i & ~255) + ((i & 3) << 6) + ((i & 255) >> 2);
   return i;
 }
 
-/* one row: q (layout), corr (int4g), xsum, d; tmp holds I int8 */
-static void quant_row(const float *x, int I, int Ip, int fmt, int layout, int lvl, int8_t *q, int32_t *corr,
-                      int64_t *xsum, float *d, int8_t *tmp) {
+/* one row: q (layout), corr (P4 only), xsum, d; tmp holds I int8 */
+static void quant_row(const float *x, int I, int Ip, int layout, int lvl, int8_t *q, int32_t *corr, int64_t *xsum,
+                      float *d, int8_t *tmp) {
   int bad = 0;
   float a;
   (void)lvl;
@@ -126,22 +121,21 @@ static void quant_row(const float *x, int I, int Ip, int fmt, int layout, int lv
   int64_t sum = 0;
   for (int i = 0; i < I; i++) sum += tmp[i];
   *xsum = sum;
+  if (layout == HB_Q8_NAT || layout == HB_Q8_U8) {
+    memcpy(q, tmp, (size_t)I);
+    memset(q + I, 0, (size_t)(Ip - I));
+    if (layout == HB_Q8_U8) for (int i = 0; i < Ip; i++) q[i] = (int8_t)((uint8_t)q[i] ^ 0x80u);
+    return;
+  }
+  memset(q, 0, (size_t)Ip);
+  for (int i = 0; i < I; i++) q[layout_pos(layout, i)] = tmp[i];
   if (corr) {
     memset(corr, 0, (size_t)(Ip / 8) * sizeof *corr);
     for (int i = 0; i < I; i++) corr[i >> 3] -= 8 * tmp[i];
   }
-  if (layout == LAYOUT_NATURAL || fmt == HB_INT8) {
-    memcpy(q, tmp, (size_t)I);
-    memset(q + I, 0, (size_t)(Ip - I));
-    if (layout == LAYOUT_SIMD_U8) for (int i = 0; i < Ip; i++) q[i] = (int8_t)((uint8_t)q[i] ^ 0x80u);
-  } else {
-    memset(q, 0, (size_t)Ip);
-    for (int i = 0; i < I; i++) q[simd_pos(fmt, i)] = tmp[i];
-  }
 }
 
-/* calling thread's scratch: grows, 64-byte aligned, never shrinks */
-static void *q8_scratch(size_t bytes) {
+void *hb_q8_scratch(size_t bytes) {
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
   if (bytes > cap) {
@@ -152,54 +146,81 @@ static void *q8_scratch(size_t bytes) {
   return buf;
 }
 
-static hb_q8_rows_fn pick(int fmt, int lvl, int *layout) {
-  *layout = LAYOUT_NATURAL;
-#if defined(__x86_64__) || defined(__i386__)
-  if (lvl >= HB_AVX2) {
-    *layout = lvl >= HB_AVX512VNNI && fmt == HB_INT8 ? LAYOUT_SIMD_U8 : LAYOUT_SIMD;
-    return lvl >= HB_AVX512VNNI ? hb_q8_rows_vnni : lvl >= HB_AVX512 ? hb_q8_rows_avx512 : hb_q8_rows_avx2;
-  }
-#elif defined(__aarch64__)
-  extern int hb_cpu_dotprod;
-  if (lvl == HB_NEON && hb_cpu_dotprod) { *layout = LAYOUT_SIMD; return hb_q8_rows_dotprod; }
-#endif
-  (void)fmt; (void)lvl;
-  return hb_q8_rows_ref;
+int hb_q8_ok(int fmt, const void *W, const float *scales, int gs, int I) {
+  if (fmt < HB_INT8 || fmt > HB_INT4G || !W || !scales || I <= 0 || I > HB_Q8_MAXI) return 0;
+  return fmt != HB_INT4G || (gs >= 8 && (gs & (gs - 1)) == 0);
 }
 
-/* Fill m (quantizing x into this thread's scratch) and pick the kernel; returns 0 when the call must take
- * the exact path instead (float format, bad arguments, I out of range, no memory). */
-int hb_q8_setup(hb_q8 *m, hb_q8_rows_fn *fn, int force_ref, int fmt, const void *W, const float *scales, int gs,
-                int O, int I, const float *x, int S, float *y) {
-  if (fmt < HB_INT8 || fmt > HB_INT4G || !W || !scales || !x || !y || O <= 0 || S <= 0 || I <= 0 || I > HB_Q8_MAXI)
-    return 0;
-  if (fmt == HB_INT4G && (gs < 8 || (gs & (gs - 1)) != 0)) return 0;
-  int layout;
+static int simd_kernels(int ref) {
+  if (ref) return 0;
+#if defined(__x86_64__) || defined(__i386__)
+  return hb_simd_level() >= HB_AVX2;
+#elif defined(__aarch64__)
+  extern int hb_cpu_dotprod;
+  return hb_simd_level() == HB_NEON && hb_cpu_dotprod;
+#else
+  return 0;
+#endif
+}
+
+int hb_q8_layout(int fmt, int ref) {
+  if (!simd_kernels(ref)) return HB_Q8_NAT;
+  if (fmt == HB_INT4 || fmt == HB_INT4G) return HB_Q8_P4;
+  if (fmt == HB_INT2) return HB_Q8_P2;
+#if defined(__x86_64__) || defined(__i386__)
+  return hb_simd_level() >= HB_AVX512VNNI ? HB_Q8_U8 : HB_Q8_NAT;
+#else
+  return HB_Q8_NAT;
+#endif
+}
+
+hb_q8_rows_fn hb_q8_kernel(int fmt, int ref) {
+  (void)fmt;
+  if (!simd_kernels(ref)) return hb_q8_rows_ref;
+#if defined(__x86_64__) || defined(__i386__)
   const int lvl = hb_simd_level();
-  *fn = force_ref ? hb_q8_rows_ref : pick(fmt, lvl, &layout);
-  if (force_ref) layout = LAYOUT_NATURAL;
-  const int Ip = (I + HB_Q8_PAD - 1) / HB_Q8_PAD * HB_Q8_PAD;
-  const size_t qb = (size_t)S * Ip, cb = fmt == HB_INT4G ? (size_t)S * (Ip / 8) * 4 : 0;
-  uint8_t *buf = q8_scratch(qb + cb + (size_t)S * 12 + (size_t)I + 64);
-  if (!buf) return 0;
-  int8_t *qx = (int8_t *)buf;
-  int32_t *corr = cb ? (int32_t *)(buf + qb) : NULL;
-  int64_t *xsum = (int64_t *)(buf + ((qb + cb + 7) & ~(size_t)7));
-  float *dx = (float *)(xsum + S);
-  int8_t *tmp = (int8_t *)(dx + S);
+  return lvl >= HB_AVX512VNNI ? hb_q8_rows_vnni : lvl >= HB_AVX512 ? hb_q8_rows_avx512 : hb_q8_rows_avx2;
+#elif defined(__aarch64__)
+  return hb_q8_rows_dotprod;
+#else
+  return hb_q8_rows_ref;
+#endif
+}
+
+static int padded(int I) { return (I + HB_Q8_PAD - 1) / HB_Q8_PAD * HB_Q8_PAD; }
+
+size_t hb_q8x_bytes(int I, int S) {
+  const size_t Ip = (size_t)padded(I);
+  return (size_t)S * (Ip + Ip / 2 + 12) + (size_t)I + 64;
+}
+
+void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, size_t xstride, int I, int S) {
+  const int Ip = padded(I);
+  const size_t qb = (size_t)S * Ip, cb = (size_t)S * (Ip / 8) * 4;
+  uint8_t *b = buf;
+  q->qx = (int8_t *)b;
+  q->corr = layout == HB_Q8_P4 ? (int32_t *)(b + qb) : NULL;
+  q->xsum = (int64_t *)(b + ((qb + cb + 7) & ~(size_t)7));
+  q->dx = (float *)(q->xsum + S);
+  q->I = I; q->Ip = Ip; q->S = S; q->layout = layout;
+  int8_t *tmp = (int8_t *)(q->dx + S);
+  const int lvl = ref ? HB_SCALAR : hb_simd_level();
   for (int s = 0; s < S; s++)
-    quant_row(x + (size_t)s * I, I, Ip, fmt, layout, force_ref ? HB_SCALAR : lvl, qx + (size_t)s * Ip,
-              corr ? corr + (size_t)s * (Ip / 8) : NULL, xsum + s, dx + s, tmp);
-  *m = (hb_q8){ .fmt = fmt, .gs = gs, .ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1, .O = O, .I = I, .S = S, .Ip = Ip,
-                .W = W, .rowb = q8_rowb(fmt, I), .sc = scales, .qx = qx, .corr = corr, .xsum = xsum, .dx = dx, .y = y };
-  return 1;
+    quant_row(x + (size_t)s * xstride, I, Ip, layout, lvl, q->qx + (size_t)s * Ip,
+              q->corr ? q->corr + (size_t)s * (Ip / 8) : NULL, q->xsum + s, q->dx + s, tmp);
+}
+
+void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y) {
+  *m = (hb_q8){ .fmt = fmt, .gs = gs, .ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1, .O = O, .I = I, .S = q->S,
+                .Ip = q->Ip, .W = W, .rowb = q8_rowb(fmt, I), .sc = scales, .qx = q->qx, .corr = q->corr,
+                .xsum = q->xsum, .dx = q->dx, .y = y };
 }
 
 /* rows per claimed chunk: everything on the calling thread for small matrices (a pool wake-up costs more
  * than it saves), else ~8 chunks per thread for S ≤ 4 and ~32 KiB of weights per chunk for larger S */
 int hb_mm_chunk_rows(int O, size_t rowb, int S) {
   const int nt = hb_nthreads();
-  if ((size_t)O * rowb < 24576 || nt <= 1) return O;
+  if ((size_t)O * rowb < 49152 || nt <= 1) return O;
   int c;
   if (S <= 4) c = O / (nt * 8);
   else c = (int)(32768 / (rowb ? rowb : 1));
@@ -215,16 +236,19 @@ static void q8_task(void *c, int lo, int hi) {
   j->fn(j->m, lo, hi);
 }
 
-static void q8_call(int force_ref, int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x,
+static void q8_call(int ref, int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x,
                     int S, float *y) {
-  hb_q8 m;
-  hb_q8_rows_fn fn;
-  if (!hb_q8_setup(&m, &fn, force_ref, fmt, W, scales, gs, O, I, x, S, y)) {
-    hb_matmul(fmt, W, scales, gs, O, I, x, S, y);   /* counts its own bytes */
+  void *buf = O > 0 && S > 0 && y && x && hb_q8_ok(fmt, W, scales, gs, I) ? hb_q8_scratch(hb_q8x_bytes(I, S)) : NULL;
+  if (!buf) {
+    hb_matmul(fmt, W, scales, gs, O, I, x, S, y);   /* exact path (float format, bad call, ...) */
     return;
   }
+  hb_q8x q;
+  hb_q8x_quant(&q, buf, hb_q8_layout(fmt, ref), ref, x, (size_t)I, I, S);
+  hb_q8 m;
+  hb_q8_bind(&m, fmt, W, scales, gs, O, I, &q, y);
   hb_wbytes_add(hb_q8_wbytes(fmt, O, I, gs));
-  q8_job j = { &m, fn };
+  q8_job j = { &m, hb_q8_kernel(fmt, ref) };
   hb_parallel_for(O, hb_mm_chunk_rows(O, m.rowb, S), q8_task, &j);
 }
 

@@ -6,8 +6,8 @@
  *  - integer dot products are exact (no saturation: operand ranges are chosen for that, I ≤ HB_Q8_MAXI);
  *  - row formats (int8, int4, int2):  y = ((float)Σ_i q_w,i·q_x,i · s[o]) · d[s];
  *  - int4g: the row splits into 8-element segments k (one group each since gs ≥ 8 is a power of two);
- *    p_k = (float)(Σ_{i∈k} q_w,i·q_x,i) · s[o, g(k)]; acc[k mod 16] += p_k in ascending k (mul then add,
- *    two roundings); then t8[j] = acc[j]+acc[j+8], t4[j] = t8[j]+t8[j+4], t2[j] = t4[j]+t4[j+2],
+ *    acc[k mod 16] = fma((float)(Σ_{i∈k} q_w,i·q_x,i), s[o, g(k)], acc[k mod 16]) in ascending k (fused:
+ *    one rounding; the scalar reference calls fmaf); then t8[j] = acc[j]+acc[j+8], t4[j] = t8[j]+t8[j+4], t2[j] = t4[j]+t4[j+2],
  *    r = t2[0]+t2[1]; y = r · d[s].
  * SIMD kernels read the activations in a per-format layout that matches how packed weight bytes unpack:
  *  - int8: natural order (at the VNNI level stored as q + 128, i.e. the sign bit flipped);
@@ -37,6 +37,27 @@ typedef struct {
 } hb_q8;
 
 typedef void (*hb_q8_rows_fn)(const hb_q8 *m, int lo, int hi);
+
+/* Quantized activations of S rows in one layout (reusable by several matrices of the same layout). */
+enum { HB_Q8_NAT = 0 /* natural */, HB_Q8_U8 = 1 /* natural, q + 128 */, HB_Q8_P4 = 2, HB_Q8_P2 = 3 };
+typedef struct { int8_t *qx; int32_t *corr; int64_t *xsum; float *dx; int I, Ip, S, layout; } hb_q8x;
+
+/* 1 when W (fmt, scales, gs, I) can take the fast path; 0 = use the exact kernels */
+int hb_q8_ok(int fmt, const void *W, const float *scales, int gs, int I);
+/* layout and row kernel for fmt at the SIMD level in use (ref: the scalar reference) */
+int hb_q8_layout(int fmt, int ref);
+hb_q8_rows_fn hb_q8_kernel(int fmt, int ref);
+/* scratch bytes for S quantized rows of length I, and the quantization into such a buffer
+ * (x rows at stride xstride floats) */
+size_t hb_q8x_bytes(int I, int S);
+void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, size_t xstride, int I, int S);
+/* m for W [O,I] · (quantized x) -> y [S,O]; hb_q8_wbytes: the bytes of W and scales it reads */
+int64_t hb_q8_wbytes(int fmt, int O, int I, int gs);
+void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y);
+/* the calling thread's q8 scratch (grows, never shrinks); NULL when out of memory */
+void *hb_q8_scratch(size_t bytes);
+/* rows per pool chunk for a matrix of O rows of rowb bytes against S rows (O = run on the calling thread) */
+int hb_mm_chunk_rows(int O, size_t rowb, int S);
 void hb_q8_rows_ref(const hb_q8 *m, int lo, int hi);
 #if defined(__x86_64__) || defined(__i386__)
 void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi);

@@ -2,7 +2,7 @@
  * matmul_q8.c when cpu.c found it (numerics and activation layouts: matmul_q8.h). Holds no state.
  * 16 weight bytes per chunk; weights are made signed (nibble − 8, field − 2) so no offset is needed;
  * int32 lane j of a chunk sums weight bytes 4j..4j+3, i.e. one 8-element segment for int4 / int4g,
- * whose product with its group scale goes to accumulator lane (segment mod 16) = 4·(chunk mod 4) + j.
+ * whose product with its group scale is fused into accumulator lane (segment mod 16) = 4·(chunk mod 4) + j.
  * The last partial chunk is read through a zeroed copy. Compiled only for aarch64. */
 #include "matmul_q8.h"
 #if defined(__aarch64__)
@@ -75,7 +75,7 @@ TD INL void dot_neon(const int fmt, const int ns, const hb_q8 *m, int o, int s0,
           const int8_t *xb = q[k] + xo;
           int32x4_t t = vdotq_s32(vdupq_n_s32(0), lo, vld1q_s8(xb));
           t = vdotq_s32(t, hi, vld1q_s8(xb + 64));
-          acc[k][c & 3] = vaddq_f32(acc[k][c & 3], vmulq_f32(vcvtq_f32_s32(t), sv));
+          acc[k][c & 3] = vfmaq_f32(acc[k][c & 3], vcvtq_f32_s32(t), sv);
         }
       } else {
         for (int k = 0; k < ns; k++) {

@@ -5,7 +5,7 @@
  *  - AVX2 (also used at the AVX-512-without-VNNI level): 32 weight bytes per block; maddubs + madd
  *    (int8: |w| × x·sign(w), so no pair sum can saturate).
  * int32 lane j of a block always sums weight bytes 4j..4j+3: for int4g that is one 8-element segment,
- * whose float product with its group scale is added to accumulator lane (segment mod 16).
+ * whose float product with its group scale is fused into accumulator lane (segment mod 16).
  * The last partial block is read with a masked load (AVX-512) or through a zeroed copy (AVX2); padded
  * activations are zero, so padded weights contribute nothing. Also the SIMD parts of x quantization. */
 #include "matmul_q8.h"
@@ -100,11 +100,21 @@ static inline int subrows(size_t rowb) {
 }
 
 /* ================================ AVX-512 VNNI ================================ */
-/* scale of each lane's segment for block b (128 elements) of an int4g row; groups past the row get 0 */
-TV INL __m512 scales16(const float *sg, int ng, int gs, int b, __m512i sidx) {
-  if (gs >= 128) return _mm512_set1_ps(sg[(128 * b) / gs]);
-  const int g0 = (128 * b) / gs, per = 128 / gs, left = ng - g0, cnt = left < per ? left : per;
-  const __m512 s = _mm512_maskz_loadu_ps((__mmask16)((1u << cnt) - 1), sg + g0);
+/* scale of each lane's segment for block b (128 elements) of an int4g row: lane j -> group (128b + 8j)/gs.
+ * GS: the group size when known at compile time (64), else 0 (runtime gs). Blocks before the last read
+ * exactly their 128/gs scales; the last block masks the groups past the row (they get 0). */
+TV INL __m512 scales16(const int GS, const float *sg, int ng, int gs, int b, int last, __m512i sidx) {
+  const int g = GS ? GS : gs, sh = __builtin_ctz((unsigned)g);
+  if (g >= 128) return _mm512_set1_ps(sg[(b << 7) >> sh]);
+  const int g0 = (b << 7) >> sh, per = 128 >> sh;
+  __m512 s;
+  if (last) {
+    const int left = ng - g0, cnt = left < per ? left : per;
+    s = _mm512_maskz_loadu_ps((__mmask16)((1u << cnt) - 1), sg + g0);
+  } else if (per == 2) s = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(const void *)(sg + g0))));
+  else if (per == 4) s = _mm512_castps128_ps512(_mm_loadu_ps(sg + g0));
+  else if (per == 8) s = _mm512_castps256_ps512(_mm256_loadu_ps(sg + g0));
+  else s = _mm512_loadu_ps(sg + g0);
   return _mm512_permutexvar_ps(sidx, s);
 }
 
@@ -122,7 +132,7 @@ TV INL float tree16(__m512 acc, float d) {
 }
 
 /* out[k] = y[s0+k, o] for k < ns (a constant after inlining) */
-TV INL void dot_vnni(const int fmt, const int ns, const hb_q8 *m, int o, int s0, float *out) {
+TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, int o, int s0, float *out) {
   const uint8_t *r = hb_q8_row(m, o);
   const int I = m->I, Ip = m->Ip, epb = fmt == HB_INT8 ? 64 : fmt == HB_INT2 ? 256 : 128;
   const int nfull = I / epb;
@@ -139,8 +149,8 @@ TV INL void dot_vnni(const int fmt, const int ns, const hb_q8 *m, int o, int s0,
   }
   const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
   __m512i sidx = _mm512_setzero_si512();
-  if (fmt == HB_INT4G && m->gs < 128) {
-    const int sh = __builtin_ctz((unsigned)m->gs) - 3;  /* lane j -> (8j)/gs */
+  if (fmt == HB_INT4G && (GS ? GS : m->gs) < 128) {
+    const int sh = __builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3;  /* lane j -> (8j)/gs */
     sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), (unsigned)sh);
   }
   for (int b = 0; b <= nfull; b++) {
@@ -164,13 +174,13 @@ TV INL void dot_vnni(const int fmt, const int ns, const hb_q8 *m, int o, int s0,
     } else {
       const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
       if (fmt == HB_INT4G) {
-        const __m512 sv = scales16(sg, m->ng, m->gs, b, sidx);
+        const __m512 sv = scales16(GS, sg, m->ng, m->gs, b, b == nfull, sidx);
         for (int k = 0; k < ns; k++) {
           const int8_t *xb = q[k] + 128 * (size_t)b;
           __m512i t = _mm512_loadu_si512((const void *)(cr[k] + 16 * (size_t)b));
           t = _mm512_dpbusd_epi32(t, lo, _mm512_loadu_si512((const void *)xb));
           t = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512((const void *)(xb + 64)));
-          acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_cvtepi32_ps(t), sv));
+          acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), sv, acc[k]);
         }
       } else {
         for (int k = 0; k < ns; k++) {
@@ -192,29 +202,113 @@ TV INL void dot_vnni(const int fmt, const int ns, const hb_q8 *m, int o, int s0,
   }
 }
 
-TV INL void rows_vnni(const int fmt, const hb_q8 *m, int lo, int hi) {
+/* S > 4 register tile: weight rows o, o+1 × activation rows s0..s0+3 (int8, int4, int4g), each (o, s) in
+ * exactly dot_vnni's order (same integer sums, same fused epilogue), with the x loads shared by both rows */
+TV INL void tile_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0) {
+  const uint8_t *r0 = hb_q8_row(m, o), *r1 = r0 + m->rowb;
+  const int I = m->I, epb = fmt == HB_INT8 ? 64 : 128, nfull = I / epb;
+  const int tailb = (int)(m->rowb - (size_t)nfull * 64);
+  const size_t xs = (size_t)m->Ip, cs = (size_t)m->Ip / 8;
+  const int8_t *x0 = m->qx + (size_t)s0 * xs;
+  const int32_t *c0 = fmt == HB_INT4G ? m->corr + (size_t)s0 * cs : NULL;
+  const __m512i m4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
+  __m512i v[2][4], cw[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+  __m512 a[2][4];
+  for (int j = 0; j < 2; j++)
+    for (int k = 0; k < 4; k++) { v[j][k] = _mm512_setzero_si512(); a[j][k] = _mm512_setzero_ps(); }
+  const float *sg0 = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL, *sg1 = sg0 ? sg0 + m->ng : NULL;
+  __m512i sidx = _mm512_setzero_si512();
+  if (fmt == HB_INT4G && (GS ? GS : m->gs) < 128)
+    sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                             (unsigned)(__builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3));
+  for (int b = 0; b <= nfull; b++) {
+    __m512i w0, w1;
+    if (b < nfull) {
+      w0 = _mm512_loadu_si512((const void *)(r0 + 64 * (size_t)b));
+      w1 = _mm512_loadu_si512((const void *)(r1 + 64 * (size_t)b));
+    } else if (tailb > 0) {
+      const __mmask64 mk = (__mmask64)((1ull << tailb) - 1);
+      w0 = _mm512_maskz_loadu_epi8(mk, r0 + 64 * (size_t)b);
+      w1 = _mm512_maskz_loadu_epi8(mk, r1 + 64 * (size_t)b);
+    } else break;
+    if (fmt == HB_INT8) {
+      for (int k = 0; k < 4; k++) {
+        const __m512i x = _mm512_loadu_si512((const void *)(x0 + k * xs + 64 * (size_t)b));
+        v[0][k] = _mm512_dpbusd_epi32(v[0][k], x, w0);
+        v[1][k] = _mm512_dpbusd_epi32(v[1][k], x, w1);
+      }
+      cw[0] = _mm512_dpbusd_epi32(cw[0], ones, w0);
+      cw[1] = _mm512_dpbusd_epi32(cw[1], ones, w1);
+      continue;
+    }
+    const __m512i lo0 = _mm512_and_si512(w0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(w0, 4), m4);
+    const __m512i lo1 = _mm512_and_si512(w1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(w1, 4), m4);
+    if (fmt == HB_INT4G) {
+      const __m512 sv0 = scales16(GS, sg0, m->ng, m->gs, b, b == nfull, sidx);
+      const __m512 sv1 = scales16(GS, sg1, m->ng, m->gs, b, b == nfull, sidx);
+      for (int k = 0; k < 4; k++) {
+        const int8_t *xb = x0 + k * xs + 128 * (size_t)b;
+        const __m512i xe = _mm512_loadu_si512((const void *)xb), xo = _mm512_loadu_si512((const void *)(xb + 64));
+        const __m512i c = _mm512_loadu_si512((const void *)(c0 + k * cs + 16 * (size_t)b));
+        const __m512i t0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo0, xe), hi0, xo);
+        const __m512i t1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo1, xe), hi1, xo);
+        a[0][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t0), sv0, a[0][k]);
+        a[1][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t1), sv1, a[1][k]);
+      }
+    } else {
+      for (int k = 0; k < 4; k++) {
+        const int8_t *xb = x0 + k * xs + 128 * (size_t)b;
+        const __m512i xe = _mm512_loadu_si512((const void *)xb), xo = _mm512_loadu_si512((const void *)(xb + 64));
+        v[0][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[0][k], lo0, xe), hi0, xo);
+        v[1][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[1][k], lo1, xe), hi1, xo);
+      }
+    }
+  }
+  const int O = m->O;
+  for (int j = 0; j < 2; j++) {
+    const int64_t wsum = fmt == HB_INT8 ? hsum64(cw[j]) : 0;
+    for (int k = 0; k < 4; k++) {
+      const int s = s0 + k;
+      float out;
+      if (fmt == HB_INT4G) out = tree16(a[j][k], m->dx[s]);
+      else {
+        const int64_t isum = hsum64(v[j][k]) - (fmt == HB_INT8 ? 128 * wsum : 8 * m->xsum[s]);
+        out = hb_q8_rowfmt_out(isum, m->sc[o + j], m->dx[s]);
+      }
+      m->y[(size_t)s * O + o + j] = out;
+    }
+  }
+}
+
+TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int hi) {
   const int S = m->S, O = m->O, R = subrows(m->rowb);
   float out[4];
   for (int o0 = lo; o0 < hi; o0 += R) {
     const int o1 = hi - o0 < R ? hi : o0 + R;
     for (int s0 = 0; s0 < S; s0 += 4) {
       const int ns = S - s0 < 4 ? S - s0 : 4;
-      for (int o = o0; o < o1; o++) {
+      int o = o0;
+      if (ns == 4 && S > 4 && fmt != HB_INT2)
+        for (; o + 2 <= o1; o += 2) tile_vnni(fmt, GS, m, o, s0);
+      for (; o < o1; o++) {
         switch (ns) {
-        case 1: dot_vnni(fmt, 1, m, o, s0, out); break;
-        case 2: dot_vnni(fmt, 2, m, o, s0, out); break;
-        case 3: dot_vnni(fmt, 3, m, o, s0, out); break;
-        default: dot_vnni(fmt, 4, m, o, s0, out); break;
+        case 1: dot_vnni(fmt, GS, 1, m, o, s0, out); break;
+        case 2: dot_vnni(fmt, GS, 2, m, o, s0, out); break;
+        case 3: dot_vnni(fmt, GS, 3, m, o, s0, out); break;
+        default: dot_vnni(fmt, GS, 4, m, o, s0, out); break;
         }
         for (int k = 0; k < ns; k++) m->y[(size_t)(s0 + k) * O + o] = out[k];
       }
     }
   }
 }
-TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, m, lo, hi); }
-TV static void vnni_i4(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4, m, lo, hi); }
-TV static void vnni_i2(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT2, m, lo, hi); }
-TV static void vnni_i4g(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4G, m, lo, hi); }
+TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, 0, m, lo, hi); }
+TV static void vnni_i4(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4, 0, m, lo, hi); }
+TV static void vnni_i2(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT2, 0, m, lo, hi); }
+TV static void vnni_i4g(const hb_q8 *m, int lo, int hi) {
+  if (m->gs == 64) rows_vnni(HB_INT4G, 64, m, lo, hi);
+  else rows_vnni(HB_INT4G, 0, m, lo, hi);
+}
 void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi) {
   static const hb_q8_rows_fn t[] = { NULL, vnni_i8, vnni_i4, vnni_i2, vnni_i4g };
   t[m->fmt](m, lo, hi);
@@ -225,10 +319,10 @@ void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi) { hb_q8_rows_avx2(m, lo, 
 T256 INL __m256i madd_u8s8(__m256i a, __m256i b) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
 }
-/* scales of chunk c (64 elements: lane j = element 64c + 8j) of an int4g row */
-T256 INL __m256 scales8(const float *sg, int ng, int gs, int c, __m256i sidx) {
-  if (gs >= 64) return _mm256_set1_ps(sg[(64 * c) / gs]);
-  const int g0 = (64 * c) / gs, per = 64 / gs, left = ng - g0, cnt = left < per ? left : per;
+/* scales of chunk c (64 elements: lane j = element 64c + 8j) of an int4g row; groups past the row get 0 */
+T256 INL __m256 scales8(const float *sg, int ng, int sh, int c, __m256i sidx) {
+  if (sh >= 6) return _mm256_set1_ps(sg[(c << 6) >> sh]);
+  const int g0 = (c << 6) >> sh, per = 64 >> sh, left = ng - g0, cnt = left < per ? left : per;
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 s = _mm256_maskload_ps(sg + g0, _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane));
   return _mm256_permutevar8x32_ps(s, sidx);
@@ -265,6 +359,7 @@ T256 INL void dot_avx2(const int fmt, const int ns, const hb_q8 *m, int o, int s
   }
   const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
   __m256i sidx = _mm256_setzero_si256();
+  const int gsh = fmt == HB_INT4G ? __builtin_ctz((unsigned)m->gs) : 0;
   if (fmt == HB_INT4G && m->gs < 64)
     sidx = _mm256_srli_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), (int)(__builtin_ctz((unsigned)m->gs) - 3));
   uint8_t tail[32];
@@ -297,7 +392,7 @@ T256 INL void dot_avx2(const int fmt, const int ns, const hb_q8 *m, int o, int s
     } else {
       const size_t xo = 128 * (size_t)(c >> 1) + 32 * (size_t)(c & 1);
       const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-      const __m256 sv = fmt == HB_INT4G ? scales8(sg, m->ng, m->gs, c, sidx) : _mm256_setzero_ps();
+      const __m256 sv = fmt == HB_INT4G ? scales8(sg, m->ng, gsh, c, sidx) : _mm256_setzero_ps();
       for (int k = 0; k < ns; k++) {
         const int8_t *xb = q[k] + xo;
         const __m256i t16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)xb)),
@@ -305,7 +400,7 @@ T256 INL void dot_avx2(const int fmt, const int ns, const hb_q8 *m, int o, int s
         __m256i t = _mm256_madd_epi16(t16, _mm256_set1_epi16(1));
         if (fmt == HB_INT4G) {
           t = _mm256_add_epi32(t, _mm256_loadu_si256((const __m256i *)(cr[k] + 8 * (size_t)c)));
-          acc[k][c & 1] = _mm256_add_ps(acc[k][c & 1], _mm256_mul_ps(_mm256_cvtepi32_ps(t), sv));
+          acc[k][c & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), sv, acc[k][c & 1]);
         } else v[k] = _mm256_add_epi32(v[k], t);
       }
     }

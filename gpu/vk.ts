@@ -1,118 +1,15 @@
-// The TypeScript driver over libhbvk (ffi/vk/shim.c) with bun:ffi: device discovery and choice (policy),
-// buffers, pipelines, descriptor sets (cached per binding list) and command buffers. TypedArrays go to
-// the shim directly. Errors: every failing call throws VkError (with the shim's message); a lost device
-// throws DeviceLost, after which the context refuses all work. State per Vk: the native context, the
+// The TypeScript driver over libhbvk (ffi/vk/*.c) with bun:ffi: buffers, pipelines, descriptor sets
+// (cached per binding list) and command buffers; the binding itself and the error types are in
+// vklib.ts, device discovery and choice in probe.ts (both re-exported here). TypedArrays go to the shim
+// directly. Errors: every failing call throws VkError (with the shim's message); a lost device throws
+// DeviceLost, after which the context refuses all work. State per Vk: the native context, the
 // descriptor-set cache and the list of live objects (freed by close()).
-import { dlopen, FFIType, type Pointer } from "bun:ffi";
-import { ensureVk } from "./build.ts";
+import type { Pointer } from "bun:ffi";
+import { type DeviceInfo, isCpuDevice, pickDevice, probe } from "./probe.ts";
+import { DeviceLost, SHIM_ERRORS, VK_ERROR_DEVICE_LOST, VK_TIMEOUT, VkError, vklib } from "./vklib.ts";
 
-const { i32, i64, ptr, cstring, u32 } = FFIType;
-
-const symbols = {
-  hbvk_loader_init: { args: [], returns: i32 },
-  hbvk_device_count: { args: [], returns: i32 },
-  hbvk_device_info: { args: [i32, ptr, i32], returns: i32 },
-  hbvk_create: { args: [i32, ptr], returns: ptr },
-  hbvk_destroy: { args: [ptr], returns: FFIType.void },
-  hbvk_error: { args: [ptr], returns: cstring },
-  hbvk_lost: { args: [ptr], returns: i32 },
-  hbvk_fault: { args: [ptr, i32], returns: i32 },
-  hbvk_buf_new: { args: [ptr, i64, i64, i32], returns: i32 },
-  hbvk_buf_free: { args: [ptr, i32], returns: i32 },
-  hbvk_buf_info: { args: [ptr, i32, ptr], returns: i32 },
-  hbvk_buf_write: { args: [ptr, i32, i64, ptr, i64], returns: i32 },
-  hbvk_buf_read: { args: [ptr, i32, i64, ptr, i64], returns: i32 },
-  hbvk_pipe_new: { args: [ptr, ptr, i64, i32, i32], returns: i32 },
-  hbvk_pipe_free: { args: [ptr, i32], returns: i32 },
-  hbvk_set_new: { args: [ptr, i32, i32, ptr, ptr, ptr], returns: i32 },
-  hbvk_set_free: { args: [ptr, i32], returns: i32 },
-  hbvk_cmd_new: { args: [ptr], returns: i32 },
-  hbvk_cmd_free: { args: [ptr, i32], returns: i32 },
-  hbvk_cmd_begin: { args: [ptr, i32], returns: i32 },
-  hbvk_cmd_dispatch: { args: [ptr, i32, i32, i32, ptr, i32, i32, i32, i32], returns: i32 },
-  hbvk_cmd_barrier: { args: [ptr, i32], returns: i32 },
-  hbvk_cmd_copy: { args: [ptr, i32, i32, i64, i32, i64, i64], returns: i32 },
-  hbvk_cmd_fill: { args: [ptr, i32, i32, i64, i64, u32], returns: i32 },
-  hbvk_cmd_submit: { args: [ptr, i32], returns: i32 },
-  hbvk_cmd_wait: { args: [ptr, i32, i64], returns: i32 },
-  hbvk_cmd_pending: { args: [ptr, i32], returns: i32 },
-} as const;
-
-type Lib = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
-let lib: Lib | null = null;
-function vklib(): Lib {
-  return (lib ??= dlopen(ensureVk(), symbols).symbols);
-}
-
-export const VK_ERROR_DEVICE_LOST = -4;
-/** VkResult / HBVK_E_* codes the shim returns (checked against ffi/vk/*.h by test/layouts.test.ts). */
-export const VK_TIMEOUT = 2;
-export const SHIM_ERRORS: Record<number, string> = {
-  [-10001]: "bad argument", [-10002]: "libvulkan not loadable", [-10003]: "no such device", [-10004]: "no memory type",
-  [-10005]: "range crosses a chunk", [-10006]: "misaligned binding", [-10007]: "device limit", [-10008]: "bad command state",
-  [-10009]: "out of host memory",
-  [-1]: "VK_ERROR_OUT_OF_HOST_MEMORY", [-2]: "VK_ERROR_OUT_OF_DEVICE_MEMORY", [-3]: "VK_ERROR_INITIALIZATION_FAILED",
-  [-4]: "VK_ERROR_DEVICE_LOST", [-7]: "VK_ERROR_EXTENSION_NOT_PRESENT", [-9]: "VK_ERROR_INCOMPATIBLE_DRIVER (no Vulkan driver installed)",
-};
-
-export class VkError extends Error {
-  constructor(message: string, readonly code: number) { super(message); this.name = "VkError"; }
-}
-/** The device is gone (VK_ERROR_DEVICE_LOST, real or injected): the context does no more work. */
-export class DeviceLost extends VkError {
-  constructor(message: string) { super(message, VK_ERROR_DEVICE_LOST); this.name = "DeviceLost"; }
-}
-
-/** VkPhysicalDeviceType */
-export const DeviceType = { other: 0, integrated: 1, discrete: 2, virtual: 3, cpu: 4 } as const;
-
-export interface DeviceInfo {
-  index: number; name: string; type: number; api: number; vendor: number; device: number; driver: number;
-  computeQueue: number; maxAlloc: number; maxStorageRange: number; maxPush: number; maxWG: [number, number, number];
-  maxInvocations: number; maxShared: number; minStorageAlign: number; nonCoherentAtom: number;
-  heaps: { size: number; deviceLocal: number }[];
-}
-export const isCpuDevice = (d: DeviceInfo) => d.type === DeviceType.cpu;
-export const apiString = (v: number) => `${(v >>> 22) & 0x7f}.${(v >>> 12) & 0x3ff}.${v & 0xfff}`;
-
-export type Probe = { ok: true; devices: DeviceInfo[] } | { ok: false; reason: string };
-let probed: Probe | null = null;
-
-/** Build/load the shim, load libvulkan and list the physical devices. Never throws. */
-export function probe(): Probe {
-  if (probed) return probed;
-  try {
-    const L = vklib();
-    const rc = L.hbvk_loader_init();
-    if (rc !== 0) return (probed = { ok: false, reason: `Vulkan unavailable: ${SHIM_ERRORS[rc] ?? `VkResult ${rc}`}` });
-    const n = L.hbvk_device_count();
-    const devices: DeviceInfo[] = [];
-    const buf = new Uint8Array(8192);
-    for (let i = 0; i < n; i++) {
-      const len = L.hbvk_device_info(i, buf, buf.length);
-      if (len > 0) devices.push(JSON.parse(new TextDecoder().decode(buf.subarray(0, len))) as DeviceInfo);
-    }
-    const usable = devices.filter((d) => d.computeQueue >= 0);
-    if (usable.length === 0) return (probed = { ok: false, reason: "Vulkan loaded but no device has a compute queue" });
-    return (probed = { ok: true, devices: usable });
-  } catch (e) {
-    return (probed = { ok: false, reason: `Vulkan shim unavailable: ${e instanceof Error ? e.message : String(e)}` });
-  }
-}
-
-/**
- * Device choice (policy): `want` = an index or a name substring (env HB_VK_DEVICE when absent);
- * otherwise discrete > integrated > virtual > other > cpu (lavapipe last).
- */
-export function pickDevice(devices: DeviceInfo[], want: string | number | undefined = process.env.HB_VK_DEVICE): DeviceInfo | null {
-  if (want !== undefined && want !== "") {
-    const n = Number(want);
-    if (Number.isInteger(n)) return devices.find((d) => d.index === n) ?? null;
-    return devices.find((d) => d.name.toLowerCase().includes(String(want).toLowerCase())) ?? null;
-  }
-  const rank = [DeviceType.discrete, DeviceType.integrated, DeviceType.virtual, DeviceType.other, DeviceType.cpu] as number[];
-  return [...devices].sort((a, b) => rank.indexOf(a.type) - rank.indexOf(b.type) || a.index - b.index)[0] ?? null;
-}
+export { apiString, type DeviceInfo, DeviceType, isCpuDevice, pickDevice, type Probe, probe } from "./probe.ts";
+export { DeviceLost, SHIM_ERRORS, VK_ERROR_DEVICE_LOST, VK_TIMEOUT, VkError } from "./vklib.ts";
 
 /** device-local / host-visible staging / device-local never mapped (tests the staged path of discrete GPUs) */
 export type BufKind = "device" | "host" | "device-nomap";

@@ -1,4 +1,4 @@
-// Tests for the attention kernel family (ffi/attn.c) through the src/engine/hb.ts wrappers:
+// Tests for the attention kernel family (ffi/attn.c, attn_x86.c, dsa.c) through the src/engine/hb.ts wrappers:
 // hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
 // Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -64,6 +64,18 @@ function attnRef(c: AttnCase): Float64Array {
   return o;
 }
 const runAttn = (c: AttnCase) => attn(c.S, c.H, c.dk, c.dv, c.q, c.k, c.v, c.sel, c.nsel, c.selRow, c.scale, c.out);
+/** The best level near the TS reference; each lower level near the best (and, with lowerVsRef, the reference). */
+function expectAtLevels(c: AttnCase, lowerVsRef: boolean): void {
+  const ref = attnRef(c);
+  runAttn(c);
+  expect(relErr(c.out.a, ref)).toBeLessThan(1e-5);
+  for (const level of LOWER_LEVELS) {
+    const cs = fresh(c);
+    atLevel(level, () => runAttn(cs));
+    if (lowerVsRef) expect(relErr(cs.out.a, ref)).toBeLessThan(1e-5);
+    expect(relErr(c.out.a, cs.out.a)).toBeLessThan(1e-6);
+  }
+}
 
 /** Random case. shared: MLA absorbed form (K row = [c_kv ‖ k_pe], V = c_kv aliasing K, head stride 0). */
 function makeAttn(seed: number, o: { S: number; H: number; dk: number; dv: number; T: number; shared: boolean; useSel: boolean; zeroRows?: boolean }): AttnCase {
@@ -106,30 +118,13 @@ describe("hb_attn", () => {
   for (const sh of shapes)
     for (const useSel of [false, true])
       test(`per-head K dk=${sh.dk} dv=${sh.dv} H=${sh.H} sel=${useSel}`, () => {
-        const c = makeAttn(sh.dk * 100 + sh.dv + (useSel ? 7 : 0), { ...sh, shared: false, useSel, zeroRows: true });
-        const ref = attnRef(c);
-        runAttn(c);
-        expect(relErr(c.out.a, ref)).toBeLessThan(1e-5);
-        for (const level of LOWER_LEVELS) {
-          const cs = fresh(c);
-          atLevel(level, () => runAttn(cs));
-          expect(relErr(cs.out.a, ref)).toBeLessThan(1e-5);
-          expect(relErr(c.out.a, cs.out.a)).toBeLessThan(1e-6);
-        }
+        expectAtLevels(makeAttn(sh.dk * 100 + sh.dv + (useSel ? 7 : 0), { ...sh, shared: false, useSel, zeroRows: true }), true);
       });
 
   for (const sh of [{ dk: 80, dv: 64, H: 13, S: 3, T: 50 }, { dk: 27, dv: 24, H: 16, S: 1, T: 9 }, { dk: 576, dv: 512, H: 8, S: 2, T: 160 }])
     for (const useSel of [false, true])
       test(`shared K (MLA absorbed) dk=${sh.dk} dv=${sh.dv} H=${sh.H} sel=${useSel}`, () => {
-        const c = makeAttn(sh.dk + sh.H + (useSel ? 1 : 0), { ...sh, shared: true, useSel, zeroRows: sh.S > 1 });
-        const ref = attnRef(c);
-        runAttn(c);
-        expect(relErr(c.out.a, ref)).toBeLessThan(1e-5);
-        for (const level of LOWER_LEVELS) {
-          const cs = fresh(c);
-          atLevel(level, () => runAttn(cs));
-          expect(relErr(c.out.a, cs.out.a)).toBeLessThan(1e-6);
-        }
+        expectAtLevels(makeAttn(sh.dk + sh.H + (useSel ? 1 : 0), { ...sh, shared: true, useSel, zeroRows: sh.S > 1 }), false);
       });
 
   test("nsel=0 rows are zero, padding between heads/rows untouched", () => {

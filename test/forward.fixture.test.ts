@@ -1,6 +1,6 @@
 // The exact f32 forward against the independent float64 reference (../shared/fixtures/glm-tiny/ref).
 import { describe, expect, test } from "bun:test";
-import { hasTiny, readRef, relRms, TINY } from "./helpers/fixture.ts";
+import { expectSelections, hasTiny, readRef, recordSelections, relRms, TINY } from "./helpers/fixture.ts";
 import { loadModel, newMtpKV } from "../src/engine/model.ts";
 import { mtpForward } from "../src/engine/mtp.ts";
 import { argmax, Session } from "../src/engine/session.ts";
@@ -37,18 +37,10 @@ describe.skipIf(!hasTiny)("glm-tiny fixture (exact f32)", () => {
     });
 
     if (!dense) test(`${name}: DSA selections of full layers equal the reference`, () => {
-      const got = new Map<string, number[]>();
-      const s = new Session(model, { onSelect: (layer, pos, keys) => got.set(`${layer}:${pos}`, [...keys].sort((a, b) => a - b)) });
+      const rec = recordSelections();
+      const s = new Session(model, { onSelect: rec.onSelect });
       s.feed(ref.full_ids, true);
-      let checked = 0;
-      for (const d of ref.dsa) {
-        if (d.kind !== "full" || !d.selected) continue;
-        for (const [pos, keys] of Object.entries(d.selected)) {
-          expect({ at: `${d.layer}:${pos}`, keys: got.get(`${d.layer}:${pos}`) }).toEqual({ at: `${d.layer}:${pos}`, keys });
-          checked++;
-        }
-      }
-      expect(checked).toBeGreaterThan(0);
+      expectSelections(ref, rec.got);
     });
 
     test(`${name}: MTP logits (teacher-forced) and the chained drafts`, () => {

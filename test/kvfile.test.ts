@@ -11,6 +11,7 @@ import { relRms } from "./helpers/fixture.ts";
 import { loadModel, type Model } from "../src/engine/model.ts";
 import { argmax, Session } from "../src/engine/session.ts";
 import { KvFile, slotPath } from "../src/engine/kvfile.ts";
+import { HEADER, RECORD } from "../src/engine/kvfile-format.ts";
 import { Rng } from "../src/engine/sampler.ts";
 import { ModelError } from "../src/model/errors.ts";
 
@@ -105,7 +106,7 @@ describe("KV slot file", () => {
     g.persist(s);
     g.close();
     const b = readFileSync(p);
-    new DataView(b.buffer, b.byteOffset).setBigUint64(16, 13n, true);
+    new DataView(b.buffer, b.byteOffset).setBigUint64(HEADER.count, 13n, true);
     writeFileSync(p, b);
     g = KvFile.open(p, m);
     expect(g.tokens).toEqual(s.tokens.slice(0, 13));
@@ -117,7 +118,7 @@ describe("KV slot file", () => {
     // a damaged payload inside the committed range ends the load there
     g.close();
     const c = readFileSync(p);
-    c[4096 + 5 * R + 40] ^= 0xff;
+    c[HEADER.bytes + 5 * R + RECORD.payload + 32] ^= 0xff;
     writeFileSync(p, c);
     g = KvFile.open(p, m);
     expect(g.load().tokens).toEqual(s.tokens.slice(0, 5));

@@ -1,13 +1,15 @@
 // Binary layouts shared by C, GLSL and TypeScript, each defined once per language and checked here:
 // the C headers' enums (weight formats, conversion kinds, SIMD levels and their names, the Vulkan
-// shim's buffer kinds and status codes) against the TS constants, and every shader's push-constant
-// block and storage bindings against the table in gpu/push.ts. Pure text parsing: no GPU, no build.
+// shim's buffer kinds and status codes) against the TS constants, every shader's push-constant block
+// and storage bindings against the table in gpu/push.ts, and the slot KV file's header table (TS-only,
+// checked for shape). Pure text parsing: no GPU, no build.
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pushBytes, pushOf, SHADERS, type Shader } from "../gpu/push.ts";
 import { BUF_KIND, DeviceType, SHIM_ERRORS, VK_ERROR_DEVICE_LOST, VK_TIMEOUT } from "../gpu/vk.ts";
 import { Conv, Fmt, Simd } from "../src/engine/hb.ts";
+import { HEADER, RECORD } from "../src/engine/kvfile-format.ts";
 
 const root = resolve(import.meta.dir, "..");
 const read = (p: string) => readFileSync(join(root, p), "utf8");
@@ -109,5 +111,18 @@ describe("pushOf", () => {
   test("a missing or unknown field is an error naming it", () => {
     expect(() => pushOf("add", { n: 1, yOff: 0 } as never)).toThrow(/missing field\(s\) xOff/);
     expect(() => pushOf("add", { n: 1, yOff: 0, xOff: 0, zOff: 0 } as never)).toThrow(/unknown field\(s\) zOff/);
+  });
+});
+
+describe("slot KV file layout (src/engine/kvfile-format.ts)", () => {
+  test("header fields packed in order (u32, count u64 8-aligned), the JSON after them, inside one page", () => {
+    const order = ["magic", "version", "headerBytes", "recordBytes", "count", "jsonLength", "json"] as const;
+    const width = (k: string) => (k === "count" ? 8 : 4);
+    const at = (k: (typeof order)[number]): number => HEADER[k];
+    for (let i = 1; i < order.length; i++) expect([order[i], at(order[i])]).toEqual([order[i], at(order[i - 1]) + width(order[i - 1])]);
+    expect(HEADER.magic).toBe(0);
+    expect(HEADER.count % 8).toBe(0);
+    expect(HEADER.json).toBeLessThan(HEADER.bytes);
+    expect(RECORD).toEqual({ token: 0, crc: 4, payload: 8 });
   });
 });

@@ -1,4 +1,4 @@
-/* libhbvk internals shared by loader.c and shim.c (not part of the FFI surface): the process-wide loader
+/* libhbvk internals shared by loader.c and the shim files (not part of the FFI surface): the process-wide loader
  * state (libvulkan handle, instance, instance-level entry points, physical devices) and the entry-point
  * lists. Hidden visibility: nothing here is exported from the shared library. */
 #ifndef HBVK_INTERNAL_H

@@ -1,6 +1,9 @@
 // `hummingbird serve`: the OpenAI-compatible HTTP server (+ POST /v1/mux), or the mux protocol on
 // stdin/stdout with --stdio. Parses flags, picks the model (--model, else the embedded demo model), says loudly which model is served, and runs until SIGINT/SIGTERM.
 import { demoModelDir } from "../model/demo.ts";
+import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { parseDeviceMode } from "../../gpu/device.ts";
+import { DEVICE_HELP, deviceFlags } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { EngineClient } from "../server/engine-client.ts";
@@ -9,7 +12,8 @@ import { runStdio } from "../server/stdio.ts";
 import { choice, intOption, parseCli, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
-                         [--queue N] [--attn auto|naive|absorbed] [--api-key KEY] [--stdio]
+                         [--queue N] [--attn auto|naive|absorbed] [--api-key KEY] [--stdio] [--exact]
+                         [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
 /health, /metrics, /slots) and the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux).
@@ -26,7 +30,15 @@ options:
                    temperature-0 results bitwise independent of prefill chunking and prefix reuse
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
-  -h, --help       this help`;
+  --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
+  -h, --help       this help
+
+${EXPERT_HELP}
+${DEVICE_HELP}`;
+
+function deviceMode(s: string | undefined) {
+  try { return parseDeviceMode(s); } catch (e) { throw new UsageError((e as Error).message, help); }
+}
 
 const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 
@@ -45,6 +57,7 @@ async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
+    exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -59,18 +72,22 @@ async function run(argv: string[]): Promise<number> {
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
   const attn = v.attn === undefined ? "auto" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = v["api-key"];
+  const engineOpts = {
+    exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
+    deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
+  };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
-    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk: 64, attn });
+    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk: 64, attn, ...engineOpts });
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
     engine.close();
     return engine.state === "failed" ? 2 : 0;
   }
 
-  const s = startServer({ dir, slots, ctx, queue, attn, host: v.host ?? "127.0.0.1", port, apiKey });
+  const s = startServer({ dir, slots, ctx, queue, attn, host: v.host ?? "127.0.0.1", port, apiKey, ...engineOpts });
   log(`listening on ${s.url}`);
   log(`SERVING MODEL ${dir} with ${slots} slots${apiKey ? ", API key required" : ""}; loading…`);
   try {

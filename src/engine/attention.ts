@@ -2,11 +2,13 @@
 //  - naive (prefill): kv_b rebuilds k_nope and v for the whole context, then per-head attention;
 //  - absorbed (decode, small batches): q_abs = W_K,hᵀ q_nope against c_kv, o_h = W_V,h Σ p·c_kv.
 // Reads h = st.xb, writes the new rows' c_kv ‖ k_pe into the KVCache and the output to st.ao.
-// Holds one cache: the per-head absorbed weights of each kv_b (derived, read-only).
+// Projections that share an input run as one batched call (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj;
+// q_b ‖ indexer wq_b); the absorbed form does all heads of each side in one call (hb_mla_heads).
+// Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, Fmt, rmsnorm, rope } from "./hb.ts";
-import { mm, rowsOf, transposeF32 } from "./mat.ts";
+import { attn, Fmt, type HeadsW, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
 import { indexerSelect } from "./indexer.ts";
@@ -15,18 +17,50 @@ export type AttnMode = "auto" | "naive" | "absorbed";
 /** How a layer picks its keys: its own indexer, the last full layer's selection, or all of them. */
 export type KeyMode = "full" | "shared" | "dense";
 
-interface Absorbed { wkT: Mat[]; wv: Mat[] } // per head: W_K,hᵀ [kv_lora, dn] (f32), W_V,h [dv, kv_lora]
+/**
+ * W_K,hᵀ of every head stacked: kt [H·kv_lora, dn] (head h = rows h·kv_lora..), applied to kmul_h ⊙ q_nope.
+ * Row formats (int8/int4/int2, one scale per row of kv_b): the transposed integer codes with unit scales,
+ * and kmul = kv_b's row scales (so W_K,hᵀ q = codesᵀ (s ⊙ q) reads 1 byte per weight, not 4).
+ * bf16: the transpose in bf16 (exact). f32, f16, int4g: the dequantized transpose in f32; kmul = null.
+ */
+interface Absorbed { kt: HeadsW; kmul: Float32Array | null }
 const absorbedCache = new WeakMap<Mat, Absorbed>();
+
+const rowBytes = (fmt: number, n: number) => (fmt === Fmt.int8 ? n : fmt === Fmt.int2 ? Math.ceil(n / 4) : Math.ceil(n / 2));
+/** raw code of element c of a packed row at byte offset `at` (the stored field, before any offset) */
+function code(fmt: number, d: Uint8Array, at: number, c: number): number {
+  if (fmt === Fmt.int8) return d[at + c];
+  if (fmt === Fmt.int2) return (d[at + (c >> 2)] >> ((c & 3) * 2)) & 3;
+  return (d[at + (c >> 1)] >> ((c & 1) * 4)) & 15;
+}
+function setCode(fmt: number, d: Uint8Array, at: number, c: number, v: number): void {
+  if (fmt === Fmt.int8) d[at + c] = v;
+  else if (fmt === Fmt.int2) d[at + (c >> 2)] |= v << ((c & 3) * 2);
+  else d[at + (c >> 1)] |= v << ((c & 1) * 4);
+}
 
 function absorbed(cfg: Config, kv_b: Mat): Absorbed {
   let a = absorbedCache.get(kv_b);
   if (a) return a;
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank;
-  a = { wkT: [], wv: [] };
-  for (let h = 0; h < H; h++) {
-    const wk = rowsOf(kv_b, h * (dn + dv), dn);
-    a.wkT.push({ name: `${kv_b.name}[K${h}]ᵀ`, fmt: Fmt.f32, O: kvr, I: dn, data: transposeF32(wk), scales: null, gs: 0 });
-    a.wv.push(rowsOf(kv_b, h * (dn + dv) + dn, dv));
+  const f = kv_b.fmt, whole = (fmt: HeadsW["fmt"], W: HeadsW["W"], scales: Float32Array | null): HeadsW =>
+    ({ fmt, W, scales, gs: 0, O: kvr, I: dn, r0: 0, rstride: kvr });
+  if (f === Fmt.int8 || f === Fmt.int4 || f === Fmt.int2) {
+    const src = kv_b.data as Uint8Array, rbIn = rowBytes(f, kvr), rbOut = rowBytes(f, dn);
+    const kt = new Uint8Array(H * kvr * rbOut), kmul = new Float32Array(H * dn);
+    for (let h = 0; h < H; h++)
+      for (let d = 0; d < dn; d++) {
+        const r = h * (dn + dv) + d;
+        kmul[h * dn + d] = kv_b.scales![r];
+        for (let c = 0; c < kvr; c++) setCode(f, kt, (h * kvr + c) * rbOut, d, code(f, src, r * rbIn, c));
+      }
+    a = { kt: whole(f, kt, new Float32Array(H * kvr).fill(1)), kmul };
+  } else {
+    const t = new Float32Array(H * kvr * dn);
+    for (let h = 0; h < H; h++) t.set(transposeF32(rowsOf(kv_b, h * (dn + dv), dn)), h * kvr * dn);
+    a = f === Fmt.bf16
+      ? { kt: whole(Fmt.bf16, Uint16Array.from(new Uint32Array(t.buffer), (u) => u >>> 16), null), kmul: null }
+      : { kt: whole(Fmt.f32, t, null), kmul: null };
   }
   absorbedCache.set(kv_b, a);
   return a;
@@ -36,15 +70,20 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook): void {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, eps = cfg.rms_norm_eps, theta = cfg.rope_theta, Q = H * (dn + dr), W = kvr + dr;
-  // q = W_qb RMS(W_qa h) -> [S, H*(dn+dr)] (or W_q h without a q LoRA); rope the last dr of each head
+  // projections of h = st.xb in one call: a = W_kva h -> [S, kv_lora+dr]; W_qa h (or q = W_q h); and on
+  // indexer layers kI = W_wk h, iw = W_weights_proj h (the indexer finishes them)
+  const ix = keys === "full" ? w.indexer! : null, fromH: Mat[] = [w.kv_a], outH: Float32Array[] = [st.a];
+  if (w.q_a && w.q_b && w.q_a_norm) { fromH.push(w.q_a); outH.push(st.q_a); } else { fromH.push(w.q_proj!); outH.push(st.q); }
+  if (ix) { fromH.push(ix.wk, ix.weights_proj); outH.push(st.kI, st.iw); }
+  mmMany(fromH, st.xb, S, outH, st.exact);
+  // q = W_qb RMS(W_qa h) -> [S, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head
   if (w.q_a && w.q_b && w.q_a_norm) {
-    mm(w.q_a, st.xb, S, st.q_a, st.exact);
     rmsnorm(st.q_a, w.q_a_norm, st.c_q, S, cfg.q_lora_rank!, eps);
-    mm(w.q_b, st.c_q, S, st.q, st.exact);
-  } else mm(w.q_proj!, st.xb, S, st.q, st.exact);
+    if (ix) mmMany([w.q_b, ix.wq_b], st.c_q, S, [st.q, st.qI], st.exact);
+    else mm(w.q_b, st.c_q, S, st.q, st.exact);
+  }
   rope(st.q.subarray(dn), S, Q, H, dn + dr, dr, st.pos, theta);
-  // a = W_kva h -> [S, kv_lora+dr]; cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]
-  mm(w.kv_a, st.xb, S, st.a, st.exact);
+  // cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]
   for (const g of segs) {
     const cache = g.kv.kv[kvLayer];
     for (let j = 0; j < g.n; j++) {
@@ -55,7 +94,7 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     rope(cache.subarray(g.pos0 * W + kvr), g.n, W, 1, 0, dr, st.pos.subarray(g.r0), theta);
   }
   // keys per row
-  if (keys === "full") indexerSelect(cfg, st, w.indexer!, layer, kvLayer, segs, S, hook);
+  if (ix) indexerSelect(cfg, st, ix, layer, kvLayer, segs, S, hook, !!(w.q_a && w.q_b && w.q_a_norm));
   const useSel = keys !== "dense";
   if (!useSel) st.nsel.set(st.nk.subarray(0, S));
   const topk = Math.max(1, cfg.index_topk);
@@ -107,24 +146,18 @@ function absorbedCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array,
   sel: Int32Array | null, nsel: Int32Array, topk: number): void {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, W = kvr + dr, Q = H * (dn + dr), QC = H * W;
-  const ab = absorbed(cfg, kv_b);
-  for (let r = g.r0; r < g.r0 + g.n; r++) {
-    for (let h = 0; h < H; h++) {
-      const q = r * Q + h * (dn + dr), qc = r * QC + h * W;
-      mm(ab.wkT[h], st.q.subarray(q, q + dn), 1, st.qcat.subarray(qc, qc + kvr), st.exact);
-      st.qcat.set(st.q.subarray(q + dn, q + dn + dr), qc + kvr);
-    }
-  }
+  const ab = absorbed(cfg, kv_b), q = st.q.subarray(g.r0 * Q);
+  // qcat[r,h] = [W_K,hᵀ q_nope[r,h] ‖ q_pe[r,h]], every head in one call
+  mlaHeads(st.exact, g.n, H, ab.kt, { a: q, row: Q, head: dn + dr }, ab.kmul,
+    { a: st.qcat.subarray(g.r0 * QC), row: QC, head: W }, q.subarray(dn), dr);
   attn(g.n, H, W, kvr,
     { a: st.qcat.subarray(g.r0 * QC), row: QC, head: W },
     { a: cache, row: W, head: 0 },
     { a: cache, row: W, head: 0 },
     sel, nsel, topk, cfg.attn_scale,
     { a: st.o_lat.subarray(g.r0 * H * kvr), row: H * kvr, head: kvr });
-  for (let r = g.r0; r < g.r0 + g.n; r++) {
-    for (let h = 0; h < H; h++) {
-      const ol = (r * H + h) * kvr, o = (r * H + h) * dv;
-      mm(ab.wv[h], st.o_lat.subarray(ol, ol + kvr), 1, st.o.subarray(o, o + dv), st.exact);
-    }
-  }
+  // o[r,h] = W_V,h o_lat[r,h] (rows dn.. of each head's block of kv_b), every head in one call
+  mlaHeads(st.exact, g.n, H, { fmt: kv_b.fmt, W: kv_b.data, scales: kv_b.scales, gs: kv_b.gs, O: dv, I: kvr, r0: dn, rstride: dn + dv },
+    { a: st.o_lat.subarray(g.r0 * H * kvr), row: H * kvr, head: kvr }, null,
+    { a: st.o.subarray(g.r0 * H * dv), row: H * dv, head: dv }, null, 0);
 }

@@ -1,7 +1,8 @@
 // libhb binding: the one place that dlopens the native kernel library (ffi/*.c) and declares its
-// symbol table. Owns no model state. TypedArrays are passed straight to FFI (never ptr() per call).
+// symbol table. Owns no model state. TypedArrays are passed straight to FFI (ptr() only for the
+// addresses inside matmulMany's descriptor).
 // Every wrapper documents its shape contract; the C side (ffi/hb.h) is the source of truth.
-import { dlopen, FFIType } from "bun:ffi";
+import { dlopen, FFIType, ptr as ptr_ } from "bun:ffi";
 import { ensureNative } from "../../ffi/build.ts";
 
 const { i32, i64, f32, f64, ptr, cstring } = FFIType;
@@ -25,6 +26,10 @@ const symbols = {
   // float formats are exact); _ref = the scalar kernel whatever the SIMD level (tests)
   hb_matmul_q8: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
   hb_matmul_q8_ref: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
+  // n matrices on one x: (exact, n, desc f64[8n]: fmt, gs, O, W addr, scales addr, y addr, 0, 0; I, x, S)
+  hb_matmul_many: { args: [i32, i32, ptr, i32, ptr, i32], returns: FFIType.void },
+  // absorbed-MLA heads: (exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt)
+  hb_mla_heads: { args: [i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, ptr, i32], returns: FFIType.void },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
@@ -92,6 +97,34 @@ export function matmul(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number, 
 export function matmulQ8(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number, O: number, I: number, x: F32, S: number, y: F32) {
   hb().hb_matmul_q8(fmt, W, scales, gs, O, I, x, S, y);
 }
+/** One W_h of `mlaHeads`: rows [r0 + h·rstride, +O) of W [*, I] (fmt, scales, gs as in `matmul`). */
+export interface HeadsW { fmt: FmtCode; W: Weight; scales: F32 | null; gs: number; O: number; I: number; r0: number; rstride: number }
+/** Strided per-(row, head) vectors: element i of (s, h) at a[s·row + h·head + i]. */
+export interface Strided { a: F32; row: number; head: number }
+/**
+ * For s < S, h < H: y(s,h) [O] = W_h · (x(s,h) ⊙ xmul[h·I ..]) (no multiply when xmul is null), then
+ * y(s,h)[O + t] = tail(s,h)[t] for t < nt (tail uses x's strides). One call, parallel over (s, h).
+ */
+export function mlaHeads(exact: boolean, S: number, H: number, w: HeadsW, x: Strided, xmul: F32 | null, y: Strided,
+  tail: F32 | null, nt: number) {
+  hb().hb_mla_heads(exact ? 1 : 0, S, H, w.fmt, w.W, w.scales, w.gs, w.O, w.I, w.r0, w.rstride, x.a, x.row, x.head,
+    xmul, y.a, y.row, y.head, tail, nt);
+}
+const manyDesc = new Float64Array(16 * 8);
+/** ys[k] [S, O_k] = W_k · x [S, I] for up to 16 matrices in one call (x quantized once in fast mode). */
+export function matmulMany(exact: boolean, ws: readonly { fmt: FmtCode; data: Weight; scales: F32 | null; gs: number; O: number }[],
+  ys: readonly F32[], I: number, x: F32, S: number) {
+  const n = ws.length;
+  if (n > 16 || ys.length !== n) throw new Error(`matmulMany: ${n} matrices and ${ys.length} outputs (at most 16)`);
+  for (let k = 0; k < n; k++) {
+    const w = ws[k], d = 8 * k;
+    if (ys[k].length < S * w.O) throw new Error(`matmulMany: output ${k} holds ${ys[k].length} < ${S}·${w.O} floats`);
+    manyDesc[d] = w.fmt; manyDesc[d + 1] = w.gs; manyDesc[d + 2] = w.O;
+    manyDesc[d + 3] = addr(w.data); manyDesc[d + 4] = w.scales ? addr(w.scales) : 0; manyDesc[d + 5] = addr(ys[k]);
+  }
+  hb().hb_matmul_many(exact ? 1 : 0, n, manyDesc, I, x, S);
+}
+const addr = (a: F32 | Weight) => (a.byteLength > 0 ? ptr_(a) : 0);
 /** Weight bytes the matmul kernels have read since the last reset (reset: start counting again from 0). */
 export const weightBytes = (reset = false): number => Number(hb().hb_wbytes(reset ? 1 : 0));
 /** Best memory read bandwidth (bytes/s) over `reps` reads of a `bytes` buffer with every pool thread. */

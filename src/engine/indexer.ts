@@ -10,20 +10,24 @@ import type { Segment, SelectHook } from "./batch.ts";
 
 const K_NORM_EPS = 1e-6;
 
-/** Fill st.sel/st.nsel for every row of the batch (h = st.xb, c_q = st.c_q, positions st.pos/st.nk). */
+/**
+ * Fill st.sel/st.nsel for every row of the batch (h = st.xb, c_q = st.c_q, positions st.pos/st.nk).
+ * projected: the caller already wrote st.qI = W_wq_b c_q, st.kI = W_wk h and st.iw = W_weights_proj h
+ * (batched with the attention's own projections).
+ */
 export function indexerSelect(cfg: Config, st: RunState, w: Indexer, layer: number, kvLayer: number,
-  segs: Segment[], S: number, hook?: SelectHook): void {
+  segs: Segment[], S: number, hook?: SelectHook, projected = false): void {
   const nh = cfg.index_n_heads, hd = cfg.index_head_dim, dr = cfg.qk_rope_head_dim, topk = cfg.index_topk;
   const theta = cfg.rope_theta;
   // qI = W_wq_b c_q -> [S, nh*hd], first dr dims of each head roped
-  mm(w.wq_b, st.c_q, S, st.qI, st.exact);
+  if (!projected) mm(w.wq_b, st.c_q, S, st.qI, st.exact);
   rope(st.qI, S, nh * hd, nh, hd, dr, st.pos, theta);
   // kI = LN(W_wk h) -> [S, hd], first dr dims roped
-  mm(w.wk, st.xb, S, st.kI, st.exact);
+  if (!projected) mm(w.wk, st.xb, S, st.kI, st.exact);
   layernorm(st.kI, w.k_norm_w, w.k_norm_b, st.kI, S, hd, K_NORM_EPS);
   rope(st.kI, S, hd, 1, 0, dr, st.pos, theta);
   // w = W_weights_proj h · nh^(-1/2) -> [S, nh]
-  mm(w.weights_proj, st.xb, S, st.iw, st.exact);
+  if (!projected) mm(w.weights_proj, st.xb, S, st.iw, st.exact);
   const wscale = Math.fround(1 / Math.sqrt(nh));
   for (let i = 0; i < S * nh; i++) st.iw[i] *= wscale;
 

@@ -1,7 +1,7 @@
 // Matrix helpers over weights.ts's `Mat` views: the matmul in either activation mode (exact: f32
 // activations; fast: int8 activations for quantized weights), row slices (for per-head blocks of kv_b)
 // and the dequantized transpose (for the absorbed MLA form). Stateless.
-import { Fmt, matmul, matmulQ8 } from "./hb.ts";
+import { Fmt, matmul, matmulMany, matmulQ8 } from "./hb.ts";
 import type { Mat } from "../model/weights.ts";
 
 /** Bytes (or elements, for 16/32-bit storage) of one stored row of W [O, I]. */
@@ -31,6 +31,13 @@ export function rowsOf(m: Mat, r0: number, n: number): Mat {
  *  when W is quantized — float W is always exact). Callers pass RunState.exact. */
 export function mm(W: Mat, x: Float32Array, S: number, y: Float32Array, exact = false): void {
   (exact ? matmul : matmulQ8)(W.fmt, W.data, W.scales, W.gs, W.O, W.I, x, S, y);
+}
+
+/** ys[k] [S, W_k.O] = W_k · x for matrices that share x [S, I] (one call: one pool job; x quantized once). */
+export function mmMany(Ws: readonly Mat[], x: Float32Array, S: number, ys: readonly Float32Array[], exact = false): void {
+  const I = Ws[0].I;
+  for (const W of Ws) if (W.I !== I) throw new Error(`${W.name}: I = ${W.I}, expected ${I} (mmMany shares x)`);
+  matmulMany(exact, Ws, ys, I, x, S);
 }
 
 /** Wᵀ [I, O] in f32, dequantized through the kernel itself (W · e_i for each unit vector e_i). */

@@ -7,14 +7,13 @@
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
 import { axpy, add, swiglu } from "./hb.ts";
-import { mm } from "./mat.ts";
+import { mm, mmMany } from "./mat.ts";
 import type { RunState } from "./state.ts";
 
 /** y [S,D] = W_down (silu(W_gate x) ⊙ W_up x) for S rows of x [S,D] */
 export function mlp(st: RunState, w: Mlp, x: Float32Array, S: number, y: Float32Array): void {
   const F = w.gate.O;
-  mm(w.gate, x, S, st.hg, st.exact);
-  mm(w.up, x, S, st.hu, st.exact);
+  mmMany([w.gate, w.up], x, S, [st.hg, st.hu], st.exact); // one call: x quantized once in fast mode
   swiglu(st.hg, st.hu, st.hg, S * F);
   mm(w.down, st.hg, S, y, st.exact);
 }

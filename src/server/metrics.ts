@@ -1,5 +1,5 @@
 // GET /metrics: Prometheus text exposition of the engine client's totals and the worker's latest
-// stats (busy slots, queue depth, decode tok/s). No state of its own.
+// stats (busy slots, queue depth, decode tok/s, the expert cache). No state of its own.
 import type { EngineClient } from "./engine-client.ts";
 
 export function metricsText(engine: EngineClient, httpRequests: number): string {
@@ -20,5 +20,14 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("slots_busy", "gauge", "slots running a request", s.busy);
   metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);
   metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
+  const x = s.experts;
+  if (x) {
+    metric("expert_cache_hit_rate", "gauge", "routed-expert uses served from RAM (pinned or cached)", x.hitRate);
+    metric("expert_cache_hits_total", "counter", "routed-expert uses served from RAM", x.hits);
+    metric("expert_cache_misses_total", "counter", "routed-expert uses that needed a disk read", x.misses);
+    metric("expert_bytes_read_total", "counter", "bytes of experts read from disk", x.bytesRead);
+    metric("expert_read_gigabytes_per_second", "gauge", "expert read rate over the I/O pool's busy time", x.readGBs);
+    metric("expert_wait_ms_per_token", "gauge", "time the forward blocked on expert reads, per token", x.waitMsPerToken);
+  }
   return lines.join("\n") + "\n";
 }

@@ -1,6 +1,8 @@
 // The messages between the HTTP side (EngineClient) and the engine worker (worker.ts): what a
 // generation request is, and every event the worker reports. Plain data only (structured clone). No state.
 import type { ChatMessage } from "../model/tokenizer.ts";
+import type { ExpertOptions } from "../engine/experts/index.ts";
+import type { DeviceMode } from "../../gpu/device.ts";
 
 export type PromptSpec =
   | { kind: "text"; text: string }
@@ -36,6 +38,10 @@ export interface WorkerOptions {
   chunk: number;           // prefill tokens per scheduler step
   attn?: "auto" | "naive" | "absorbed"; // attention form (forward.ts); a fixed form makes results independent of prefill chunking
   loadDelayMs?: number;    // wait before loading (tests observe the 503 "loading" window)
+  exact?: boolean;         // f32 activations (default: the fast int8-activation mode)
+  experts?: ExpertOptions; // expert streaming: cache slots, RAM budget, O_DIRECT / mmap (engine/experts)
+  device?: DeviceMode;     // where the dense layers run (gpu/device.ts); default auto
+  deviceLayers?: number;   // a partial chain: layers [0, N) on the device
 }
 
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number }
@@ -52,7 +58,11 @@ export interface SlotInfo {
   emitted?: number;
 }
 
+/** The expert store's figures for /metrics (engine/experts ExpertStats, abridged). */
+export interface ExpertFigures { hitRate: number; hits: number; misses: number; bytesRead: number; readGBs: number; waitMsPerToken: number }
+
 export interface Stats {
+  experts?: ExpertFigures;
   busy: number;
   queue: number;
   decode_tok_s: number;    // generated tokens per second over the last window, all slots

@@ -7,7 +7,7 @@
 // sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
 // that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
 // Logprobs then describe the masked distribution (see prepare.ts logprobsOf).
-import { forward } from "../engine/forward.ts";
+import { forward, type ForwardOpts } from "../engine/forward.ts";
 import type { KVCache } from "../engine/kv.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
@@ -35,7 +35,10 @@ interface Job {
   tFirst: number; tLast: number;
 }
 
-export interface SchedOptions { slots: number; ctx: number; queue: number; chunk: number; attn?: "auto" | "naive" | "absorbed" }
+export interface SchedOptions {
+  slots: number; ctx: number; queue: number; chunk: number; attn?: "auto" | "naive" | "absorbed";
+  forward?: ForwardOpts; // exact mode, the device chain as layer executor
+}
 
 function lcp(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length);
@@ -135,7 +138,7 @@ export class Scheduler {
     }
     if (segs.length === 0) return;
     try {
-      forward(this.m, this.st, segs, ids, { logits: "last", attn: this.o.attn ?? "auto" });
+      forward(this.m, this.st, segs, ids, { ...this.o.forward, logits: "last", attn: this.o.attn ?? "auto" });
     } catch (e) {
       for (const j of who) this.fail(j, e);
       return;

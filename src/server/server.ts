@@ -31,7 +31,8 @@ export function startServer(o: ServeOptions): Server {
     idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
     fetch: (req) => app!.fetch(req),
   });
-  const engine = new EngineClient({ dir: o.dir, slots: o.slots, ctx: o.ctx, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? 64, attn: o.attn, loadDelayMs: o.loadDelayMs });
+  const { host: _h, port: _p, apiKey: _k, maxBody: _b, ...w } = o;
+  const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? 64 });
   app = makeApp(engine, { apiKey: o.apiKey, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {

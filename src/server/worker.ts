@@ -7,11 +7,14 @@ import { loadModel } from "../engine/model.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
 import type { FromWorker, ToWorker } from "./protocol.ts";
 import { Scheduler } from "./scheduler.ts";
+import { attachExperts, type ExpertStore } from "../engine/experts/index.ts";
+import { openDevice } from "../../gpu/device.ts";
 
 declare const self: Worker;
 
 const STATS_MS = 250;
 let sched: Scheduler | null = null;
+let store: ExpertStore | null = null;
 let running = false;
 let lastStats = 0;
 
@@ -23,7 +26,9 @@ function postStats(force: boolean): void {
   const now = performance.now();
   if (!sched || (!force && now - lastStats < STATS_MS)) return;
   lastStats = now;
-  post({ t: "stats", stats: sched.stats() });
+  const x = store?.stats();
+  const experts = x && { hitRate: x.hitRate, hits: x.hits, misses: x.misses, bytesRead: x.bytesRead, readGBs: x.readGBs, waitMsPerToken: x.waitMsPerToken };
+  post({ t: "stats", stats: { ...sched.stats(), experts } });
 }
 
 /**
@@ -42,6 +47,8 @@ async function loop(): Promise<void> {
   } finally {
     running = false;
   }
+  // between requests: move pins towards the recent heat, and persist the usage history
+  try { store?.repin(); store?.save(); } catch (e) { console.error(`experts: ${(e as Error).message}`); }
 }
 
 async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> {
@@ -50,7 +57,12 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const m = loadModel(o.dir);
     const codec = loadTokenizer(o.dir);
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
-    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn }, post);
+    const log = (s: string) => console.error(s);
+    store = attachExperts(m, { ...o.experts, ctx, rows: o.chunk + o.slots, sessions: o.slots, log });
+    const dev = openDevice(m, o.device ?? "auto", { layers: o.deviceLayers });
+    log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
+    const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
+    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, forward: forwardOpts }, post);
     post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });
     postStats(true);
   } catch (e) {

@@ -1,5 +1,6 @@
 // Locates ../shared/fixtures (beside the repo) and reads the reference JSON files; suites skip,
-// saying so, when the shared folder is absent.
+// saying so, when the shared folder is absent. Also the checks shared by the CPU and device suites.
+import { expect } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
@@ -25,4 +26,23 @@ export function relRms(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let num = 0, den = 0;
   for (let i = 0; i < b.length; i++) { num += (a[i] - b[i]) ** 2; den += b[i] ** 2; }
   return Math.sqrt(num / Math.max(den, 1e-300));
+}
+
+/** An onSelect hook recording each (layer, position)'s DSA selection, sorted, under "layer:pos". */
+export function recordSelections(): { got: Map<string, number[]>; onSelect: (layer: number, pos: number, keys: ArrayLike<number>) => void } {
+  const got = new Map<string, number[]>();
+  return { got, onSelect: (layer, pos, keys) => got.set(`${layer}:${pos}`, Array.from(keys).sort((a, b) => a - b)) };
+}
+
+/** Every selection of a `full` DSA layer in the reference equals the recorded one (and there is at least one). */
+export function expectSelections(ref: Ref, got: Map<string, number[]>): void {
+  let checked = 0;
+  for (const d of ref.dsa) {
+    if (d.kind !== "full" || !d.selected) continue;
+    for (const [pos, keys] of Object.entries(d.selected)) {
+      expect({ at: `${d.layer}:${pos}`, keys: got.get(`${d.layer}:${pos}`) }).toEqual({ at: `${d.layer}:${pos}`, keys });
+      checked++;
+    }
+  }
+  expect(checked).toBeGreaterThan(0);
 }

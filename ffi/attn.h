@@ -1,0 +1,24 @@
+/* libhb attention internals shared by attn.c (attention core, scalar micro-kernels, dispatch),
+ * attn_x86.c (AVX-512 / AVX2+FMA micro-kernels) and dsa.c (indexer scores, top-k). Holds no state.
+ * Every dot product of one (query, key) pair is summed the same way whatever kernel computes it (one
+ * accumulator over 16- or 8-wide chunks, tail last), so results depend only on the SIMD level. */
+#ifndef HB_ATTN_H
+#define HB_ATTN_H
+#include "hb.h"
+
+/* ---------------- micro-kernels ----------------
+ * dot4x2: out[2i+j] = a_i·b_j (4 queries × 2 keys);  dot1x4: out[j] = a·b_j.  Lengths n.
+ * wsum:   o_g[e] = Σ_j p_g[j] · v_g(key_j)[e], g < 4, e < dv, v_g(t) = vb[g] + t·vRow; shared: vb all equal.
+ * Unused lanes of a call get duplicated pointers (the duplicate results are ignored / identical). */
+typedef void (*hb_dot4x2_fn)(const float *const a[4], const float *const b[2], int n, float out[8]);
+typedef void (*hb_dot1x4_fn)(const float *a, const float *const b[4], int n, float out[4]);
+typedef void (*hb_wsum_fn)(const float *const p[4], const float *const vb[4], int shared, ptrdiff_t vRow,
+                           const int32_t *keys, int n, int dv, float *const o[4]);
+typedef struct { hb_dot4x2_fn dot4x2; hb_dot1x4_fn dot1x4; hb_wsum_fn wsum; } hb_attn_kern;
+
+/* the micro-kernels for a SIMD level (HB_SCALAR: the scalar references) */
+hb_attn_kern hb_attn_kern_for(int level);
+#if defined(__x86_64__) || defined(__i386__)
+extern const hb_attn_kern hb_attn_kern_avx512, hb_attn_kern_avx2; /* attn_x86.c */
+#endif
+#endif

@@ -1,0 +1,111 @@
+// The slot KV file format (`slot-N.kv`, written by kvfile.ts), defined once: header field offsets, the
+// record layout, the model shape stored in the header and the checks a file must pass. Holds no state.
+//
+// Layout (little-endian):
+//   header (HEADER.bytes, one page): offsets in HEADER, all u32 but `count` (u64, 8-aligned so it is
+//     rewritten in one write): magic "HBKV", version, header bytes, record bytes, count (records
+//     committed), JSON length, then the JSON shape (below).
+//   records, fixed size, record i at HEADER.bytes + i·recordBytes (offsets in RECORD):
+//     u32 token, u32 crc32(payload), payload f32 = per layer: c_kv‖k_pe row [kv_lora+rope]
+//     (+ indexer key row [index_head_dim] on `full` DSA layers), then (MTP models) the main
+//     hidden row [D].
+// The JSON names the model's shape (model_type, vocab_size, hidden_size, num_hidden_layers,
+// kv_lora_rank, qk_rope_head_dim, index_head_dim, indexed_layers, hidden_rows) and a weights
+// fingerprint; a file from another model is refused naming the first mismatching field.
+import { z } from "zod";
+import { ModelError } from "../model/errors.ts";
+import type { Model } from "./model.ts";
+
+export const KV_VERSION = 1;
+const MAGIC = 0x564b4248; // "HBKV"
+/** Byte offsets of the header fields; `bytes` = the whole header. */
+export const HEADER = { magic: 0, version: 4, headerBytes: 8, recordBytes: 12, count: 16, jsonLength: 24, json: 28, bytes: 4096 } as const;
+/** Byte offsets inside a record. */
+export const RECORD = { token: 0, crc: 4, payload: 8 } as const;
+
+const Shape = z.object({
+  model_type: z.string(), vocab_size: z.number().int(), hidden_size: z.number().int(),
+  num_hidden_layers: z.number().int(), kv_lora_rank: z.number().int(), qk_rope_head_dim: z.number().int(),
+  index_head_dim: z.number().int(), indexed_layers: z.array(z.number().int()), hidden_rows: z.boolean(),
+  weights: z.string(),
+});
+export type Shape = z.infer<typeof Shape>;
+
+/** A cheap fingerprint of the weights: wyhash of the first 64 KiB of embed and lm_head. */
+function fingerprint(m: Model): string {
+  const bytes = (d: ArrayBufferView) => new Uint8Array(d.buffer, d.byteOffset, Math.min(d.byteLength, 65536));
+  return Bun.hash.wyhash(bytes(m.w.embed.data), Bun.hash.wyhash(bytes(m.w.lm_head.data))).toString(16);
+}
+
+export function modelShape(m: Model): Shape {
+  const c = m.cfg;
+  return {
+    model_type: c.model_type, vocab_size: c.vocab_size, hidden_size: c.hidden_size, num_hidden_layers: c.num_hidden_layers,
+    kv_lora_rank: c.kv_lora_rank, qk_rope_head_dim: c.qk_rope_head_dim, index_head_dim: c.index_head_dim,
+    indexed_layers: c.indexer_types.flatMap((t, i) => (c.has_dsa && t === "full" ? [i] : [])),
+    hidden_rows: m.w.mtp !== null, weights: fingerprint(m),
+  };
+}
+
+/** The rows of one record's payload, in file order. */
+export class RecordLayout {
+  readonly bytes: number;
+  private readonly W: number;
+  private readonly indexed: Set<number>;
+
+  constructor(readonly sh: Shape) {
+    this.W = sh.kv_lora_rank + sh.qk_rope_head_dim;
+    this.indexed = new Set(sh.indexed_layers);
+    const floats = sh.num_hidden_layers * this.W + sh.indexed_layers.length * sh.index_head_dim + (sh.hidden_rows ? sh.hidden_size : 0);
+    this.bytes = RECORD.payload + 4 * floats;
+  }
+
+  /** fn(array, element offset, length) for each row of position t: kv[i] (+ ik[i]) per layer, then hidden. */
+  rows(kv: Float32Array[], ik: (Float32Array | null)[], hidden: Float32Array | null, t: number,
+    fn: (a: Float32Array, off: number, n: number) => void): void {
+    const { W, sh } = this, hw = sh.index_head_dim, D = sh.hidden_size;
+    for (let i = 0; i < sh.num_hidden_layers; i++) {
+      fn(kv[i], t * W, W);
+      if (this.indexed.has(i)) fn(ik[i]!, t * hw, hw);
+    }
+    if (sh.hidden_rows && hidden) fn(hidden, t * D, D);
+  }
+}
+
+/** A fresh header page (count 0) for `sh`. */
+export function encodeHeader(path: string, sh: Shape, recordBytes: number): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify({ format: "hummingbird-kv", ...sh }));
+  if (HEADER.json + json.length > HEADER.bytes) throw new Error(`${path}: header JSON too large`);
+  const b = new Uint8Array(HEADER.bytes), dv = new DataView(b.buffer);
+  dv.setUint32(HEADER.magic, MAGIC, true); dv.setUint32(HEADER.version, KV_VERSION, true);
+  dv.setUint32(HEADER.headerBytes, HEADER.bytes, true); dv.setUint32(HEADER.recordBytes, recordBytes, true);
+  dv.setBigUint64(HEADER.count, 0n, true); dv.setUint32(HEADER.jsonLength, json.length, true);
+  b.set(json, HEADER.json);
+  return b;
+}
+
+/**
+ * Check a header page (`got` bytes of it read) against the model shape `want` and record size; returns
+ * the committed record count. Errors name the file, the field and its offset.
+ */
+export function checkHeader(b: Uint8Array, got: number, file: string, want: Shape, recordBytes: number, modelDir: string): number {
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength), u32 = (at: number) => dv.getUint32(at, true);
+  if (got < HEADER.json || u32(HEADER.magic) !== MAGIC) throw new ModelError("not a hummingbird KV slot file (bad magic)", { file, offset: 0 });
+  const ver = u32(HEADER.version);
+  if (ver !== KV_VERSION) throw new ModelError(`version ${ver} is not supported (this build reads ${KV_VERSION})`, { file, field: "version", offset: HEADER.version });
+  if (u32(HEADER.headerBytes) !== HEADER.bytes) throw new ModelError(`header size ${u32(HEADER.headerBytes)} != ${HEADER.bytes}`, { file, field: "header bytes", offset: HEADER.headerBytes });
+  const jl = u32(HEADER.jsonLength);
+  if (HEADER.json + jl > got) throw new ModelError(`shape JSON of ${jl} bytes overruns the header`, { file, field: "shape", offset: HEADER.jsonLength });
+  let raw: unknown;
+  try { raw = JSON.parse(new TextDecoder().decode(b.subarray(HEADER.json, HEADER.json + jl))); } catch (e) {
+    throw new ModelError(`shape JSON does not parse: ${(e as Error).message}`, { file, field: "shape", offset: HEADER.json });
+  }
+  const r = Shape.safeParse(raw);
+  if (!r.success) throw new ModelError(`shape JSON: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { file, field: "shape", offset: HEADER.json });
+  for (const k of Object.keys(want) as (keyof Shape)[]) {
+    const a = JSON.stringify(r.data[k]), w = JSON.stringify(want[k]);
+    if (a !== w) throw new ModelError(`written for another model: ${a} in the file, ${w} in ${modelDir}`, { file, field: k });
+  }
+  if (u32(HEADER.recordBytes) !== recordBytes) throw new ModelError(`record size ${u32(HEADER.recordBytes)} != ${recordBytes}`, { file, field: "record bytes", offset: HEADER.recordBytes });
+  return Number(dv.getBigUint64(HEADER.count, true));
+}
