@@ -2,7 +2,7 @@
 // logits too), the mux frame encoders, the worker's detokenizer (marks, token bytes) on the glm-tiny
 // tokenizer and on a generated one, TextCodec.tokenBytes, and the worker's grammar cache.
 import { describe, expect, test } from "bun:test";
-import { StopMatcher } from "../src/server/stop-text.ts";
+import { StopMatcher } from "../src/engine/stop-text.ts";
 import { ThinkSplit } from "../src/server/think.ts";
 import { logprobsOf } from "../src/server/prepare.ts";
 import { dataFrame, doneFrame, errorFrame, readyFrame } from "../src/server/mux-frames.ts";

@@ -9,13 +9,14 @@ import { loadModel } from "../engine/model.ts";
 import { generate, type DraftKind } from "../engine/generate.ts";
 import { KvFile, slotPath } from "../engine/kvfile.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
+import { StopMatcher } from "../engine/stop-text.ts";
 import { DEVICE_HELP, deviceFlags, openDeviceFor } from "./device.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat]) --max-tokens N
        [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed N] [--json] [--exact]
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
-       [--grammar FILE.gbnf | --json-schema FILE.json]
+       [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]...
 
 Greedy at --temperature 0 (the default). Without --json, streams the decoded text; with --json prints
 {"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
@@ -28,6 +29,8 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
   the bytes the grammar forces are drafted speculatively.
 --exact: f32 activations in every matmul (default: fast mode, activations quantized to int8 per row
   for quantized weights; float weights are exact either way).
+--stop STR: end the output before this text (repeatable); eos ids of config.json, generation_config.json
+  and the tokenizer always stop.
 --state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
   prefix with the saved history is not prefilled again, and the history is saved afterwards.
 ${EXPERT_HELP}
@@ -64,7 +67,7 @@ export const command: Command = {
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, ...expertFlags, ...deviceFlags }, help);
+      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, ...expertFlags, ...deviceFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -93,14 +96,18 @@ export const command: Command = {
       const exact = !!v.exact;
       const fwd = { exact, ...dev.forward };
       const session = kvf?.load(fwd);
-      const codec = loadTokenizer(dir), text = v.json ? null : codec.stream();
+      const codec = loadTokenizer(dir), text = !v.json, dec = codec.stream(), stops = new StopMatcher(v.stop ?? []);
       const stopIds = codec.stopIds(m.cfg.stop_ids), grammar = grammarOption(v, dir, stopIds);
       const res = generate(m, prompt, {
         maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, forward: fwd, stopIds, encode: (t) => codec.encode(t),
-        onToken: (id) => { if (text) process.stdout.write(text.push(id)); },
+        onToken: (id) => {
+          const out = stops.push(dec.push(id));
+          if (text) process.stdout.write(out);
+          return !stops.stopped;
+        },
       });
       if (kvf && session) kvf.persist(session);
-      if (text) process.stdout.write(text.flush() + "\n");
+      if (text) process.stdout.write(stops.push(dec.flush()) + stops.flush() + "\n");
       else process.stdout.write(JSON.stringify(res) + "\n");
     } finally {
       kvf?.close();

@@ -16,7 +16,8 @@ export interface GenerateOpts extends SamplingParams {
   maxTokens: number;
   stopIds?: number[];
   forward?: ForwardOpts;
-  onToken?: (id: number) => void;
+  /** called for each emitted token; returning false ends the generation (a stop string matched) */
+  onToken?: (id: number) => boolean | void;
   /** draft source (default "off"; "auto" = mtp if the model has an MTP layer, else ngram) */
   draft?: DraftKind | DraftSource;
   /** draft tokens per round (default 3 for mtp, 4 otherwise) */
@@ -61,7 +62,7 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   let finish: "stop" | "length" = "length";
   const emit = (id: number): boolean => {
     gen.push(id);
-    o.onToken?.(id);
+    if (o.onToken?.(id) === false) { finish = "stop"; return false; }
     if (stop.has(id)) { finish = "stop"; return false; }
     return gen.length < o.maxTokens;
   };

@@ -7,7 +7,7 @@
 // of all pushes and finish() concatenate to the UTF-8 of the literal text (for valid UTF-8 output).
 // State: the stream decoder and the stop matcher of one request.
 import type { TextCodec } from "../model/tokenizer.ts";
-import { StopMatcher } from "./stop-text.ts";
+import { StopMatcher } from "../engine/stop-text.ts";
 
 export interface ThinkIds { open: number; close: number }
 
