@@ -21,7 +21,7 @@ export const EXPERT_HELP = `Routed experts stream from disk through a per-layer 
   --expert-prefetch on|off|auto  speculative reads of the previous token's experts (auto, the default:
                      only while they would have covered at least half of the recent misses)`;
 
-type Values = Record<string, string | boolean | undefined>;
+type Values = Record<string, string | string[] | boolean | undefined>;
 
 export function expertOptions(v: Values, help: string): ExpertOptions {
   const o: ExpertOptions = {};
