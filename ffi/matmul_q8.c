@@ -13,6 +13,7 @@ float hb_q8_amax_avx2(const float *x, int n, int *bad);
 void hb_q8_round_avx2(const float *x, int n, float id, int8_t *q);
 float hb_q8_amax_avx512(const float *x, int n, int *bad);
 void hb_q8_round_avx512(const float *x, int n, float id, int8_t *q);
+int64_t hb_q8_pack_avx512(const int8_t *tmp, int nb, int layout, int8_t *q, int32_t *corr);
 #endif
 
 static size_t q8_rowb(int fmt, int I) {
@@ -118,21 +119,32 @@ static void quant_row(const float *x, int I, int Ip, int layout, int lvl, int8_t
 #endif
     round_ref(x, I, id, tmp);
   *d = bad ? NAN : a / 127.0f;
+  /* whole 128-element blocks with SIMD (AVX-512), the rest (and every int2 row) element by element */
+  int i0 = 0;
   int64_t sum = 0;
-  for (int i = 0; i < I; i++) sum += tmp[i];
-  *xsum = sum;
+#if defined(__x86_64__) || defined(__i386__)
+  if (lvl >= HB_AVX512 && layout != HB_Q8_P2 && I >= 128) {
+    i0 = I / 128 * 128;
+    sum = hb_q8_pack_avx512(tmp, I / 128, layout, q, corr);
+  }
+#endif
   if (layout == HB_Q8_NAT || layout == HB_Q8_U8) {
-    memcpy(q, tmp, (size_t)I);
-    memset(q + I, 0, (size_t)(Ip - I));
-    if (layout == HB_Q8_U8) for (int i = 0; i < Ip; i++) q[i] = (int8_t)((uint8_t)q[i] ^ 0x80u);
-    return;
+    const uint8_t flip = layout == HB_Q8_U8 ? 0x80u : 0;
+    for (int i = i0; i < Ip; i++) {
+      const int v = i < I ? tmp[i] : 0;
+      sum += v;
+      q[i] = (int8_t)((uint8_t)v ^ flip);
+    }
+  } else {
+    memset(q + i0, 0, (size_t)(Ip - i0));
+    if (corr) memset(corr + i0 / 8, 0, (size_t)(Ip - i0) / 8 * sizeof *corr);
+    for (int i = i0; i < I; i++) {
+      sum += tmp[i];
+      q[layout_pos(layout, i)] = tmp[i];
+      if (corr) corr[i >> 3] -= 8 * tmp[i];
+    }
   }
-  memset(q, 0, (size_t)Ip);
-  for (int i = 0; i < I; i++) q[layout_pos(layout, i)] = tmp[i];
-  if (corr) {
-    memset(corr, 0, (size_t)(Ip / 8) * sizeof *corr);
-    for (int i = 0; i < I; i++) corr[i >> 3] -= 8 * tmp[i];
-  }
+  *xsum = sum;
 }
 
 void *hb_q8_scratch(size_t bytes) {

@@ -93,6 +93,39 @@ T512 void hb_q8_round_avx512(const float *x, int n, float id, int8_t *q) {
   }
 }
 
+/* nb whole 128-element blocks of a natural int8 row -> q in the layout (NAT, U8 or P4), corr (P4: −8·Σ per
+ * 8-element segment), returns Σ tmp. Segment sums come from psadbw on the sign-flipped bytes (+128 each). */
+T512 int64_t hb_q8_pack_avx512(const int8_t *tmp, int nb, int layout, int8_t *q, int32_t *corr) {
+  const __m512i flip = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
+  /* within each 16-byte lane: the 8 even bytes, then the 8 odd ones */
+  const __m512i deint = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+  const __m512i ev = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), od = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+  __m512i tot = zero;
+  for (int b = 0; b < nb; b++) {
+    const int8_t *t = tmp + 128 * (size_t)b;
+    const __m512i A = _mm512_loadu_si512((const void *)t), B = _mm512_loadu_si512((const void *)(t + 64));
+    const __m512i sa = _mm512_sad_epu8(_mm512_xor_si512(A, flip), zero);   /* Σ(q+128) per 8 bytes */
+    const __m512i sb = _mm512_sad_epu8(_mm512_xor_si512(B, flip), zero);
+    tot = _mm512_add_epi64(tot, _mm512_add_epi64(sa, sb));
+    int8_t *d = q + 128 * (size_t)b;
+    if (layout == HB_Q8_P4) {
+      const __m512i a2 = _mm512_shuffle_epi8(A, deint), b2 = _mm512_shuffle_epi8(B, deint);
+      _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi64(a2, ev, b2));
+      _mm512_storeu_si512((void *)(d + 64), _mm512_permutex2var_epi64(a2, od, b2));
+      const __m512i seg = _mm512_sub_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(sa)),
+                                                              _mm512_cvtepi64_epi32(sb), 1), _mm512_set1_epi32(1024));
+      _mm512_storeu_si512((void *)(corr + 16 * (size_t)b), _mm512_sub_epi32(zero, _mm512_slli_epi32(seg, 3)));
+    } else if (layout == HB_Q8_U8) {
+      _mm512_storeu_si512((void *)d, _mm512_xor_si512(A, flip));
+      _mm512_storeu_si512((void *)(d + 64), _mm512_xor_si512(B, flip));
+    } else {
+      _mm512_storeu_si512((void *)d, A);
+      _mm512_storeu_si512((void *)(d + 64), B);
+    }
+  }
+  return _mm512_reduce_add_epi64(tot) - 128 * 128 * (int64_t)nb;
+}
+
 /* rows of W handled per pass over a block of ≤ 4 activation rows: ~16 KiB of packed weights */
 static inline int subrows(size_t rowb) {
   const size_t r = 16384 / (rowb ? rowb : 1);
