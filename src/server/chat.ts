@@ -6,11 +6,11 @@
 // token, so a constrained generation renders the template with thinking off (no reasoning_content).
 // State: per request only (the think split).
 import type { EngineClient } from "./engine-client.ts";
-import { finishReason, responseId, run, sseResponse, usage } from "./gen-stream.ts";
-import { errorJson, errorResponse, fromWorker, readJson } from "./http-errors.ts";
+import { finishReason, responseId, sseResponse, usage } from "./gen-stream.ts";
+import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
-import { ChatRequest, contentText, grammarOf, zodError } from "./schemas.ts";
-import { notReady, type RouteOptions } from "./routes-common.ts";
+import { ChatRequest, contentText } from "./schemas.ts";
+import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
 
 type Tok = Extract<ReqEvent, { t: "tok" }>;
@@ -38,27 +38,19 @@ function lpEntry(e: Tok) {
 }
 
 export async function chatCompletions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const body = await readJson(req, o.maxBody);
-  if (!body.ok) return errorResponse(body.error);
-  const p = ChatRequest.safeParse(body.value);
-  if (!p.success) return errorResponse(zodError(p.error));
-  if (p.data.top_logprobs != null && !p.data.logprobs) {
-    return errorResponse({ status: 400, message: "top_logprobs requires logprobs: true", type: "invalid_request_error", param: "top_logprobs", code: "invalid_value" });
-  }
-  const grammar = grammarOf(p.data);
-  if (grammar && "status" in grammar) return errorResponse(grammar);
-  if (engine.state !== "ready") return notReady(engine);
-  const gen = toGen(p.data, grammar);
-  const r = run(engine, gen, req.signal);
-  const first = await r.q.next();
-  if (first.t === "error") return errorResponse(fromWorker(first.code, first.detail, "messages"));
+  const started = await startGeneration(req, engine, o, ChatRequest, toGen, "messages", (b) =>
+    b.top_logprobs != null && !b.logprobs
+      ? { status: 400, message: "top_logprobs requires logprobs: true", type: "invalid_request_error", param: "top_logprobs", code: "invalid_value" }
+      : null);
+  if (started instanceof Response) return started;
+  const { data, gen, r, first } = started;
   const id = responseId("chatcmpl"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const base = { id, created, model, system_fingerprint: o.fingerprint };
   const wantLp = gen.logprobs !== undefined;
   let split = new ThinkSplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, false);
 
-  if (p.data.stream) {
-    const withUsage = p.data.stream_options?.include_usage === true;
+  if (data.stream) {
+    const withUsage = data.stream_options?.include_usage === true;
     const chunk = (delta: object, lp: unknown, finish: string | null) => ({
       ...base, object: "chat.completion.chunk",
       choices: [{ index: 0, delta, logprobs: lp, finish_reason: finish }], ...(withUsage ? { usage: null } : {}),

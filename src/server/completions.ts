@@ -3,11 +3,11 @@
 // {tokens, token_logprobs, top_logprobs, text_offset}. `response_format` / `grammar` constrain the
 // output as on the chat route. State: per request only.
 import type { EngineClient } from "./engine-client.ts";
-import { finishReason, literalText, responseId, run, sseResponse, usage } from "./gen-stream.ts";
-import { errorJson, errorResponse, fromWorker, readJson } from "./http-errors.ts";
+import { finishReason, literalText, responseId, sseResponse, usage } from "./gen-stream.ts";
+import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
-import { CompletionRequest, grammarOf, zodError } from "./schemas.ts";
-import { notReady, type RouteOptions } from "./routes-common.ts";
+import { CompletionRequest } from "./schemas.ts";
+import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
 type Tok = Extract<ReqEvent, { t: "tok" }>;
 
@@ -39,23 +39,15 @@ function addLp(lp: Lp, e: Tok, offset: number): void {
 const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] });
 
 export async function completions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const body = await readJson(req, o.maxBody);
-  if (!body.ok) return errorResponse(body.error);
-  const p = CompletionRequest.safeParse(body.value);
-  if (!p.success) return errorResponse(zodError(p.error));
-  const grammar = grammarOf(p.data);
-  if (grammar && "status" in grammar) return errorResponse(grammar);
-  if (engine.state !== "ready") return notReady(engine);
-  const gen = toGen(p.data, grammar);
-  const r = run(engine, gen, req.signal);
-  const first = await r.q.next();
-  if (first.t === "error") return errorResponse(fromWorker(first.code, first.detail, "prompt"));
+  const started = await startGeneration(req, engine, o, CompletionRequest, toGen, "prompt");
+  if (started instanceof Response) return started;
+  const { data, gen, r, first } = started;
   const base = { id: responseId("cmpl"), object: "text_completion", created: Math.floor(Date.now() / 1000), model: engine.info!.model, system_fingerprint: o.fingerprint };
   const wantLp = gen.logprobs !== undefined;
   let offset = 0;
 
-  if (p.data.stream) {
-    const withUsage = p.data.stream_options?.include_usage === true;
+  if (data.stream) {
+    const withUsage = data.stream_options?.include_usage === true;
     const chunk = (text: string, lp: Lp | null, finish: string | null) => ({
       ...base, choices: [{ index: 0, text, logprobs: lp, finish_reason: finish }], ...(withUsage ? { usage: null } : {}),
     });
