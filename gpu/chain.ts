@@ -3,35 +3,33 @@
 // Per layer: frame A1 (device) = [combine of the previous MoE layer: x += routed + shared] input norm, MLA
 // (q / kv projections, new c_kv ‖ k_pe rows into the device KV mirror), DSA indexer + selection, attention
 // core (absorbed form), o_proj, residual, post-attention norm (+ the MLP of a dense layer); host step =
-// router + routed experts (src/engine/moe.ts `routed`); frame A2 (device, not waited for) = shared expert, overlapping the
-// host step. The host KVCache stays canonical: every new row is also written there. A lost device (real or
-// HB_VK_FAULT=n) makes the forward re-run [lo, hi) on the CPU from its input rows; later forwards stay on
-// the CPU. State: the device, its copies of the layers' weights, device activations, the mirror pool, stats.
+// router + routed experts (src/engine/moe.ts `routed`); frame A2 (device) = shared expert, overlapping the
+// host step (waited for after it: stats.a2Ms is what the host step did not hide). The host KVCache stays
+// canonical: every new row is also written there.
+// KV split (option kvBudgetRows / kvBudgetBytes, env HB_VK_KV_ROWS): each layer of a mirrored conversation
+// keeps at most that many c_kv ‖ k_pe rows on the device, in blocks (gpu/residency.ts: the newest window and
+// the blocks the DSA selections read most); when some key a row reads is only on the host, A1 is split:
+// "pre" (through the selection) and "core" (attention over the resident blocks, with softmax statistics)
+// are submitted back to back, the CPU attends over the other keys (gpu/split.ts) while "core" runs, and
+// "post" merges the two partials through their statistics. Indexer keys stay whole on the device.
+// A lost device (real or HB_VK_FAULT=n) makes the forward re-run [lo, hi) on the CPU from its input rows;
+// later forwards stay on the CPU. State: the device, its copies of the layers' weights, device activations,
+// the mirror pool, the host half of the split, stats.
 import type { Model } from "../src/engine/model.ts";
 import type { RunState } from "../src/engine/state.ts";
 import type { Segment } from "../src/engine/batch.ts";
-import { embed, head, keyMode, runLayers, type ForwardOpts } from "../src/engine/forward.ts";
+import { keyMode, runLayers, type ForwardOpts } from "../src/engine/forward.ts";
 import { Kernels, ropeTable } from "./kernels.ts";
-import { recordLayer, recordMlp } from "./frame.ts";
-import { type DevLayer, freeLayer, uploadLayer } from "./devweights.ts";
+import { recordCore, recordMlp, recordPost, recordPre } from "./frame.ts";
+import { type DevLayer, freeLayer, layerFmts, uploadLayer } from "./devweights.ts";
 import { DevState } from "./devstate.ts";
-import { type MirrorSlot, MirrorPool } from "./mirror.ts";
+import { type MirrorSlot, MirrorPool, type SplitGeom } from "./mirror.ts";
+import { type ChainOpts, type ChainStats, newStats, splitGeom, statsLine } from "./chainopts.ts";
+import { HostPart } from "./split.ts";
 import { routed } from "../src/engine/moe.ts";
 import { type Cmd, DeviceLost, Vk } from "./vk.ts";
 
-export interface ChainOpts {
-  layers?: number;          // run layers [0, layers) on the device (default: all)
-  device?: string | number; // device index or name substring (default: HB_VK_DEVICE, else the best)
-  slots?: number;           // conversations mirrored at once (default 4)
-  fault?: number;           // fake a device loss at the n-th submit (default: HB_VK_FAULT)
-}
-
-export interface ChainStats {
-  forwards: number; tokens: number; fallbacks: number;
-  bytesUp: number; bytesDown: number; mirrorBytes: number; // activations up / down, KV rows uploaded to mirrors
-  waitMs: number; hostMs: number; recordMs: number;         // blocked on the device / routed experts / recording
-  perLayer: { waitMs: number; hostMs: number }[];
-}
+export { type ChainOpts, type ChainStats, splitGeom } from "./chainopts.ts";
 
 export class VulkanChain {
   readonly n: number;
@@ -45,6 +43,9 @@ export class VulkanChain {
   private pool: MirrorPool;
   private cmdA: Cmd;
   private cmdB: Cmd;
+  private cmdC: Cmd;
+  private host = new HostPart();
+  readonly split: SplitGeom | null;
 
   private constructor(m: Model, vk: Vk, o: ChainOpts) {
     const c = m.cfg, L = c.num_hidden_layers;
@@ -52,14 +53,15 @@ export class VulkanChain {
     this.vk = vk;
     this.k = new Kernels(vk);
     this.ds = new DevState(vk, c);
-    const layers = Array.from({ length: this.n }, (_, i) => i);
+    const layers = Array.from({ length: this.n }, (_, i) => i), W = c.kv_lora_rank + c.qk_rope_head_dim;
+    this.split = splitGeom(o, W);
     this.pool = new MirrorPool(vk, {
-      layers, indexed: layers.map((i) => keyMode(m, i) === "full"), W: c.kv_lora_rank + c.qk_rope_head_dim, hd: c.index_head_dim,
+      layers, indexed: layers.map((i) => keyMode(m, i) === "full"), W, hd: c.index_head_dim, split: this.split,
     }, o.slots ?? 4);
     this.cmdA = vk.cmd();
     this.cmdB = vk.cmd();
-    this.stats = { forwards: 0, tokens: 0, fallbacks: 0, bytesUp: 0, bytesDown: 0, mirrorBytes: 0, waitMs: 0, hostMs: 0, recordMs: 0,
-      perLayer: layers.map(() => ({ waitMs: 0, hostMs: 0 })) };
+    this.cmdC = vk.cmd();
+    this.stats = newStats(this.n);
   }
 
   /** Open a device and upload the dense weights of layers [0, layers). Throws VkError when impossible. */
@@ -67,8 +69,8 @@ export class VulkanChain {
     const vk = Vk.open(o.device);
     try {
       const ch = new VulkanChain(m, vk, o);
-      ch.k.warm();
       for (let i = 0; i < ch.n; i++) ch.layers.push(uploadLayer(vk, m.cfg, m.w.layers[i], i, keyMode(m, i)));
+      ch.k.warm(ch.layers.flatMap(layerFmts));
       const fault = o.fault ?? Number(process.env.HB_VK_FAULT ?? 0);
       if (Number.isInteger(fault) && fault > 0) vk.fault(fault);
       return ch;
@@ -80,6 +82,8 @@ export class VulkanChain {
 
   get device(): string { return this.vk?.info.name ?? "(closed)"; }
   get weightBytes(): number { return this.layers.reduce((t, l) => t + l.bytes, 0); }
+  /** device bytes of the KV mirrors now allocated */
+  get mirrorBytes(): number { return this.pool.bytes; }
 
   /** The executor seam: same contract as forward.ts runLayers for layers [lo, hi) ⊆ [0, n). */
   run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
@@ -119,24 +123,19 @@ export class VulkanChain {
   close(): void { this.release(); }
 
   /** One line of stats: crossings per token, time blocked on the device vs in the routed experts per layer. */
-  summary(): string {
-    const s = this.stats, t = Math.max(1, s.tokens), kb = (b: number) => (b / 1024).toFixed(1);
-    const per = s.perLayer.map((l, i) => `L${i} ${(l.waitMs / Math.max(1, s.forwards)).toFixed(2)}/${(l.hostMs / Math.max(1, s.forwards)).toFixed(2)}`).join(" ");
-    return `vulkan ${this.device}${this.lost ? " (lost: on the CPU)" : ""}: ${s.forwards} forwards, ${s.tokens} tokens; ` +
-      `per token ${kb(s.bytesUp / t)} KiB up, ${kb(s.bytesDown / t)} KiB down, KV mirror ${kb(s.mirrorBytes)} KiB total; ` +
-      `device wait ${s.waitMs.toFixed(1)} ms, routed experts ${s.hostMs.toFixed(1)} ms, recording ${s.recordMs.toFixed(1)} ms; ` +
-      `per layer ms/forward (device wait/host): ${per}${s.fallbacks ? `; ${s.fallbacks} CPU fallbacks` : ""}`;
-  }
+  summary(): string { return statsLine(this.stats, this.device, this.lost, this.split); }
 
   private runDevice(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
     const cfg = m.cfg, k = this.k, D = cfg.hidden_size, dr = cfg.qk_rope_head_dim, W = cfg.kv_lora_rank + dr;
+    const H = cfg.num_attention_heads, kvr = cfg.kv_lora_rank;
     const hd = cfg.index_head_dim, topk = Math.max(1, cfg.index_topk), st0 = this.stats;
     let T = 0;
     for (const g of segs) T = Math.max(T, g.pos0 + g.n);
     this.ds.ensure(S, T);
     const ds = this.ds, b = ds.b, up = ds.up, dn_ = ds.dn;
 
-    // KV mirrors: upload the host rows each slot lacks below the step's first position
+    // KV mirrors: upload the host rows each slot lacks below the step's first position (split: per layer,
+    // the resident blocks' rows and the block tables)
     const busy = new Set<MirrorSlot>();
     const slots = segs.map((g) => {
       const s = this.pool.get(g.kv, busy);
@@ -145,6 +144,7 @@ export class VulkanChain {
       s.ensure(g.pos0 + g.n);
       const before = s.uploadedBytes;
       s.upload(g.kv, from, g.pos0);
+      if (s.split) s.prepare(g.kv, g.pos0, g.pos0 + g.n, from, lo, hi);
       st0.mirrorBytes += s.uploadedBytes - before;
       return s;
     });
@@ -167,9 +167,18 @@ export class VulkanChain {
       c.barrier();
       pending = null;
     };
+    const waitOn = (c: Cmd, i: number) => {
+      const t = performance.now();
+      c.wait();
+      const dt = performance.now() - t;
+      st0.waitMs += dt;
+      st0.perLayer[i].waitMs += dt;
+    };
+    let qcat: Float32Array | null = null, ocpu: Float32Array | null = null, cst: Float32Array | null = null;
 
     for (let i = lo; i < hi; i++) {
       const L = this.layers[i], full = L.keys === "full";
+      const split = slots.some((s, j) => s.partial(i, segs[j].pos0 + segs[j].n));
       const c = this.cmdA, t0 = performance.now();
       c.begin();
       if (i === lo) {
@@ -178,15 +187,20 @@ export class VulkanChain {
         c.barrier();
       }
       combine(c);
-      const down = recordLayer(c, k, ds, cfg, L, segs, slots, S);
+      let down = recordPre(c, k, ds, cfg, L, segs, slots, S, split);
+      segs.forEach((g, j) => { if (slots[j].split) slots[j].res[i].wrote(g.pos0, g.pos0 + g.n); });
+      if (!split) {
+        recordCore(c, k, ds, cfg, L, segs, slots, false);
+        down += recordPost(c, k, ds, cfg, L, S, false);
+      }
       c.submit();
-      const t1 = performance.now();
-      c.wait();
-      const t2 = performance.now();
-      st0.recordMs += t1 - t0;
-      st0.waitMs += t2 - t1;
-      st0.perLayer[i].waitMs += t2 - t1;
-      st0.bytesDown += down;
+      if (split) { // the device's partial attention runs while the CPU does its own
+        this.cmdC.begin();
+        recordCore(this.cmdC, k, ds, cfg, L, segs, slots, true);
+        this.cmdC.submit();
+      }
+      st0.recordMs += performance.now() - t0;
+      waitOn(c, i);
 
       dn_.a.read(0, aRows);
       for (const g of segs) g.kv.kv[i].set(aRows.subarray(g.r0 * W, (g.r0 + g.n) * W), g.pos0 * W);
@@ -201,6 +215,30 @@ export class VulkanChain {
             opts.onSelect(i, g.pos0 + j, st.sel.subarray(r * topk, r * topk + st.nsel[r]));
           }
       } else if (L.keys === "dense") st.nsel.set(st.nk.subarray(0, S));
+      if (this.split) this.host.count(i, L.keys, st, segs, slots, topk);
+
+      if (split) { // the CPU's partial over the host-only keys, then merge and the rest of A1
+        if (!qcat || qcat.length < S * H * W) { qcat = new Float32Array(S * H * W); ocpu = new Float32Array(S * H * kvr); cst = new Float32Array(S * H * 2); }
+        dn_.qcat.read(0, qcat.subarray(0, S * H * W));
+        const h0 = performance.now();
+        const nkeys = this.host.run(cfg, i, i, L.keys, st, segs, slots, qcat, ocpu!, cst!);
+        st0.splitMs += performance.now() - h0;
+        st0.splitLayers++;
+        st0.splitKeys += nkeys;
+        if (nkeys > 0) {
+          up.ocpu.write(0, ocpu!.subarray(0, S * H * kvr));
+          up.cst.write(0, cst!.subarray(0, S * H * 2));
+          st0.bytesUp += 4 * S * H * (kvr + 2);
+        }
+        waitOn(this.cmdC, i);
+        const t1 = performance.now();
+        c.begin();
+        down += recordPost(c, k, ds, cfg, L, S, nkeys > 0);
+        c.submit();
+        st0.recordMs += performance.now() - t1;
+        waitOn(c, i);
+      }
+      st0.bytesDown += down;
 
       if (L.moe) { // A2 on the device (shared expert) while the host runs the router and routed experts
         dn_.xb.read(0, st.xb.subarray(0, S * D));
@@ -216,6 +254,11 @@ export class VulkanChain {
         st0.perLayer[i].hostMs += h1 - h0;
         up.routed.write(0, st.ao.subarray(0, S * D));
         st0.bytesUp += 4 * S * D;
+        if (L.shared) { // what the host step did not hide of A2
+          const a0 = performance.now();
+          this.cmdB.wait();
+          st0.a2Ms += performance.now() - a0;
+        }
         pending = { shared: !!L.shared };
       }
     }

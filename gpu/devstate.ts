@@ -2,8 +2,10 @@
 // grown in powers of two, plus the host-visible staging buffers of the per-frame crossings.
 // Shapes (elements): x/xb/ao/sh [S,D], q_a/c_q [S,q_lora], q [S,H(dn+dr)], a [S,W] (W = kv_lora+dr),
 // qcat [S,H·W], o_lat [S,H·kv_lora], o [S,H·dv], qI [S,nh·hd], kI [S,hd], iw [S,nh], scores [S,T],
-// sel [S,topk] i32, nsel/nk [S] i32, cs [S,dr] (cos, sin), hg/hu [S,F], p [S·H, pT] (attention probs).
-// Staging "up": x, cs, nk, sel, nsel, routed; "dn": xb, a, kI, sel, nsel, x.
+// sel [S,topk] i32, nsel/nk [S] i32, cs [S,dr] (cos, sin), hg/hu [S,F], p [S·H, pT] (attention probs);
+// the KV split: dst/cst [S·H, 2] softmax statistics of the device's / CPU's partial attention, ocpu
+// [S,H·kv_lora] the CPU's partial o_lat.
+// Staging "up": x, cs, nk, sel, nsel, routed, ocpu, cst; "dn": xb, a, kI, sel, nsel, x, qcat.
 import type { Config } from "../src/model/config.ts";
 import type { Buf, Vk } from "./vk.ts";
 
@@ -36,10 +38,12 @@ export class DevState {
       q_a: dev(S * qr), c_q: dev(S * qr), q: dev(S * H * (dn + dr)), a: dev(S * W), qcat: dev(S * H * W),
       o_lat: dev(S * H * kvr), o: dev(S * H * dv), qI: dev(S * nh * hd), kI: dev(S * hd), iw: dev(S * nh),
       scores: dev(S * T), sel: dev(S * topk), nsel: dev(S), nk: dev(S), cs: dev(S * dr), hg: dev(S * F), hu: dev(S * F),
-      p: dev(S * H * pT),
+      p: dev(S * H * pT), dst: dev(S * H * 2), cst: dev(S * H * 2), ocpu: dev(S * H * kvr),
     };
-    this.up = { x: host(S * D), cs: host(S * dr), nk: host(S), sel: host(S * topk), nsel: host(S), routed: host(S * D) };
-    this.dn = { xb: host(S * D), a: host(S * W), kI: host(S * hd), sel: host(S * topk), nsel: host(S), x: host(S * D) };
+    this.up = { x: host(S * D), cs: host(S * dr), nk: host(S), sel: host(S * topk), nsel: host(S), routed: host(S * D),
+      ocpu: host(S * H * kvr), cst: host(S * H * 2) };
+    this.dn = { xb: host(S * D), a: host(S * W), kI: host(S * hd), sel: host(S * topk), nsel: host(S), x: host(S * D),
+      qcat: host(S * H * W) };
     this.S = S; this.T = T; this.pT = pT;
   }
 

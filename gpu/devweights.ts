@@ -65,3 +65,10 @@ export function freeLayer(L: DevLayer): void {
     L.mlp?.gate, L.mlp?.up, L.mlp?.down, L.shared?.gate, L.shared?.up, L.shared?.down]) if (m) freeMat(m);
   for (const b of [L.input_norm, L.post_norm, L.q_a_norm, L.kv_a_norm, L.indexer?.k_norm_w, L.indexer?.k_norm_b]) b?.free();
 }
+
+/** The matmul formats a device layer uses (the pipelines to build up front). */
+export function layerFmts(L: DevLayer): number[] {
+  const ms = [L.q_a, L.q_b, L.q_proj, L.kv_a, L.wkT, L.kv_b, L.o, L.indexer?.wq_b, L.indexer?.wk, L.indexer?.weights_proj,
+    L.mlp?.gate, L.mlp?.up, L.mlp?.down, L.shared?.gate, L.shared?.up, L.shared?.down];
+  return ms.filter((x) => !!x).map((x) => x!.fmt);
+}

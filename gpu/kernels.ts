@@ -1,5 +1,6 @@
 // Device kernels: one recorder per shader (shaders/*.comp), each with the shape contract of its CPU twin
-// in src/engine/hb.ts, and the upload of weight matrices (Mat -> DevMat, split by whole rows over chunks).
+// in src/engine/hb.ts, and the upload of weight matrices (Mat -> DevMat in any formats.md format, split by
+// whole rows over chunks).
 // Offsets and strides are in elements (f32 / i32) and travel as push constants (named, laid out by the
 // table in gpu/push.ts), so buffers are always bound whole and descriptor sets stay few (cached by Vk).
 // State: the pipelines built so far, a dummy buffer for unused bindings.
@@ -13,31 +14,54 @@ import { type Buf, type Cmd, type Pipeline, Vk, VkError } from "./vk.ts";
 export interface V { buf: Buf; off?: number }
 const off = (v: V) => v.off ?? 0;
 
-/** A weight matrix W [O, I] on the device: whole rows per chunk, int8 scales as f32 [O]. */
-export interface DevMat { name: string; fmt: number; O: number; I: number; buf: Buf; rowsPerChunk: number; chunkBytes: number; scales: Buf | null }
+/** A weight matrix W [O, I] on the device: whole rows per chunk; scales as f32 ([O] per row, [O, ⌈I/gs⌉] int4g),
+ * chunked by the same rows (chunk c of the scales = the scales of chunk c of W). */
+export interface DevMat {
+  name: string; fmt: number; gs: number; O: number; I: number; buf: Buf; rowsPerChunk: number; chunkBytes: number;
+  scales: Buf | null; scaleChunkBytes: number;
+}
 
-export const DEVICE_FMTS: readonly number[] = [Fmt.f32, Fmt.int8, Fmt.bf16, Fmt.f16];
-const rowBytes = (fmt: number, I: number) => (fmt === Fmt.f32 ? 4 * I : fmt === Fmt.int8 ? I : 2 * I);
+/** Every formats.md weight format plus bf16/f16: quantized ones are dequantised in the matmul shader. */
+export const DEVICE_FMTS: readonly number[] = [Fmt.f32, Fmt.int8, Fmt.int4, Fmt.int2, Fmt.int4g, Fmt.bf16, Fmt.f16];
+const QUANT: readonly number[] = [Fmt.int8, Fmt.int4, Fmt.int2, Fmt.int4g];
+/** bytes of one packed row (formats.md): f32 4I, int8 I, int4/int4g ⌈I/2⌉, int2 ⌈I/4⌉, bf16/f16 2I */
+export function rowBytes(fmt: number, I: number): number {
+  switch (fmt) {
+    case Fmt.f32: return 4 * I;
+    case Fmt.int8: return I;
+    case Fmt.int4: case Fmt.int4g: return Math.ceil(I / 2);
+    case Fmt.int2: return Math.ceil(I / 4);
+    default: return 2 * I;
+  }
+}
+/** scales of a quantized W [O, I] (0 for float formats) */
+export const scaleCount = (fmt: number, O: number, I: number, gs: number) =>
+  fmt === Fmt.int4g ? O * Math.ceil(I / gs) : QUANT.includes(fmt) ? O : 0;
 const MAX_GROUPS = 65535; // guaranteed maxComputeWorkGroupCount per dimension
 
 export function uploadMat(vk: Vk, m: Mat): DevMat {
-  if (!DEVICE_FMTS.includes(m.fmt)) throw new VkError(`${m.name}: weight format ${m.fmt} is not supported on the device (f32, int8, bf16, f16)`, -10001);
-  const rb = rowBytes(m.fmt, m.I), total = m.O * rb;
+  if (!DEVICE_FMTS.includes(m.fmt)) throw new VkError(`${m.name}: weight format ${m.fmt} is not supported on the device`, -10001);
+  if (m.fmt === Fmt.int4g && !(Number.isInteger(m.gs) && m.gs > 0)) throw new VkError(`${m.name}: int4g without a group size (gs ${m.gs})`, -10001);
+  const rb = rowBytes(m.fmt, m.I), total = m.O * rb, ns = scaleCount(m.fmt, m.O, m.I, m.gs), per = ns / m.O;
+  if (ns > 0 && (!m.scales || m.scales.length < ns)) throw new VkError(`${m.name}: quantized weight (fmt ${m.fmt}) without its ${ns} scales`, -10001);
+  if (m.data.byteLength < total) throw new VkError(`${m.name}: ${m.data.byteLength} bytes of data, the shape needs ${total}`, -10001);
   let rows = m.O;
-  if (total > vk.maxChunk) {
-    rows = Math.floor(vk.maxChunk / rb / 4) * 4; // whole rows, 4-byte aligned chunk starts
+  if (Math.max(total, 4 * ns) > vk.maxChunk) { // whole rows, 4-byte aligned chunk starts; scales chunked by the same rows
+    rows = Math.floor(vk.maxChunk / Math.max(rb, 4 * per) / 4) * 4;
     if (rows < 4) throw new VkError(`${m.name}: a row of ${rb} bytes exceeds the device's buffer limit ${vk.maxChunk}`, -10007);
   }
-  const chunkBytes = rows >= m.O ? Math.ceil(total / 4) * 4 : rows * rb;
+  const whole = rows >= m.O;
+  const chunkBytes = whole ? Math.ceil(total / 4) * 4 : rows * rb;
   const buf = vk.buffer(total, "device", chunkBytes);
-  buf.write(0, m.data);
+  buf.write(0, m.data.byteLength === total ? m.data : new Uint8Array(m.data.buffer, m.data.byteOffset, total));
   let scales: Buf | null = null;
-  if (m.fmt === Fmt.int8) {
-    if (!m.scales || m.scales.length < m.O) throw new VkError(`${m.name}: int8 weight without ${m.O} row scales`, -10001);
-    scales = vk.buffer(4 * m.O);
-    scales.write(0, m.scales.subarray(0, m.O));
+  const scaleChunkBytes = whole ? 4 * ns : 4 * rows * per;
+  if (ns > 0) {
+    scales = vk.buffer(4 * ns, "device", scaleChunkBytes);
+    scales.write(0, m.scales!.subarray(0, ns));
   }
-  return { name: m.name, fmt: m.fmt, O: m.O, I: m.I, buf, rowsPerChunk: Math.min(rows, m.O), chunkBytes, scales };
+  return { name: m.name, fmt: m.fmt, gs: m.fmt === Fmt.int4g ? m.gs : 0, O: m.O, I: m.I, buf, rowsPerChunk: Math.min(rows, m.O), chunkBytes,
+    scales, scaleChunkBytes };
 }
 
 export function freeMat(d: DevMat): void { d.buf.free(); d.scales?.free(); }
@@ -65,9 +89,10 @@ export class Kernels {
     return p;
   }
 
-  /** Build every pipeline now (the first frame then records without compiling). */
-  warm(): void {
-    for (const f of DEVICE_FMTS) this.pipe("matmul", { FMT: f });
+  /** Build every pipeline now (the first frame then records without compiling); `fmts`: the matmul
+   * formats to build (default: all). */
+  warm(fmts: readonly number[] = DEVICE_FMTS): void {
+    for (const f of new Set(fmts)) this.pipe("matmul", { FMT: f });
     for (const s of Object.keys(SHADERS) as Shader[]) if (s !== "matmul") this.pipe(s);
   }
 
@@ -86,17 +111,17 @@ export class Kernels {
       if (g.O > MAX_GROUPS || g.G > MAX_GROUPS) throw new VkError(`matmul ${W.name}: groups too large`, -10007);
       cmd.dispatch(p, [{ buf: W.buf }, { buf: sc }, { buf: x.buf }, { buf: y.buf }],
         pushOf("matmul", { O: g.O, I: W.I, wRow0: g.wRow0, wGroup: g.wGroup, scRow0: 0, xOff: off(x), xRow, xGroup: g.xGroup,
-          yOff: off(y), yRow, yGroup: g.yGroup, alpha }), g.O, g.G, S);
+          yOff: off(y), yRow, yGroup: g.yGroup, gs: W.gs, alpha }), g.O, g.G, S);
       return;
     }
     for (let c = 0; c * W.rowsPerChunk < W.O; c++) {
       const r0 = c * W.rowsPerChunk, rows = Math.min(W.rowsPerChunk, W.O - r0);
-      const wb = { buf: W.buf, off: c * W.chunkBytes };
+      const wb = { buf: W.buf, off: c * W.chunkBytes }, sb = { buf: sc, off: W.scales ? c * W.scaleChunkBytes : 0 };
       for (let k = 0; k < rows; k += MAX_GROUPS) {
         const n = Math.min(MAX_GROUPS, rows - k);
-        cmd.dispatch(p, [wb, { buf: sc }, { buf: x.buf }, { buf: y.buf }],
-          pushOf("matmul", { O: n, I: W.I, wRow0: k, wGroup: 0, scRow0: r0, xOff: off(x), xRow, xGroup: 0,
-            yOff: off(y) + r0 + k, yRow, yGroup: 0, alpha }), n, 1, S);
+        cmd.dispatch(p, [wb, sb, { buf: x.buf }, { buf: y.buf }],
+          pushOf("matmul", { O: n, I: W.I, wRow0: k, wGroup: 0, scRow0: 0, xOff: off(x), xRow, xGroup: 0,
+            yOff: off(y) + r0 + k, yRow, yGroup: 0, gs: W.gs, alpha }), n, 1, S);
       }
     }
   }
@@ -148,19 +173,34 @@ export class Kernels {
   /**
    * Attention core for rows s0 .. s0+n-1 (hb_attn contract): q/k/v/out operands with (row, head) strides;
    * keys from sel [rows, selRow] when sel is given, else 0..nsel[s]-1; p = scratch of pStride floats per (s, h).
+   * tab (the KV split): key t at K/V row tab[t/blk]·blk + t%blk, keys of blocks with tab < 0 left out.
+   * stats: [rows·H, 2] (row max, Σ exp) of what was attended (hb_attn_stats' layout; l = 0: no key).
    */
   attn(cmd: Cmd, a: {
     s0: number; n: number; H: number; dk: number; dv: number;
     q: V & { row: number; head: number }; k: V & { row: number; head: number }; v: V & { row: number; head: number };
     out: V & { row: number; head: number }; sel: Buf | null; selRow: number; nsel: Buf; p: Buf; pStride: number; scale: number;
+    tab?: { buf: Buf; blk: number } | null; stats?: Buf | null;
   }): void {
     if (a.n <= 0) return;
+    const tab = a.tab ?? null, stats = a.stats ?? null;
     cmd.dispatch(this.pipe("attn"),
-      [{ buf: a.q.buf }, { buf: a.k.buf }, { buf: a.v.buf }, { buf: a.sel ?? this.dummy }, { buf: a.nsel }, { buf: a.p }, { buf: a.out.buf }],
+      [{ buf: a.q.buf }, { buf: a.k.buf }, { buf: a.v.buf }, { buf: a.sel ?? this.dummy }, { buf: a.nsel }, { buf: a.p }, { buf: a.out.buf },
+        { buf: tab?.buf ?? this.dummy }, { buf: stats ?? this.dummy }],
       pushOf("attn", { s0: a.s0, H: a.H, dk: a.dk, dv: a.dv, qOff: off(a.q), qRow: a.q.row, qHead: a.q.head,
         kOff: off(a.k), kRow: a.k.row, kHead: a.k.head, vOff: off(a.v), vRow: a.v.row, vHead: a.v.head,
         oOff: off(a.out), oRow: a.out.row, oHead: a.out.head, selRow: a.selRow, useSel: a.sel ? 1 : 0, pStride: a.pStride,
-        scale: a.scale }), a.n, a.H);
+        useTab: tab ? 1 : 0, blk: tab ? tab.blk : 1, useStats: stats ? 1 : 0, scale: a.scale }), a.n, a.H);
+  }
+
+  /**
+   * o [rows, H, dv] (row/head strides) ← merge of the partial attentions (o, st) and (o2, st2) through their
+   * softmax statistics [rows·H, 2], rows s0..s0+n-1 (attn_merge.comp); o2 shares o's layout.
+   */
+  attnMerge(cmd: Cmd, a: { s0: number; n: number; H: number; dv: number; o: Buf; oRow: number; oHead: number; st: Buf; o2: Buf; st2: Buf }): void {
+    if (a.n <= 0) return;
+    cmd.dispatch(this.pipe("attn_merge"), [{ buf: a.o }, { buf: a.st }, { buf: a.o2 }, { buf: a.st2 }],
+      pushOf("attn_merge", { s0: a.s0, H: a.H, dv: a.dv, oRow: a.oRow, oHead: a.oHead }), Math.ceil(a.dv / 64), a.H, a.n);
   }
 
   /** out[s·outRow + t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for rows s0.., t < nk[s] (maxNk bounds the grid) */

@@ -13,7 +13,7 @@ interface Layout { readonly bind: number; readonly push: readonly Field[] }
 const i = <const N extends string>(...names: N[]) => names.map((n) => [n, "i"] as const);
 
 export const SHADERS = {
-  matmul: { bind: 4, push: [...i("O", "I", "wRow0", "wGroup", "scRow0", "xOff", "xRow", "xGroup", "yOff", "yRow", "yGroup"), ["alpha", "f"]] },
+  matmul: { bind: 4, push: [...i("O", "I", "wRow0", "wGroup", "scRow0", "xOff", "xRow", "xGroup", "yOff", "yRow", "yGroup", "gs"), ["alpha", "f"]] },
   rmsnorm: { bind: 3, push: [...i("D", "xOff", "xRow", "yOff", "yRow", "hasW"), ["eps", "f"]] },
   layernorm: { bind: 4, push: [...i("D", "xOff", "xRow", "yOff", "yRow"), ["eps", "f"]] },
   rope: { bind: 3, push: i("h", "sOff", "sRow", "sVec", "dOff", "dRow", "dVec", "csRow0", "csStride") },
@@ -21,10 +21,11 @@ export const SHADERS = {
   add: { bind: 2, push: i("n", "yOff", "xOff") },
   copy: { bind: 2, push: i("K", "sOff", "sRow0", "sRow1", "dOff", "dRow0", "dRow1") },
   attn: {
-    bind: 7,
+    bind: 9,
     push: [...i("s0", "H", "dk", "dv", "qOff", "qRow", "qHead", "kOff", "kRow", "kHead", "vOff", "vRow", "vHead",
-      "oOff", "oRow", "oHead", "selRow", "useSel", "pStride"), ["scale", "f"]],
+      "oOff", "oRow", "oHead", "selRow", "useSel", "pStride", "useTab", "blk", "useStats"), ["scale", "f"]],
   },
+  attn_merge: { bind: 4, push: i("s0", "H", "dv", "oRow", "oHead") },
   index_scores: { bind: 5, push: [...i("s0", "nh", "hd", "kOff", "outOff", "outRow"), ["scale", "f"]] },
   dsa_select: { bind: 4, push: i("s0", "scOff", "scRow", "topk") },
 } as const satisfies Record<string, Layout>;

@@ -1,13 +1,16 @@
 // GLSL compute shaders (shaders/*.comp) compiled to SPIR-V with `glslc` at first use, cached in
 // build/shaders/<name>[.<DEF>=<val>...].spv and rebuilt when the .comp (or this file) is newer.
-// State: the loaded SPIR-V words per variant. Env: GLSLC = the compiler to run (default `glslc`).
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+// Without glslc, a prebuilt .spv there is used as is (a copied tree: say build/shaders carried to a GPU
+// machine), with a warning when it looks older than its source.
+// State: the loaded SPIR-V words per variant, whether glslc runs. Env: GLSLC = the compiler (default `glslc`).
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const root = resolve(import.meta.dir, "..");
 export const shaderDir = join(root, "shaders");
 export const spvDir = join(root, "build", "shaders");
 const loaded = new Map<string, Uint32Array>();
+const warned = new Set<string>();
 
 export type Defines = Record<string, string | number>;
 
@@ -16,15 +19,27 @@ function variantName(name: string, defs: Defines): string {
   return [name, ...keys.map((k) => `${k}=${defs[k]}`)].join(".");
 }
 
-/** Is `glslc` runnable? (the reason why not, else null) */
+let glslcWhy: string | null | undefined;
+/** Is `glslc` runnable? (the reason why not, else null; asked once per process) */
 export function glslcMissing(): string | null {
+  if (glslcWhy !== undefined) return glslcWhy;
   const exe = process.env.GLSLC || "glslc";
   try {
     const r = Bun.spawnSync({ cmd: [exe, "--version"], stdout: "pipe", stderr: "pipe" });
-    return r.exitCode === 0 ? null : `${exe} --version exited ${r.exitCode}`;
+    return (glslcWhy = r.exitCode === 0 ? null : `${exe} --version exited ${r.exitCode}`);
   } catch {
-    return `${exe} not found (install glslc / shaderc, or set GLSLC)`;
+    return (glslcWhy = `${exe} not found (install glslc / shaderc, or set GLSLC)`);
   }
+}
+
+/** Can every shader be had (glslc, or else a prebuilt build/shaders/<name>*.spv for each)? The reason why not, else null. */
+export function shadersMissing(): string | null {
+  const why = glslcMissing();
+  if (!why) return null;
+  const have = existsSync(spvDir) ? readdirSync(spvDir) : [];
+  const lack = readdirSync(shaderDir).filter((f) => f.endsWith(".comp")).map((f) => f.slice(0, -5))
+    .filter((n) => !have.some((h) => h === `${n}.spv` || (h.startsWith(`${n}.`) && h.endsWith(".spv") && !h.endsWith(".tmp"))));
+  return lack.length ? `${why}; no prebuilt SPIR-V in ${spvDir} for ${lack.join(", ")}` : null;
 }
 
 /** Compile shaders/<name>.comp with -D defines into `out` (atomic rename). Throws with glslc's output. */
@@ -55,7 +70,12 @@ export function spirv(name: string, defs: Defines = {}): Uint32Array {
   if (!existsSync(src)) throw new Error(`shaders: ${src} does not exist`);
   const out = join(spvDir, `${v}.spv`);
   const newest = Math.max(statSync(src).mtimeMs, statSync(import.meta.path).mtimeMs);
-  if (!existsSync(out) || statSync(out).mtimeMs < newest) compile(src, defs, out);
+  if (!existsSync(out) || statSync(out).mtimeMs < newest) {
+    if (existsSync(out) && glslcMissing()) { // a copied tree without glslc: trust the prebuilt SPIR-V, say so once
+      if (!warned.has(v)) console.warn(`[shaders] ${glslcMissing()}: using the prebuilt ${out} (older than ${name}.comp)`);
+      warned.add(v);
+    } else compile(src, defs, out);
+  }
   const b = readFileSync(out);
   if (b.byteLength % 4 !== 0 || b.byteLength < 20 || b.readUInt32LE(0) !== 0x07230203)
     throw new Error(`shaders: ${out} is not SPIR-V (${b.byteLength} bytes)`);

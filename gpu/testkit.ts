@@ -1,16 +1,16 @@
 // Test support for the GPU suites: one shared device per test process (or the reason there is none),
 // seeded random data and small upload/run helpers. State: the opened Vk (closed at process exit).
-import { glslcMissing } from "./shaders.ts";
+import { shadersMissing } from "./shaders.ts";
 import { type Buf, type Cmd, probe, Vk } from "./vk.ts";
 
 let opened: Vk | null | undefined;
 let why = "";
 
-/** The test device, or null (with `skipReason()`) when Vulkan or glslc is missing. */
+/** The test device, or null (with `skipReason()`) when Vulkan or the shaders (glslc or prebuilt SPIR-V) are missing. */
 export function testDevice(): Vk | null {
   if (opened !== undefined) return opened;
   const p = probe();
-  const g = glslcMissing();
+  const g = shadersMissing();
   if (!p.ok || g) {
     why = !p.ok ? p.reason : g!;
     console.warn(`[skip] GPU suites: ${why}`);

@@ -1,7 +1,9 @@
 // The Vulkan chain against the exact CPU forward: greedy tokens identical and logits within 1e-4 (relative
 // RMS) on the shared fixture and generated models, for the whole stack and partial chains (layers 0..N-1 on
-// the device), multi-conversation batches, KV-mirror invalidation (rewind, slot reuse, CPU writes between
-// device steps) and the device-loss fallback. Skips without Vulkan/glslc.
+// the device), quantized containers (src/model/convert.ts: int8/int4/int4g/int2 dense weights dequantised
+// in the matmul shader, against the exact CPU forward), multi-conversation batches, KV-mirror invalidation
+// (rewind, slot reuse, CPU writes between device steps) and the device-loss fallback. Skips without
+// Vulkan/glslc. (The KV split and the multiplexed decode: test/gpu.split.test.ts.)
 import { afterAll, describe, expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
 import { expectSelections, hasTiny, readRef, recordSelections, relRms, TINY } from "./helpers/fixture.ts";
@@ -11,6 +13,12 @@ import { RunState } from "../src/engine/state.ts";
 import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
 import { VulkanChain } from "../gpu/chain.ts";
+import { convert } from "../src/model/convert.ts";
+import { parseFmt } from "../src/model/quant.ts";
+import { Fmt } from "../src/engine/hb.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { testDevice } from "../gpu/testkit.ts";
 
 const vk = testDevice();
@@ -84,6 +92,33 @@ describe.skipIf(!vk)("vulkan chain: generated model", () => {
       const r = greedy(m, ch, ids(10, V, 9), 4);
       expect(r.td).toEqual(r.tc);
       expect(r.err).toBeLessThan(TOL);
+    });
+  }
+});
+
+describe.skipIf(!vk)("vulkan chain: quantized containers (convert.ts) against the exact CPU forward", () => {
+  const src = vk ? genModel({ preset: "tiny", seed: 1 }) : "";
+  const tmp = vk ? mkdtempSync(join(tmpdir(), "hb-quant-")) : "";
+  afterAll(() => { if (tmp) rmSync(tmp, { recursive: true, force: true }); });
+  for (const dense of ["int4", "int4g16", "int2", "int8"]) {
+    test(`dense ${dense}, experts int4g32: greedy tokens identical, logits within 1e-4`, () => {
+      const dir = join(tmp, dense);
+      convert(src, dir, { experts: parseFmt("int4g32")!, dense: parseFmt(dense)!, mtp: parseFmt("int8")! });
+      const m = loadModel(dir), f = parseFmt(dense)!.fmt;
+      expect(m.w.layers[1].attn.kv_b.fmt).toBe(f);
+      expect(m.w.layers[0].mlp!.down.fmt).toBe(f);
+      const ch = open(m);
+      const cpu = new Conv(m, null, { exact: true }), dev = new Conv(m, ch, { exact: true }), V = m.cfg.vocab_size;
+      let lc = cpu.feed(ids(11, V, 3), true), ld = dev.feed(ids(11, V, 3), true);
+      let err = worst(ld, lc, V);
+      lc = lc.slice(-V); ld = ld.slice(-V);
+      for (let i = 0; i < 5; i++) {
+        const t = argmax(lc);
+        expect(argmax(ld)).toBe(t);
+        lc = cpu.feed([t]); ld = dev.feed([t]);
+        err = Math.max(err, relRms(ld, lc));
+      }
+      expect(err).toBeLessThan(TOL);
     });
   }
 });
@@ -184,6 +219,23 @@ describe.skipIf(!vk || !hasTiny)("vulkan chain: glm-tiny fixture", () => {
     const conv = new Conv(m, ch, { onSelect: rec.onSelect });
     conv.feed(ref.full_ids, true);
     expectSelections(ref, rec.got);
+  });
+});
+
+describe.skipIf(!vk)("gpu/bench.ts", () => {
+  test("benchDevice: device and CPU rates, matching greedy tokens (exact), crossings, frame shares, KV split", async () => {
+    const { benchDevice, formatDeviceBench } = await import("../gpu/bench.ts");
+    const r = benchDevice(genModel({ preset: "tiny", seed: 1 }), { promptTokens: 12, gen: 6, reps: 1, exact: true, chain: { kvBudgetRows: 8, kvBlock: 4 } });
+    expect(r.device_decode_tok_s).toBeGreaterThan(0);
+    expect(r.cpu_decode_tok_s!).toBeGreaterThan(0);
+    expect(r.tokens_match).toBe(true);
+    expect(r.bytes_down_per_token).toBeGreaterThan(0);
+    expect(r.split_frames).toBeGreaterThan(0);
+    const s = r.decode_shares, sum = s.a1 + s.host + s.a2 + s.split + s.record + s.other;
+    expect(sum).toBeGreaterThan(0.99);
+    expect(sum).toBeLessThan(1.01);
+    expect(r.hbm_roofline).toBeGreaterThan(0);
+    expect(formatDeviceBench(r)).toContain("greedy tokens match");
   });
 });
 

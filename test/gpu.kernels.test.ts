@@ -1,15 +1,22 @@
 // Each device shader against its CPU kernel (src/engine/hb.ts) on random inputs: f32 to 1e-5 relative
-// (RoPE 1e-6), the DSA selection exactly (random scores with many ties). Skips without Vulkan/glslc.
+// (RoPE 1e-6), the DSA selection exactly (random scores with many ties); matmul in every weight format
+// (formats.md int8/int4/int2/int4g, bf16, f16), plain, split over chunks and grouped; the attention core
+// over a KV block table with softmax statistics, and the merge of two partials. Skips without Vulkan/glslc.
 import { describe, expect, test } from "bun:test";
-import { attn, dsaSelect, Fmt, indexScores, layernorm, matmul, rmsnorm, rope, swiglu } from "../src/engine/hb.ts";
+import { attn, dsaSelect, Fmt, hb, indexScores, layernorm, matmul, rmsnorm, rope, swiglu } from "../src/engine/hb.ts";
+import { quantize } from "../src/model/quant.ts";
 import type { Mat } from "../src/model/weights.ts";
 import { Kernels, ropeTable, uploadMat, uploadVec } from "../gpu/kernels.ts";
 import { download, downloadI, rand, relErr, runFrame, testDevice, upload } from "../gpu/testkit.ts";
 
 const vk = testDevice();
 
-function matOf(fmt: number, O: number, I: number, seed: number): Mat {
+function matOf(fmt: number, O: number, I: number, seed: number, gs = 32): Mat {
   const f = rand(O * I, seed);
+  if (fmt === Fmt.int4 || fmt === Fmt.int2 || fmt === Fmt.int4g) {
+    const q = quantize({ fmt, gs }, f, O, I);
+    return { name: `fmt${fmt}[${O},${I}]`, fmt, O, I, data: q.q, scales: q.scales, gs: fmt === Fmt.int4g ? gs : 0 };
+  }
   if (fmt === Fmt.f32) return { name: `f32[${O},${I}]`, fmt: Fmt.f32, O, I, data: f, scales: null, gs: 0 };
   if (fmt === Fmt.bf16) {
     const u = new Uint32Array(f.buffer), d = new Uint16Array(O * I);
@@ -30,11 +37,11 @@ function matOf(fmt: number, O: number, I: number, seed: number): Mat {
 describe.skipIf(!vk)("gpu kernels vs CPU", () => {
   const k = vk ? new Kernels(vk) : (null as never);
 
-  for (const fmt of [Fmt.f32, Fmt.int8, Fmt.bf16, Fmt.f16]) {
-    test(`matmul fmt ${fmt}: y [S,O] = W [O,I] · x [S,I], strided rows`, () => {
-      const O = 37, I = 70, S = 3, m = matOf(fmt, O, I, 10 + fmt), x = rand(S * I, 99);
+  for (const [fmt, I] of [[Fmt.f32, 70], [Fmt.int8, 70], [Fmt.bf16, 70], [Fmt.f16, 70], [Fmt.int4, 71], [Fmt.int2, 70], [Fmt.int2, 73], [Fmt.int4g, 96], [Fmt.int4g, 77]]) {
+    test(`matmul fmt ${fmt} I=${I}: y [S,O] = W [O,I] · x [S,I], strided rows`, () => {
+      const O = 37, S = 3, m = matOf(fmt, O, I, 10 + fmt), x = rand(S * I, 99);
       const ref = new Float32Array(S * O);
-      matmul(m.fmt, m.data, m.scales, 0, O, I, x, S, ref);
+      matmul(m.fmt, m.data, m.scales, m.gs, O, I, x, S, ref);
       const W = uploadMat(vk!, m), xb = upload(vk!, x), yb = vk!.buffer(4 * (S * (O + 5) + 3));
       runFrame(vk!, (c) => k.matmul(c, W, { buf: xb }, S, { buf: yb, off: 3 }, { yRow: O + 5 }));
       const y = download(yb, 3 + S * (O + 5));
@@ -44,16 +51,16 @@ describe.skipIf(!vk)("gpu kernels vs CPU", () => {
     });
   }
 
-  for (const fmt of [Fmt.f32, Fmt.int8, Fmt.bf16]) {
-    test(`matmul fmt ${fmt} split over chunks (HB_VK_MAX_CHUNK) equals the CPU`, () => {
-      const O = 301, I = 66, S = 2, m = matOf(fmt, O, I, 20 + fmt), x = rand(S * I, 7);
+  for (const [fmt, I] of [[Fmt.f32, 66], [Fmt.int8, 66], [Fmt.bf16, 66], [Fmt.int4, 67], [Fmt.int2, 69], [Fmt.int4g, 80]]) {
+    test(`matmul fmt ${fmt} I=${I} split over chunks (HB_VK_MAX_CHUNK) equals the CPU`, () => {
+      const O = 301, S = 2, m = matOf(fmt, O, I, 20 + fmt, 16), x = rand(S * I, 7);
       const ref = new Float32Array(S * O);
-      matmul(m.fmt, m.data, m.scales, 0, O, I, x, S, ref);
+      matmul(m.fmt, m.data, m.scales, m.gs, O, I, x, S, ref);
       const saved = process.env.HB_VK_MAX_CHUNK;
       process.env.HB_VK_MAX_CHUNK = "4096";
       let W;
       try { W = uploadMat(vk!, m); } finally { if (saved === undefined) delete process.env.HB_VK_MAX_CHUNK; else process.env.HB_VK_MAX_CHUNK = saved; }
-      expect(W.buf.nchunks).toBeGreaterThan(3);
+      expect(W.buf.nchunks).toBeGreaterThan(1);
       const xb = upload(vk!, x), yb = vk!.buffer(4 * S * O);
       runFrame(vk!, (c) => k.matmul(c, W, { buf: xb }, S, { buf: yb }));
       expect(relErr(download(yb, S * O), ref)).toBeLessThan(1e-5);
@@ -74,6 +81,60 @@ describe.skipIf(!vk)("gpu kernels vs CPU", () => {
       xRow: H * kvr, yRow: H * dv, alpha: 0.5, groups: { G: H, O: dv, wRow0: dn, wGroup: dn + dv, xGroup: kvr, yGroup: dv },
     }));
     expect(relErr(download(yb, S * H * dv), ref)).toBeLessThan(1e-5);
+  });
+
+  for (const fmt of [Fmt.int4g, Fmt.int2]) {
+    test(`grouped matmul over fmt ${fmt} rows (per-head W_V,h of a quantized kv_b)`, () => {
+      const H = 3, dn = 5, dv = 7, kvr = 40, S = 2, m = matOf(fmt, H * (dn + dv), kvr, 15 + fmt, 16), x = rand(S * H * kvr, 16);
+      const ref = new Float32Array(S * H * dv), tmp = new Float32Array(dv), rb = Math.ceil(kvr / (fmt === Fmt.int2 ? 4 : 2));
+      const per = fmt === Fmt.int4g ? Math.ceil(kvr / 16) : 1;
+      for (let s = 0; s < S; s++)
+        for (let h = 0; h < H; h++) {
+          const r0 = h * (dn + dv) + dn;
+          matmul(fmt as 2, (m.data as Uint8Array).subarray(r0 * rb, (r0 + dv) * rb), m.scales!.subarray(r0 * per, (r0 + dv) * per), m.gs, dv, kvr,
+            x.subarray((s * H + h) * kvr, (s * H + h + 1) * kvr), 1, tmp);
+          ref.set(tmp, (s * H + h) * dv);
+        }
+      const W = uploadMat(vk!, m), xb = upload(vk!, x), yb = vk!.buffer(4 * S * H * dv);
+      runFrame(vk!, (c) => k.matmul(c, W, { buf: xb }, S, { buf: yb }, {
+        xRow: H * kvr, yRow: H * dv, groups: { G: H, O: dv, wRow0: dn, wGroup: dn + dv, xGroup: kvr, yGroup: dv },
+      }));
+      expect(relErr(download(yb, S * H * dv), ref)).toBeLessThan(1e-5);
+    });
+  }
+
+  test("attention over a KV block table with statistics, merged with the CPU's partial (hb_attn_stats) = full attention", () => {
+    // MLA absorbed layout; keys of blocks with tab < 0 are the CPU's; device rows permuted by the table
+    const S = 3, H = 4, kvr = 16, dr = 8, W = kvr + dr, T = 40, blk = 4, nb = T / blk, scale = 0.2, topk = 12;
+    const q = rand(S * H * W, 61), cache = rand(T * W, 62, 2);
+    const tab = Int32Array.from({ length: nb }, (_, b) => (b % 3 === 1 ? -1 : (b * 7) % nb)); // resident blocks, permuted
+    const dev = new Float32Array(nb * blk * W);
+    for (let b = 0; b < nb; b++) if (tab[b] >= 0) dev.set(cache.subarray(b * blk * W, (b + 1) * blk * W), tab[b] * blk * W);
+    const sel = new Int32Array(S * topk), nselSel = Int32Array.from([5, 12, 12]), nsel = Int32Array.from([3, 25, 40]);
+    for (let s = 0; s < S; s++) for (let j = 0; j < topk; j++) sel[s * topk + j] = (j * 7 + s * 3) % T;
+    const qb = upload(vk!, q), kb = upload(vk!, dev), tb = upload(vk!, tab), sb = upload(vk!, sel), p = vk!.buffer(4 * S * H * T);
+    for (const useSel of [false, true]) {
+      const ns = useSel ? nselSel : nsel, full = new Float32Array(S * H * kvr);
+      const qo = { a: q, row: H * W, head: W }, ko = { a: cache, row: W, head: 0 };
+      attn(S, H, W, kvr, qo, ko, ko, useSel ? sel : null, ns, topk, scale, { a: full, row: H * kvr, head: kvr });
+      // the CPU's part: the keys of non-resident blocks, with statistics
+      const cpuSel = new Int32Array(S * T), cpuN = new Int32Array(S);
+      for (let s = 0; s < S; s++)
+        for (let j = 0; j < ns[s]; j++) { const t = useSel ? sel[s * topk + j] : j; if (tab[Math.floor(t / blk)] < 0) cpuSel[s * T + cpuN[s]++] = t; }
+      const o2 = new Float32Array(S * H * kvr), st2 = new Float32Array(S * H * 2);
+      hb().hb_attn_stats(S, H, W, kvr, q, H * W, W, cache, W, 0, cache, W, 0, cpuSel, cpuN, T, scale, o2, H * kvr, kvr, st2);
+      const nb_ = upload(vk!, ns), ob = vk!.buffer(4 * S * H * kvr), stb = vk!.buffer(4 * S * H * 2);
+      const o2b = upload(vk!, o2), st2b = upload(vk!, st2);
+      runFrame(vk!, (c) => {
+        k.attn(c, { s0: 0, n: S, H, dk: W, dv: kvr, q: { buf: qb, row: H * W, head: W }, k: { buf: kb, row: W, head: 0 },
+          v: { buf: kb, row: W, head: 0 }, out: { buf: ob, row: H * kvr, head: kvr }, sel: useSel ? sb : null, selRow: topk,
+          nsel: nb_, p, pStride: T, scale, tab: { buf: tb, blk }, stats: stb });
+        c.barrier();
+        k.attnMerge(c, { s0: 0, n: S, H, dv: kvr, o: ob, oRow: H * kvr, oHead: kvr, st: stb, o2: o2b, st2: st2b });
+      });
+      expect(cpuN.some((n) => n > 0)).toBe(true); // the split is real
+      expect(relErr(download(ob, S * H * kvr), full)).toBeLessThan(1e-5);
+    }
   });
 
   test("rmsnorm (strided, in place) and layernorm", () => {
