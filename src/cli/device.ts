@@ -5,17 +5,19 @@ import type { Model } from "../engine/model.ts";
 import type { ForwardOpts } from "../engine/forward.ts";
 import { openDevice, parseDeviceMode } from "../../gpu/device.ts";
 
-export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" } } as const;
+export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" }, "kv-budget": { type: "string" } } as const;
 export const DEVICE_HELP = `--device cpu|vulkan|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU,
-  the CPU otherwise); --device-layers N: only layers [0, N) on the device (a partial chain).`;
+  the CPU otherwise); --device-layers N: only layers [0, N) on the device (a partial chain);
+  --kv-budget ROWS: KV rows per layer kept on the device; past it the cache splits between device and CPU.`;
 
 export interface DeviceRun { forward: ForwardOpts; why: string; summary(): string; close(): void }
 
-export function openDeviceFor(m: Model, v: { device?: string; "device-layers"?: string }, help: string): DeviceRun {
+export function openDeviceFor(m: Model, v: { device?: string; "device-layers"?: string; "kv-budget"?: string }, help: string): DeviceRun {
   let mode;
   try { mode = parseDeviceMode(v.device); } catch (e) { throw new UsageError((e as Error).message, help); }
   const layers = v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help);
-  const { chain, why } = openDevice(m, mode, { layers });
+  const kvBudgetRows = v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help);
+  const { chain, why } = openDevice(m, mode, { layers, kvBudgetRows });
   process.stderr.write(`device: ${chain ? "vulkan" : "cpu"} (${why})\n`);
   return {
     forward: chain ? { executor: chain } : {}, why,
