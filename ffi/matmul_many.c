@@ -1,87 +1,149 @@
-/* libhb batched matmuls: n matrices W_k [O_k, I] applied to the same x [S, I] in one call
- * (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj on one hidden state; an expert's gate ‖ up). Fast mode
- * quantizes x once per activation layout (not once per matrix); one pool job covers the rows of every
- * matrix, so decode pays one wake-up instead of n. Each y_k equals hb_matmul / hb_matmul_q8 of W_k
- * alone, bit for bit (same row kernels). Holds no state (scratch: matmul_q8.c's thread-local buffer). */
+/* libhb batched matmuls: n matrices W_k [O_k, I] in one call, each on the shared x [S, I] or on its own
+ * x_k [S_k, I] (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj on one hidden state; every routed expert's gate ‖
+ * up on that expert's rows, then every down). Fast mode quantizes each distinct activation block once
+ * per layout (not once per matrix), on the pool when it is large; one pool job then covers the rows of
+ * every matrix, so a decode step pays one wake-up instead of n. Each y_k equals hb_matmul /
+ * hb_matmul_q8 of W_k alone, bit for bit (same row kernels, which are batch-invariant).
+ * State: the calling thread's job tables (grown as needed); quantized x in matmul_q8.c's scratch. */
 #include "matmul.h"
 #include "matmul_q8.h"
 #include <stdint.h>
+#include <stdlib.h>
 
+#define MANY_MAX 4096
 
-#define MANY_MAX 16
+typedef struct {                       /* one distinct quantized activation block */
+  const float *x;
+  int S, layout;
+  hb_q8x q;
+} xblock;
+
 typedef struct {
-  int n, first[MANY_MAX + 1];          /* first[k]: global index of W_k's row 0; first[n] = Σ O */
-  int q8[MANY_MAX];                    /* 1: fast kernel */
-  hb_mm mm[MANY_MAX];
-  hb_mm_rows_fn mfn[MANY_MAX];
-  hb_q8 qm[MANY_MAX];
-  hb_q8_rows_fn qfn[MANY_MAX];
+  int n, *first;                       /* first[k]: global index of W_k's row 0; first[n] = Σ O */
+  int *q8;                             /* 1: fast kernel */
+  int *blk;                            /* k -> its activation block (fast kernels) */
+  hb_mm *mm;
+  hb_mm_rows_fn *mfn;
+  hb_q8 *qm;
+  hb_q8_rows_fn *qfn;
+  xblock *xb;                          /* quantization jobs */
+  int nxb, *xrow0;                     /* xrow0[b]: global index of block b's row 0 (quantization split) */
 } many_job;
+
+static many_job *job_tables(int n) {
+  static _Thread_local many_job j;
+  static _Thread_local int cap;
+  if (n > cap) {
+    free(j.first); free(j.q8); free(j.blk); free(j.mm); free(j.mfn); free(j.qm); free(j.qfn); free(j.xb); free(j.xrow0);
+    j.first = malloc((size_t)(n + 1) * sizeof *j.first); j.q8 = malloc((size_t)n * sizeof *j.q8);
+    j.blk = malloc((size_t)n * sizeof *j.blk);
+    j.mm = malloc((size_t)n * sizeof *j.mm); j.mfn = malloc((size_t)n * sizeof *j.mfn);
+    j.qm = malloc((size_t)n * sizeof *j.qm); j.qfn = malloc((size_t)n * sizeof *j.qfn);
+    j.xb = malloc((size_t)n * sizeof *j.xb); j.xrow0 = malloc((size_t)(n + 1) * sizeof *j.xrow0);
+    cap = j.first && j.q8 && j.blk && j.mm && j.mfn && j.qm && j.qfn && j.xb && j.xrow0 ? n : 0;
+    if (!cap) return NULL;
+  }
+  return &j;
+}
 
 static void many_task(void *c, int lo, int hi) {
   const many_job *j = c;
-  for (int k = 0; k < j->n && lo < hi; k++) {
-    const int a = j->first[k], b = j->first[k + 1];
-    if (hi <= a || lo >= b) continue;
-    const int l = (lo > a ? lo : a) - a, h = (hi < b ? hi : b) - a;
+  /* binary search for the first matrix whose rows reach lo */
+  int a = 0, b = j->n - 1;
+  while (a < b) { const int m = (a + b) / 2; if (j->first[m + 1] <= lo) a = m + 1; else b = m; }
+  for (int k = a; k < j->n && j->first[k] < hi; k++) {
+    const int f = j->first[k], e = j->first[k + 1];
+    if (e <= lo) continue;
+    const int l = (lo > f ? lo : f) - f, h = (hi < e ? hi : e) - f;
     if (j->q8[k]) j->qfn[k](&j->qm[k], l, h);
     else if (j->mfn[k]) j->mfn[k](&j->mm[k], l, h);
   }
 }
 
+static void quant_task(void *c, int lo, int hi) {   /* global activation rows [lo, hi) */
+  const many_job *j = c;
+  for (int b = 0; b < j->nxb && lo < hi; b++) {
+    const int f = j->xrow0[b], e = j->xrow0[b + 1];
+    if (hi <= f || lo >= e) continue;
+    xblock *x = &j->xb[b];
+    hb_q8x_quant_rows(&x->q, 0, x->x, (size_t)x->q.I, (lo > f ? lo : f) - f, (hi < e ? hi : e) - f);
+  }
+}
+
 static inline const void *addr(double v) { return (const void *)(uintptr_t)v; }
 
-/* desc: f64[8] per matrix (doubles so JS can store ptr() addresses): fmt, gs, O, W, scales, y, 0, 0.
- * y_k [S, O_k] = W_k · x; exact != 0: f32 activations, else fast mode. n > 16 or a bad descriptor
- * (null W / y, O < 0) leaves that matrix out and its y untouched. */
+/* desc: f64[8] per matrix (doubles so JS can store ptr() addresses):
+ *   fmt, gs, O, W, scales, y, x_k (0 = the shared x), S_k (0 = the shared S).
+ * y_k [S_k, O_k] = W_k · x_k; exact != 0: f32 activations, else fast mode. A bad descriptor (null W / y,
+ * O ≤ 0, S_k < 0) leaves that matrix out and its y untouched; n > 4096 is cut to 4096. */
 void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x, int S) {
-  if (n <= 0 || !desc || !x || S <= 0) return;
+  if (n <= 0 || !desc || I <= 0) return;
   if (n > MANY_MAX) n = MANY_MAX;
-  static _Thread_local many_job j;    /* large: not on the stack; one caller thread at a time */
-  j.n = n;
-  size_t need = 0, maxrow = 0;
-  int layouts[4] = { 0 };
+  many_job *j = job_tables(n);
+  if (!j) return;
+  j->n = n;
+  j->nxb = 0;
+  /* distinct (x, S, layout) blocks to quantize (fast mode) */
+  size_t need = 0;
+  int maxS = 0;
+  int *blk = j->blk;
   for (int k = 0; k < n; k++) {
     const double *d = desc + 8 * k;
-    const int fmt = (int)d[0], gs = (int)d[1];
-    j.q8[k] = !exact && hb_q8_ok(fmt, addr(d[3]), addr(d[4]), gs, I);
-    if (j.q8[k]) layouts[hb_q8_layout(fmt, 0)] = 1;
+    const int fmt = (int)d[0], gs = (int)d[1], Sk = d[7] > 0 ? (int)d[7] : S;
+    const float *xk = d[6] != 0 ? addr(d[6]) : x;
+    j->q8[k] = !exact && Sk > 0 && xk && hb_q8_ok(fmt, addr(d[3]), addr(d[4]), gs, I);
+    blk[k] = -1;
+    if (Sk > maxS) maxS = Sk;
+    if (!j->q8[k]) continue;
+    const int layout = hb_q8_layout(fmt, 0);
+    int b = j->nxb - 1;
+    while (b >= 0 && !(j->xb[b].x == xk && j->xb[b].S == Sk && j->xb[b].layout == layout)) b--;
+    if (b < 0) {
+      b = j->nxb++;
+      j->xb[b] = (xblock){ .x = xk, .S = Sk, .layout = layout };
+      need += hb_q8x_bytes(I, Sk);
+    }
+    blk[k] = b;
   }
-  for (int l = 0; l < 4; l++) if (layouts[l]) need += hb_q8x_bytes(I, S);
   uint8_t *buf = need ? hb_q8_scratch(need) : NULL;
-  hb_q8x qx[4];
-  if (need && !buf) for (int k = 0; k < n; k++) j.q8[k] = 0;   /* out of memory: exact path */
+  if (need && !buf) for (int k = 0; k < n; k++) j->q8[k] = 0;   /* out of memory: exact path */
   else if (need) {
     size_t off = 0;
-    for (int l = 0; l < 4; l++) {
-      if (!layouts[l]) continue;
-      hb_q8x_quant(&qx[l], buf + off, l, 0, x, (size_t)I, I, S);
-      off += hb_q8x_bytes(I, S);
+    int rows = 0;
+    for (int b = 0; b < j->nxb; b++) {
+      hb_q8x_init(&j->xb[b].q, buf + off, j->xb[b].layout, I, j->xb[b].S);
+      off += hb_q8x_bytes(I, j->xb[b].S);
+      j->xrow0[b] = rows;
+      rows += j->xb[b].S;
     }
+    j->xrow0[j->nxb] = rows;
+    /* rows are independent: large blocks (prefill) quantize on the pool */
+    hb_parallel_for(rows, (size_t)rows * I < 65536 ? rows : 8, quant_task, j);
   }
+  size_t maxrow = 0;
   int total = 0;
   for (int k = 0; k < n; k++) {
     const double *d = desc + 8 * k;
-    const int fmt = (int)d[0], gs = (int)d[1], O = (int)d[2];
+    const int fmt = (int)d[0], gs = (int)d[1], O = (int)d[2], Sk = d[7] > 0 ? (int)d[7] : S, b = blk[k];
     const void *W = addr(d[3]);
-    const float *sc = addr(d[4]);
+    const float *sc = addr(d[4]), *xk = d[6] != 0 ? addr(d[6]) : x;
     float *y = (float *)addr(d[5]);
-    j.first[k] = total;
-    j.mfn[k] = NULL;
-    if (O <= 0 || !y) { j.q8[k] = 0; continue; }
-    if (j.q8[k]) {
-      hb_q8_bind(&j.qm[k], fmt, W, sc, gs, O, I, &qx[hb_q8_layout(fmt, 0)], y);
-      j.qfn[k] = hb_q8_kernel(fmt, 0);
+    j->first[k] = total;
+    j->mfn[k] = NULL;
+    if (O <= 0 || !y || Sk <= 0 || !xk) { j->q8[k] = 0; continue; }
+    if (j->q8[k]) {
+      hb_q8_bind(&j->qm[k], fmt, W, sc, gs, O, I, &j->xb[b].q, y);
+      j->qfn[k] = hb_q8_kernel(fmt, 0);
       hb_wbytes_add(hb_q8_wbytes(fmt, O, I, gs));
-      if (j.qm[k].rowb > maxrow) maxrow = j.qm[k].rowb;
+      if (j->qm[k].rowb > maxrow) maxrow = j->qm[k].rowb;
     } else {
-      j.mfn[k] = hb_mm_prepare(&j.mm[k], fmt, W, sc, gs, O, I, x, S, y);
-      if (!j.mfn[k]) continue;             /* y already written (I == 0 or a bad format) */
-      hb_wbytes_add(hb_mm_wbytes(&j.mm[k]));
-      if (j.mm[k].rowb > maxrow) maxrow = j.mm[k].rowb;
+      j->mfn[k] = hb_mm_prepare(&j->mm[k], fmt, W, sc, gs, O, I, xk, Sk, y);
+      if (!j->mfn[k]) continue;        /* y already written (a bad format) */
+      hb_wbytes_add(hb_mm_wbytes(&j->mm[k]));
+      if (j->mm[k].rowb > maxrow) maxrow = j->mm[k].rowb;
     }
     total += O;
   }
-  j.first[n] = total;
-  if (total > 0) hb_parallel_for(total, hb_mm_chunk_rows(total, maxrow, S), many_task, &j);
+  j->first[n] = total;
+  if (total > 0) hb_parallel_for(total, hb_mm_chunk_rows(total, maxrow, maxS), many_task, j);
 }

@@ -206,7 +206,8 @@ size_t hb_q8x_bytes(int I, int S) {
   return (size_t)S * (Ip + Ip / 2 + 12) + (size_t)I + 64;
 }
 
-void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, size_t xstride, int I, int S) {
+/* point q at buf (hb_q8x_bytes(I, S) bytes) for S rows in `layout`; nothing is quantized yet */
+void hb_q8x_init(hb_q8x *q, void *buf, int layout, int I, int S) {
   const int Ip = padded(I);
   const size_t qb = (size_t)S * Ip, cb = (size_t)S * (Ip / 8) * 4;
   uint8_t *b = buf;
@@ -215,11 +216,29 @@ void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, siz
   q->xsum = (int64_t *)(b + ((qb + cb + 7) & ~(size_t)7));
   q->dx = (float *)(q->xsum + S);
   q->I = I; q->Ip = Ip; q->S = S; q->layout = layout;
-  int8_t *tmp = (int8_t *)(q->dx + S);
+}
+
+/* quantize rows [s0, s1) of x (rows at stride xstride floats) into q; safe to run on several threads for
+ * disjoint row ranges (the row scratch is thread-local) */
+void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, int s0, int s1) {
+  static _Thread_local int8_t *tmp;
+  static _Thread_local int cap;
+  if (q->I > cap) {
+    free(tmp);
+    tmp = malloc((size_t)q->I + 64);
+    cap = tmp ? q->I : 0;
+  }
   const int lvl = ref ? HB_SCALAR : hb_simd_level();
-  for (int s = 0; s < S; s++)
-    quant_row(x + (size_t)s * xstride, I, Ip, layout, lvl, q->qx + (size_t)s * Ip,
-              q->corr ? q->corr + (size_t)s * (Ip / 8) : NULL, q->xsum + s, q->dx + s, tmp);
+  for (int s = s0; s < s1; s++) {
+    if (!tmp) { q->dx[s] = NAN; memset(q->qx + (size_t)s * q->Ip, 0, (size_t)q->Ip); q->xsum[s] = 0; continue; }
+    quant_row(x + (size_t)s * xstride, q->I, q->Ip, q->layout, lvl, q->qx + (size_t)s * q->Ip,
+              q->corr ? q->corr + (size_t)s * (q->Ip / 8) : NULL, q->xsum + s, q->dx + s, tmp);
+  }
+}
+
+void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, size_t xstride, int I, int S) {
+  hb_q8x_init(q, buf, layout, I, S);
+  hb_q8x_quant_rows(q, ref, x, xstride, 0, S);
 }
 
 void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y) {
@@ -229,15 +248,16 @@ void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, i
 }
 
 /* rows per claimed chunk: everything on the calling thread for small matrices (a pool wake-up costs more
- * than it saves), else ~8 chunks per thread for S ≤ 4 and ~32 KiB of weights per chunk for larger S */
+ * than it saves), else ~8 chunks per thread (≤ 256 rows) for S ≤ 4 and ~32 KiB of weights per chunk for
+ * larger S; never more than an even share per thread */
 int hb_mm_chunk_rows(int O, size_t rowb, int S) {
   const int nt = hb_nthreads();
   if ((size_t)O * rowb < 49152 || nt <= 1) return O;
   int c;
-  if (S <= 4) c = O / (nt * 8);
+  if (S <= 4) c = O / (nt * 8);                       /* decode: every chunk costs two shared atomics */
   else c = (int)(32768 / (rowb ? rowb : 1));
   if (c < 1) c = 1;
-  if (c > 64) c = 64;
+  if (c > (S <= 4 ? 256 : 64)) c = S <= 4 ? 256 : 64;
   const int share = (O + nt - 1) / nt;
   return c > share ? share : c;
 }

@@ -11,7 +11,7 @@
 #if defined(__clang__)
 #define TD __attribute__((target("dotprod")))
 #else
-#define TD __attribute__((target("+dotprod")))
+#define TD __attribute__((target("arch=armv8.2-a+dotprod")))
 #endif
 #define INL static inline __attribute__((always_inline))
 

@@ -1,7 +1,9 @@
 /* libhb fast-mode matmul kernels for x86 (numerics and activation layouts: matmul_q8.h). Holds no state.
  *  - AVX-512 VNNI: 64 weight bytes per block; vpdpbusd multiplies unsigned weight codes (nibbles, 2-bit
  *    fields) by signed activations; int8 weights are signed, so activations come as q + 128 and
- *    128·Σw (a second vpdpbusd against ones, shared by the S rows) is taken off at the end.
+ *    128·Σw (a vpdpbusd against ones) is taken off at the end. S ≤ 4: one pass over each weight row for
+ *    all rows of x, with a software prefetch 4 KiB ahead on the weight stream (decode is DRAM-bound).
+ *    S > 4: register tiles of 2 weight rows × up to 4 rows of x (x loads shared; Σw once per row).
  *  - AVX2 (also used at the AVX-512-without-VNNI level): 32 weight bytes per block; maddubs + madd
  *    (int8: |w| × x·sign(w), so no pair sum can saturate).
  * int32 lane j of a block always sums weight bytes 4j..4j+3: for int4g that is one 8-element segment,
@@ -126,6 +128,9 @@ T512 int64_t hb_q8_pack_avx512(const int8_t *tmp, int nb, int layout, int8_t *q,
   return _mm512_reduce_add_epi64(tot) - 128 * 128 * (int64_t)nb;
 }
 
+/* software prefetch distance along the weight stream at S ≤ 4 (rows are contiguous, so it runs into the
+ * next rows): the hardware prefetcher alone leaves DRAM bandwidth unused (measured +15-25% at 2 threads) */
+#define Q8_PF 4096
 /* rows of W handled per pass over a block of ≤ 4 activation rows: ~16 KiB of packed weights */
 static inline int subrows(size_t rowb) {
   const size_t r = 16384 / (rowb ? rowb : 1);
@@ -188,8 +193,11 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
   }
   for (int b = 0; b <= nfull; b++) {
     __m512i w;
-    if (b < nfull) w = _mm512_loadu_si512((const void *)(r + 64 * (size_t)b));
-    else if (tailb > 0) w = _mm512_maskz_loadu_epi8((__mmask64)((1ull << tailb) - 1), r + 64 * (size_t)b);
+    if (b < nfull) {
+      w = _mm512_loadu_si512((const void *)(r + 64 * (size_t)b));
+      _mm_prefetch((const char *)(r + 64 * (size_t)b + Q8_PF), _MM_HINT_T0);
+    }
+    else if (tailb > 0) w = _mm512_maskz_loadu_epi8((__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1), r + 64 * (size_t)b);
     else break;
     if (fmt == HB_INT8) {
       for (int k = 0; k < ns; k++) v[k] = _mm512_dpbusd_epi32(v[k], _mm512_loadu_si512((const void *)(q[k] + 64 * (size_t)b)), w);
@@ -235,17 +243,47 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
   }
 }
 
-/* S > 4 register tile: weight rows o, o+1 × activation rows s0..s0+3 (int8, int4, int4g), each (o, s) in
- * exactly dot_vnni's order (same integer sums, same fused epilogue), with the x loads shared by both rows */
-TV INL void tile_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0) {
+/* tree16 of four accumulators at once (the same adds in the same order): lane k of the result = tree of acc k */
+TV INL __m128 tree16x4(__m512 A, __m512 B, __m512 C, __m512 D) {
+  const __m512 xab = _mm512_add_ps(_mm512_shuffle_f32x4(A, B, 0x44), _mm512_shuffle_f32x4(A, B, 0xEE));
+  const __m512 xcd = _mm512_add_ps(_mm512_shuffle_f32x4(C, D, 0x44), _mm512_shuffle_f32x4(C, D, 0xEE));
+  const __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(xab, xcd, 0x88), _mm512_shuffle_f32x4(xab, xcd, 0xDD));
+  const __m512 z = _mm512_add_ps(y, _mm512_permute_ps(y, 0xEE));
+  const __m512 r = _mm512_add_ps(z, _mm512_permute_ps(z, 0x55));
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), r));
+}
+
+/* lane totals of four int32 accumulators at once (exact while |total| < 2^31: rows of ≤ 32768 elements) */
+TV INL __m128i hsum4_i32(__m512i a, __m512i b, __m512i c, __m512i d) {
+  const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+/* Σ w of an int8 row (the +128 offset of the VNNI path), once per row for the S > 4 tiles */
+TV INL int64_t wsum_i8(const uint8_t *r, size_t n) {
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i c = _mm512_setzero_si512();
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) c = _mm512_dpbusd_epi32(c, ones, _mm512_loadu_si512((const void *)(r + i)));
+  if (i < n) c = _mm512_dpbusd_epi32(c, ones, _mm512_maskz_loadu_epi8((__mmask64)((1ull << (n - i)) - 1), r + i));
+  return hsum64(c);
+}
+
+/* S > 4 register tile: weight rows o, o+1 × activation rows s0..s0+ns-1 (ns ≤ 4; missing rows repeat the
+ * last one and are not stored) for int8, int4, int4g; each (o, s) in exactly dot_vnni's order (same integer
+ * sums, same fused epilogue), with the x loads shared by both weight rows */
+TV INL void tile_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, int o, int s0, const int64_t *wsum) {
   const uint8_t *r0 = hb_q8_row(m, o), *r1 = r0 + m->rowb;
   const int I = m->I, epb = fmt == HB_INT8 ? 64 : 128, nfull = I / epb;
   const int tailb = (int)(m->rowb - (size_t)nfull * 64);
   const size_t xs = (size_t)m->Ip, cs = (size_t)m->Ip / 8;
   const int8_t *x0 = m->qx + (size_t)s0 * xs;
   const int32_t *c0 = fmt == HB_INT4G ? m->corr + (size_t)s0 * cs : NULL;
-  const __m512i m4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
-  __m512i v[2][4], cw[2] = { _mm512_setzero_si512(), _mm512_setzero_si512() };
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512i v[2][4];
   __m512 a[2][4];
   for (int j = 0; j < 2; j++)
     for (int k = 0; k < 4; k++) { v[j][k] = _mm512_setzero_si512(); a[j][k] = _mm512_setzero_ps(); }
@@ -260,18 +298,16 @@ TV INL void tile_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
       w0 = _mm512_loadu_si512((const void *)(r0 + 64 * (size_t)b));
       w1 = _mm512_loadu_si512((const void *)(r1 + 64 * (size_t)b));
     } else if (tailb > 0) {
-      const __mmask64 mk = (__mmask64)((1ull << tailb) - 1);
+      const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
       w0 = _mm512_maskz_loadu_epi8(mk, r0 + 64 * (size_t)b);
       w1 = _mm512_maskz_loadu_epi8(mk, r1 + 64 * (size_t)b);
     } else break;
     if (fmt == HB_INT8) {
       for (int k = 0; k < 4; k++) {
-        const __m512i x = _mm512_loadu_si512((const void *)(x0 + k * xs + 64 * (size_t)b));
+        const __m512i x = _mm512_loadu_si512((const void *)(x0 + (size_t)(k < ns ? k : ns - 1) * xs + 64 * (size_t)b));
         v[0][k] = _mm512_dpbusd_epi32(v[0][k], x, w0);
         v[1][k] = _mm512_dpbusd_epi32(v[1][k], x, w1);
       }
-      cw[0] = _mm512_dpbusd_epi32(cw[0], ones, w0);
-      cw[1] = _mm512_dpbusd_epi32(cw[1], ones, w1);
       continue;
     }
     const __m512i lo0 = _mm512_and_si512(w0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(w0, 4), m4);
@@ -280,9 +316,9 @@ TV INL void tile_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
       const __m512 sv0 = scales16(GS, sg0, m->ng, m->gs, b, b == nfull, sidx);
       const __m512 sv1 = scales16(GS, sg1, m->ng, m->gs, b, b == nfull, sidx);
       for (int k = 0; k < 4; k++) {
-        const int8_t *xb = x0 + k * xs + 128 * (size_t)b;
+        const int8_t *xb = x0 + (size_t)(k < ns ? k : ns - 1) * xs + 128 * (size_t)b;
         const __m512i xe = _mm512_loadu_si512((const void *)xb), xo = _mm512_loadu_si512((const void *)(xb + 64));
-        const __m512i c = _mm512_loadu_si512((const void *)(c0 + k * cs + 16 * (size_t)b));
+        const __m512i c = _mm512_loadu_si512((const void *)(c0 + (size_t)(k < ns ? k : ns - 1) * cs + 16 * (size_t)b));
         const __m512i t0 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo0, xe), hi0, xo);
         const __m512i t1 = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo1, xe), hi1, xo);
         a[0][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t0), sv0, a[0][k]);
@@ -290,7 +326,7 @@ TV INL void tile_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
       }
     } else {
       for (int k = 0; k < 4; k++) {
-        const int8_t *xb = x0 + k * xs + 128 * (size_t)b;
+        const int8_t *xb = x0 + (size_t)(k < ns ? k : ns - 1) * xs + 128 * (size_t)b;
         const __m512i xe = _mm512_loadu_si512((const void *)xb), xo = _mm512_loadu_si512((const void *)(xb + 64));
         v[0][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[0][k], lo0, xe), hi0, xo);
         v[1][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[1][k], lo1, xe), hi1, xo);
@@ -298,31 +334,115 @@ TV INL void tile_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
     }
   }
   const int O = m->O;
+  float *y = m->y + (size_t)s0 * O + o;
+  if (fmt == HB_INT4G) {
+    float dd[4];
+    for (int k = 0; k < 4; k++) dd[k] = m->dx[s0 + (k < ns ? k : ns - 1)];
+    const __m128 d = _mm_loadu_ps(dd);
+    for (int j = 0; j < 2; j++) {
+      float out[4];
+      _mm_storeu_ps(out, _mm_mul_ps(tree16x4(a[j][0], a[j][1], a[j][2], a[j][3]), d));
+      for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = out[k];
+    }
+    return;
+  }
   for (int j = 0; j < 2; j++) {
-    const int64_t wsum = fmt == HB_INT8 ? hsum64(cw[j]) : 0;
-    for (int k = 0; k < 4; k++) {
-      const int s = s0 + k;
-      float out;
-      if (fmt == HB_INT4G) out = tree16(a[j][k], m->dx[s]);
-      else {
-        const int64_t isum = hsum64(v[j][k]) - (fmt == HB_INT8 ? 128 * wsum : 8 * m->xsum[s]);
-        out = hb_q8_rowfmt_out(isum, m->sc[o + j], m->dx[s]);
-      }
-      m->y[(size_t)s * O + o + j] = out;
+    int32_t t[4];
+    if (I <= 32768 && fmt != HB_INT8) _mm_storeu_si128((__m128i *)t, hsum4_i32(v[j][0], v[j][1], v[j][2], v[j][3]));
+    for (int k = 0; k < ns; k++) {
+      const int64_t tot = I <= 32768 && fmt != HB_INT8 ? t[k] : hsum64(v[j][k]);
+      const int64_t isum = tot - (fmt == HB_INT8 ? 128 * wsum[j] : 8 * m->xsum[s0 + k]);
+      y[(size_t)k * O + j] = hb_q8_rowfmt_out(isum, m->sc[o + j], m->dx[s0 + k]);
     }
   }
 }
 
+/* S = 1 decode tile: weight rows o..o+3 against row s0 of x (int8, int4, int4g), each row in exactly
+ * dot_vnni's order; four independent streams, setup and reductions shared (rows of a few blocks are common:
+ * the per-row overhead of one-row passes costs as much as the data there) */
+TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0) {
+  const size_t rb = m->rowb;
+  const uint8_t *r = hb_q8_row(m, o);
+  const int I = m->I, epb = fmt == HB_INT8 ? 64 : 128, nfull = I / epb;
+  const int tailb = (int)(rb - (size_t)nfull * 64);
+  const int8_t *x = m->qx + (size_t)s0 * m->Ip;
+  const int32_t *cr = fmt == HB_INT4G ? m->corr + (size_t)s0 * (m->Ip / 8) : NULL;
+  const __m512i m4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
+  __m512i v[4], cw[4];
+  __m512 a[4];
+  for (int j = 0; j < 4; j++) { v[j] = cw[j] = _mm512_setzero_si512(); a[j] = _mm512_setzero_ps(); }
+  const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
+  __m512i sidx = _mm512_setzero_si512();
+  if (fmt == HB_INT4G && (GS ? GS : m->gs) < 128)
+    sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                             (unsigned)(__builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3));
+  for (int b = 0; b <= nfull; b++) {
+    __m512i w[4];
+    if (b < nfull) {
+      for (int j = 0; j < 4; j++) {
+        w[j] = _mm512_loadu_si512((const void *)(r + j * rb + 64 * (size_t)b));
+        _mm_prefetch((const char *)(r + j * rb + 64 * (size_t)b + Q8_PF), _MM_HINT_T0);
+      }
+    } else if (tailb > 0) {
+      const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
+      for (int j = 0; j < 4; j++) w[j] = _mm512_maskz_loadu_epi8(mk, r + j * rb + 64 * (size_t)b);
+    } else break;
+    if (fmt == HB_INT8) {
+      const __m512i xv = _mm512_loadu_si512((const void *)(x + 64 * (size_t)b));
+      for (int j = 0; j < 4; j++) { v[j] = _mm512_dpbusd_epi32(v[j], xv, w[j]); cw[j] = _mm512_dpbusd_epi32(cw[j], ones, w[j]); }
+      continue;
+    }
+    const __m512i xe = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b)), xo = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b + 64));
+    if (fmt == HB_INT4G) {
+      const __m512i c = _mm512_loadu_si512((const void *)(cr + 16 * (size_t)b));
+      for (int j = 0; j < 4; j++) {
+        const __m512i lo = _mm512_and_si512(w[j], m4), hi = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4);
+        const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo, xe), hi, xo);
+        a[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, b, b == nfull, sidx), a[j]);
+      }
+    } else {
+      for (int j = 0; j < 4; j++) {
+        const __m512i lo = _mm512_and_si512(w[j], m4), hi = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4);
+        v[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[j], lo, xe), hi, xo);
+      }
+    }
+  }
+  float *y = m->y + (size_t)s0 * m->O + o;
+  const float d = m->dx[s0];
+  if (fmt == HB_INT4G) {
+    float out[4];
+    _mm_storeu_ps(out, _mm_mul_ps(tree16x4(a[0], a[1], a[2], a[3]), _mm_set1_ps(d)));
+    for (int j = 0; j < 4; j++) y[j] = out[j];
+    return;
+  }
+  int32_t t[4];
+  if (I <= 32768 && fmt != HB_INT8) _mm_storeu_si128((__m128i *)t, hsum4_i32(v[0], v[1], v[2], v[3]));
+  for (int j = 0; j < 4; j++) {
+    const int64_t tot = I <= 32768 && fmt != HB_INT8 ? t[j] : hsum64(v[j]);
+    const int64_t isum = tot - (fmt == HB_INT8 ? 128 * hsum64(cw[j]) : 8 * m->xsum[s0]);
+    y[j] = hb_q8_rowfmt_out(isum, m->sc[o + j], d);
+  }
+}
+
 TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int hi) {
-  const int S = m->S, O = m->O, R = subrows(m->rowb);
+  const int S = m->S, O = m->O, R0 = subrows(m->rowb), R = R0 > 256 ? 256 : R0;
+  const int tiles = S > 1 && fmt != HB_INT2;
   float out[4];
+  int64_t wsum[256];
   for (int o0 = lo; o0 < hi; o0 += R) {
     const int o1 = hi - o0 < R ? hi : o0 + R;
+    if (tiles && fmt == HB_INT8) for (int o = o0; o < o1; o++) wsum[o - o0] = wsum_i8(hb_q8_row(m, o), m->rowb);
     for (int s0 = 0; s0 < S; s0 += 4) {
       const int ns = S - s0 < 4 ? S - s0 : 4;
       int o = o0;
-      if (ns == 4 && S > 4 && fmt != HB_INT2)
-        for (; o + 2 <= o1; o += 2) tile_vnni(fmt, GS, m, o, s0);
+      if (S == 1 && fmt != HB_INT2)
+        for (; o + 4 <= o1; o += 4) dec4_vnni(fmt, GS, m, o, s0);
+      if (tiles && ns >= 2)   /* ns = 1 is cheaper per row than a tile with 3 repeated rows */
+        for (; o + 2 <= o1; o += 2) {
+          if (ns == 4) tile_vnni(fmt, GS, 4, m, o, s0, wsum + (o - o0));
+          else if (ns == 3) tile_vnni(fmt, GS, 3, m, o, s0, wsum + (o - o0));
+          else tile_vnni(fmt, GS, 2, m, o, s0, wsum + (o - o0));
+        }
       for (; o < o1; o++) {
         switch (ns) {
         case 1: dot_vnni(fmt, GS, 1, m, o, s0, out); break;
@@ -398,7 +518,10 @@ T256 INL void dot_avx2(const int fmt, const int ns, const hb_q8 *m, int o, int s
   uint8_t tail[32];
   for (int c = 0; c <= nfull; c++) {
     __m256i w;
-    if (c < nfull) w = _mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)c));
+    if (c < nfull) {
+      w = _mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)c));
+      if (!(c & 1)) _mm_prefetch((const char *)(r + 32 * (size_t)c + Q8_PF), _MM_HINT_T0);
+    }
     else if (tailb > 0) {
       memset(tail, 0, sizeof tail);
       memcpy(tail, r + 32 * (size_t)c, (size_t)tailb);

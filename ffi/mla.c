@@ -91,6 +91,6 @@ void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *
                   .xRow = (size_t)xRow, .xHead = (size_t)xHead, .yRow = (size_t)yRow, .yHead = (size_t)yHead, .y = y };
   hb_wbytes_add((int64_t)H * (int64_t)O * (int64_t)(rb + 4 * spr));
   const int n = S * H;
-  const int small = (size_t)H * O * rb < 49152 || hb_nthreads() <= 1;
-  hb_parallel_for(n, small ? n : 1, head_task, &j);
+  const int th = hb_nthreads(), small = (size_t)H * O * rb < 49152 || th <= 1, per = n / (2 * th);
+  hb_parallel_for(n, small ? n : per < 1 ? 1 : per, head_task, &j);   /* ~2 chunks per thread */
 }

@@ -1,8 +1,10 @@
 // `hummingbird bench`: end-to-end throughput of one model in one run: prefill tok/s of a P-token
 // prompt, greedy decode tok/s over G tokens, the weight bytes read per decoded token (counted by the
 // matmul kernels, not derived from shapes), the machine's memory read bandwidth (libhb's probe: a
-// 1 GiB buffer read by every pool thread, best of 3) and the roofline fraction
-// bytes/token × tok/s ÷ bandwidth. `benchModel` is also used by bench/run.ts. Stateless.
+// 1 GiB buffer read by every pool thread) and the roofline fraction
+// bytes/token × tok/s ÷ bandwidth. On a shared machine both vary from moment to moment: each timed run
+// is preceded by its own probe and the report takes the best of each. `benchModel` is also used by
+// bench/run.ts. Stateless.
 import { type Command, parseCli, required, intOption, UsageError } from "./common.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { argmax, Session } from "../engine/session.ts";
@@ -12,11 +14,11 @@ import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engin
 const help = `usage: hummingbird bench --model DIR [--prompt-tokens 128] [--gen 64] [--reps 2] [--threads N]
        [--exact] [--json]
 
-Loads the model, measures the memory read bandwidth, runs one warm-up generation, then --reps timed
-ones (a fresh conversation each: prefill of --prompt-tokens pseudo-random ids, then --gen greedy
-single-token decode steps) and reports the best prefill and decode rates, the weight bytes the
-matmul kernels read per decoded token, and the roofline fraction (bytes/token × decode tok/s ÷
-bandwidth). --exact: f32 activations (default: fast mode). --threads: pool size (default: HB_THREADS
+Loads the model, runs one warm-up generation, then --reps timed ones (the same conversation emptied
+each time: prefill of --prompt-tokens pseudo-random ids, then --gen greedy single-token decode steps),
+each preceded by a memory read-bandwidth probe (1 GiB read by every pool thread). Reports the best
+prefill and decode rates, the weight bytes the matmul kernels read per decoded token (counted), the best
+bandwidth, and the roofline fraction (bytes/token × decode tok/s ÷ bandwidth). --exact: f32 activations (default: fast mode). --threads: pool size (default: HB_THREADS
 or the physical cores). The machine may be shared: compare runs made in the same invocation.
 ${EXPERT_HELP}`;
 
@@ -38,9 +40,9 @@ export function benchPrompt(V: number, P: number): number[] {
   return ids;
 }
 
-/** One generation on a fresh Session: timed prefill, then `gen` timed greedy decode steps. */
-function once(m: Model, prompt: number[], gen: number, exact: boolean): Timing {
-  const s = new Session(m, { exact });
+/** One generation on `s` (emptied first): timed prefill of the prompt, then `gen` timed greedy decode steps. */
+function once(s: Session, prompt: number[], gen: number): Timing {
+  s.truncate(0);
   const t0 = performance.now();
   let tok = argmax(s.feed(prompt));
   const t1 = performance.now();
@@ -55,13 +57,18 @@ function once(m: Model, prompt: number[], gen: number, exact: boolean): Timing {
   };
 }
 
-/** Best-of-reps timings after one warm-up run (experts read, caches warm). */
-export function timeModel(m: Model, o: BenchOpts): Timing {
-  const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens);
-  once(m, prompt, o.gen, o.exact);
-  const best: Timing = { prefill_tok_s: 0, decode_tok_s: 0, bytes_per_token: 0 };
+/**
+ * Best-of-reps timings after one warm-up run, each rep preceded by a bandwidth probe (best kept too).
+ * One Session serves every run (emptied in between), as a server's would: buffers are allocated and
+ * experts read during the warm-up, not in the timed runs.
+ */
+export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0): Timing & { bw: number } {
+  const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens), s = new Session(m, { exact: o.exact });
+  once(s, prompt, o.gen);
+  const best = { prefill_tok_s: 0, decode_tok_s: 0, bytes_per_token: 0, bw: 0 };
   for (let r = 0; r < Math.max(1, o.reps); r++) {
-    const t = once(m, prompt, o.gen, o.exact);
+    best.bw = Math.max(best.bw, probe());
+    const t = once(s, prompt, o.gen);
     best.prefill_tok_s = Math.max(best.prefill_tok_s, t.prefill_tok_s);
     best.decode_tok_s = Math.max(best.decode_tok_s, t.decode_tok_s);
     best.bytes_per_token = t.bytes_per_token;
@@ -69,14 +76,15 @@ export function timeModel(m: Model, o: BenchOpts): Timing {
   return best;
 }
 
-/** Read bandwidth in bytes/s of this machine (every pool thread; 1 GiB, else 256 MiB when short of memory). */
-export function probeBandwidth(): number {
-  const bw = memBandwidth(1 << 30, 3);
-  return bw > 0 ? bw : memBandwidth(1 << 28, 3);
+/** Read bandwidth in bytes/s of this machine: a 1 GiB buffer (256 MiB when short of memory) read by every
+ *  pool thread, best of `reps` reads. */
+export function probeBandwidth(reps = 3): number {
+  const bw = memBandwidth(1 << 30, reps);
+  return bw > 0 ? bw : memBandwidth(1 << 28, reps);
 }
 
-export function benchModel(m: Model, o: BenchOpts, bw: number): BenchResult {
-  const t = timeModel(m, o);
+export function benchModel(m: Model, o: BenchOpts): BenchResult {
+  const { bw, ...t } = timeModel(m, o, () => probeBandwidth(2));
   return {
     model: m.dir, threads: hb().hb_nthreads(), simd: String(hb().hb_simd_name()), mode: o.exact ? "exact" : "fast",
     prompt_tokens: o.promptTokens, gen: o.gen, ...t,
@@ -114,7 +122,7 @@ export const command: Command = {
     const m = loadModel(required(v, "model", help));
     const experts = attachExperts(m, { ...xo, ctx: o.promptTokens + o.gen + 64, rows: o.promptTokens });
     try {
-      const res = benchModel(m, o, probeBandwidth());
+      const res = benchModel(m, o);
       process.stdout.write((v.json ? JSON.stringify(res) : formatResult(res)) + "\n");
     } finally {
       experts.close();

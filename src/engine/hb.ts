@@ -30,6 +30,9 @@ const symbols = {
   hb_matmul_many: { args: [i32, i32, ptr, i32, ptr, i32], returns: FFIType.void },
   // absorbed-MLA heads: (exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt)
   hb_mla_heads: { args: [i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, ptr, i32], returns: FFIType.void },
+  hb_gather_rows: { args: [ptr, i32, ptr, i32, ptr], returns: FFIType.void }, // (x, D, rows i32[n], n, out [n,D])
+  hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
+  hb_swiglu_par: { args: [ptr, ptr, ptr, i64], returns: FFIType.void }, // hb_swiglu on the pool (same bits)
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
@@ -71,6 +74,16 @@ const symbols = {
   hb_io_munmap: { args: [ptr, i64], returns: i32 },
   hb_io_madvise: { args: [ptr, i64, i32], returns: i32 }, // 3 WILLNEED, 4 DONTNEED
   hb_io_blksize: { args: [i32], returns: i64 },
+  // ---- attention with softmax statistics (ffi/attn_stats.c; used by gpu/ for the KV split) ----
+  // hb_attn's 20 arguments + stats f32 [S·H, 2] = (row max m, Σ exp(score − m)); _ref = scalar kernels
+  hb_attn_stats: {
+    args: [i32, i32, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32, ptr],
+    returns: FFIType.void,
+  },
+  hb_attn_stats_ref: {
+    args: [i32, i32, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32, ptr],
+    returns: FFIType.void,
+  },
 } as const;
 
 type Lib = ReturnType<typeof dlopen<typeof symbols>>["symbols"];
@@ -110,17 +123,24 @@ export function mlaHeads(exact: boolean, S: number, H: number, w: HeadsW, x: Str
   hb().hb_mla_heads(exact ? 1 : 0, S, H, w.fmt, w.W, w.scales, w.gs, w.O, w.I, w.r0, w.rstride, x.a, x.row, x.head,
     xmul, y.a, y.row, y.head, tail, nt);
 }
-const manyDesc = new Float64Array(16 * 8);
-/** ys[k] [S, O_k] = W_k · x [S, I] for up to 16 matrices in one call (x quantized once in fast mode). */
-export function matmulMany(exact: boolean, ws: readonly { fmt: FmtCode; data: Weight; scales: F32 | null; gs: number; O: number }[],
-  ys: readonly F32[], I: number, x: F32, S: number) {
+let manyDesc = new Float64Array(16 * 8);
+/** One matrix of `matmulMany`; x/S: its own activations [S, I] instead of the shared ones. */
+export interface ManyMat { fmt: FmtCode; data: Weight; scales: F32 | null; gs: number; O: number; x?: F32; S?: number }
+/**
+ * ys[k] [S_k, O_k] = W_k · x_k for up to 4096 matrices in one call, x_k [S_k, I] = the shared x [S, I]
+ * unless the matrix brings its own. Fast mode quantizes each distinct activation block once.
+ */
+export function matmulMany(exact: boolean, ws: readonly ManyMat[], ys: readonly F32[], I: number, x: F32 | null, S: number) {
   const n = ws.length;
-  if (n > 16 || ys.length !== n) throw new Error(`matmulMany: ${n} matrices and ${ys.length} outputs (at most 16)`);
+  if (n > 4096 || ys.length !== n) throw new Error(`matmulMany: ${n} matrices and ${ys.length} outputs (at most 4096)`);
+  if (manyDesc.length < 8 * n) manyDesc = new Float64Array(8 * Math.max(n, 2 * manyDesc.length / 8));
   for (let k = 0; k < n; k++) {
-    const w = ws[k], d = 8 * k;
-    if (ys[k].length < S * w.O) throw new Error(`matmulMany: output ${k} holds ${ys[k].length} < ${S}·${w.O} floats`);
+    const w = ws[k], d = 8 * k, Sk = w.S ?? S, xk = w.x ?? x;
+    if (!xk || xk.length < Sk * I) throw new Error(`matmulMany: input ${k} holds ${xk?.length ?? 0} < ${Sk}·${I} floats`);
+    if (ys[k].length < Sk * w.O) throw new Error(`matmulMany: output ${k} holds ${ys[k].length} < ${Sk}·${w.O} floats`);
     manyDesc[d] = w.fmt; manyDesc[d + 1] = w.gs; manyDesc[d + 2] = w.O;
     manyDesc[d + 3] = addr(w.data); manyDesc[d + 4] = w.scales ? addr(w.scales) : 0; manyDesc[d + 5] = addr(ys[k]);
+    manyDesc[d + 6] = w.x ? addr(w.x) : 0; manyDesc[d + 7] = w.S ?? 0;
   }
   hb().hb_matmul_many(exact ? 1 : 0, n, manyDesc, I, x, S);
 }
@@ -133,9 +153,14 @@ export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: numbe
 export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
   hb().hb_layernorm(x, w, b, y, S, D, eps);
 export const softmax = (x: F32, n: number) => hb().hb_softmax(x, n);
-export const swiglu = (g: F32, u: F32, out: F32, n: number) => hb().hb_swiglu(g, u, out, n);
+export const swiglu = (g: F32, u: F32, out: F32, n: number) =>
+  n >= 16384 ? hb().hb_swiglu_par(g, u, out, n) : hb().hb_swiglu(g, u, out, n); // same bits either way
 export const add = (y: F32, x: F32, n: number) => hb().hb_add(y, x, n);
 export const axpy = (y: F32, a: number, x: F32, n: number) => hb().hb_axpy(y, a, x, n);
+/** out[j] = x[rows[j]] for j < n (rows of D floats) */
+export const gatherRows = (x: F32, D: number, rows: Int32Array, n: number, out: F32) => hb().hb_gather_rows(x, D, rows, n, out);
+/** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
+export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
 /** interleaved RoPE in place over S rows × nvec vectors of width dr */
 export function rope(x: F32, S: number, rowStride: number, nvec: number, vecStride: number, dr: number, pos: Int32Array, theta: number) {
   hb().hb_rope(x, S, rowStride, nvec, vecStride, dr, pos, theta);

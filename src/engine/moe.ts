@@ -3,11 +3,13 @@
 // expert execution (each chosen expert runs once over all its rows) and the ungated shared expert.
 // A streamed Moe (src/engine/experts/) resolves the union first and hands experts out resident-first;
 // outputs are still added in ascending expert order, so results do not depend on the cache.
-// Reads x = st.xb [S, D], writes st.ao [S, D]. Stateless apart from RunState scratch.
+// Reads x = st.xb [S, D], writes st.ao [S, D]. Allocation-free per call: routes, the rows grouped by
+// expert and the gates live in RunState; the router's per-row scratch is module-level (grown to E).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { axpy, add, swiglu } from "./hb.ts";
+import { add, gatherRows, scatterAxpy, swiglu } from "./hb.ts";
 import { mm, mmMany } from "./mat.ts";
+import { matmulMany, type ManyMat } from "./hb.ts";
 import type { RunState } from "./state.ts";
 
 /** y [S,D] = W_down (silu(W_gate x) ⊙ W_up x) for S rows of x [S,D] */
@@ -20,22 +22,31 @@ export function mlp(st: RunState, w: Mlp, x: Float32Array, S: number, y: Float32
 
 export interface Route { experts: Int32Array; weights: Float32Array } // [K] each
 
+let rs = new Float64Array(0), rc = new Float64Array(0), top = new Int32Array(0); // router scratch
+
 /** Router for one row: z [E] logits -> the K chosen experts and their gates (spec §3.4). */
 export function route(cfg: Config, z: Float32Array, bias: Float32Array | null, out: Route): void {
   const E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
-  const s = new Float64Array(E), c = new Float64Array(E);
+  if (rs.length < E) { rs = new Float64Array(E); rc = new Float64Array(E); top = new Int32Array(E); }
+  const s = rs, c = rc;
   for (let e = 0; e < E; e++) {
     s[e] = 1 / (1 + Math.exp(-z[e]));
     c[e] = s[e] + (bias ? bias[e] : 0);
   }
   if (cfg.n_group > 1) limitGroups(cfg, c);
-  // top-K of c, ties -> lower expert id
-  const order = Array.from({ length: E }, (_, e) => e);
-  order.sort((a, b) => (c[b] - c[a]) || (a - b));
+  // top-K of c in descending order, ties -> lower expert id (insertion into a sorted list of K)
+  let n = 0;
+  for (let e = 0; e < E; e++) {
+    const v = c[e];
+    if (n === K && !(v > c[top[K - 1]])) continue; // not better than the K-th (equal: the lower id stays)
+    let i = n < K ? n++ : K - 1;
+    while (i > 0 && v > c[top[i - 1]]) { top[i] = top[i - 1]; i--; }
+    top[i] = e;
+  }
   let sum = 0;
-  for (let k = 0; k < K; k++) { out.experts[k] = order[k]; sum += s[order[k]]; }
+  for (let k = 0; k < K; k++) { out.experts[k] = top[k]; sum += s[top[k]]; }
   for (let k = 0; k < K; k++) {
-    let g = s[order[k]];
+    let g = s[top[k]];
     if (cfg.norm_topk_prob) g /= sum + 1e-20;
     out.weights[k] = g * cfg.routed_scaling_factor;
   }
@@ -70,36 +81,75 @@ export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: numbe
 export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
   const D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
   mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
-  const rows: number[][] = Array.from({ length: E }, () => []);
-  const gates: number[][] = Array.from({ length: E }, () => []);
-  const r: Route = { experts: new Int32Array(K), weights: new Float32Array(K) };
+  // route each row, then group the (row, gate) pairs by expert: rows ascending within each expert
+  const off = st.moff, mrows = st.mrows, mgates = st.mgates;
+  off.fill(0);
   for (let s = 0; s < S; s++) {
-    route(cfg, st.z.subarray(s * E, (s + 1) * E), w.bias, r);
-    for (let k = 0; k < K; k++) { rows[r.experts[k]].push(s); gates[r.experts[k]].push(r.weights[k]); }
+    route(cfg, st.z.subarray(s * E, (s + 1) * E), w.bias, { experts: st.mexp.subarray(s * K, (s + 1) * K), weights: st.mgate.subarray(s * K, (s + 1) * K) });
+    for (let k = 0; k < K; k++) off[st.mexp[s * K + k] + 1]++;
   }
+  for (let e = 0; e < E; e++) off[e + 1] += off[e];
+  for (let s = 0; s < S; s++)
+    for (let k = 0; k < K; k++) {
+      const e = st.mexp[s * K + k], at = off[e]++; // off[e] walks to the start of e + 1 ...
+      mrows[at] = s; mgates[at] = st.mgate[s * K + k];
+    }
+  for (let e = E; e > 0; e--) off[e] = off[e - 1]; // ... so shift back: e's rows are [off[e], off[e+1])
+  off[0] = 0;
+  const rows: Int32Array[] = new Array(E), gates: Float32Array[] = new Array(E); // views for the union only
   y.fill(0, 0, S * D);
   const union: number[] = [], counts: number[] = [];
-  for (let e = 0; e < E; e++) if (rows[e].length > 0) { union.push(e); counts.push(rows[e].length); }
+  for (let e = 0; e < E; e++) {
+    const n = off[e + 1] - off[e];
+    if (n === 0) continue;
+    rows[e] = mrows.subarray(off[e], off[e + 1]); gates[e] = mgates.subarray(off[e], off[e + 1]);
+    union.push(e); counts.push(n);
+  }
   const batch = w.resolve?.(union, counts);
   if (!batch) {
-    for (const e of union) {
-      expertRows(st, w.expert(e), x, rows[e], D, st.ye);
-      accumulate(y, rows[e], gates[e], st.ye, D);
-    }
-  } else {
-    try { streamed(st, batch, union, rows, gates, x, D, y); } finally { batch.end(); }
+    batched(st, union.map((e) => w.expert(e)), union, x, D, y);
+    return;
   }
+  try {
+    if (batch.ready && union.every((e) => batch.ready!(e))) { // all in memory: two kernel calls
+      batched(st, union.map((e) => batch.get(e)), union, x, D, y);
+      for (const e of union) batch.release(e);
+    } else streamed(st, batch, union, rows, gates, x, D, y);
+  } finally { batch.end(); }
+}
+
+/**
+ * Every expert of the union at once: all rows gathered (grouped by expert, as st.mrows), every gate ‖ up
+ * in one batched call, one SwiGLU, every down in one call, then y[row] += gate · out in st.mrows order —
+ * ascending expert, rows ascending — the order of the per-expert path, whose results it equals bit for bit.
+ */
+function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D: number, y: Float32Array): void {
+  const off = st.moff, n = off[off.length - 1], F = mlps[0].gate.O;
+  gatherRows(x, D, st.mrows, n, st.exe);
+  const up: ManyMat[] = [], upY: Float32Array[] = [], down: ManyMat[] = [], downY: Float32Array[] = [];
+  union.forEach((e, u) => {
+    const r0 = off[e], k = off[e + 1] - r0, w = mlps[u], xe = st.exe.subarray(r0 * D, (r0 + k) * D);
+    if (w.gate.O !== F || w.up.O !== F || w.down.I !== F) throw new Error(`${w.gate.name}: experts of one layer differ in shape`);
+    up.push({ ...w.gate, x: xe, S: k }, { ...w.up, x: xe, S: k });
+    upY.push(st.ehg.subarray(r0 * F, (r0 + k) * F), st.ehu.subarray(r0 * F, (r0 + k) * F));
+    down.push({ ...w.down, x: st.ehg.subarray(r0 * F, (r0 + k) * F), S: k });
+    downY.push(st.eye.subarray(r0 * D, (r0 + k) * D));
+  });
+  matmulMany(st.exact, up, upY, D, null, 0);
+  swiglu(st.ehg, st.ehu, st.ehg, n * F);
+  matmulMany(st.exact, down, downY, F, null, 0);
+  scatterAxpy(y, D, st.mrows, st.mgates, st.eye, n);
 }
 
 /** ye [n,D] = E(x rows) for the n rows routed to one expert. */
-function expertRows(st: RunState, w: Mlp, x: Float32Array, rows: number[], D: number, ye: Float32Array): void {
-  for (let j = 0; j < rows.length; j++) st.xe.set(x.subarray(rows[j] * D, (rows[j] + 1) * D), j * D);
+function expertRows(st: RunState, w: Mlp, x: Float32Array, rows: Int32Array, D: number, ye: Float32Array): void {
+  gatherRows(x, D, rows, rows.length, st.xe);
   mlp(st, w, st.xe, rows.length, ye);
 }
 
 /** y[row] += gate · ye[j] for the expert's rows. */
-function accumulate(y: Float32Array, rows: number[], gates: number[], ye: Float32Array, D: number): void {
-  for (let j = 0; j < rows.length; j++) axpy(y.subarray(rows[j] * D), gates[j], ye.subarray(j * D), D);
+function accumulate(y: Float32Array, rows: Int32Array, gates: Float32Array, ye: Float32Array, D: number): void {
+  scatterAxpy(y, D, rows, gates, ye, rows.length);
 }
 
 /**
@@ -107,7 +157,7 @@ function accumulate(y: Float32Array, rows: number[], gates: number[], ye: Float3
  * their outputs added to y in ascending expert order all the same (outputs computed ahead of that
  * order wait in the batch's stage), so y is bit-identical whatever was cached.
  */
-function streamed(st: RunState, batch: ExpertBatch, union: number[], rows: number[][], gates: number[][], x: Float32Array, D: number, y: Float32Array): void {
+function streamed(st: RunState, batch: ExpertBatch, union: number[], rows: Int32Array[], gates: Float32Array[], x: Float32Array, D: number, y: Float32Array): void {
   const ahead = new Set<number>();
   let need = 0;
   for (let c = 0, k = 0; k < batch.order.length; k++) {

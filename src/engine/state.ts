@@ -34,6 +34,15 @@ export class RunState {
   xe!: Float32Array;     // [S, D] rows gathered for one expert
   ye!: Float32Array;     // [S, D] that expert's output
   z!: Float32Array;      // [S, E] router logits
+  mexp!: Int32Array;     // [S, K] routed experts of each row (router order)
+  mgate!: Float32Array;  // [S, K] their gates
+  mrows!: Int32Array;    // [S·K] rows grouped by expert (ascending expert, rows ascending within)
+  mgates!: Float32Array; // [S·K] the gates in that order
+  moff!: Int32Array;     // [E + 1] expert e's rows are mrows[moff[e] .. moff[e+1])
+  exe!: Float32Array;    // [S·K, D] the rows of every routed expert, grouped (batched experts)
+  eye!: Float32Array;    // [S·K, D] their outputs
+  ehg!: Float32Array;    // [S·K, moe_inter] gate activations
+  ehu!: Float32Array;    // [S·K, moe_inter] up activations
   logits!: Float32Array; // [S, V]
   ecat!: Float32Array;   // [S, 2D] MTP input [enorm(E[t]) ‖ hnorm(h)]
 
@@ -61,7 +70,12 @@ export class RunState {
     this.sel = new Int32Array(S * Math.max(1, c.index_topk)); this.nsel = new Int32Array(S);
     this.nk = new Int32Array(S); this.pos = new Int32Array(S);
     this.hg = f(S * F); this.hu = f(S * F); this.xe = f(S * D); this.ye = f(S * D);
-    this.z = f(S * c.n_routed_experts); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
+    this.z = f(S * c.n_routed_experts);
+    const SK = S * Math.max(1, c.num_experts_per_tok);
+    this.mexp = new Int32Array(SK); this.mgate = f(SK); this.mrows = new Int32Array(SK); this.mgates = f(SK);
+    this.moff = new Int32Array(c.n_routed_experts + 1);
+    const SKe = c.n_routed_experts > 0 ? SK : 0;
+    this.exe = f(SKe * D); this.eye = f(SKe * D); this.ehg = f(SKe * c.moe_intermediate_size); this.ehu = f(SKe * c.moe_intermediate_size); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
     this.rows = S; this.ctx = T;
   }
 }

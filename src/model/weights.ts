@@ -25,6 +25,9 @@ export interface ExpertBatch {
   readonly order: readonly number[];
   /** expert e, waiting for its read if needed; throws a ModelError when that read failed */
   get(e: number): Mlp;
+  /** optional: e's weights are in memory (get(e) returns without waiting); lets the MoE batch every
+   *  expert of the union into two kernel calls when all are */
+  ready?(e: number): boolean;
   /** e's outputs are computed: its buffer may take the next read */
   release(e: number): void;
   /** scratch [floats] for outputs computed ahead of ascending order (deterministic accumulation) */

@@ -35,7 +35,11 @@ export function runStateBytes(cfg: Config, S: number, T: number): number {
   const perRow = 3 * D + 2 * qr + H * (dn + dr) + (kvr + dr) + H * (kvr + dr) + H * kvr + H * dv + nh * hd + hd + nh
     + T + Math.max(1, cfg.index_topk) + 3 + 2 * F + 2 * D + cfg.n_routed_experts + cfg.vocab_size + 2 * D;
   const perCtx = kvr + H * (dn + dv) + H * (dn + dr);
-  return 4 * (S * perRow + T * perCtx);
+  // MoE routing and the batched experts (state.ts): 4 arrays of K per row, E + 1 offsets, and the rows of
+  // every routed expert: gathered inputs and outputs [K, D], gate / up activations [K, moe_inter]
+  const K = Math.max(1, cfg.num_experts_per_tok), E = cfg.n_routed_experts;
+  const moe = 4 * K + (E > 0 ? 2 * K * D + 2 * K * cfg.moe_intermediate_size : 0);
+  return 4 * (S * (perRow + moe) + T * perCtx + E + 1);
 }
 
 export interface BudgetInput {

@@ -152,6 +152,11 @@ class Batch implements ExpertBatch {
     return s.mlp!;
   }
 
+  ready(e: number): boolean {
+    const s = this.slotOf.get(e);
+    return !!s && s.state === READY;
+  }
+
   release(e: number): void {
     const s = this.slotOf.get(e);
     if (!s) return;

@@ -1,0 +1,40 @@
+/* libhb MoE helpers: gather the rows routed to one expert, add its gated outputs back, and SwiGLU over
+ * every expert's rows on the pool. Gather / scatter are serial (a few rows of D floats each);
+ * hb_scatter_axpy is hb_axpy per row (y += g·ye as a multiply then an add: -std=c11, no contraction) and
+ * hb_swiglu_par is hb_swiglu split into chunks, so both equal their serial counterparts bit for bit.
+ * Holds no state. */
+#include "hb.h"
+#include <string.h>
+
+/* out[j, :] = x[rows[j], :] for j < n; rows of D floats */
+void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out) {
+  if (!x || !rows || !out || D <= 0) return;
+  for (int j = 0; j < n; j++) memcpy(out + (size_t)j * D, x + (size_t)rows[j] * D, (size_t)D * sizeof(float));
+}
+
+typedef struct { const float *g, *u; float *out; } swiglu_job;
+static void swiglu_task(void *c, int lo, int hi) {
+  const swiglu_job *j = c;
+  const size_t a = (size_t)lo * 4096, b = (size_t)hi * 4096;
+  hb_swiglu(j->g + a, j->u + a, j->out + a, (int)(b - a));
+}
+/* out[n] = silu(g)·u as hb_swiglu, in 4096-element chunks on the pool (n must be a multiple of 4096 for the
+ * parallel part; the rest runs here) */
+void hb_swiglu_par(const float *g, const float *u, float *out, int64_t n) {
+  if (!g || !u || !out || n <= 0) return;
+  const int64_t chunks = n / 4096;
+  swiglu_job j = { g, u, out };
+  if (chunks > 0) hb_parallel_for((int)chunks, 1, swiglu_task, &j);
+  const int64_t done = chunks * 4096;
+  if (done < n) hb_swiglu(g + done, u + done, out + done, (int)(n - done));
+}
+
+/* y[rows[j], i] += gates[j] · ye[j, i] for j < n (in order), i < D */
+void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n) {
+  if (!y || !rows || !gates || !ye || D <= 0) return;
+  for (int j = 0; j < n; j++) {
+    float *yr = y + (size_t)rows[j] * D;
+    const float *xr = ye + (size_t)j * D, a = gates[j];
+    for (int i = 0; i < D; i++) yr[i] += a * xr[i];
+  }
+}
