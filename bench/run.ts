@@ -6,13 +6,8 @@
 // more than absolute figures across runs. Holds no state beyond the cache directory.
 // Usage: bun bench/run.ts [--cache DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--json]
 //        (cache: $HB_BENCH_CACHE or ~/.cache/hummingbird/bench; HB_THREADS caps the pool)
-import { existsSync, mkdirSync, rmSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { makeModel } from "../src/model/make-model.ts";
-import { convert } from "../src/model/convert.ts";
-import { parseFmt } from "../src/model/quant.ts";
+import { benchModelDir } from "../src/model/bench-model.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { hb } from "../src/engine/hb.ts";
 import { attachExperts } from "../src/engine/experts/index.ts";
@@ -22,22 +17,7 @@ const { values: v } = parseArgs({
   options: { cache: { type: "string" }, "prompt-tokens": { type: "string" }, gen: { type: "string" }, reps: { type: "string" }, json: { type: "boolean" } },
 });
 const num = (s: string | undefined, d: number) => (s === undefined ? d : Math.max(1, Math.floor(Number(s)) || d));
-const cache = v.cache ?? process.env.HB_BENCH_CACHE ?? join(homedir(), ".cache", "hummingbird", "bench");
-const modelDir = join(cache, "bench-q");
-
-/** the converted model, made once: generate (bf16, ~1.6 GiB) -> convert -> drop the source */
-function ensureModel(): void {
-  if (existsSync(join(modelDir, "config.json")) && existsSync(join(modelDir, "model.safetensors"))) return;
-  const src = join(cache, "bench-src");
-  mkdirSync(cache, { recursive: true });
-  console.error(`bench: generating the bench preset (seed 1) in ${src} ...`);
-  makeModel(src, { preset: "bench", seed: 1 });
-  console.error(`bench: converting to ${modelDir} (experts int4g64, dense int8, mtp int8) ...`);
-  convert(src, modelDir, { experts: parseFmt("int4g64")!, dense: parseFmt("int8")!, mtp: parseFmt("int8")! });
-  rmSync(src, { recursive: true, force: true });
-}
-
-ensureModel();
+const modelDir = benchModelDir(v.cache);
 const lib = hb(), N = lib.hb_init(Number(process.env.HB_THREADS ?? 0) || 0);
 const o = { promptTokens: num(v["prompt-tokens"], 128), gen: num(v.gen, 64), reps: num(v.reps, 2) };
 const m = loadModel(modelDir);

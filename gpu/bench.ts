@@ -7,6 +7,7 @@
 // bandwidth (default 4.8 TB/s, an H200; routed experts stay on the CPU and are not in that figure).
 // `benchDevice(modelDir, opts)` is the API (wired into `hummingbird bench --device vulkan` by the CLI);
 // `bun gpu/bench.ts --model DIR` runs it as a script. On lavapipe the figures only show it works. Stateless.
+import { benchPrompt } from "../src/model/bench-model.ts";
 import { parseArgs } from "node:util";
 import { loadModel, type Model } from "../src/engine/model.ts";
 import { argmax, Session } from "../src/engine/session.ts";
@@ -36,17 +37,6 @@ export interface DeviceBenchResult {
   fallbacks: number;
 }
 
-/** P pseudo-random ids in [3, V): the same fixed LCG as `hummingbird bench` (src/cli/bench.ts benchPrompt),
- * kept here so the CLI can import this module without a cycle. */
-export function benchPrompt(V: number, P: number): number[] {
-  const ids: number[] = [];
-  let a = 12345;
-  for (let i = 0; i < P; i++) {
-    a = (Math.imul(a, 1103515245) + 12345) >>> 0;
-    ids.push(3 + (a % Math.max(1, V - 3)));
-  }
-  return ids;
-}
 
 const snap = (s: ChainStats) => ({ ...s, perLayer: [] as ChainStats["perLayer"] });
 

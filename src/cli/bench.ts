@@ -5,14 +5,25 @@
 // bytes/token × tok/s ÷ bandwidth. On a shared machine both vary from moment to moment: each timed run
 // is preceded by its own probe and the report takes the best of each. `benchModel` is also used by
 // bench/run.ts. Stateless.
-import { type Command, parseCli, required, intOption, UsageError } from "./common.ts";
+import { type Command, parseCli, intOption, UsageError } from "./common.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { argmax, Session } from "../engine/session.ts";
 import { hb, memBandwidth, weightBytes } from "../engine/hb.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { benchCold } from "../engine/experts/bench-cold.ts";
+import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
+import { benchDevice, formatDeviceBench } from "../../gpu/bench.ts";
+import { command as serveBench } from "./bench-serve.ts";
 
-const help = `usage: hummingbird bench --model DIR [--prompt-tokens 128] [--gen 64] [--reps 2] [--threads N]
-       [--exact] [--json]
+const help = `usage: hummingbird bench [--model DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--threads N]
+       [--exact] [--json] [--cold [--expert-cache N]] [--device vulkan [--kv-budget ROWS]]
+       hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8]
+
+Without --model: the bench preset (seed 1; int4g64 experts, int8 dense), made once into a cache folder.
+--cold: expert streaming from a dropped page cache: the experts' read GB/s against the disk's own
+  sequential rate of the same files (measured in the same run), hit rates at 1/8, 1/4, 1/2 of the
+  experts (or --expert-cache N). --device vulkan: the Vulkan chain against the CPU in the same run
+  (tok/s, bytes crossing per token, share of time per frame).
 
 Loads the model, runs one warm-up generation, then --reps timed ones (the same conversation emptied
 each time: prefill of --prompt-tokens pseudo-random ids, then --gen greedy single-token decode steps),
@@ -29,16 +40,6 @@ export interface BenchResult extends Timing {
   decode_ms_per_token: number; membw_gb_s: number; roofline: number;
 }
 
-/** P deterministic pseudo-random token ids in [3, V) (a fixed LCG: the same prompt every run). */
-export function benchPrompt(V: number, P: number): number[] {
-  const ids: number[] = [];
-  let a = 12345;
-  for (let i = 0; i < P; i++) {
-    a = (Math.imul(a, 1103515245) + 12345) >>> 0;
-    ids.push(3 + (a % Math.max(1, V - 3)));
-  }
-  return ids;
-}
 
 /** One generation on `s` (emptied first): timed prefill of the prompt, then `gen` timed greedy decode steps. */
 function once(s: Session, prompt: number[], gen: number): Timing {
@@ -109,9 +110,10 @@ export const command: Command = {
   summary: "prefill / decode throughput, weight bytes per token and the memory roofline",
   help,
   run(argv) {
+    if (argv[0] === "serve") return serveBench.run(argv.slice(1));
     const s = { type: "string" } as const;
     const r = parseCli(argv, { model: s, "prompt-tokens": s, gen: s, reps: s, threads: s, exact: { type: "boolean" },
-      json: { type: "boolean" }, ...expertFlags }, help);
+      json: { type: "boolean" }, cold: { type: "boolean" }, device: s, "kv-budget": s, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const int = (k: string, d: number) => (v[k as keyof typeof v] === undefined ? d : intOption(String(v[k as keyof typeof v]), k, help));
@@ -119,11 +121,28 @@ export const command: Command = {
     if (o.promptTokens < 1) throw new UsageError("--prompt-tokens must be ≥ 1", help);
     const xo = expertOptions(v, help);
     if (v.threads !== undefined) hb().hb_init(intOption(v.threads, "threads", help));
-    const m = loadModel(required(v, "model", help));
+    const dir = v.model ?? benchModelDir();
+    const out = (res: unknown, text: string) => process.stdout.write((v.json ? JSON.stringify(res) : text) + "\n");
+    if (v.cold) {
+      const res = benchCold({ dir, slots: xo.slots ? [xo.slots] : undefined, tokens: o.gen, direct: xo.direct, mmap: xo.mmap,
+        prefetch: xo.prefetch, policy: xo.policy });
+      const runs = res.runs.map((x) => `${String(x.slots).padStart(4)} slots (${(100 * x.fraction).toFixed(1)}% of the experts): hit rate ${(100 * x.decode.hitRate).toFixed(1)}%, ` +
+        `read ${x.decode.readGBs.toFixed(2)} GB/s = ${(100 * x.decode.readGBs / res.diskSeqGBs).toFixed(0)}% of the disk, wait ${x.decode.waitMsPerToken.toFixed(1)} ms/token, ${x.decodeTokS.toFixed(1)} tok/s`);
+      out(res, [`cold experts (${res.mode} reads): disk sequential ${res.diskSeqGBs.toFixed(2)} GB/s over ${(res.fileBytes / 1e9).toFixed(2)} GB`, ...runs].join("\n"));
+      return 0;
+    }
+    if (v.device !== undefined) {
+      if (v.device !== "vulkan") throw new UsageError("--device: bench compares vulkan against the CPU; give --device vulkan", help);
+      const kvBudgetRows = v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help);
+      const res = benchDevice(dir, { promptTokens: o.promptTokens, gen: o.gen, reps: o.reps, exact: o.exact, chain: { kvBudgetRows } });
+      out(res, formatDeviceBench(res));
+      return 0;
+    }
+    const m = loadModel(dir);
     const experts = attachExperts(m, { ...xo, ctx: o.promptTokens + o.gen + 64, rows: o.promptTokens });
     try {
       const res = benchModel(m, o);
-      process.stdout.write((v.json ? JSON.stringify(res) : formatResult(res)) + "\n");
+      out(res, formatResult(res));
     } finally {
       experts.close();
     }
