@@ -47,90 +47,95 @@ hb_attn_kern hb_attn_kern_for(int level) {
   return k;
 }
 
-/* ---------------- hb_attn ---------------- */
-/* Work item = (s, group of G consecutive heads). With shared keys (kHead 0) each key row is loaded once
- * for 4 heads; with shared values (vHead 0) each value chunk once for 4 heads. */
-typedef struct {
-  int S, H, dk, dv, G, ngroups, maxn;
-  const float *q, *k, *v; int qRow, qHead, kRow, kHead, vRow, vHead;
-  const int32_t *sel, *nsel; int selRow; float scale;
-  float *out; int oRow, oHead;
-  hb_attn_kern kn;
-} attn_ctx;
-
+/* ---------------- one quad of heads (shared with attn_stats.c) ---------------- */
+/* With shared keys (kHead 0) each key row is loaded once for 4 heads; with shared values (vHead 0) each
+ * value chunk once for 4 heads. */
 #define KEY(j) ((ptrdiff_t)(sr ? sr[j] : (j)))
-static void attn_item(const attn_ctx *c, int s, int h0, int G, float *p /* [G, maxn] */) {
-  const int n = c->nsel[s] > 0 ? c->nsel[s] : 0;
+void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *st) {
+  const int n = c->nsel[s];
   const int32_t *sr = c->sel ? c->sel + (ptrdiff_t)s * c->selRow : NULL;
   const float *qs = c->q + (ptrdiff_t)s * c->qRow;
   float *os = c->out + (ptrdiff_t)s * c->oRow;
-  if (n == 0) {
-    for (int g = 0; g < G; g++) memset(os + (ptrdiff_t)(h0 + g) * c->oHead, 0, sizeof(float) * (size_t)c->dv);
-    return;
-  }
-  for (int g0 = 0; g0 < G; g0 += 4) {
-    const int ng = G - g0 < 4 ? G - g0 : 4;
-    int hh[4];
-    for (int i = 0; i < 4; i++) hh[i] = h0 + g0 + (i < ng ? i : ng - 1); /* unused lanes repeat the last head */
-    /* pass 1: p[g][j] = scale · q_h·k_t */
-    if (c->kHead == 0 && ng >= 3) {
-      const float *a[4] = { qs + (ptrdiff_t)hh[0] * c->qHead, qs + (ptrdiff_t)hh[1] * c->qHead,
-                            qs + (ptrdiff_t)hh[2] * c->qHead, qs + (ptrdiff_t)hh[3] * c->qHead };
-      float d[8];
-      for (int j = 0; j < n; j += 2) {
-        const int j1 = j + 1 < n ? j + 1 : j;
-        const float *b[2] = { c->k + KEY(j) * c->kRow, c->k + KEY(j1) * c->kRow };
-        c->kn.dot4x2(a, b, c->dk, d);
-        for (int i = 0; i < ng; i++) {
-          float *pg = p + (size_t)(g0 + i) * c->maxn;
-          pg[j] = c->scale * d[2 * i];
-          if (j1 != j) pg[j1] = c->scale * d[2 * i + 1];
-        }
-      }
-    } else {
+  int hh[4];
+  for (int i = 0; i < 4; i++) hh[i] = h0 + (i < ng ? i : ng - 1); /* unused lanes repeat the last head */
+  /* pass 1: p[g][j] = scale · q_h·k_t */
+  if (c->kHead == 0 && ng >= 3) {
+    const float *a[4] = { qs + (ptrdiff_t)hh[0] * c->qHead, qs + (ptrdiff_t)hh[1] * c->qHead,
+                          qs + (ptrdiff_t)hh[2] * c->qHead, qs + (ptrdiff_t)hh[3] * c->qHead };
+    float d[8];
+    for (int j = 0; j < n; j += 2) {
+      const int j1 = j + 1 < n ? j + 1 : j;
+      const float *b[2] = { c->k + KEY(j) * c->kRow, c->k + KEY(j1) * c->kRow };
+      c->kn.dot4x2(a, b, c->dk, d);
       for (int i = 0; i < ng; i++) {
-        const float *a = qs + (ptrdiff_t)hh[i] * c->qHead, *kh = c->k + (ptrdiff_t)hh[i] * c->kHead;
-        float *pg = p + (size_t)(g0 + i) * c->maxn, d[4];
-        for (int j = 0; j < n; j += 4) {
-          const int m = n - j < 4 ? n - j : 4;
-          const float *b[4];
-          for (int r = 0; r < 4; r++) b[r] = kh + KEY(j + (r < m ? r : m - 1)) * c->kRow;
-          c->kn.dot1x4(a, b, c->dk, d);
-          for (int r = 0; r < m; r++) pg[j + r] = c->scale * d[r];
-        }
+        float *pg = p + (size_t)i * c->maxn;
+        pg[j] = c->scale * d[2 * i];
+        if (j1 != j) pg[j1] = c->scale * d[2 * i + 1];
       }
     }
-    /* softmax per head: max-subtracted, f32 exp, double sum */
+  } else {
     for (int i = 0; i < ng; i++) {
-      float *pg = p + (size_t)(g0 + i) * c->maxn, mx = pg[0];
-      for (int j = 1; j < n; j++) if (pg[j] > mx) mx = pg[j];
-      double sum = 0.0;
-      for (int j = 0; j < n; j++) { pg[j] = expf(pg[j] - mx); sum += pg[j]; }
-      for (int j = 0; j < n; j++) pg[j] = (float)((double)pg[j] / sum);
+      const float *a = qs + (ptrdiff_t)hh[i] * c->qHead, *kh = c->k + (ptrdiff_t)hh[i] * c->kHead;
+      float *pg = p + (size_t)i * c->maxn, d[4];
+      for (int j = 0; j < n; j += 4) {
+        const int m = n - j < 4 ? n - j : 4;
+        const float *b[4];
+        for (int r = 0; r < 4; r++) b[r] = kh + KEY(j + (r < m ? r : m - 1)) * c->kRow;
+        c->kn.dot1x4(a, b, c->dk, d);
+        for (int r = 0; r < m; r++) pg[j + r] = c->scale * d[r];
+      }
     }
-    /* pass 2: o_h = Σ_j p_j · v_t, j in list order */
-    const float *pp[4], *vb[4];
-    float *oo[4];
-    for (int i = 0; i < 4; i++) {
-      pp[i] = p + (size_t)(hh[i] - h0) * c->maxn;
-      vb[i] = c->v + (ptrdiff_t)hh[i] * c->vHead;
-      oo[i] = os + (ptrdiff_t)hh[i] * c->oHead;
-    }
-    c->kn.wsum(pp, vb, c->vHead == 0, c->vRow, sr, n, c->dv, oo);
   }
+  /* softmax per head: max-subtracted, f32 exp, double sum; optionally keeping m and l */
+  for (int i = 0; i < ng; i++) {
+    float *pg = p + (size_t)i * c->maxn, mx = pg[0];
+    for (int j = 1; j < n; j++) if (pg[j] > mx) mx = pg[j];
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) { pg[j] = expf(pg[j] - mx); sum += pg[j]; }
+    for (int j = 0; j < n; j++) pg[j] = (float)((double)pg[j] / sum);
+    if (st) { st[2 * i] = mx; st[2 * i + 1] = (float)sum; }
+  }
+  /* pass 2: o_h = Σ_j p_j · v_t, j in list order */
+  const float *pp[4], *vb[4];
+  float *oo[4];
+  for (int i = 0; i < 4; i++) {
+    pp[i] = p + (size_t)(hh[i] - h0) * c->maxn;
+    vb[i] = c->v + (ptrdiff_t)hh[i] * c->vHead;
+    oo[i] = os + (ptrdiff_t)hh[i] * c->oHead;
+  }
+  c->kn.wsum(pp, vb, c->vHead == 0, c->vRow, sr, n, c->dv, oo);
 }
 #undef KEY
 
+/* ---------------- hb_attn ---------------- */
+/* Work item = (s, group of G consecutive heads), run as quads of heads. */
+typedef struct {
+  hb_attn_ops op;
+  int S, H, G, ngroups;
+} attn_ctx;
+
+static void attn_item(const attn_ctx *c, int s, int h0, int G, float *p /* [G, maxn] */) {
+  const hb_attn_ops *op = &c->op;
+  if (op->nsel[s] <= 0) {
+    float *os = op->out + (ptrdiff_t)s * op->oRow;
+    for (int g = 0; g < G; g++) memset(os + (ptrdiff_t)(h0 + g) * op->oHead, 0, sizeof(float) * (size_t)op->dv);
+    return;
+  }
+  for (int g0 = 0; g0 < G; g0 += 4)
+    hb_attn_quad(op, s, h0 + g0, G - g0 < 4 ? G - g0 : 4, p + (size_t)g0 * op->maxn, NULL);
+}
+
 static void attn_task(void *ctx, int lo, int hi) {
   const attn_ctx *c = ctx;
-  float *p = malloc(sizeof(float) * (size_t)c->G * (size_t)(c->maxn > 0 ? c->maxn : 1));
+  const hb_attn_ops *op = &c->op;
+  float *p = malloc(sizeof(float) * (size_t)c->G * (size_t)(op->maxn > 0 ? op->maxn : 1));
   for (int it = lo; it < hi; it++) {
     int s = it / c->ngroups, h0 = (it % c->ngroups) * c->G;
     int G = c->H - h0 < c->G ? c->H - h0 : c->G;
     if (p) { attn_item(c, s, h0, G, p); continue; }
     for (int g = 0; g < G; g++) { /* out of memory: make the failure visible instead of silent */
-      float *o = c->out + (ptrdiff_t)s * c->oRow + (ptrdiff_t)(h0 + g) * c->oHead;
-      for (int e = 0; e < c->dv; e++) o[e] = NAN;
+      float *o = op->out + (ptrdiff_t)s * op->oRow + (ptrdiff_t)(h0 + g) * op->oHead;
+      for (int e = 0; e < op->dv; e++) o[e] = NAN;
     }
   }
   free(p);
@@ -140,9 +145,9 @@ static void attn_run(hb_attn_kern kn, int S, int H, int dk, int dv, const float 
                      int kRow, int kHead, const float *v, int vRow, int vHead, const int32_t *sel,
                      const int32_t *nsel, int selRow, float scale, float *out, int oRow, int oHead) {
   if (S <= 0 || H <= 0 || dk < 0 || dv <= 0 || !q || !k || !v || !nsel || !out) return;
-  attn_ctx c = { S, H, dk, dv, 1, H, 0, q, k, v, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale,
-                 out, oRow, oHead, kn };
-  for (int s = 0; s < S; s++) if (nsel[s] > c.maxn) c.maxn = nsel[s];
+  attn_ctx c = { { dk, dv, 0, q, k, v, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale, out, oRow,
+                   oHead, kn }, S, H, 1, H };
+  for (int s = 0; s < S; s++) if (nsel[s] > c.op.maxn) c.op.maxn = nsel[s];
   /* groups of 8 heads (two quads), or 4, while that still leaves >= 2 items per thread */
   int G = H < 8 ? H : 8;
   while (G > 4 && (long)S * ((H + G - 1) / G) < 2L * hb_nthreads()) G = 4;

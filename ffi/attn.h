@@ -1,5 +1,6 @@
-/* libhb attention internals shared by attn.c (attention core, scalar micro-kernels, dispatch),
- * attn_x86.c (AVX-512 / AVX2+FMA micro-kernels) and dsa.c (indexer scores, top-k). Holds no state.
+/* libhb attention internals shared by attn.c (attention core, one quad of heads, scalar micro-kernels,
+ * dispatch), attn_stats.c (the core with softmax statistics), attn_x86.c (AVX-512 / AVX2+FMA micro-kernels)
+ * and dsa.c (indexer scores, top-k). Holds no state.
  * Every dot product of one (query, key) pair is summed the same way whatever kernel computes it (one
  * accumulator over 16- or 8-wide chunks, tail last), so results depend only on the SIMD level. */
 #ifndef HB_ATTN_H
@@ -15,6 +16,20 @@ typedef void (*hb_dot1x4_fn)(const float *a, const float *const b[4], int n, flo
 typedef void (*hb_wsum_fn)(const float *const p[4], const float *const vb[4], int shared, ptrdiff_t vRow,
                            const int32_t *keys, int n, int dv, float *const o[4]);
 typedef struct { hb_dot4x2_fn dot4x2; hb_dot1x4_fn dot1x4; hb_wsum_fn wsum; } hb_attn_kern;
+
+/* ---------------- one quad of heads ----------------
+ * The operands of an hb_attn-style call (see hb_attn in attn.c for the layout) and the scratch width maxn. */
+typedef struct {
+  int dk, dv, maxn;
+  const float *q, *k, *v; int qRow, qHead, kRow, kHead, vRow, vHead;
+  const int32_t *sel, *nsel; int selRow; float scale;
+  float *out; int oRow, oHead;
+  hb_attn_kern kn;
+} hb_attn_ops;
+/* Row s (nsel[s] > 0 keys), heads h0..h0+ng-1 (1 <= ng <= 4): p[i][j] = scale · q_h·k_t (p = scratch
+ * [ng, maxn]), softmax per head (max-subtracted, f32 exp, double sum), out_h = Σ_j p_j · v_t in list order.
+ * st (may be NULL): st[2i] = max score m, st[2i+1] = l = Σ_j exp(score_j − m) of head h0+i. (attn.c) */
+void hb_attn_quad(const hb_attn_ops *o, int s, int h0, int ng, float *p, float *st);
 
 /* the micro-kernels for a SIMD level (HB_SCALAR: the scalar references) */
 hb_attn_kern hb_attn_kern_for(int level);

@@ -69,17 +69,6 @@ static void mm_task(void *c, int lo, int hi) {
   j->fn(j->m, lo, hi);
 }
 
-static size_t row_bytes(int fmt, int I) {
-  switch (fmt) {
-  case HB_F32: return 4 * (size_t)I;
-  case HB_INT8: return (size_t)I;
-  case HB_INT4: case HB_INT4G: return ((size_t)I + 1) / 2;
-  case HB_INT2: return ((size_t)I + 3) / 4;
-  case HB_BF16: case HB_F16: return 2 * (size_t)I;
-  }
-  return 0;
-}
-
 /* validate, fill hb_mm; returns 0 when y was already written (empty or invalid input) */
 static int mm_setup(hb_mm *m, int fmt, const void *W, const float *scales, int gs, int O, int I,
                     const float *x, int S, float *y) {
@@ -91,7 +80,7 @@ static int mm_setup(hb_mm *m, int fmt, const void *W, const float *scales, int g
   }
   if (I == 0) { memset(y, 0, (size_t)S * O * sizeof *y); return 0; }
   *m = (hb_mm){ .fmt = fmt, .gs = gs, .ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 0, .O = O, .I = I, .S = S,
-                .W = W, .rowb = row_bytes(fmt, I), .sc = scales, .x = x, .y = y };
+                .W = W, .rowb = hb_mm_row_bytes(fmt, I), .sc = scales, .x = x, .y = y };
   return 1;
 }
 

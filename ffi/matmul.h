@@ -1,5 +1,6 @@
-/* libhb matmul internals shared by matmul.c (dispatch, scalar reference) and matmul_x86.c (AVX2 /
- * AVX-512 kernels). Holds no state. One call is described by hb_mm; kernels fill y[:, lo..hi). */
+/* libhb matmul internals shared by matmul.c (dispatch, scalar reference), matmul_x86.c (AVX2 /
+ * AVX-512 kernels) and mla.c (packed row sizes). Holds no state. One call is described by hb_mm; kernels
+ * fill y[:, lo..hi). */
 #ifndef HB_MATMUL_H
 #define HB_MATMUL_H
 #include "hb.h"
@@ -27,6 +28,18 @@ hb_mm_rows_fn hb_mm_prepare(hb_mm *m, int fmt, const void *W, const float *scale
                             const float *x, int S, float *y);
 /* per-thread scratch of n floats (64-byte aligned, reused across calls); NULL when out of memory */
 float *hb_mm_scratch(size_t n);
+
+/* bytes of one packed row of I elements in fmt (0 for an unknown fmt); also used by mla.c */
+static inline size_t hb_mm_row_bytes(int fmt, int I) {
+  switch (fmt) {
+  case HB_F32: return 4 * (size_t)I;
+  case HB_INT8: return (size_t)I;
+  case HB_INT4: case HB_INT4G: return ((size_t)I + 1) / 2;
+  case HB_INT2: return ((size_t)I + 3) / 4;
+  case HB_BF16: case HB_F16: return 2 * (size_t)I;
+  }
+  return 0;
+}
 
 static inline const uint8_t *hb_mm_row(const hb_mm *m, int o) { return m->W + (size_t)o * m->rowb; }
 

@@ -64,17 +64,6 @@ static void head_task(void *c, int lo, int hi) {
   }
 }
 
-static size_t row_bytes(int fmt, int I) {
-  switch (fmt) {
-  case HB_F32: return 4 * (size_t)I;
-  case HB_INT8: return (size_t)I;
-  case HB_INT4: case HB_INT4G: return ((size_t)I + 1) / 2;
-  case HB_INT2: return ((size_t)I + 3) / 4;
-  case HB_BF16: case HB_F16: return 2 * (size_t)I;
-  }
-  return 0;
-}
-
 /* For s < S, h < H: y[s·yRow + h·yHead + o] = Σ_i W[r0 + h·rstride + o, i] · x'[i], o < O, with
  * x' = x[s·xRow + h·xHead + i] (times xmul[h·I + i] when xmul is given); then, when tail is given,
  * y[.. + O + t] = tail[s·xRow + h·xHead + t] for t < nt. W is fmt (0..6) with scales/gs as in hb_matmul. */
@@ -84,7 +73,8 @@ void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *
   if (S <= 0 || H <= 0 || O <= 0 || I <= 0 || !W || !x || !y || fmt < HB_F32 || fmt > HB_F16) return;
   const int quant = fmt >= HB_INT8 && fmt <= HB_INT4G;
   if (quant && (!scales || (fmt == HB_INT4G && gs <= 0))) return;
-  const size_t rb = row_bytes(fmt, I), spr = !quant ? 0 : fmt == HB_INT4G ? (size_t)(I + gs - 1) / gs : 1;
+  const size_t rb = hb_mm_row_bytes(fmt, I);
+  const size_t spr = !quant ? 0 : fmt == HB_INT4G ? (size_t)(I + gs - 1) / gs : 1;
   heads_job j = { .exact = exact, .fmt = fmt, .gs = gs, .O = O, .I = I, .H = H, .nt = nt, .W = W,
                   .sc = quant ? scales : NULL, .hb = (size_t)rstride * rb, .hs = (size_t)rstride * spr,
                   .r0b = (size_t)r0 * rb, .r0s = (size_t)r0 * spr, .x = x, .xmul = xmul, .tail = tail,

@@ -19,6 +19,7 @@ import { demoModelDir } from "../src/model/demo.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
 import { genModel } from "./helpers/models.ts";
 import { relRms } from "./helpers/fixture.ts";
+import { rng } from "./helpers/rng.ts";
 
 const lib = hb();
 const best = lib.hb_simd_force(1);
@@ -30,16 +31,6 @@ function atLevel<T>(level: number, f: () => T): T {
   try { return f(); } finally { lib.hb_simd_force(1); }
 }
 
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const randF32 = (r: () => number, n: number, amp = 1) => Float32Array.from({ length: n }, () => (r() * 2 - 1) * amp);
 const rowBytes = (fmt: FmtCode, I: number) => (fmt === Fmt.int8 ? I : fmt === Fmt.int2 ? Math.ceil(I / 4) : Math.ceil(I / 2));
 interface QW { fmt: FmtCode; W: Uint8Array; scales: Float32Array; gs: number }

@@ -7,8 +7,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
 import { expectSelections, hasTiny, readRef, recordSelections, relRms, TINY } from "./helpers/fixture.ts";
-import { loadModel, newKV, type Model } from "../src/engine/model.ts";
-import { forward, type ForwardOpts } from "../src/engine/forward.ts";
+import { loadModel, newKV } from "../src/engine/model.ts";
+import { forward } from "../src/engine/forward.ts";
 import { RunState } from "../src/engine/state.ts";
 import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
@@ -20,56 +20,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testDevice } from "../gpu/testkit.ts";
+import { chainOpener, Conv, greedy, ids, worst } from "./helpers/chain.ts";
 
 const vk = testDevice();
 const TOL = 1e-4;
 
-/** A conversation driven either by the CPU forward or by a chain. */
-class Conv {
-  kv: KVCache;
-  st: RunState;
-  pos = 0;
-  constructor(readonly m: Model, readonly chain: VulkanChain | null, readonly opts: ForwardOpts = {}) {
-    this.kv = newKV(m);
-    this.st = new RunState(m.cfg);
-  }
-  feed(ids: number[], all = false): Float32Array {
-    const segs = [{ kv: this.kv, r0: 0, n: ids.length, pos0: this.pos }], o = { ...this.opts, logits: all ? "all" as const : "last" as const };
-    const rows = forward(this.m, this.st, segs, ids, this.chain ? { ...o, executor: this.chain } : o);
-    this.pos += ids.length;
-    return this.st.logits.slice(0, rows * this.m.cfg.vocab_size);
-  }
-  truncate(n: number): void { this.kv.truncate(n); this.pos = n; }
-}
-
-function ids(n: number, V: number, seed: number): number[] {
-  let s = seed;
-  return Array.from({ length: n }, () => ((s = (s * 1103515245 + 12345) >>> 0) % (V - 16)) + 16);
-}
-function worst(a: Float32Array, b: Float32Array, V: number): number {
-  let w = 0;
-  for (let p = 0; p < b.length / V; p++) w = Math.max(w, relRms(a.subarray(p * V, (p + 1) * V), b.subarray(p * V, (p + 1) * V)));
-  return w;
-}
-
-/** Prefill + greedy decode on both paths; returns the worst logits error and both token lists. */
-function greedy(m: Model, chain: VulkanChain, prompt: number[], steps: number) {
-  const cpu = new Conv(m, null), dev = new Conv(m, chain), V = m.cfg.vocab_size;
-  let lc = cpu.feed(prompt, true), ld = dev.feed(prompt, true);
-  let err = worst(ld, lc, V);
-  const tc: number[] = [], td: number[] = [];
-  lc = lc.slice(-V); ld = ld.slice(-V);
-  for (let i = 0; i < steps; i++) {
-    tc.push(argmax(lc)); td.push(argmax(ld));
-    lc = cpu.feed([tc[i]]); ld = dev.feed([tc[i]]); // both follow the CPU's tokens: errors stay comparable
-    err = Math.max(err, relRms(ld, lc));
-  }
-  return { err, tc, td };
-}
-
-const chains: VulkanChain[] = [];
-const open = (m: Model, o: Parameters<typeof VulkanChain.open>[1] = {}) => { const c = VulkanChain.open(m, o); chains.push(c); return c; };
-afterAll(() => { for (const c of chains) c.close(); });
+const open = chainOpener();
 
 describe.skipIf(!vk)("vulkan chain: generated model", () => {
   const m = vk ? loadModel(genModel({ preset: "tiny", seed: 1 })) : (null as never);

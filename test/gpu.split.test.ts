@@ -3,7 +3,7 @@
 // generated model and the shared fixture; rewinds; and the multiplexed decode: 4 conversations decoded
 // together as one ragged batch (one row each at its own position) give each one's tokens alone on the
 // CPU, with and without the split. Skips without Vulkan/glslc (and the fixture part without the fixture).
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
 import { expectSelections, hasTiny, readRef, recordSelections, relRms, TINY } from "./helpers/fixture.ts";
 import { loadModel, newKV, type Model } from "../src/engine/model.ts";
@@ -13,57 +13,23 @@ import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
 import { type ChainOpts, VulkanChain } from "../gpu/chain.ts";
 import { testDevice } from "../gpu/testkit.ts";
+import { chainOpener, Conv as BaseConv, greedy as sharedGreedy, ids, worst } from "./helpers/chain.ts";
 
 const vk = testDevice();
 const TOL = 1e-4;
 const TINY_BUDGET: ChainOpts = { kvBudgetRows: 8, kvBlock: 2 }; // 4 blocks of 2 rows per layer, newest 2 always there
 
-class Conv {
-  kv: KVCache;
-  st: RunState;
-  pos = 0;
-  constructor(readonly m: Model, readonly chain: VulkanChain | null, readonly opts: ForwardOpts = {}) {
-    this.kv = newKV(m);
-    this.st = new RunState(m.cfg);
-  }
-  feed(ids: number[], all = false): Float32Array {
-    const segs = [{ kv: this.kv, r0: 0, n: ids.length, pos0: this.pos }];
-    const o: ForwardOpts = { exact: true, ...this.opts, logits: all ? "all" : "last", ...(this.chain ? { executor: this.chain } : {}) };
-    const rows = forward(this.m, this.st, segs, ids, o);
-    this.pos += ids.length;
-    return this.st.logits.slice(0, rows * this.m.cfg.vocab_size);
-  }
+/** Conversations run exact unless opts say otherwise. */
+class Conv extends BaseConv {
+  constructor(m: Model, chain: VulkanChain | null, opts: ForwardOpts = {}) { super(m, chain, { exact: true, ...opts }); }
 }
 
-const ids = (n: number, V: number, seed: number) => {
-  let s = seed;
-  return Array.from({ length: n }, () => ((s = (s * 1103515245 + 12345) >>> 0) % (V - 16)) + 16);
-};
-function worst(a: Float32Array, b: Float32Array, V: number): number {
-  let w = 0;
-  for (let p = 0; p < b.length / V; p++) w = Math.max(w, relRms(a.subarray(p * V, (p + 1) * V), b.subarray(p * V, (p + 1) * V)));
-  return w;
-}
+/** Prefill + greedy decode (exact), each path on its own tokens; returns both token lists and the worst logits
+ * error while they agree. */
+const greedy = (m: Model, chain: VulkanChain, prompt: number[], steps: number, opts: ForwardOpts = {}) =>
+  sharedGreedy(m, chain, prompt, steps, { exact: true, ...opts }, true);
 
-/** Prefill + greedy decode, each path on its own tokens; returns both token lists and the worst logits error
- * while they agree. */
-function greedy(m: Model, chain: VulkanChain, prompt: number[], steps: number, opts: ForwardOpts = {}) {
-  const cpu = new Conv(m, null, opts), dev = new Conv(m, chain, opts), V = m.cfg.vocab_size;
-  let lc = cpu.feed(prompt, true), ld = dev.feed(prompt, true);
-  let err = worst(ld, lc, V);
-  const tc: number[] = [], td: number[] = [];
-  lc = lc.slice(-V); ld = ld.slice(-V);
-  for (let i = 0; i < steps; i++) {
-    tc.push(argmax(lc)); td.push(argmax(ld));
-    lc = cpu.feed([tc[i]]); ld = dev.feed([td[i]]);
-    if (td[i] === tc[i]) err = Math.max(err, relRms(ld, lc));
-  }
-  return { err, tc, td };
-}
-
-const chains: VulkanChain[] = [];
-const open = (m: Model, o: ChainOpts = {}) => { const c = VulkanChain.open(m, o); chains.push(c); return c; };
-afterAll(() => { for (const c of chains) c.close(); });
+const open = chainOpener();
 
 /** The split really ran, and no layer holds more than the budget on the device. */
 function expectSplit(ch: VulkanChain, m: Model): void {
@@ -99,7 +65,7 @@ describe.skipIf(!vk)("vulkan chain, KV split: generated models", () => {
   test("rewind and continue on other tokens: stale resident rows are re-uploaded", () => {
     const ch = open(dsa, TINY_BUDGET), cpu = new Conv(dsa, null), dev = new Conv(dsa, ch), V = dsa.cfg.vocab_size;
     cpu.feed(ids(22, V, 31)); dev.feed(ids(22, V, 31));
-    cpu.kv.truncate(9); cpu.pos = 9; dev.kv.truncate(9); dev.pos = 9;
+    cpu.truncate(9); dev.truncate(9);
     const b = ids(12, V, 32);
     expect(worst(dev.feed(b, true), cpu.feed(b, true), V)).toBeLessThan(TOL);
     for (let i = 0; i < 4; i++) { const t = ids(1, V, 40 + i); expect(relRms(dev.feed(t), cpu.feed(t))).toBeLessThan(TOL); }
