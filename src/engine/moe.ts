@@ -7,9 +7,8 @@
 // expert and the gates live in RunState; the router's per-row scratch is module-level (grown to E).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, gatherRows, scatterAxpy, swiglu } from "./hb.ts";
+import { add, gatherRows, matmulMany, scatterAxpy, swiglu, type ManyMat } from "./hb.ts";
 import { mm, mmMany } from "./mat.ts";
-import { matmulMany, type ManyMat } from "./hb.ts";
 import type { RunState } from "./state.ts";
 
 /** y [S,D] = W_down (silu(W_gate x) ⊙ W_up x) for S rows of x [S,D] */
