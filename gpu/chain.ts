@@ -84,6 +84,8 @@ export class VulkanChain {
   get weightBytes(): number { return this.layers.reduce((t, l) => t + l.bytes, 0); }
   /** device bytes of the KV mirrors now allocated */
   get mirrorBytes(): number { return this.pool.bytes; }
+  /** mirror slots now allocated (at most ChainOpts.slots between forwards) */
+  get mirrorSlots(): number { return this.pool.slots.length; }
 
   /** The executor seam: same contract as forward.ts runLayers for layers [lo, hi) ⊆ [0, n). */
   run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
@@ -136,6 +138,7 @@ export class VulkanChain {
 
     // KV mirrors: upload the host rows each slot lacks below the step's first position (split: per layer,
     // the resident blocks' rows and the block tables)
+    this.pool.trim();
     const busy = new Set<MirrorSlot>();
     const slots = segs.map((g) => {
       const s = this.pool.get(g.kv, busy);
@@ -280,6 +283,7 @@ export class VulkanChain {
       const end = g.pos0 + g.n;
       slots[j].wm.wrote(g.kv, end, { layer: lo, row: end - 1, data: g.kv.kv[lo].subarray((end - 1) * W, end * W) });
     });
+    this.pool.trim(); // a batch with more conversations than `slots` grew the pool for itself only
     st0.forwards++;
     for (const g of segs) st0.tokens += g.n;
   }

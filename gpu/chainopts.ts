@@ -5,7 +5,8 @@ import type { SplitGeom } from "./mirror.ts";
 export interface ChainOpts {
   layers?: number;          // run layers [0, layers) on the device (default: all)
   device?: string | number; // device index or name substring (default: HB_VK_DEVICE, else the best)
-  slots?: number;           // conversations mirrored at once (default 4)
+  slots?: number;           // conversations mirrored at once, a hard cap between forwards (default 4; LRU gives way;
+                            // a batch with more conversations grows the mirrors for itself only)
   fault?: number;           // fake a device loss at the n-th submit (default: HB_VK_FAULT)
   /** KV split: c_kv ‖ k_pe rows per layer per conversation the device keeps (default: HB_VK_KV_ROWS, else all) */
   kvBudgetRows?: number;

@@ -1,11 +1,14 @@
 // `--device vulkan|cpu|auto` policy for the CLI / server: which executor runs the dense layers.
 //  - cpu:    none (the exact CPU forward);
 //  - vulkan: the Vulkan chain on the chosen device (lavapipe included), or an error saying why not;
-//  - auto:   the Vulkan chain when a non-CPU Vulkan device exists (lavapipe is slower than libhb), else cpu.
+//  - auto:   on a non-CPU Vulkan device, a short startup race of the chain against the CPU on the loaded model
+//            (gpu/autopick.ts, about 1 s) and the faster one, `why` giving the figures; CPU Vulkan devices
+//            (lavapipe, slower than libhb) are skipped without measuring; no device: cpu.
 // Importing this module loads nothing native: libvulkan is only dlopen'ed by probe()/open(). Stateless.
 import type { Model } from "../src/engine/model.ts";
 import { type ChainOpts, VulkanChain } from "./chain.ts";
 import { isCpuDevice, pickDevice, probe } from "./vk.ts";
+import { type AutoTiming, measureAuto, pickFaster } from "./autopick.ts";
 
 export type DeviceMode = "cpu" | "vulkan" | "auto";
 export const DEVICE_MODES: readonly DeviceMode[] = ["cpu", "vulkan", "auto"];
@@ -18,8 +21,12 @@ export function parseDeviceMode(s: string | undefined): DeviceMode {
   throw new Error(`--device must be one of ${DEVICE_MODES.join(", ")}, got ${JSON.stringify(s)}`);
 }
 
-/** Open the executor for `mode` (throws only for `vulkan` when no device can run the chain). */
-export function openDevice(m: Model, mode: DeviceMode, o: ChainOpts = {}): DeviceChoice {
+/**
+ * Open the executor for `mode` (throws only for `vulkan` when no device can run the chain). `measure` times
+ * the chain against the CPU in auto mode (default: measureAuto; tests inject figures).
+ */
+export function openDevice(m: Model, mode: DeviceMode, o: ChainOpts = {},
+  measure: (m: Model, chain: VulkanChain) => AutoTiming = measureAuto): DeviceChoice {
   if (mode === "cpu") return { chain: null, why: "--device cpu" };
   const p = probe();
   if (!p.ok) {
@@ -34,7 +41,15 @@ export function openDevice(m: Model, mode: DeviceMode, o: ChainOpts = {}): Devic
   if (mode === "auto" && isCpuDevice(d)) return { chain: null, why: `${d.name} is a CPU Vulkan device: the CPU path is faster` };
   try {
     const chain = VulkanChain.open(m, { ...o, device: d.index });
-    return { chain, why: `${chain.n} layers on ${chain.device}` };
+    if (mode === "vulkan") return { chain, why: `${chain.n} layers on ${chain.device}` };
+    let pick;
+    try { pick = pickFaster(measure(m, chain), chain.device); } catch (e) { chain.close(); throw e; }
+    if (!pick.chain || chain.lost) {
+      const why = chain.lost ? `auto: ${chain.device} lost while measuring (${chain.lostReason})` : pick.why;
+      chain.close();
+      return { chain: null, why };
+    }
+    return { chain, why: `${chain.n} layers on ${chain.device}; ${pick.why}` };
   } catch (e) {
     if (mode === "vulkan") throw e;
     return { chain: null, why: `Vulkan chain unavailable: ${e instanceof Error ? e.message : String(e)}` };

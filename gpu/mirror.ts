@@ -5,7 +5,9 @@
 //  - split (a per-layer row budget): c_kv ‖ k_pe in `slots` blocks of `blk` rows per layer, which blocks
 //    chosen per step by gpu/residency.ts, addressed through a per-layer block table on the device (int32
 //    [blocks] -> slot or −1); the rest stays on the host and the CPU attends over it. Indexer keys stay whole.
-// A slot is reassigned to another conversation least-recently-used first (its watermark then drops to 0).
+// At most `maxSlots` slots (ChainOpts.slots) outlive a batch: a slot is reassigned to another conversation
+// least-recently-used first (its watermark then drops to 0); a batch with more conversations grows the pool
+// for itself only (trimmed back after it).
 // State: the slots and their device buffers (and, split, their residencies).
 import type { KVCache } from "../src/engine/kv.ts";
 import type { Buf, Cmd, Vk } from "./vk.ts";
@@ -122,17 +124,34 @@ export class MirrorPool {
   private clock = 0;
   private syncCmd: Cmd | null = null;
 
-  constructor(private readonly vk: Vk, readonly shape: MirrorShape, readonly maxSlots = 4) {}
+  /**
+   * maxSlots: a hard cap between batches. A conversation without a mirror takes a new slot while fewer than
+   * maxSlots exist, else the slot read longest ago that the current batch does not use gives way (its
+   * watermark drops to 0, its device buffers are reused). A single batch with more conversations than
+   * maxSlots grows the pool for that batch only; `trim()` after the batch frees the extra slots.
+   */
+  constructor(private readonly vk: Vk, readonly shape: MirrorShape, readonly maxSlots = 4) {
+    if (!Number.isInteger(maxSlots) || maxSlots < 1) throw new RangeError(`ChainOpts.slots: need an integer ≥ 1, got ${maxSlots}`);
+  }
 
-  /** The slot for kv (its own, else a new one, else the LRU slot not in `busy`). */
+  /** The slot for kv (its own, else a new one under the cap, else the LRU slot not in `busy`, else a new one). */
   get(kv: KVCache, busy: Set<MirrorSlot>): MirrorSlot {
     let s = this.slots.find((x) => x.wm.holds(kv));
     if (!s) {
-      if (this.slots.length < Math.max(this.maxSlots, busy.size + 1)) this.slots.push((s = new MirrorSlot(this.vk, this.shape, () => (this.syncCmd ??= this.vk.cmd()))));
-      else s = this.slots.filter((x) => !busy.has(x)).sort((a, b) => a.lastUse - b.lastUse)[0];
+      const idle = this.slots.filter((x) => !busy.has(x));
+      if (this.slots.length < this.maxSlots || idle.length === 0)
+        this.slots.push((s = new MirrorSlot(this.vk, this.shape, () => (this.syncCmd ??= this.vk.cmd()))));
+      else s = idle.reduce((a, b) => (b.lastUse < a.lastUse ? b : a));
     }
     s.lastUse = ++this.clock;
     return s;
+  }
+
+  /** Back to at most maxSlots slots (after a batch that outgrew them): the slots read longest ago are freed. */
+  trim(): void {
+    if (this.slots.length <= this.maxSlots) return;
+    this.slots.sort((a, b) => b.lastUse - a.lastUse);
+    for (const s of this.slots.splice(this.maxSlots)) s.free();
   }
 
   /** Device bytes of the KV mirrors now allocated. */

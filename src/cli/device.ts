@@ -6,8 +6,8 @@ import type { ForwardOpts } from "../engine/forward.ts";
 import { openDevice, parseDeviceMode } from "../../gpu/device.ts";
 
 export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" }, "kv-budget": { type: "string" } } as const;
-export const DEVICE_HELP = `--device cpu|vulkan|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU,
-  the CPU otherwise); --device-layers N: only layers [0, N) on the device (a partial chain);
+export const DEVICE_HELP = `--device cpu|vulkan|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU when a
+  short start-up measurement finds it faster, the CPU otherwise); --device-layers N: only layers [0, N) on the device (a partial chain);
   --kv-budget ROWS: KV rows per layer kept on the device; past it the cache splits between device and CPU.`;
 
 export interface DeviceRun { forward: ForwardOpts; why: string; summary(): string; close(): void }
