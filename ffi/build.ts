@@ -98,19 +98,28 @@ export function buildNative(force = false): string {
   return libPath;
 }
 
-let checked: string | null = null;
+const checked = new Map<string, string>();
 
-/** Absolute path of the built library, compiling it first when missing or stale. */
-export function ensureNative(): string {
-  if (checked) return checked;
-  const pre = process.env.HB_LIB;
+/**
+ * Absolute path of a native library (`name`), once per process: the prebuilt one named by the env
+ * variable `env` when set, else `path`, built first by `build` when `fresh()` says it is missing or stale.
+ */
+export function ensureLib(name: string, env: string, path: string, fresh: () => boolean, build: () => unknown): string {
+  const known = checked.get(name);
+  if (known) return known;
+  const pre = process.env[env];
   if (pre) {
-    if (!existsSync(pre)) throw new Error(`libhb: HB_LIB=${pre} does not exist`);
-    return (checked = resolve(pre));
+    if (!existsSync(pre)) throw new Error(`${name}: ${env}=${pre} does not exist`);
+    checked.set(name, resolve(pre));
+  } else {
+    if (!fresh()) build();
+    checked.set(name, path);
   }
-  if (!isFresh()) buildNative();
-  return (checked = libPath);
+  return checked.get(name)!;
 }
+
+/** Absolute path of libhb, compiling it first when missing or stale. */
+export const ensureNative = (): string => ensureLib("libhb", "HB_LIB", libPath, isFresh, buildNative);
 
 if (import.meta.main) {
   const force = process.argv.includes("--force");

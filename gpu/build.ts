@@ -5,6 +5,7 @@
 // Script: `bun gpu/build.ts [--force]`.
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { ensureLib } from "../ffi/build.ts";
 
 const root = resolve(import.meta.dir, "..");
 const srcDir = join(root, "ffi", "vk");
@@ -45,19 +46,8 @@ export function buildVk(): string {
   return vkLibPath;
 }
 
-let checked: string | null = null;
-
 /** Absolute path of the shim, compiling it first when missing or stale. */
-export function ensureVk(): string {
-  if (checked) return checked;
-  const pre = process.env.HB_VK_LIB;
-  if (pre) {
-    if (!existsSync(pre)) throw new Error(`libhbvk: HB_VK_LIB=${pre} does not exist`);
-    return (checked = resolve(pre));
-  }
-  if (!isFresh()) buildVk();
-  return (checked = vkLibPath);
-}
+export const ensureVk = (): string => ensureLib("libhbvk", "HB_VK_LIB", vkLibPath, isFresh, buildVk);
 
 if (import.meta.main) {
   try {
