@@ -5,6 +5,7 @@
  * Float formats (f32, bf16, f16), rows longer than HB_Q8_MAXI and bad calls take the exact path
  * (hb_matmul), so every format is accepted. State: one thread-local scratch buffer per thread. */
 #include "matmul_q8.h"
+#include "matmul.h" /* hb_mm_row_bytes */
 #include <math.h>
 #include <stdlib.h>
 
@@ -16,14 +17,10 @@ void hb_q8_round_avx512(const float *x, int n, float id, int8_t *q);
 int64_t hb_q8_pack_avx512(const int8_t *tmp, int nb, int layout, int8_t *q, int32_t *corr);
 #endif
 
-static size_t q8_rowb(int fmt, int I) {
-  return fmt == HB_INT8 ? (size_t)I : fmt == HB_INT2 ? ((size_t)I + 3) / 4 : ((size_t)I + 1) / 2;
-}
-
 /* weight bytes one call reads: packed rows + scales */
 int64_t hb_q8_wbytes(int fmt, int O, int I, int gs) {
   const int ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1;
-  return (int64_t)O * (int64_t)q8_rowb(fmt, I) + 4 * (int64_t)O * ng;
+  return (int64_t)O * (int64_t)hb_mm_row_bytes(fmt, I) + 4 * (int64_t)O * ng;
 }
 
 /* ---- scalar reference (natural x layout) ---- */
@@ -243,7 +240,7 @@ void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, siz
 
 void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y) {
   *m = (hb_q8){ .fmt = fmt, .gs = gs, .ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1, .O = O, .I = I, .S = q->S,
-                .Ip = q->Ip, .W = W, .rowb = q8_rowb(fmt, I), .sc = scales, .qx = q->qx, .corr = q->corr,
+                .Ip = q->Ip, .W = W, .rowb = hb_mm_row_bytes(fmt, I), .sc = scales, .qx = q->qx, .corr = q->corr,
                 .xsum = q->xsum, .dx = q->dx, .y = y };
 }
 

@@ -2,15 +2,11 @@
  * for fmt 4): qmax = 2^(bits-1) - 1, s = max(amax/qmax, 1e-8), v = clamp(rint(w/s), lo, qmax) with rint
  * rounding half to even. Packing: int4 even i = low nibble (v+8); int2 bits 2(i mod 4) hold v+2.
  * Parallel over rows on the pool. Scalar only: conversion is I/O-bound. Holds no state. */
-#include "hb.h"
+#include "matmul.h" /* hb_mm_row_bytes */
 #include <math.h>
 #include <string.h>
 
 typedef struct { int fmt, gs, O, I; const float *W; uint8_t *q; float *s; } qjob;
-
-static size_t row_bytes(int fmt, int I) {
-  return fmt == HB_INT8 ? (size_t)I : fmt == HB_INT2 ? (size_t)(I + 3) / 4 : (size_t)(I + 1) / 2;
-}
 
 static void quant_span(int fmt, const float *w, int n, int i0, float *sc, uint8_t *row) {
   int bits = fmt == HB_INT8 ? 8 : fmt == HB_INT2 ? 2 : 4;
@@ -32,7 +28,7 @@ static void quant_span(int fmt, const float *w, int n, int i0, float *sc, uint8_
 
 static void quant_task(void *c, int lo, int hi) {
   const qjob *j = c;
-  size_t rb = row_bytes(j->fmt, j->I);
+  size_t rb = hb_mm_row_bytes(j->fmt, j->I);
   int ng = j->fmt == HB_INT4G ? (j->I + j->gs - 1) / j->gs : 1, gs = j->fmt == HB_INT4G ? j->gs : j->I;
   for (int o = lo; o < hi; o++) {
     uint8_t *row = j->q + (size_t)o * rb;
@@ -44,7 +40,7 @@ static void quant_task(void *c, int lo, int hi) {
   }
 }
 
-/* W [O, I] f32 -> q (O·row_bytes) + scales ([O] or [O, ⌈I/gs⌉]); returns 0, or -1 for a bad fmt/gs */
+/* W [O, I] f32 -> q (O·hb_mm_row_bytes) + scales ([O] or [O, ⌈I/gs⌉]); returns 0, or -1 for a bad fmt/gs */
 int hb_quantize(int fmt, const float *W, int O, int I, int gs, uint8_t *q, float *scales) {
   if (fmt < HB_INT8 || fmt > HB_INT4G || (fmt == HB_INT4G && gs <= 0)) return -1;
   qjob j = { fmt, gs, O, I, W, q, scales };
