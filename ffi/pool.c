@@ -32,7 +32,6 @@ static struct {
   int n, chunk;
   atomic_int stop;                     /* tells workers to exit (read right after a new gen) */
   atomic_long next;                    /* next unclaimed index (long: overshoot past n never wraps) */
-  atomic_int done;                     /* items finished */
   atomic_uint closed;                  /* last generation whose items are all done: no joining it */
   atomic_int users;                    /* workers inside the job */
   atomic_uint gen;
@@ -55,14 +54,22 @@ static long now_ns(void) {
   return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
+/* Guided claiming: each claim takes a share of what is left (remaining / (2·threads), rounded up to a whole
+ * number of `chunk`s, at least one), so a job costs O(threads · log) claims instead of n / chunk, while
+ * the last claims stay small for balance. Completion needs no per-chunk counter: a chunk is only ever
+ * run by a thread counted in `users` (or by the caller), and the caller waits for `users` to drain. */
 static void run_chunks(void) {
   const int n = P.n, chunk = P.chunk;
-  for (;;) {
-    const long lo = atomic_fetch_add_explicit(&P.next, chunk, memory_order_relaxed);
-    if (lo >= n) break;
-    const int hi = n - lo < chunk ? n : (int)lo + chunk;
+  const long split = 2L * (P.nworkers + 1);
+  long lo = atomic_load_explicit(&P.next, memory_order_relaxed);
+  while (lo < n) {
+    long take = (n - lo) / split;
+    take = take <= chunk ? chunk : (take + chunk - 1) / chunk * chunk;
+    if (!atomic_compare_exchange_weak_explicit(&P.next, &lo, lo + take, memory_order_relaxed, memory_order_relaxed))
+      continue;                        /* lo now holds the current value: retry from there */
+    const int hi = n - lo < take ? n : (int)(lo + take);
     P.fn(P.ctx, (int)lo, hi);
-    atomic_fetch_add_explicit(&P.done, hi - (int)lo, memory_order_release);
+    lo = atomic_load_explicit(&P.next, memory_order_relaxed);
   }
 }
 
@@ -179,14 +186,10 @@ void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) {
   tl_in_pool = 1;
   P.fn = fn; P.ctx = ctx; P.n = n; P.chunk = chunk;
   atomic_store(&P.next, 0);
-  atomic_store(&P.done, 0);
   const unsigned g = publish();
-  run_chunks();
-  for (int k = 0; atomic_load_explicit(&P.done, memory_order_acquire) < n; k++) {
-    if (k < 4096) cpu_relax(); else sched_yield();   /* let a preempted worker finish its chunk */
-  }
-  atomic_store(&P.closed, g);
-  for (int k = 0; atomic_load_explicit(&P.users, memory_order_acquire) != 0; k++) {
+  run_chunks();                            /* returns once every item is claimed */
+  atomic_store(&P.closed, g);              /* no late joiners; then wait for the workers still inside */
+  for (int k = 0; atomic_load(&P.users) != 0; k++) {   /* seq_cst: pairs with the workers' join */
     if (k < 4096) cpu_relax(); else sched_yield();
   }
   tl_in_pool = 0;

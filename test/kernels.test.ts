@@ -269,12 +269,36 @@ describe("norms and element-wise", () => {
         const want = (g[i] / (1 + Math.exp(-g[i]))) * u[i];
         expect(Math.abs(out[i] - want)).toBeLessThanOrEqual(1e-6 * Math.abs(want) + 1e-30);
       }
+      // SIMD lanes and the scalar tail give the same bits: each element alone equals it inside the array
+      const one = new Float32Array(1);
+      for (let i = 0; i < n; i++) {
+        swiglu(g.subarray(i, i + 1), u.subarray(i, i + 1), one, 1);
+        expect(one[0]).toBe(out[i]);
+      }
       const y = randF32(r, n), y0 = y.slice(), x = randF32(r, n), a = Math.fround(0.37);
       add(y, x, n);
       for (let i = 0; i < n; i++) expect(y[i]).toBe(Math.fround(y0[i] + x[i]));
       const y1 = y.slice();
       axpy(y, a, x, n);
       for (let i = 0; i < n; i++) expect(y[i]).toBe(Math.fround(y1[i] + Math.fround(a * x[i])));
+    }
+  });
+  test("swiglu: extreme and non-finite gates, lane / tail agreement", () => {
+    const special = [0, -0, 1e-30, -1e-30, 20, -20, 87, -87, 88.5, -88.5, 100, -100, 1e30, -1e30, Infinity, -Infinity, NaN];
+    const n = 40, g = new Float32Array(n), u = new Float32Array(n).fill(1.5), out = new Float32Array(n), one = new Float32Array(1);
+    for (let i = 0; i < n; i++) g[i] = special[i % special.length];
+    swiglu(g, u, out, n);
+    for (const level of levels) { // every SIMD level gives the same bits
+      const o = atLevel(level, () => { const o = new Float32Array(n); swiglu(g, u, o, n); return o; });
+      expect(new Uint32Array(o.buffer)).toEqual(new Uint32Array(out.buffer));
+    }
+    for (let i = 0; i < n; i++) {
+      swiglu(g.subarray(i, i + 1), u.subarray(i, i + 1), one, 1);
+      expect(Object.is(one[0], out[i]) || (Number.isNaN(one[0]) && Number.isNaN(out[i]))).toBe(true);
+      const want = g[i] === -Infinity ? NaN : (g[i] / (1 + Math.exp(-g[i]))) * 1.5;
+      if (Number.isNaN(want)) expect(Number.isNaN(out[i])).toBe(true);
+      else if (!Number.isFinite(want)) expect(out[i]).toBe(want);
+      else expect(Math.abs(out[i] - want)).toBeLessThanOrEqual(1e-6 * Math.abs(want) + 1e-30);
     }
   });
   test("rope: interleaved pairs, strided rows/vectors, other elements untouched", () => {
