@@ -27,6 +27,7 @@ typedef struct {
   int fmt, gs, ng, O, I, S;
   int Ip;                  /* I rounded up to HB_Q8_PAD: the row stride of qx */
   const uint8_t *W;        /* packed W [O, rowb] */
+  const uint8_t *Wend;     /* W + O·rowb: software prefetches stop there */
   size_t rowb;
   const float *sc;         /* [O] or [O, ng] */
   const int8_t *qx;        /* [S, Ip] quantized x (layout: natural for scalar, see above for SIMD) */

@@ -49,7 +49,7 @@ describe("q8 kernels", () => {
     for (const [name, fmt] of QFMTS)
       for (const I of [1, 7, 64, 127, 128, 129, 200, 256, 300, 1000])
         for (const gs of fmt === Fmt.int4g ? [8, 16, 32, 64, 128, 256] : [0])
-          for (const O of [1, 5, 33]) {
+          for (const O of [1, 5, 7, 33, 38]) { // tiles of 4 and 2 weight rows, single rows, two subrow passes
             const S = 9, w = randQ(r, fmt, O, I, gs), x = randF32(r, S * I, 3);
             x[5] = 0; if (I > 3) x.fill(0, 2 * I, 3 * I); // an all-zero row
             const ref = new Float32Array(S * O);
