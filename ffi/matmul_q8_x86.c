@@ -284,19 +284,19 @@ TV INL void tile_block(const int fmt, const int nr, const int ns, const __m512i 
                        size_t xs, const int32_t *c0, size_t cs, int b, __m512i v[4][4], __m512 a[4][4]) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   if (fmt == HB_INT8) {
-    for (int k = 0; k < 4; k++) {
-      const __m512i x = _mm512_loadu_si512((const void *)(x0 + (size_t)(k < ns ? k : ns - 1) * xs + 64 * (size_t)b));
+    for (int k = 0; k < ns; k++) {
+      const __m512i x = _mm512_loadu_si512((const void *)(x0 + (size_t)k * xs + 64 * (size_t)b));
       for (int j = 0; j < nr; j++) v[j][k] = _mm512_dpbusd_epi32(v[j][k], x, w[j]);
     }
     return;
   }
   __m512i lo[4], hi[4];
   for (int j = 0; j < nr; j++) { lo[j] = _mm512_and_si512(w[j], m4); hi[j] = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4); }
-  for (int k = 0; k < 4; k++) {
-    const int8_t *xb = x0 + (size_t)(k < ns ? k : ns - 1) * xs + 128 * (size_t)b;
+  for (int k = 0; k < ns; k++) {
+    const int8_t *xb = x0 + (size_t)k * xs + 128 * (size_t)b;
     const __m512i xe = _mm512_loadu_si512((const void *)xb), xo = _mm512_loadu_si512((const void *)(xb + 64));
     if (fmt == HB_INT4G) {
-      const __m512i c = _mm512_loadu_si512((const void *)(c0 + (size_t)(k < ns ? k : ns - 1) * cs + 16 * (size_t)b));
+      const __m512i c = _mm512_loadu_si512((const void *)(c0 + (size_t)k * cs + 16 * (size_t)b));
       for (int j = 0; j < nr; j++) {
         const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo[j], xe), hi[j], xo);
         a[j][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), sv[j], a[j][k]);
@@ -306,8 +306,8 @@ TV INL void tile_block(const int fmt, const int nr, const int ns, const __m512i 
   }
 }
 
-/* Register tile: weight rows o..o+nr-1 (nr = TILE_NR or 2) × activation rows s0..s0+ns-1 (ns ≤ 4; missing
- * rows repeat the last one and are not stored) for int8, int4, int4g; each (o, s) in exactly dot_vnni's order
+/* Register tile: weight rows o..o+nr-1 (nr = TILE_NR or 2) × activation rows s0..s0+ns-1 (ns ≤ 4)
+ * for int8, int4, int4g; each (o, s) in exactly dot_vnni's order
  * (same integer sums, same fused epilogue), with the x loads shared by the weight rows. Full blocks run in a
  * loop of their own (the first pass over these rows prefetches ahead: it streams them from memory), then
  * the partial last block through masked loads. */
@@ -354,14 +354,15 @@ TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, c
     const __m128 d = _mm_loadu_ps(dd);
     for (int j = 0; j < nr; j++) {
       float out[4];
-      _mm_storeu_ps(out, _mm_mul_ps(tree16x4(a[j][0], a[j][1], a[j][2], a[j][3]), d));
+      _mm_storeu_ps(out, _mm_mul_ps(tree16x4(a[j][0], a[j][ns > 1], a[j][ns > 2 ? 2 : 0], a[j][ns > 3 ? 3 : 0]), d));
       for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = out[k];
     }
     return;
   }
   for (int j = 0; j < nr; j++) {
     int32_t t[4];
-    if (I <= 32768 && fmt != HB_INT8) _mm_storeu_si128((__m128i *)t, hsum4_i32(v[j][0], v[j][1], v[j][2], v[j][3]));
+    if (I <= 32768 && fmt != HB_INT8)
+      _mm_storeu_si128((__m128i *)t, hsum4_i32(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]));
     for (int k = 0; k < ns; k++) {
       const int64_t tot = I <= 32768 && fmt != HB_INT8 ? t[k] : hsum64(v[j][k]);
       const int64_t isum = tot - (fmt == HB_INT8 ? 128 * wsum[j] : 8 * m->xsum[s0 + k]);
@@ -450,7 +451,7 @@ TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int h
       int o = o0;
       if (ns == 1 && fmt != HB_INT2)   /* decode, or the last row of a batch */
         for (; o + 4 <= o1; o += 4) dec4_vnni(fmt, GS, m, o, s0);
-      if (tiles && ns >= 2) {  /* ns = 1 is cheaper per row than a tile with 3 repeated rows */
+      if (tiles && ns >= 2) {  /* ns = 1 took the 4-row decode kernel */
         for (; o + TILE_NR <= o1; o += TILE_NR) {
           if (ns == 4) tile_vnni(fmt, GS, TILE_NR, 4, m, o, s0, wsum + (o - o0));
           else if (ns == 3) tile_vnni(fmt, GS, TILE_NR, 3, m, o, s0, wsum + (o - o0));

@@ -99,15 +99,31 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   if (!useSel) st.nsel.set(st.nk.subarray(0, S));
   const topk = Math.max(1, cfg.index_topk);
 
-  for (const g of segs) {
-    const T = g.pos0 + g.n, sel = useSel ? st.sel.subarray(g.r0 * topk) : null;
-    const nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
-    const naive = mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, T));
+  // each segment in the cheaper exact form; the absorbed ones share their per-row head projections (one
+  // call each side for all of them: the kernels give every row the same bits whatever the batch)
+  const naive = segs.map((g) => mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, g.pos0 + g.n)));
+  const abs = segs.filter((_, k) => !naive[k]);
+  const ab = abs.length > 0 ? absorbed(cfg, w.kv_b) : null;
+  if (ab) absorbedQ(cfg, st, ab, abs);
+  segs.forEach((g, k) => {
+    const sel = useSel ? st.sel.subarray(g.r0 * topk) : null, nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
     const cache = g.kv.kv[kvLayer];
-    if (naive) naiveCore(cfg, st, w.kv_b, cache, g, T, sel, nsel, topk);
-    else absorbedCore(cfg, st, w.kv_b, cache, g, sel, nsel, topk);
-  }
+    if (naive[k]) naiveCore(cfg, st, w.kv_b, cache, g, g.pos0 + g.n, sel, nsel, topk);
+    else absorbedAttn(cfg, st, cache, g, sel, nsel, topk);
+  });
+  if (ab) absorbedV(cfg, st, w.kv_b, abs);
   mm(w.o, st.o, S, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [S, D]
+}
+
+/** Runs of consecutive batch rows covered by segments (in batch order): [r0, n] pairs. */
+function rowRuns(segs: Segment[]): [number, number][] {
+  const runs: [number, number][] = [];
+  for (const g of segs) {
+    const last = runs[runs.length - 1];
+    if (last && last[0] + last[1] === g.r0) last[1] += g.n;
+    else runs.push([g.r0, g.n]);
+  }
+  return runs;
 }
 
 function naiveIsCheaper(cfg: Config, n: number, T: number): boolean {
@@ -141,23 +157,34 @@ function naiveCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array, g:
     { a: st.o.subarray(g.r0 * H * dv), row: H * dv, head: dv });
 }
 
-/** q_abs = W_K,hᵀ q_nope; scores over [c_kv ‖ k_pe] shared by all heads; o_h = W_V,h Σ P c_kv */
-function absorbedCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array, g: Segment,
+/** absorbed form, q side for the rows of `segs`: qcat[r,h] = [W_K,hᵀ q_nope[r,h] ‖ q_pe[r,h]], all heads per call */
+function absorbedQ(cfg: Config, st: RunState, ab: Absorbed, segs: Segment[]): void {
+  const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim;
+  const W = cfg.kv_lora_rank + dr, Q = H * (dn + dr), QC = H * W;
+  for (const [r0, n] of rowRuns(segs)) {
+    const q = st.q.subarray(r0 * Q);
+    mlaHeads(st.exact, n, H, ab.kt, { a: q, row: Q, head: dn + dr }, ab.kmul,
+      { a: st.qcat.subarray(r0 * QC), row: QC, head: W }, q.subarray(dn), dr);
+  }
+}
+
+/** absorbed form, one segment: scores over [c_kv ‖ k_pe] shared by all heads; o_lat[r,h] = Σ P c_kv */
+function absorbedAttn(cfg: Config, st: RunState, cache: Float32Array, g: Segment,
   sel: Int32Array | null, nsel: Int32Array, topk: number): void {
-  const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
-  const kvr = cfg.kv_lora_rank, W = kvr + dr, Q = H * (dn + dr), QC = H * W;
-  const ab = absorbed(cfg, kv_b), q = st.q.subarray(g.r0 * Q);
-  // qcat[r,h] = [W_K,hᵀ q_nope[r,h] ‖ q_pe[r,h]], every head in one call
-  mlaHeads(st.exact, g.n, H, ab.kt, { a: q, row: Q, head: dn + dr }, ab.kmul,
-    { a: st.qcat.subarray(g.r0 * QC), row: QC, head: W }, q.subarray(dn), dr);
+  const H = cfg.num_attention_heads, kvr = cfg.kv_lora_rank, W = kvr + cfg.qk_rope_head_dim, QC = H * W;
   attn(g.n, H, W, kvr,
     { a: st.qcat.subarray(g.r0 * QC), row: QC, head: W },
     { a: cache, row: W, head: 0 },
     { a: cache, row: W, head: 0 },
     sel, nsel, topk, cfg.attn_scale,
     { a: st.o_lat.subarray(g.r0 * H * kvr), row: H * kvr, head: kvr });
-  // o[r,h] = W_V,h o_lat[r,h] (rows dn.. of each head's block of kv_b), every head in one call
-  mlaHeads(st.exact, g.n, H, { fmt: kv_b.fmt, W: kv_b.data, scales: kv_b.scales, gs: kv_b.gs, O: dv, I: kvr, r0: dn, rstride: dn + dv },
-    { a: st.o_lat.subarray(g.r0 * H * kvr), row: H * kvr, head: kvr }, null,
-    { a: st.o.subarray(g.r0 * H * dv), row: H * dv, head: dv }, null, 0);
+}
+
+/** absorbed form, v side for the rows of `segs`: o[r,h] = W_V,h o_lat[r,h] (rows dn.. of each head's block of kv_b) */
+function absorbedV(cfg: Config, st: RunState, kv_b: Mat, segs: Segment[]): void {
+  const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank;
+  for (const [r0, n] of rowRuns(segs))
+    mlaHeads(st.exact, n, H, { fmt: kv_b.fmt, W: kv_b.data, scales: kv_b.scales, gs: kv_b.gs, O: dv, I: kvr, r0: dn, rstride: dn + dv },
+      { a: st.o_lat.subarray(r0 * H * kvr), row: H * kvr, head: kvr }, null,
+      { a: st.o.subarray(r0 * H * dv), row: H * dv, head: dv }, null, 0);
 }
