@@ -125,8 +125,8 @@ describe("q8 kernels", () => {
       }
   });
 
-  test("hb_mla_heads equals per-head calls (strided vectors, row offsets, multipliers, tail copy)", () => {
-    const r = rng(5), H = 5, O = 24, I = 40, S = 3, r0 = 2, rstride = O + 7, xRow = H * (I + 6) + 3, xHead = I + 6;
+  test("hb_mla_heads equals per-head calls (strided vectors, row offsets, multipliers, tail copy, blocks of 16 rows)", () => {
+    const r = rng(5), H = 5, O = 24, I = 40, S = 19, r0 = 2, rstride = O + 7, xRow = H * (I + 6) + 3, xHead = I + 6;
     const nt = 6, yHead = O + nt + 1, yRow = H * yHead;
     for (const [fmt, gs] of [[Fmt.int8, 0], [Fmt.int4g, 8], [Fmt.f32, 0]] as [FmtCode, number][]) {
       const rows = r0 + (H - 1) * rstride + O;
