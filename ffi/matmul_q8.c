@@ -125,12 +125,11 @@ static void quant_row(const float *x, int I, int Ip, int layout, int lvl, int8_t
     sum = hb_q8_pack_avx512(tmp, I / 128, layout, q, corr);
   }
 #endif
-  if (layout == HB_Q8_NAT || layout == HB_Q8_U8) {
-    const uint8_t flip = layout == HB_Q8_U8 ? 0x80u : 0;
+  if (layout == HB_Q8_NAT) {
     for (int i = i0; i < Ip; i++) {
       const int v = i < I ? tmp[i] : 0;
       sum += v;
-      q[i] = (int8_t)((uint8_t)v ^ flip);
+      q[i] = (int8_t)v;
     }
   } else {
     memset(q + i0, 0, (size_t)(Ip - i0));
@@ -176,11 +175,7 @@ int hb_q8_layout(int fmt, int ref) {
   if (!simd_kernels(ref)) return HB_Q8_NAT;
   if (fmt == HB_INT4 || fmt == HB_INT4G) return HB_Q8_P4;
   if (fmt == HB_INT2) return HB_Q8_P2;
-#if defined(__x86_64__) || defined(__i386__)
-  return hb_simd_level() >= HB_AVX512VNNI ? HB_Q8_U8 : HB_Q8_NAT;
-#else
   return HB_Q8_NAT;
-#endif
 }
 
 hb_q8_rows_fn hb_q8_kernel(int fmt, int ref) {

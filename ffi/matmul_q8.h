@@ -10,7 +10,7 @@
  *    one rounding; the scalar reference calls fmaf); then t8[j] = acc[j]+acc[j+8], t4[j] = t8[j]+t8[j+4], t2[j] = t4[j]+t4[j+2],
  *    r = t2[0]+t2[1]; y = r · d[s].
  * SIMD kernels read the activations in a per-format layout that matches how packed weight bytes unpack:
- *  - int8: natural order (at the VNNI level stored as q + 128, i.e. the sign bit flipped);
+ *  - int8: natural order;
  *  - int4 / int4g: per 128-element block, the 64 even elements then the 64 odd ones;
  *  - int2: per 256-element block, elements ≡ 0 (mod 4), then ≡ 1, ≡ 2, ≡ 3 (64 each).
  * Unsigned weight codes (nibble, 2-bit field) are used as is; the offset (−8 or −2 times Σ q_x) is added
@@ -40,7 +40,7 @@ typedef struct {
 typedef void (*hb_q8_rows_fn)(const hb_q8 *m, int lo, int hi);
 
 /* Quantized activations of S rows in one layout (reusable by several matrices of the same layout). */
-enum { HB_Q8_NAT = 0 /* natural */, HB_Q8_U8 = 1 /* natural, q + 128 */, HB_Q8_P4 = 2, HB_Q8_P2 = 3 };
+enum { HB_Q8_NAT = 0 /* natural */, HB_Q8_P4 = 2, HB_Q8_P2 = 3 };
 typedef struct { int8_t *qx; int32_t *corr; int64_t *xsum; float *dx; int I, Ip, S, layout; } hb_q8x;
 
 /* 1 when W (fmt, scales, gs, I) can take the fast path; 0 = use the exact kernels */

@@ -1,10 +1,11 @@
 /* libhb fast-mode matmul kernels for x86 (numerics and activation layouts: matmul_q8.h). Holds no state.
  *  - AVX-512 VNNI: 64 weight bytes per block; vpdpbusd multiplies unsigned weight codes (nibbles, 2-bit
- *    fields) by signed activations; int8 weights are signed, so activations come as q + 128 and
- *    128·Σw (a vpdpbusd against ones) is taken off at the end. One row of x (decode, or the last of a
- *    batch): four weight rows at a time, software prefetch 4 KiB ahead on the weight stream (decode is
- *    DRAM-bound; never past the matrix). More rows: register tiles of 4 (then 2) weight rows × up to 4 rows
- *    of x (x loads shared; Σw once per row; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident int4g).
+ *    fields) by signed activations; int8 weights are signed, so they enter as w + 128 (the sign bit
+ *    flipped) and 128·Σq_x (per row of x, from quantization) is taken off at the end. One row of x
+ *    (decode, or the last of a batch): four weight rows at a time, software prefetch 4 KiB ahead on the
+ *    weight stream (decode is DRAM-bound; never past the matrix). More rows: register tiles of 4 (then 2)
+ *    weight rows × up to 4 rows of x (x loads shared; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident
+ *    int4g).
  *  - AVX2 (also used at the AVX-512-without-VNNI level): 32 weight bytes per block; maddubs + madd
  *    (int8: |w| × x·sign(w), so no pair sum can saturate).
  * int32 lane j of a block always sums weight bytes 4j..4j+3: for int4g that is one 8-element segment,
@@ -96,7 +97,7 @@ T512 void hb_q8_round_avx512(const float *x, int n, float id, int8_t *q) {
   }
 }
 
-/* nb whole 128-element blocks of a natural int8 row -> q in the layout (NAT, U8 or P4), corr (P4: −8·Σ per
+/* nb whole 128-element blocks of a natural int8 row -> q in the layout (NAT or P4), corr (P4: −8·Σ per
  * 8-element segment), returns Σ tmp. Segment sums come from psadbw on the sign-flipped bytes (+128 each). */
 T512 int64_t hb_q8_pack_avx512(const int8_t *tmp, int nb, int layout, int8_t *q, int32_t *corr) {
   const __m512i flip = _mm512_set1_epi8((char)0x80), zero = _mm512_setzero_si512();
@@ -118,9 +119,6 @@ T512 int64_t hb_q8_pack_avx512(const int8_t *tmp, int nb, int layout, int8_t *q,
       const __m512i seg = _mm512_sub_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(sa)),
                                                               _mm512_cvtepi64_epi32(sb), 1), _mm512_set1_epi32(1024));
       _mm512_storeu_si512((void *)(corr + 16 * (size_t)b), _mm512_sub_epi32(zero, _mm512_slli_epi32(seg, 3)));
-    } else if (layout == HB_Q8_U8) {
-      _mm512_storeu_si512((void *)d, _mm512_xor_si512(A, flip));
-      _mm512_storeu_si512((void *)(d + 64), _mm512_xor_si512(B, flip));
     } else {
       _mm512_storeu_si512((void *)d, A);
       _mm512_storeu_si512((void *)(d + 64), B);
@@ -181,8 +179,8 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
   const int I = m->I, Ip = m->Ip, epb = fmt == HB_INT8 ? 64 : fmt == HB_INT2 ? 256 : 128;
   const int nfull = I / epb;
   const int tailb = (int)(m->rowb - (size_t)nfull * 64);
-  const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
-  __m512i v[4], csum = _mm512_setzero_si512();
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3), flip = _mm512_set1_epi8((char)0x80);
+  __m512i v[4];
   __m512 acc[4];
   const int8_t *q[4];
   const int32_t *cr[4];
@@ -206,8 +204,8 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
     else if (tailb > 0) w = _mm512_maskz_loadu_epi8((__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1), r + 64 * (size_t)b);
     else break;
     if (fmt == HB_INT8) {
-      for (int k = 0; k < ns; k++) v[k] = _mm512_dpbusd_epi32(v[k], _mm512_loadu_si512((const void *)(q[k] + 64 * (size_t)b)), w);
-      csum = _mm512_dpbusd_epi32(csum, ones, w);
+      const __m512i wu = _mm512_xor_si512(w, flip);
+      for (int k = 0; k < ns; k++) v[k] = _mm512_dpbusd_epi32(v[k], wu, _mm512_loadu_si512((const void *)(q[k] + 64 * (size_t)b)));
     } else if (fmt == HB_INT2) {
       const __m512i f0 = _mm512_and_si512(w, m3), f1 = _mm512_and_si512(_mm512_srli_epi16(w, 2), m3);
       const __m512i f2 = _mm512_and_si512(_mm512_srli_epi16(w, 4), m3), f3 = _mm512_and_si512(_mm512_srli_epi16(w, 6), m3);
@@ -238,13 +236,11 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
       }
     }
   }
-  const int64_t wsum = fmt == HB_INT8 ? hsum64(csum) : 0;
   for (int k = 0; k < ns; k++) {
     const int s = s0 + k;
     if (fmt == HB_INT4G) { out[k] = tree16(acc[k], m->dx[s]); continue; }
     int64_t isum = hsum64(v[k]);
-    if (fmt == HB_INT8) isum -= 128 * wsum;
-    else isum -= (fmt == HB_INT2 ? 2 : 8) * m->xsum[s];
+    isum -= (fmt == HB_INT8 ? 128 : fmt == HB_INT2 ? 2 : 8) * m->xsum[s];
     out[k] = hb_q8_rowfmt_out(isum, m->sc[o], m->dx[s]);
   }
 }
@@ -268,25 +264,17 @@ TV INL __m128i hsum4_i32(__m512i a, __m512i b, __m512i c, __m512i d) {
   return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-/* Σ w of an int8 row (the +128 offset of the VNNI path), once per row for the tiles */
-TV INL int64_t wsum_i8(const uint8_t *r, size_t n) {
-  const __m512i ones = _mm512_set1_epi8(1);
-  __m512i c = _mm512_setzero_si512();
-  size_t i = 0;
-  for (; i + 64 <= n; i += 64) c = _mm512_dpbusd_epi32(c, ones, _mm512_loadu_si512((const void *)(r + i)));
-  if (i < n) c = _mm512_dpbusd_epi32(c, ones, _mm512_maskz_loadu_epi8((__mmask64)((1ull << (n - i)) - 1), r + i));
-  return hsum64(c);
-}
-
 /* one block of a tile: nr weight rows (w[j], their scales sv[j] for int4g) × x rows s0..s0+3 of the block at
  * x offset xo8 (int8: 64 elements, else 128), accumulated into v (integer formats) or a (int4g) */
 TV INL void tile_block(const int fmt, const int nr, const int ns, const __m512i *w, const __m512 *sv, const int8_t *x0,
                        size_t xs, const int32_t *c0, size_t cs, int b, __m512i v[4][4], __m512 a[4][4]) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   if (fmt == HB_INT8) {
+    __m512i wu[4];
+    for (int j = 0; j < nr; j++) wu[j] = _mm512_xor_si512(w[j], _mm512_set1_epi8((char)0x80));
     for (int k = 0; k < ns; k++) {
       const __m512i x = _mm512_loadu_si512((const void *)(x0 + (size_t)k * xs + 64 * (size_t)b));
-      for (int j = 0; j < nr; j++) v[j][k] = _mm512_dpbusd_epi32(v[j][k], x, w[j]);
+      for (int j = 0; j < nr; j++) v[j][k] = _mm512_dpbusd_epi32(v[j][k], wu[j], x);
     }
     return;
   }
@@ -311,8 +299,7 @@ TV INL void tile_block(const int fmt, const int nr, const int ns, const __m512i 
  * (same integer sums, same fused epilogue), with the x loads shared by the weight rows. Full blocks run in a
  * loop of their own (the first pass over these rows prefetches ahead: it streams them from memory), then
  * the partial last block through masked loads. */
-TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, const hb_q8 *m, int o, int s0,
-                      const int64_t *wsum) {
+TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, const hb_q8 *m, int o, int s0) {
   const int first = s0 == 0;
   const size_t rb = m->rowb;
   const uint8_t *r0 = hb_q8_row(m, o);
@@ -361,19 +348,44 @@ TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, c
   }
   for (int j = 0; j < nr; j++) {
     int32_t t[4];
-    if (I <= 32768 && fmt != HB_INT8)
+    if (I <= 32768)
       _mm_storeu_si128((__m128i *)t, hsum4_i32(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]));
     for (int k = 0; k < ns; k++) {
-      const int64_t tot = I <= 32768 && fmt != HB_INT8 ? t[k] : hsum64(v[j][k]);
-      const int64_t isum = tot - (fmt == HB_INT8 ? 128 * wsum[j] : 8 * m->xsum[s0 + k]);
+      const int64_t tot = I <= 32768 ? t[k] : hsum64(v[j][k]);
+      const int64_t isum = tot - (fmt == HB_INT8 ? 128 : 8) * m->xsum[s0 + k];
       y[(size_t)k * O + j] = hb_q8_rowfmt_out(isum, m->sc[o + j], m->dx[s0 + k]);
     }
   }
 }
 
-/* S = 1 decode tile: weight rows o..o+3 against row s0 of x (int8, int4, int4g), each row in exactly
- * dot_vnni's order; four independent streams, setup and reductions shared (rows of a few blocks are common:
- * the per-row overhead of one-row passes costs as much as the data there) */
+/* one block of dec4_vnni: weight rows w[0..3] (block b) against one row of x */
+TV INL void dec4_block(const int fmt, const int GS, const hb_q8 *m, const __m512i *w, const int8_t *x, const int32_t *cr,
+                       const float *sg, __m512i sidx, int b, int last, __m512i v[4], __m512 a[4]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  if (fmt == HB_INT8) {
+    const __m512i xv = _mm512_loadu_si512((const void *)(x + 64 * (size_t)b));
+    for (int j = 0; j < 4; j++) v[j] = _mm512_dpbusd_epi32(v[j], _mm512_xor_si512(w[j], _mm512_set1_epi8((char)0x80)), xv);
+    return;
+  }
+  const __m512i xe = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b)), xo = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b + 64));
+  if (fmt == HB_INT4G) {
+    const __m512i c = _mm512_loadu_si512((const void *)(cr + 16 * (size_t)b));
+    for (int j = 0; j < 4; j++) {
+      const __m512i lo = _mm512_and_si512(w[j], m4), hi = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4);
+      const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo, xe), hi, xo);
+      a[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, b, last, sidx), a[j]);
+    }
+  } else
+    for (int j = 0; j < 4; j++) {
+      const __m512i lo = _mm512_and_si512(w[j], m4), hi = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4);
+      v[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[j], lo, xe), hi, xo);
+    }
+}
+
+/* One row of x (decode, or the last row of a batch): weight rows o..o+3 against row s0 of x (int8, int4,
+ * int4g), each row in exactly dot_vnni's order; four independent streams, setup and reductions shared (rows
+ * of a few blocks are common: the per-row overhead of one-row passes costs as much as the data there).
+ * Full blocks in a loop of their own, then the partial last block through masked loads. */
 TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0) {
   const size_t rb = m->rowb;
   const uint8_t *r = hb_q8_row(m, o);
@@ -381,45 +393,25 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
   const int tailb = (int)(rb - (size_t)nfull * 64);
   const int8_t *x = m->qx + (size_t)s0 * m->Ip;
   const int32_t *cr = fmt == HB_INT4G ? m->corr + (size_t)s0 * (m->Ip / 8) : NULL;
-  const __m512i m4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi8(1);
-  __m512i v[4], cw[4];
+  __m512i v[4], w[4];
   __m512 a[4];
-  for (int j = 0; j < 4; j++) { v[j] = cw[j] = _mm512_setzero_si512(); a[j] = _mm512_setzero_ps(); }
+  for (int j = 0; j < 4; j++) { v[j] = _mm512_setzero_si512(); a[j] = _mm512_setzero_ps(); }
   const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
   __m512i sidx = _mm512_setzero_si512();
   if (fmt == HB_INT4G && (GS ? GS : m->gs) < 128)
     sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                              (unsigned)(__builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3));
-  for (int b = 0; b <= nfull; b++) {
-    __m512i w[4];
-    if (b < nfull) {
-      for (int j = 0; j < 4; j++) {
-        w[j] = _mm512_loadu_si512((const void *)(r + j * rb + 64 * (size_t)b));
-        pf(m, r + j * rb + 64 * (size_t)b + Q8_PF);
-      }
-    } else if (tailb > 0) {
-      const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
-      for (int j = 0; j < 4; j++) w[j] = _mm512_maskz_loadu_epi8(mk, r + j * rb + 64 * (size_t)b);
-    } else break;
-    if (fmt == HB_INT8) {
-      const __m512i xv = _mm512_loadu_si512((const void *)(x + 64 * (size_t)b));
-      for (int j = 0; j < 4; j++) { v[j] = _mm512_dpbusd_epi32(v[j], xv, w[j]); cw[j] = _mm512_dpbusd_epi32(cw[j], ones, w[j]); }
-      continue;
+  for (int b = 0; b < nfull; b++) {
+    for (int j = 0; j < 4; j++) {
+      w[j] = _mm512_loadu_si512((const void *)(r + j * rb + 64 * (size_t)b));
+      pf(m, r + j * rb + 64 * (size_t)b + Q8_PF);
     }
-    const __m512i xe = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b)), xo = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b + 64));
-    if (fmt == HB_INT4G) {
-      const __m512i c = _mm512_loadu_si512((const void *)(cr + 16 * (size_t)b));
-      for (int j = 0; j < 4; j++) {
-        const __m512i lo = _mm512_and_si512(w[j], m4), hi = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4);
-        const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo, xe), hi, xo);
-        a[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, b, b == nfull, sidx), a[j]);
-      }
-    } else {
-      for (int j = 0; j < 4; j++) {
-        const __m512i lo = _mm512_and_si512(w[j], m4), hi = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4);
-        v[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[j], lo, xe), hi, xo);
-      }
-    }
+    dec4_block(fmt, GS, m, w, x, cr, sg, sidx, b, 0, v, a);
+  }
+  if (tailb > 0) {
+    const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
+    for (int j = 0; j < 4; j++) w[j] = _mm512_maskz_loadu_epi8(mk, r + j * rb + 64 * (size_t)nfull);
+    dec4_block(fmt, GS, m, w, x, cr, sg, sidx, nfull, 1, v, a);
   }
   float *y = m->y + (size_t)s0 * m->O + o;
   const float d = m->dx[s0];
@@ -430,22 +422,20 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
     return;
   }
   int32_t t[4];
-  if (I <= 32768 && fmt != HB_INT8) _mm_storeu_si128((__m128i *)t, hsum4_i32(v[0], v[1], v[2], v[3]));
+  if (I <= 32768) _mm_storeu_si128((__m128i *)t, hsum4_i32(v[0], v[1], v[2], v[3]));
   for (int j = 0; j < 4; j++) {
-    const int64_t tot = I <= 32768 && fmt != HB_INT8 ? t[j] : hsum64(v[j]);
-    const int64_t isum = tot - (fmt == HB_INT8 ? 128 * hsum64(cw[j]) : 8 * m->xsum[s0]);
+    const int64_t tot = I <= 32768 ? t[j] : hsum64(v[j]);
+    const int64_t isum = tot - (fmt == HB_INT8 ? 128 : 8) * m->xsum[s0];
     y[j] = hb_q8_rowfmt_out(isum, m->sc[o + j], d);
   }
 }
 
 TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int hi) {
-  const int S = m->S, O = m->O, R0 = subrows(m->rowb), R = R0 > 256 ? 256 : R0;
+  const int S = m->S, O = m->O, R = subrows(m->rowb);
   const int tiles = S > 1 && fmt != HB_INT2;
   float out[4];
-  int64_t wsum[256];
   for (int o0 = lo; o0 < hi; o0 += R) {
     const int o1 = hi - o0 < R ? hi : o0 + R;
-    if (tiles && fmt == HB_INT8) for (int o = o0; o < o1; o++) wsum[o - o0] = wsum_i8(hb_q8_row(m, o), m->rowb);
     for (int s0 = 0; s0 < S; s0 += 4) {
       const int ns = S - s0 < 4 ? S - s0 : 4;
       int o = o0;
@@ -453,14 +443,14 @@ TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int h
         for (; o + 4 <= o1; o += 4) dec4_vnni(fmt, GS, m, o, s0);
       if (tiles && ns >= 2) {  /* ns = 1 took the 4-row decode kernel */
         for (; o + TILE_NR <= o1; o += TILE_NR) {
-          if (ns == 4) tile_vnni(fmt, GS, TILE_NR, 4, m, o, s0, wsum + (o - o0));
-          else if (ns == 3) tile_vnni(fmt, GS, TILE_NR, 3, m, o, s0, wsum + (o - o0));
-          else tile_vnni(fmt, GS, TILE_NR, 2, m, o, s0, wsum + (o - o0));
+          if (ns == 4) tile_vnni(fmt, GS, TILE_NR, 4, m, o, s0);
+          else if (ns == 3) tile_vnni(fmt, GS, TILE_NR, 3, m, o, s0);
+          else tile_vnni(fmt, GS, TILE_NR, 2, m, o, s0);
         }
         for (; o + 2 <= o1; o += 2) {
-          if (ns == 4) tile_vnni(fmt, GS, 2, 4, m, o, s0, wsum + (o - o0));
-          else if (ns == 3) tile_vnni(fmt, GS, 2, 3, m, o, s0, wsum + (o - o0));
-          else tile_vnni(fmt, GS, 2, 2, m, o, s0, wsum + (o - o0));
+          if (ns == 4) tile_vnni(fmt, GS, 2, 4, m, o, s0);
+          else if (ns == 3) tile_vnni(fmt, GS, 2, 3, m, o, s0);
+          else tile_vnni(fmt, GS, 2, 2, m, o, s0);
         }
       }
       for (; o < o1; o++) {
