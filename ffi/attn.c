@@ -86,12 +86,14 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
       }
     }
   }
-  /* softmax per head: max-subtracted, f32 exp, double sum; optionally keeping m and l */
+  /* softmax per head: max-subtracted, f32 exp (hb_expm: vectorised, the same bits at every level), double
+   * sum in key order; optionally keeping m and l */
   for (int i = 0; i < ng; i++) {
     float *pg = p + (size_t)i * c->maxn, mx = pg[0];
     for (int j = 1; j < n; j++) if (pg[j] > mx) mx = pg[j];
     double sum = 0.0;
-    for (int j = 0; j < n; j++) { pg[j] = expf(pg[j] - mx); sum += pg[j]; }
+    hb_expm(pg, n, mx);
+    for (int j = 0; j < n; j++) sum += pg[j];
     for (int j = 0; j < n; j++) pg[j] = (float)((double)pg[j] / sum);
     if (st) { st[2 * i] = mx; st[2 * i + 1] = (float)sum; }
   }

@@ -12,8 +12,8 @@
 
 /* SwiGLU out[n] = g·σ(g)·u, σ(g) = 1/(1+e^−g), with e^−g from one polynomial (Cephes' expf: rounding to
  * n = rint(v·log2 e), r = v − n·ln2 in two fused steps, a degree-5 polynomial in r fused step by step,
- * times 2^n), v = −g clamped below at −87.3 (so 2^n stays a normal float; e^v < 2^−125 is lost against 1
- * anyway) and +inf above 88.3 (σ = 0, as 1/(1+expf) gives there; NaN passes through). The SIMD
+ * times 2^n) for v in [−87.3, 88.3] (2^n stays a normal float), 0 below (e^v < 2^−125: lost against 1 in
+ * σ, negligible in a softmax) and +inf above (σ = 0, as 1/(1+expf) gives there); NaN passes through. The SIMD
  * lanes and the scalar reference run the same fused operations, so every element gets the same bits
  * wherever it sits in the array (a row alone equals that row inside a batch). Max error ~2 ulp of e^v. */
 #define EXP_HI 88.3f
@@ -30,7 +30,7 @@
 
 static float exp_ref(float v) {
   if (v > EXP_HI) return INFINITY;           /* comparisons are false for NaN: it passes through */
-  v = v < EXP_LO ? EXP_LO : v;
+  if (v < EXP_LO) return 0.0f;
   const float n = rintf(v * LOG2E);
   float r = fmaf(n, -LN2_C1, v);
   r = fmaf(n, -LN2_C2, r);
@@ -48,51 +48,84 @@ static void swiglu_ref(const float *g, const float *u, float *out, int n) {
   }
 }
 #if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx512f,avx2,fma"))) static int swiglu_avx512(const float *g, const float *u, float *out, int n) {
-  const __m512 hi = _mm512_set1_ps(EXP_HI), lo = _mm512_set1_ps(EXP_LO), one = _mm512_set1_ps(1.0f);
+#define T512 __attribute__((target("avx512f,avx2,fma")))
+#define T256 __attribute__((target("avx2,fma")))
+/* exp_ref on 16 / 8 lanes: the same fused steps, so the same bits */
+T512 static inline __m512 exp512(__m512 v0) {
+  const __m512 hi = _mm512_set1_ps(EXP_HI);
+  const __m512 v = _mm512_max_ps(_mm512_set1_ps(EXP_LO), _mm512_min_ps(hi, v0));   /* NaN is the 2nd operand: it passes */
+  const __m512 nf = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-LN2_C1), v);
+  r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-LN2_C2), r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(EP0), r, _mm512_set1_ps(EP1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP2)); p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP4)); p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP5));
+  __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nf), _mm512_set1_epi32(127)), 23);
+  y = _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(nf, nf, _CMP_ORD_Q), y, _mm512_castsi512_ps(e));
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(v0, _mm512_set1_ps(EXP_LO), _CMP_LT_OQ), _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(v0, hi, _CMP_GT_OQ), _mm512_set1_ps(INFINITY));
+}
+T256 static inline __m256 exp256(__m256 v0) {
+  const __m256 hi = _mm256_set1_ps(EXP_HI);
+  const __m256 v = _mm256_max_ps(_mm256_set1_ps(EXP_LO), _mm256_min_ps(hi, v0));
+  const __m256 nf = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-LN2_C1), v);
+  r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-LN2_C2), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(EP0), r, _mm256_set1_ps(EP1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP2)); p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP4)); p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP5));
+  __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
+  y = _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_castsi256_ps(e)), _mm256_cmp_ps(nf, nf, _CMP_ORD_Q));
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(v0, _mm256_set1_ps(EXP_LO), _CMP_LT_OQ));
+  return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(v0, hi, _CMP_GT_OQ));
+}
+T512 static int swiglu_avx512(const float *g, const float *u, float *out, int n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
   int i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 gv = _mm512_loadu_ps(g + i);
-    const __m512 v0 = _mm512_sub_ps(_mm512_setzero_ps(), gv);
-    const __m512 v = _mm512_max_ps(lo, _mm512_min_ps(hi, v0));   /* NaN is the 2nd operand: it passes */
-    const __m512 nf = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-LN2_C1), v);
-    r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-LN2_C2), r);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(EP0), r, _mm512_set1_ps(EP1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP2)); p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP4)); p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EP5));
-    __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), one);
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nf), _mm512_set1_epi32(127)), 23);
-    y = _mm512_mask_mul_ps(y, _mm512_cmp_ps_mask(nf, nf, _CMP_ORD_Q), y, _mm512_castsi512_ps(e));
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(v0, hi, _CMP_GT_OQ), _mm512_set1_ps(INFINITY));
-    const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, y));
+    const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), gv))));
     _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(gv, s), _mm512_loadu_ps(u + i)));
   }
   return i;
 }
-__attribute__((target("avx2,fma"))) static int swiglu_avx2(const float *g, const float *u, float *out, int n) {
-  const __m256 hi = _mm256_set1_ps(EXP_HI), lo = _mm256_set1_ps(EXP_LO), one = _mm256_set1_ps(1.0f);
+T256 static int swiglu_avx2(const float *g, const float *u, float *out, int n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 gv = _mm256_loadu_ps(g + i);
-    const __m256 v0 = _mm256_sub_ps(_mm256_setzero_ps(), gv);
-    const __m256 v = _mm256_max_ps(lo, _mm256_min_ps(hi, v0));
-    const __m256 nf = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-LN2_C1), v);
-    r = _mm256_fmadd_ps(nf, _mm256_set1_ps(-LN2_C2), r);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(EP0), r, _mm256_set1_ps(EP1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP2)); p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP4)); p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EP5));
-    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), one);
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
-    y = _mm256_blendv_ps(y, _mm256_mul_ps(y, _mm256_castsi256_ps(e)), _mm256_cmp_ps(nf, nf, _CMP_ORD_Q));
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(v0, hi, _CMP_GT_OQ));
-    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, y));
+    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, exp256(_mm256_sub_ps(_mm256_setzero_ps(), gv))));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(gv, s), _mm256_loadu_ps(u + i)));
   }
   return i;
 }
+T512 static int expm_avx512(float *x, int n, float m) {
+  const __m512 mv = _mm512_set1_ps(m);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
+  return i;
+}
+T256 static int expm_avx2(float *x, int n, float m) {
+  const __m256 mv = _mm256_set1_ps(m);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv)));
+  return i;
+}
 #endif
+
+/* x[n] <- e^(x − m) with the polynomial above (softmax numerators); same bits at every SIMD level */
+void hb_expm(float *x, int n, float m) {
+  if (!x || n <= 0) return;
+  int i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  const int lvl = hb_simd_level();
+  if (lvl >= HB_AVX512) i = expm_avx512(x, n, m);
+  else if (lvl >= HB_AVX2) i = expm_avx2(x, n, m);
+#endif
+  for (; i < n; i++) x[i] = exp_ref(x[i] - m);
+}
 
 void hb_swiglu(const float *g, const float *u, float *out, int n) {
   if (!g || !u || !out || n <= 0) return;

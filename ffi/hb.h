@@ -65,6 +65,7 @@ void hb_layernorm(const float *x, const float *w, const float *b, float *y, int 
 void hb_softmax(float *x, int n);
 /* elt.c */
 void hb_swiglu(const float *g, const float *u, float *out, int n);
+void hb_expm(float *x, int n, float m);              /* x <- e^(x − m), elt.c's polynomial (same bits everywhere) */
 void hb_add(float *y, const float *x, int n);
 void hb_axpy(float *y, float a, const float *x, int n);
 void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta);
