@@ -1,4 +1,5 @@
-/* libhb element-wise kernels: SwiGLU, add, axpy, interleaved RoPE (spec §3.2), dtype conversion to f32.
+/* libhb element-wise kernels: SwiGLU and e^(x−m) (one shared polynomial exp), add, axpy, interleaved RoPE (spec §3.2),
+ * dtype conversion to f32.
  * State: the F8 E4M3 decode table (built once). Float ops are plain f32 (no contraction: -std=c11
  * implies -ffp-contract=off), so a TS reference with Math.fround matches add/axpy bit for bit.
  * RoPE angles, cos/sin and the rotation are computed in double and stored as f32. */
