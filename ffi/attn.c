@@ -109,15 +109,16 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
 }
 #undef KEY
 
-/* ---------------- hb_attn ---------------- */
-/* Work item = (s, group of G consecutive heads), run as quads of heads. */
+/* ---------------- hb_attn, hb_attn_segs ---------------- */
+/* Work item = (segment, row s, group of G consecutive heads), run as quads of heads. Each segment's operands
+ * are offset to its first row; items are numbered segment by segment. */
 typedef struct {
-  hb_attn_ops op;
-  int S, H, G, ngroups;
+  const hb_attn_ops *seg;              /* [nseg] (maxn: the largest key count of all rows, the scratch width) */
+  const int *first;                    /* [nseg + 1] first item of each segment; first[nseg] = all items */
+  int nseg, H, G, ngroups;
 } attn_ctx;
 
-static void attn_item(const attn_ctx *c, int s, int h0, int G, float *p /* [G, maxn] */) {
-  const hb_attn_ops *op = &c->op;
+static void attn_item(const hb_attn_ops *op, int s, int h0, int G, float *p /* [G, maxn] */) {
   if (op->nsel[s] <= 0) {
     float *os = op->out + (ptrdiff_t)s * op->oRow;
     for (int g = 0; g < G; g++) memset(os + (ptrdiff_t)(h0 + g) * op->oHead, 0, sizeof(float) * (size_t)op->dv);
@@ -129,32 +130,81 @@ static void attn_item(const attn_ctx *c, int s, int h0, int G, float *p /* [G, m
 
 static void attn_task(void *ctx, int lo, int hi) {
   const attn_ctx *c = ctx;
-  const hb_attn_ops *op = &c->op;
-  float *p = malloc(sizeof(float) * (size_t)c->G * (size_t)(op->maxn > 0 ? op->maxn : 1));
-  for (int it = lo; it < hi; it++) {
-    int s = it / c->ngroups, h0 = (it % c->ngroups) * c->G;
-    int G = c->H - h0 < c->G ? c->H - h0 : c->G;
-    if (p) { attn_item(c, s, h0, G, p); continue; }
-    for (int g = 0; g < G; g++) { /* out of memory: make the failure visible instead of silent */
-      float *o = op->out + (ptrdiff_t)s * op->oRow + (ptrdiff_t)(h0 + g) * op->oHead;
+  const int maxn = c->seg[0].maxn;
+  float *p = malloc(sizeof(float) * (size_t)c->G * (size_t)(maxn > 0 ? maxn : 1));
+  int a = 0, b = c->nseg - 1;          /* the segment holding item lo */
+  while (a < b) { const int m = (a + b + 1) / 2; if (c->first[m] <= lo) a = m; else b = m - 1; }
+  for (int it = lo, g = a; it < hi; it++) {
+    while (it >= c->first[g + 1]) g++;
+    const hb_attn_ops *op = &c->seg[g];
+    const int local = it - c->first[g], s = local / c->ngroups, h0 = (local % c->ngroups) * c->G;
+    const int G = c->H - h0 < c->G ? c->H - h0 : c->G;
+    if (p) { attn_item(op, s, h0, G, p); continue; }
+    for (int k = 0; k < G; k++) { /* out of memory: make the failure visible instead of silent */
+      float *o = op->out + (ptrdiff_t)s * op->oRow + (ptrdiff_t)(h0 + k) * op->oHead;
       for (int e = 0; e < op->dv; e++) o[e] = NAN;
     }
   }
   free(p);
 }
 
+/* run segs[0..nseg) (rows[g] rows each) as one pool job */
+static void attn_jobs(hb_attn_ops *segs, const int *rows, int nseg, int H) {
+  int S = 0, maxn = 0;
+  for (int g = 0; g < nseg; g++) {
+    S += rows[g];
+    for (int s = 0; s < rows[g]; s++) if (segs[g].nsel[s] > maxn) maxn = segs[g].nsel[s];
+  }
+  if (S <= 0) return;
+  for (int g = 0; g < nseg; g++) segs[g].maxn = maxn;
+  /* groups of 8 heads (two quads), or 4, while that still leaves >= 2 items per thread */
+  int G = H < 8 ? H : 8;
+  while (G > 4 && (long)S * ((H + G - 1) / G) < 2L * hb_nthreads()) G = 4;
+  const int ngroups = (H + G - 1) / G;
+  int one[2], *first = nseg == 1 ? one : malloc(sizeof(int) * (size_t)(nseg + 1));
+  if (!first) return;
+  first[0] = 0;
+  for (int g = 0; g < nseg; g++) first[g + 1] = first[g] + rows[g] * ngroups;
+  attn_ctx c = { segs, first, nseg, H, G, ngroups };
+  hb_parallel_for(first[nseg], 1, attn_task, &c);
+  if (first != one) free(first);
+}
+
 static void attn_run(hb_attn_kern kn, int S, int H, int dk, int dv, const float *q, int qRow, int qHead, const float *k,
                      int kRow, int kHead, const float *v, int vRow, int vHead, const int32_t *sel,
                      const int32_t *nsel, int selRow, float scale, float *out, int oRow, int oHead) {
   if (S <= 0 || H <= 0 || dk < 0 || dv <= 0 || !q || !k || !v || !nsel || !out) return;
-  attn_ctx c = { { dk, dv, 0, q, k, v, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale, out, oRow,
-                   oHead, kn }, S, H, 1, H };
-  for (int s = 0; s < S; s++) if (nsel[s] > c.op.maxn) c.op.maxn = nsel[s];
-  /* groups of 8 heads (two quads), or 4, while that still leaves >= 2 items per thread */
-  int G = H < 8 ? H : 8;
-  while (G > 4 && (long)S * ((H + G - 1) / G) < 2L * hb_nthreads()) G = 4;
-  c.G = G; c.ngroups = (H + G - 1) / G;
-  hb_parallel_for(S * c.ngroups, 1, attn_task, &c);
+  hb_attn_ops op = { dk, dv, 0, q, k, v, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale, out, oRow,
+                     oHead, kn };
+  attn_jobs(&op, &S, 1, H);
+}
+
+/* hb_attn over several segments in one pool job: segment g = rows [r0, r0 + n) of q, sel, nsel and out (the
+ * strides of hb_attn) against its own keys and values (addresses k, v: each conversation has its cache).
+ * desc: f64[4] per segment: r0, n, k address, v address. Every row equals hb_attn of its segment alone,
+ * bit for bit. A segment with n <= 0 or a null k / v is left out. */
+void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow, int qHead,
+                  int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
+                  float scale, float *out, int oRow, int oHead) {
+  if (nseg <= 0 || !desc || H <= 0 || dk < 0 || dv <= 0 || !q || !nsel || !out) return;
+  hb_attn_ops *segs = malloc(sizeof *segs * (size_t)nseg);
+  int *rows = malloc(sizeof(int) * (size_t)nseg), n = 0;
+  if (segs && rows) {
+    const hb_attn_kern kn = hb_attn_kern_for(hb_simd_level());
+    for (int g = 0; g < nseg; g++) {
+      const double *d = desc + 4 * g;
+      const int r0 = (int)d[0], rn = (int)d[1];
+      const float *k = (const float *)(uintptr_t)d[2], *v = (const float *)(uintptr_t)d[3];
+      if (rn <= 0 || r0 < 0 || !k || !v) continue;
+      segs[n] = (hb_attn_ops){ dk, dv, 0, q + (ptrdiff_t)r0 * qRow, k, v, qRow, qHead, kRow, kHead, vRow, vHead,
+                               sel ? sel + (ptrdiff_t)r0 * selRow : NULL, nsel + r0, selRow, scale,
+                               out + (ptrdiff_t)r0 * oRow, oRow, oHead, kn };
+      rows[n++] = rn;
+    }
+    if (n > 0) attn_jobs(segs, rows, n, H);
+  }
+  free(segs);
+  free(rows);
 }
 
 /* Scalar reference: same contract as hb_attn, plain sequential sums. */

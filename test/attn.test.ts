@@ -2,7 +2,7 @@
 // hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
 // Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { attn, dsaSelect, hb, indexScores, Simd, type AttnOperand } from "../src/engine/hb.ts";
+import { attn, attnSegs, dsaSelect, hb, indexScores, Simd, type AttnOperand } from "../src/engine/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
 // ---- helpers ----
@@ -332,5 +332,40 @@ describe("hb_dsa_select", () => {
     for (let i = 0; i < scores.length; i += 7) scores[i] = scores[(i * 13) % scores.length];
     for (let i = 0; i < scores.length; i += 11) scores[i] = 0;
     checkSelect(scores, n, Int32Array.from({ length: S }, (_, s) => n - 1000 * s), topk);
+  });
+});
+
+describe("hb_attn_segs", () => {
+  test("segments with their own caches in one call equal one hb_attn per segment, bit for bit", () => {
+    const r = rng(77), H = 16, W = 40, dv = 32, topk = 6, scale = 0.3;
+    const lens = [3, 9, 1, 14, 5]; // cache rows per segment
+    const rowsOf = [1, 2, 0, 3, 1]; // query rows per segment (a segment of none is left out)
+    const S = rowsOf.reduce((a, b) => a + b, 0), QR = H * W, OR = H * dv;
+    const caches = lens.map((T) => randArr(r, T * W));
+    const q = randArr(r, S * QR), sel = new Int32Array(S * topk), nsel = new Int32Array(S);
+    const segs: { r0: number; n: number; k: Float32Array; v: Float32Array }[] = [];
+    let r0 = 0;
+    rowsOf.forEach((n, g) => {
+      for (let j = 0; j < n; j++) {
+        const s = r0 + j, T = lens[g], m = s === 2 ? 0 : Math.min(topk, T); // row 2 sees no keys
+        nsel[s] = m;
+        for (let i = 0; i < m; i++) sel[s * topk + i] = Math.floor((i * T) / m);
+      }
+      segs.push({ r0, n, k: caches[g], v: caches[g] });
+      r0 += n;
+    });
+    for (const useSel of [true, false]) {
+      if (!useSel) rowsOf.forEach((n, g) => { for (let j = 0; j < n; j++) nsel[segs[g].r0 + j] = lens[g]; });
+      const want = new Float32Array(S * OR).fill(NaN), got = new Float32Array(S * OR).fill(NaN);
+      for (const g of segs) {
+        if (g.n === 0) continue;
+        attn(g.n, H, W, dv, { a: q.subarray(g.r0 * QR), row: QR, head: W }, { a: g.k, row: W, head: 0 }, { a: g.v, row: W, head: 0 },
+          useSel ? sel.subarray(g.r0 * topk) : null, nsel.subarray(g.r0), topk, scale, { a: want.subarray(g.r0 * OR), row: OR, head: dv });
+      }
+      attnSegs(segs, H, W, dv, { a: q, row: QR, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
+        useSel ? sel : null, nsel, topk, scale, { a: got, row: OR, head: dv });
+      expect(Array.from(new Uint32Array(got.buffer))).toEqual(Array.from(new Uint32Array(want.buffer)));
+      expect(got.subarray(2 * OR, 3 * OR).every((x) => x === 0)).toBe(useSel); // no keys -> zeros
+    }
   });
 });

@@ -7,7 +7,7 @@
 // Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, Fmt, type HeadsW, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { attn, attnSegs, Fmt, type HeadsW, mlaHeads, rmsnorm, rope } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -108,14 +108,16 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   const naive = segs.map((g) => mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, g.pos0 + g.n)));
   const abs = segs.filter((_, k) => !naive[k]);
   const ab = abs.length > 0 ? absorbed(cfg, w.kv_b) : null;
-  if (ab) absorbedQ(cfg, st, ab, abs);
   segs.forEach((g, k) => {
+    if (!naive[k]) return;
     const sel = useSel ? st.sel.subarray(g.r0 * topk) : null, nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
-    const cache = g.kv.kv[kvLayer];
-    if (naive[k]) naiveCore(cfg, st, w.kv_b, cache, g, g.pos0 + g.n, sel, nsel, topk);
-    else absorbedAttn(cfg, st, cache, g, sel, nsel, topk);
+    naiveCore(cfg, st, w.kv_b, g.kv.kv[kvLayer], g, g.pos0 + g.n, sel, nsel, topk);
   });
-  if (ab) absorbedV(cfg, st, w.kv_b, abs);
+  if (ab) {
+    absorbedQ(cfg, st, ab, abs);
+    absorbedAttn(cfg, st, abs.map((g) => g.kv.kv[kvLayer]), abs, useSel ? st.sel : null, topk);
+    absorbedV(cfg, st, w.kv_b, abs);
+  }
   mm(w.o, st.o, S, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [S, D]
 }
 
@@ -172,16 +174,14 @@ function absorbedQ(cfg: Config, st: RunState, ab: Absorbed, segs: Segment[]): vo
   }
 }
 
-/** absorbed form, one segment: scores over [c_kv ‖ k_pe] shared by all heads; o_lat[r,h] = Σ P c_kv */
-function absorbedAttn(cfg: Config, st: RunState, cache: Float32Array, g: Segment,
-  sel: Int32Array | null, nsel: Int32Array, topk: number): void {
+/** absorbed form, every segment in one call: scores over each one's [c_kv ‖ k_pe] rows, shared by all heads;
+ * o_lat[r,h] = Σ P c_kv */
+function absorbedAttn(cfg: Config, st: RunState, caches: Float32Array[], segs: Segment[], sel: Int32Array | null,
+  topk: number): void {
   const H = cfg.num_attention_heads, kvr = cfg.kv_lora_rank, W = kvr + cfg.qk_rope_head_dim, QC = H * W;
-  attn(g.n, H, W, kvr,
-    { a: st.qcat.subarray(g.r0 * QC), row: QC, head: W },
-    { a: cache, row: W, head: 0 },
-    { a: cache, row: W, head: 0 },
-    sel, nsel, topk, cfg.attn_scale,
-    { a: st.o_lat.subarray(g.r0 * H * kvr), row: H * kvr, head: kvr });
+  attnSegs(segs.map((g, i) => ({ r0: g.r0, n: g.n, k: caches[i], v: caches[i] })), H, W, kvr,
+    { a: st.qcat, row: QC, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
+    sel, st.nsel, topk, cfg.attn_scale, { a: st.o_lat, row: H * kvr, head: kvr });
 }
 
 /** absorbed form, v side for the rows of `segs`: o[r,h] = W_V,h o_lat[r,h] (rows dn.. of each head's block of kv_b) */

@@ -54,6 +54,12 @@ const symbols = {
     args: [i32, i32, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32],
     returns: FFIType.void,
   },
+  // hb_attn over segments (own keys/values each) in one job: (nseg, desc f64[4·nseg]: r0, n, k addr, v addr,
+  // H, dk, dv, q, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale, out, oRow, oHead)
+  hb_attn_segs: {
+    args: [i32, ptr, i32, i32, i32, ptr, i32, i32, i32, i32, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32],
+    returns: FFIType.void,
+  },
   // I[s,t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for t < nk[s]
   hb_index_scores: { args: [i32, i32, i32, ptr, ptr, ptr, ptr, ptr, i32, f32], returns: FFIType.void },
   // DSA selection with the spec's tie rule; sel rows ascending
@@ -180,6 +186,24 @@ export function attn(S: number, H: number, dk: number, dv: number, q: AttnOperan
   sel: Int32Array | null, nsel: Int32Array, selRow: number, scale: number, out: AttnOperand) {
   hb().hb_attn(S, H, dk, dv, q.a, q.row, q.head, k.a, k.row, k.head, v.a, v.row, v.head, sel, nsel, selRow, scale,
     out.a, out.row, out.head);
+}
+let segDesc = new Float64Array(4 * 8);
+/** One segment of `attnSegs`: rows [r0, r0+n) of q/sel/nsel/out against its own keys k and values v. */
+export interface AttnSeg { r0: number; n: number; k: F32; v: F32 }
+/**
+ * `attn` for several segments in one call (one pool job): the q/sel/nsel/out operands are shared buffers
+ * addressed by row (segment g uses rows r0..r0+n-1), keys and values are per segment with shared strides.
+ * Every row equals `attn` of its segment alone, bit for bit.
+ */
+export function attnSegs(segs: readonly AttnSeg[], H: number, dk: number, dv: number, q: AttnOperand,
+  k: { row: number; head: number }, v: { row: number; head: number }, sel: Int32Array | null, nsel: Int32Array,
+  selRow: number, scale: number, out: AttnOperand) {
+  if (segDesc.length < 4 * segs.length) segDesc = new Float64Array(8 * segs.length);
+  segs.forEach((g, i) => {
+    segDesc[4 * i] = g.r0; segDesc[4 * i + 1] = g.n; segDesc[4 * i + 2] = addr(g.k); segDesc[4 * i + 3] = addr(g.v);
+  });
+  hb().hb_attn_segs(segs.length, segDesc, H, dk, dv, q.a, q.row, q.head, k.row, k.head, v.row, v.head, sel, nsel,
+    selRow, scale, out.a, out.row, out.head);
 }
 /** qI [S, nh*hd], w [S, nh], kI [T, hd], nk [S] -> out [S, outRow] (t < nk[s] written) */
 export function indexScores(S: number, nh: number, hd: number, qI: F32, w: F32, kI: F32, nk: Int32Array, out: F32, outRow: number, scale: number) {
