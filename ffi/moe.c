@@ -1,10 +1,19 @@
-/* libhb MoE helpers: gather the rows routed to one expert, add its gated outputs back, and SwiGLU over
- * every expert's rows on the pool. Gather / scatter are serial (a few rows of D floats each);
+/* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, SwiGLU over every
+ * expert's rows on the pool, and strided per-head copies (the naive MLA form's keys). Gather / scatter are serial (a few rows of D floats each);
  * hb_scatter_axpy is hb_axpy per row (y += g·ye as a multiply then an add: -std=c11, no contraction) and
  * hb_swiglu_par is hb_swiglu split into chunks, so both equal their serial counterparts bit for bit.
  * Holds no state. */
 #include "hb.h"
 #include <string.h>
+
+/* dst[s·dRow + h·dHead + i] = src[s·sRow + h·sHead + i] for s < S, h < H, i < n (sHead 0: every head gets
+ * the same source; MLA's naive form assembles [k_nope_h ‖ k_pe] keys with it) */
+void hb_copy_heads(float *dst, int dRow, int dHead, const float *src, int sRow, int sHead, int S, int H, int n) {
+  if (!dst || !src || S <= 0 || H <= 0 || n <= 0) return;
+  for (int s = 0; s < S; s++)
+    for (int h = 0; h < H; h++)
+      memcpy(dst + (size_t)s * dRow + (size_t)h * dHead, src + (size_t)s * sRow + (size_t)h * sHead, (size_t)n * sizeof(float));
+}
 
 /* out[j, :] = x[rows[j], :] for j < n; rows of D floats */
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out) {

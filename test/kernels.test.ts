@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNative } from "../ffi/build.ts";
 import {
-  add, axpy, Conv, convert, Fmt, type FmtCode, hb, layernorm, matmul, pread, rmsnorm, rope, Simd, softmax, swiglu,
+  add, axpy, Conv, convert, copyHeads, Fmt, type FmtCode, hb, layernorm, matmul, pread, rmsnorm, rope, Simd, softmax, swiglu,
 } from "../src/engine/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
@@ -313,6 +313,16 @@ describe("norms and element-wise", () => {
       expect(Math.abs(runs[0][i] - want)).toBeLessThanOrEqual(3 * 1.2e-7 * want + 1.2e-38); // (flushed below 2^-125)
       if (i % 97 === 0) { one[0] = x[i]; extra.hb_expm(one, 1, m); expect(one[0]).toBe(runs[0][i]); }
     }
+  });
+  test("copy_heads: strided per-head copies, a shared source head, nothing else written", () => {
+    const S = 3, H = 4, n = 5, src = randF32(r, 100), dst = new Float32Array(200).fill(7);
+    copyHeads({ a: dst.subarray(2), row: 40, head: 9 }, { a: src, row: 11, head: 0 }, S, H, n);
+    const want = new Float32Array(200).fill(7);
+    for (let s = 0; s < S; s++) for (let h = 0; h < H; h++) for (let i = 0; i < n; i++) want[2 + s * 40 + h * 9 + i] = src[s * 11 + i];
+    expect(dst).toEqual(want);
+    copyHeads({ a: dst, row: 40, head: 9 }, { a: src, row: 20, head: 6 }, S, H, 3);
+    for (let s = 0; s < S; s++) for (let h = 0; h < H; h++) for (let i = 0; i < 3; i++) want[s * 40 + h * 9 + i] = src[s * 20 + h * 6 + i];
+    expect(dst).toEqual(want);
   });
   test("rope: interleaved pairs, strided rows/vectors, other elements untouched", () => {
     const S = 3, nvec = 4, dr = 64, vecStride = dr + 3, rowStride = nvec * vecStride + 5, theta = 1e6;

@@ -7,7 +7,7 @@
 // Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, attnSegs, Fmt, type HeadsW, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { attn, attnSegs, copyHeads, Fmt, type HeadsW, mlaHeads, rmsnorm, rope } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -145,16 +145,11 @@ function naiveCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array, g:
   sel: Int32Array | null, nsel: Int32Array, topk: number): void {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, W = kvr + dr, KV = H * (dn + dv), K = H * (dn + dr), Q = H * (dn + dr);
-  for (let t = 0; t < T; t++) st.c_kv.set(cache.subarray(t * W, t * W + kvr), t * kvr);
+  copyHeads({ a: st.c_kv, row: kvr, head: 0 }, { a: cache, row: W, head: 0 }, T, 1, kvr);
   mm(kv_b, st.c_kv, T, st.kvb, st.exact); // [T, H*(dn+dv)]
-  for (let t = 0; t < T; t++) {
-    const k_pe = cache.subarray(t * W + kvr, (t + 1) * W);
-    for (let h = 0; h < H; h++) {
-      const src = t * KV + h * (dn + dv), dst = t * K + h * (dn + dr);
-      st.k.set(st.kvb.subarray(src, src + dn), dst);
-      st.k.set(k_pe, dst + dn);
-    }
-  }
+  // k[t,h] = [k_nope[t,h] ‖ k_pe[t]]
+  copyHeads({ a: st.k, row: K, head: dn + dr }, { a: st.kvb, row: KV, head: dn + dv }, T, H, dn);
+  copyHeads({ a: st.k.subarray(dn), row: K, head: dn + dr }, { a: cache.subarray(kvr), row: W, head: 0 }, T, H, dr);
   attn(g.n, H, dn + dr, dv,
     { a: st.q.subarray(g.r0 * Q), row: Q, head: dn + dr },
     { a: st.k, row: K, head: dn + dr },

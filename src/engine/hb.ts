@@ -31,6 +31,8 @@ const symbols = {
   // absorbed-MLA heads: (exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt)
   hb_mla_heads: { args: [i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, ptr, i32], returns: FFIType.void },
   hb_gather_rows: { args: [ptr, i32, ptr, i32, ptr], returns: FFIType.void }, // (x, D, rows i32[n], n, out [n,D])
+  // (dst, dRow, dHead, src, sRow, sHead, S, H, n): dst[s,h][0..n) = src[s,h][0..n) (sHead 0: shared by all heads)
+  hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
   hb_swiglu_par: { args: [ptr, ptr, ptr, i64], returns: FFIType.void }, // hb_swiglu on the pool (same bits)
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
@@ -165,6 +167,9 @@ export const add = (y: F32, x: F32, n: number) => hb().hb_add(y, x, n);
 export const axpy = (y: F32, a: number, x: F32, n: number) => hb().hb_axpy(y, a, x, n);
 /** out[j] = x[rows[j]] for j < n (rows of D floats) */
 export const gatherRows = (x: F32, D: number, rows: Int32Array, n: number, out: F32) => hb().hb_gather_rows(x, D, rows, n, out);
+/** dst[s·dst.row + h·dst.head + i] = src[s·src.row + h·src.head + i] for s < S, h < H, i < n (src.head 0: shared) */
+export const copyHeads = (dst: Strided, src: Strided, S: number, H: number, n: number) =>
+  hb().hb_copy_heads(dst.a, dst.row, dst.head, src.a, src.row, src.head, S, H, n);
 /** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
 export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
 /** interleaved RoPE in place over S rows × nvec vectors of width dr */
