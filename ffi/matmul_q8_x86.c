@@ -446,7 +446,7 @@ TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int h
       int o = o0;
       if (ns == 1 && fmt != HB_INT2)   /* decode, or the last row of a batch */
         for (; o + 4 <= o1; o += 4) dec4_vnni(fmt, GS, m, o, s0);
-      if (tiles && ns >= 2) {  /* ns = 1 took the 4-row decode kernel */
+      if (tiles && ns >= 2) {  /* (one row took the 4-row decode kernel above) */
         for (; o + TILE_NR <= o1; o += TILE_NR) {
           if (ns == 4) tile_vnni(fmt, GS, TILE_NR, 4, m, o, s0);
           else if (ns == 3) tile_vnni(fmt, GS, TILE_NR, 3, m, o, s0);

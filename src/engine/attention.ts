@@ -86,16 +86,13 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   // cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]: both over every row of the batch at once (the
   // latents gathered into st.o_lat, free until the attention core), then each row copied to its cache
   const lat = st.o_lat;
-  for (let r = 0; r < S; r++) lat.set(st.a.subarray(r * W, r * W + kvr), r * kvr);
+  copyHeads({ a: lat, row: kvr, head: 0 }, { a: st.a, row: W, head: 0 }, S, 1, kvr);
   rmsnorm(lat, w.kv_a_norm, lat, S, kvr, eps);
   rope(st.a.subarray(kvr), S, W, 1, 0, dr, st.pos, theta);
   for (const g of segs) {
     const cache = g.kv.kv[kvLayer];
-    for (let j = 0; j < g.n; j++) {
-      const r = g.r0 + j, t = g.pos0 + j;
-      cache.set(lat.subarray(r * kvr, (r + 1) * kvr), t * W);
-      cache.set(st.a.subarray(r * W + kvr, (r + 1) * W), t * W + kvr);
-    }
+    copyHeads({ a: cache.subarray(g.pos0 * W), row: W, head: 0 }, { a: lat.subarray(g.r0 * kvr), row: kvr, head: 0 }, g.n, 1, kvr);
+    copyHeads({ a: cache.subarray(g.pos0 * W + kvr), row: W, head: 0 }, { a: st.a.subarray(g.r0 * W + kvr), row: W, head: 0 }, g.n, 1, dr);
   }
   // keys per row
   if (ix) indexerSelect(cfg, st, ix, layer, kvLayer, segs, S, hook, !!(w.q_a && w.q_b && w.q_a_norm));
