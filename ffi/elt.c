@@ -1,12 +1,14 @@
 /* libhb element-wise kernels: SwiGLU and e^(x−m) (one shared polynomial exp), add, axpy, interleaved RoPE (spec §3.2),
  * dtype conversion to f32.
- * State: the F8 E4M3 decode table (built once). Float ops are plain f32 (no contraction: -std=c11
- * implies -ffp-contract=off), so a TS reference with Math.fround matches add/axpy bit for bit.
+ * State: the F8 E4M3 decode table (built once); per thread, the RoPE cos/sin table of the last positions.
+ * Float ops are plain f32 (no contraction: -std=c11 implies -ffp-contract=off), so a TS reference with
+ * Math.fround matches add/axpy bit for bit.
  * RoPE angles, cos/sin and the rotation are computed in double and stored as f32. */
 #include "hb.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -151,31 +153,59 @@ void hb_axpy(float *y, float a, const float *x, int n) {
   for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+/* cos φ, sin φ of every (row, pair) of the last rope call on this thread: a forward ropes q, k_pe and the
+ * indexer's q / k at the same positions in every layer, so the angles are computed once per batch. */
+static _Thread_local struct { double theta; int dr, S, cap; int32_t *pos; double *cs; } rope_tab;
+
+/* the table for (pos[S], dr, theta): cs[(s·h + j)·2 + {0,1}] = cos, sin of pos[s]·theta^(−2j/dr); NULL when out of memory */
+static const double *rope_angles(int S, int dr, const int32_t *pos, double theta) {
+  const int h = dr / 2;
+  if (rope_tab.cs && rope_tab.theta == theta && rope_tab.dr == dr && rope_tab.S == S &&
+      !memcmp(rope_tab.pos, pos, (size_t)S * sizeof *pos))
+    return rope_tab.cs;
+  if ((size_t)S * h > (size_t)rope_tab.cap) {
+    const int cap = S * h;
+    double *cs = malloc(2 * sizeof(double) * (size_t)cap);
+    int32_t *ps = malloc(sizeof(int32_t) * (size_t)cap);   /* S ≤ S·h */
+    if (!cs || !ps) { free(cs); free(ps); return NULL; }
+    free(rope_tab.cs); free(rope_tab.pos);
+    rope_tab.cs = cs; rope_tab.pos = ps; rope_tab.cap = cap;
+  }
+  double stack[256], *th = h <= 256 ? stack : malloc(sizeof(double) * (size_t)h);
+  if (!th) return NULL;
+  rope_tab.S = 0;                                  /* invalid while being rebuilt */
+  double *cs = rope_tab.cs;
+  for (int j = 0; j < h; j++) th[j] = pow(theta, (-2.0 * j) / dr);
+  for (int s = 0; s < S; s++)
+    for (int j = 0; j < h; j++) {
+      const double phi = (double)pos[s] * th[j];
+      cs[2 * ((size_t)s * h + j)] = cos(phi);
+      cs[2 * ((size_t)s * h + j) + 1] = sin(phi);
+    }
+  if (th != stack) free(th);
+  memcpy(rope_tab.pos, pos, (size_t)S * sizeof *pos);
+  rope_tab.theta = theta; rope_tab.dr = dr; rope_tab.S = S;
+  return cs;
+}
+
 /* In place, for s < S, v < nvec, j < dr/2, p = x + s·rowStride + v·vecStride:
  * θ_j = theta^(−2j/dr), φ = pos[s]·θ_j, (p[2j], p[2j+1]) <- (a·cos φ − b·sin φ, b·cos φ + a·sin φ). */
 void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta) {
   const int h = dr / 2;
   if (!x || !pos || S <= 0 || nvec <= 0 || h <= 0) return;
-  double stack[3 * 256], *th = h <= 256 ? stack : malloc(3 * sizeof(double) * (size_t)h);
-  if (!th) return;
-  double *c = th + h, *sn = c + h;
-  for (int j = 0; j < h; j++) th[j] = pow(theta, (-2.0 * j) / dr);
+  const double *cs = rope_angles(S, dr, pos, theta);
+  if (!cs) return;
   for (int s = 0; s < S; s++) {
-    for (int j = 0; j < h; j++) {
-      const double phi = (double)pos[s] * th[j];
-      c[j] = cos(phi);
-      sn[j] = sin(phi);
-    }
+    const double *r = cs + 2 * (size_t)s * h;
     for (int v = 0; v < nvec; v++) {
       float *p = x + (ptrdiff_t)s * rowStride + (ptrdiff_t)v * vecStride;
       for (int j = 0; j < h; j++) {
-        const double a = p[2 * j], b = p[2 * j + 1];
-        p[2 * j] = (float)(a * c[j] - b * sn[j]);
-        p[2 * j + 1] = (float)(b * c[j] + a * sn[j]);
+        const double a = p[2 * j], b = p[2 * j + 1], c = r[2 * j], sn = r[2 * j + 1];
+        p[2 * j] = (float)(a * c - b * sn);
+        p[2 * j + 1] = (float)(b * c + a * sn);
       }
     }
   }
-  if (th != stack) free(th);
 }
 
 /* ---- conversion to f32 ---- */

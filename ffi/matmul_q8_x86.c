@@ -377,10 +377,13 @@ TV INL void dec_block(const int fmt, const int GS, const hb_q8 *m, __m512i w, co
 
 /* One row of x (decode, or the last row of a batch): weight rows o..o+3 against row s0 of x (int8, int4,
  * int4g), each row in exactly dot_vnni's order. Integer formats read the rows one after the other (one
- * sequential stream: four interleaved row streams measured ~25% slower from DRAM at 2 threads); int4g
- * interleaves them (its fused float chain per row is latency-bound). Setup and reductions are shared (rows
- * of a few blocks are common: the per-row overhead of one-row passes costs as much as the data there).
+ * sequential stream: four interleaved row streams measured ~25% slower from DRAM at 2 threads); so does
+ * int4g with rows of ≥ DEC_SEQ_INT4G blocks (3 KiB rows, 2048x6144 from DRAM: ~41 vs ~35 GB/s), while
+ * shorter int4g rows interleave (its fused float chain per row is latency-bound: 512 B rows measured
+ * slower one after the other). Setup and reductions are shared (rows of a few blocks are common: the
+ * per-row overhead of one-row passes costs as much as the data there).
  * Full blocks in a loop of their own, then the partial last block through a masked load. */
+#define DEC_SEQ_INT4G 32
 TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0) {
   const size_t rb = m->rowb;
   const int I = m->I, epb = fmt == HB_INT8 ? 64 : 128, nfull = I / epb;
@@ -397,16 +400,17 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
   const uint8_t *r = hb_q8_row(m, o);
   const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
   for (int j = 0; j < 4; j++) { v[j] = _mm512_setzero_si512(); a[j] = _mm512_setzero_ps(); }
-  if (fmt != HB_INT4G)
+  if (fmt != HB_INT4G || nfull >= DEC_SEQ_INT4G)
     for (int j = 0; j < 4; j++) {
       const uint8_t *rj = r + j * rb;
+      const float *sj = sg ? sg + (size_t)j * m->ng : NULL;
       for (int b = 0; b < nfull; b++) {
         pf(m, rj + 64 * (size_t)b + Q8_PF);
-        dec_block(fmt, GS, m, _mm512_loadu_si512((const void *)(rj + 64 * (size_t)b)), x, cr, sg, sidx, b, 0, &v[j], &a[j]);
+        dec_block(fmt, GS, m, _mm512_loadu_si512((const void *)(rj + 64 * (size_t)b)), x, cr, sj, sidx, b, 0, &v[j], &a[j]);
       }
-      if (tailb > 0) dec_block(fmt, GS, m, _mm512_maskz_loadu_epi8(mk, rj + 64 * (size_t)nfull), x, cr, sg, sidx, nfull, 1, &v[j], &a[j]);
+      if (tailb > 0) dec_block(fmt, GS, m, _mm512_maskz_loadu_epi8(mk, rj + 64 * (size_t)nfull), x, cr, sj, sidx, nfull, 1, &v[j], &a[j]);
     }
-  else {   /* int4g: the rows interleaved (four fused chains in flight: its float epilogue is latency-bound) */
+  else {   /* short int4g rows: interleaved (four fused chains in flight: its float epilogue is latency-bound) */
     for (int b = 0; b < nfull; b++)
       for (int j = 0; j < 4; j++) {
         pf(m, r + j * rb + 64 * (size_t)b + Q8_PF);

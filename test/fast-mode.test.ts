@@ -47,7 +47,7 @@ describe("q8 kernels", () => {
     const r = rng(1);
     let cases = 0;
     for (const [name, fmt] of QFMTS)
-      for (const I of [1, 7, 64, 127, 128, 129, 200, 256, 300, 1000])
+      for (const I of [1, 7, 64, 127, 128, 129, 200, 256, 300, 1000, 4100]) // 4100: int4g rows of ≥ 32 blocks (read one after the other)
         for (const gs of fmt === Fmt.int4g ? [8, 16, 32, 64, 128, 256] : [0])
           for (const O of [1, 5, 7, 33, 38]) { // tiles of 4 and 2 weight rows, single rows, two subrow passes
             const S = 9, w = randQ(r, fmt, O, I, gs), x = randF32(r, S * I, 3);

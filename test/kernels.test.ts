@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNative } from "../ffi/build.ts";
 import {
-  add, axpy, Conv, convert, copyHeads, Fmt, type FmtCode, hb, layernorm, matmul, pread, rmsnorm, rope, Simd, softmax, swiglu,
+  add, axpy, Conv, convert, copyHeads, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
+  softmax, swiglu,
 } from "../src/engine/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
@@ -343,6 +344,59 @@ describe("norms and element-wise", () => {
     const y0 = x.slice(0, dr); // position 0 is the identity
     rope(y0, 1, dr, 1, dr, dr, Int32Array.of(0), theta);
     expect(Array.from(y0)).toEqual(Array.from(x.slice(0, dr)));
+  });
+});
+
+describe("row helpers at prefill size (copies split on the pool) equal their definitions bit for bit", () => {
+  const r = rng(77);
+  const S = 300, D = 1000, n = 2400; // n·D, S·D ≥ 65536 floats: the pool paths of the copies
+  const x = randF32(r, S * D);
+  test("gather_rows: out[j] = x[rows[j]] (rows repeat)", () => {
+    const rows = Int32Array.from({ length: n }, () => Math.floor(r() * S)), out = new Float32Array(n * D);
+    gatherRows(x, D, rows, n, out);
+    for (let j = 0; j < n; j += 7) expect(out.subarray(j * D, (j + 1) * D)).toEqual(x.subarray(rows[j] * D, (rows[j] + 1) * D));
+  });
+  test("scatter_axpy: y[rows[j]] += g_j·ye[j] in j order, also where rows repeat", () => {
+    const rows = Int32Array.from({ length: n }, () => Math.floor(r() * S)), g = randF32(r, n), ye = randF32(r, n * D);
+    const y = x.slice(), want = x.slice();
+    scatterAxpy(y, D, rows, g, ye, n);
+    for (let j = 0; j < n; j++)
+      for (let i = 0; i < D; i++) want[rows[j] * D + i] = Math.fround(want[rows[j] * D + i] + Math.fround(g[j] * ye[j * D + i]));
+    expect(y).toEqual(want);
+  });
+  test("add: y += x over a prefill-sized residual", () => {
+    const N = 3 * 65536 + 123, y = randF32(r, N), b = randF32(r, N), want = y.map((v, i) => Math.fround(v + b[i]));
+    add(y, b, N);
+    expect(y).toEqual(want);
+  });
+  test("copy_heads: every row and head of a large strided copy", () => {
+    const H = 16, m = 24, src = randF32(r, S * H * 40), dst = new Float32Array(S * H * 30).fill(5);
+    copyHeads({ a: dst, row: H * 30, head: 30 }, { a: src, row: H * 40, head: 40 }, S, H, m);
+    const want = new Float32Array(S * H * 30).fill(5);
+    for (let s = 0; s < S; s++) for (let h = 0; h < H; h++) for (let i = 0; i < m; i++) want[s * H * 30 + h * 30 + i] = src[s * H * 40 + h * 40 + i];
+    expect(dst).toEqual(want);
+  });
+  test("rope: the angle table is reused only for the same positions, dims and theta", () => {
+    const dr = 32, rows = 5, x0 = randF32(r, rows * dr);
+    const one = (pos: number[], theta: number, d = dr) => {
+      const y = x0.slice(0, pos.length * d);
+      rope(y, pos.length, d, 1, d, d, Int32Array.from(pos), theta);
+      return y;
+    };
+    const rowAlone = (pos: number[], theta: number, d = dr) => pos.flatMap((p, s) => {
+      const y = x0.slice(s * d, (s + 1) * d);
+      rope(y, 1, d, 1, d, d, Int32Array.of(p), theta);
+      return Array.from(y);
+    });
+    // consecutive calls that differ from the previous one in one key each (a stale table would be reused),
+    // each made twice (the second from the table), then checked against the rows roped one at a time
+    const cases: [number[], number, number][] = [[[1, 2, 3, 4, 5], 1e4, 32], [[1, 2, 3, 4, 6], 1e4, 32], [[1, 2, 3, 4, 6], 1e6, 32],
+      [[1, 2, 3, 4, 6], 1e6, 16], [[9, 2, 3, 4, 6], 1e6, 16], [[9, 2, 3], 1e6, 16]];
+    const got = cases.map(([pos, theta, d]) => [one(pos, theta, d), one(pos, theta, d)]);
+    cases.forEach(([pos, theta, d], k) => {
+      expect(Array.from(got[k][0])).toEqual(rowAlone(pos, theta, d));
+      expect(got[k][1]).toEqual(got[k][0]);
+    });
   });
 });
 
