@@ -1,13 +1,14 @@
 // The FFNs (spec §3.4): the dense SwiGLU MLP, and the MoE with the sigmoid router (bias only for
 // choosing, optional group-limited routing, norm_topk_prob, routed_scaling_factor), batch-union
-// expert execution (each chosen expert runs once over all its rows) and the ungated shared expert.
+// expert execution (each chosen expert runs once over all its rows) and the ungated shared expert
+// (its gate ‖ up in the router's call, its down in the routed experts' one, added after them).
 // A streamed Moe (src/engine/experts/) resolves the union first and hands experts out resident-first;
 // outputs are still added in ascending expert order, so results do not depend on the cache.
 // Reads x = st.xb [S, D], writes st.ao [S, D]. Allocation-free per call: routes, the rows grouped by
 // expert and the gates live in RunState; the router's per-row scratch is module-level (grown to E).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, gatherRows, matmulMany, scatterAxpy, swiglu, type ManyMat } from "./hb.ts";
+import { add, Fmt, gatherRows, matmulMany, scatterAxpy, swiglu, type ManyMat } from "./hb.ts";
 import { mm, mmMany } from "./mat.ts";
 import type { RunState } from "./state.ts";
 
@@ -67,19 +68,31 @@ export function limitGroups(cfg: Config, c: Float64Array): void {
   for (let g = 0; g < G; g++) if (!kept.has(g)) for (let e = g * per; e < (g + 1) * per; e++) c[e] = -Infinity;
 }
 
-/** MoE over S rows: y = Σ_k g_k E_k(x) + shared(x), each unique expert computed once for its rows. */
+const isFloat = (fmt: number) => fmt === Fmt.f32 || fmt === Fmt.bf16 || fmt === Fmt.f16;
+
+/**
+ * MoE over S rows: y = Σ_k g_k E_k(x) + shared(x), each unique expert computed once for its rows.
+ * With a float router (run exactly in either mode), the router and the shared expert's gate ‖ up share one
+ * call, and the shared down joins the routed downs: the same kernels, so the same bits, in fewer pool jobs.
+ */
 export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
-  routed(cfg, st, w, x, S, y);
-  if (w.shared) {
-    mlp(st, w.shared, x, S, st.ye);
+  const sh = w.shared, fuse = sh !== null && (st.exact || isFloat(w.router.fmt));
+  if (fuse) mmMany([w.router, sh.gate, sh.up], x, S, [st.z, st.shg, st.shu], st.exact);
+  routed(cfg, st, w, x, S, y, fuse ? sh : null);
+  if (sh && !fuse) {
+    mlp(st, sh, x, S, st.ye);
     add(y, st.ye, S * cfg.hidden_size);
   }
 }
 
-/** y [S,D] = Σ_k g_k E_k(x) over the routed experts only (streamed through w.resolve when it has one). */
-export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
+/**
+ * y [S,D] = Σ_k g_k E_k(x) over the routed experts (streamed through w.resolve when it has one).
+ * shared: the router logits st.z and this shared expert's gate / up (st.shg / st.shu) are computed already;
+ * its output is added to y after the routed ones (its down runs with theirs when the widths match).
+ */
+export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array, shared: Mlp | null = null): void {
   const D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
-  mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
+  if (!shared) mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
   // route each row, then group the (row, gate) pairs by expert: rows ascending within each expert
   const off = st.moff, mrows = st.mrows, mgates = st.mgates;
   off.fill(0);
@@ -106,15 +119,28 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
   }
   const batch = w.resolve?.(union, counts);
   if (!batch) {
-    batched(st, union.map((e) => w.expert(e)), union, x, D, y);
+    batched(st, union.map((e) => w.expert(e)), union, x, D, y, shared, S);
     return;
   }
   try {
     if (batch.ready && union.every((e) => batch.ready!(e))) { // all in memory: two kernel calls
-      batched(st, union.map((e) => batch.get(e)), union, x, D, y);
+      batched(st, union.map((e) => batch.get(e)), union, x, D, y, shared, S);
       for (const e of union) batch.release(e);
-    } else streamed(st, batch, union, rows, gates, x, D, y);
+    } else {
+      streamed(st, batch, union, rows, gates, x, D, y);
+      if (shared) sharedDown(st, shared, S, D, y, false);
+    }
   } finally { batch.end(); }
+}
+
+/** y += W_down (silu(shg) ⊙ shu) of the shared expert (gate / up already in st.shg / st.shu); `ready`: the
+ * down is already in st.ye. */
+function sharedDown(st: RunState, sh: Mlp, S: number, D: number, y: Float32Array, ready: boolean): void {
+  if (!ready) {
+    swiglu(st.shg, st.shu, st.shg, S * sh.gate.O);
+    mm(sh.down, st.shg, S, st.ye, st.exact);
+  }
+  add(y, st.ye, S * D);
 }
 
 /**
@@ -122,7 +148,8 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
  * in one batched call, one SwiGLU, every down in one call, then y[row] += gate · out in st.mrows order —
  * ascending expert, rows ascending — the order of the per-expert path, whose results it equals bit for bit.
  */
-function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D: number, y: Float32Array): void {
+function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D: number, y: Float32Array,
+  shared: Mlp | null, S: number): void {
   const off = st.moff, n = off[off.length - 1], F = mlps[0].gate.O;
   gatherRows(x, D, st.mrows, n, st.exe);
   const up: ManyMat[] = [], upY: Float32Array[] = [], down: ManyMat[] = [], downY: Float32Array[] = [];
@@ -136,8 +163,15 @@ function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D:
   });
   matmulMany(st.exact, up, upY, D, null, 0);
   swiglu(st.ehg, st.ehu, st.ehg, n * F);
+  const withShared = shared !== null && shared.down.I === F; // the shared down joins the routed ones
+  if (withShared) {
+    swiglu(st.shg, st.shu, st.shg, S * F);
+    down.push({ ...shared.down, x: st.shg, S });
+    downY.push(st.ye);
+  }
   matmulMany(st.exact, down, downY, F, null, 0);
   scatterAxpy(y, D, st.mrows, st.mgates, st.eye, n);
+  if (shared) sharedDown(st, shared, S, D, y, withShared);
 }
 
 /** ye [n,D] = E(x rows) for the n rows routed to one expert. */

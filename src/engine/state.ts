@@ -31,6 +31,8 @@ export class RunState {
   pos!: Int32Array;      // [S] absolute position of each row
   hg!: Float32Array;     // [S, F] gate activations, F = max FFN width
   hu!: Float32Array;     // [S, F] up activations
+  shg!: Float32Array;    // [S, Fs] shared expert gate activations, Fs = moe_inter · n_shared
+  shu!: Float32Array;    // [S, Fs] shared expert up activations
   xe!: Float32Array;     // [S, D] rows gathered for one expert
   ye!: Float32Array;     // [S, D] that expert's output
   z!: Float32Array;      // [S, E] router logits
@@ -70,6 +72,8 @@ export class RunState {
     this.sel = new Int32Array(S * Math.max(1, c.index_topk)); this.nsel = new Int32Array(S);
     this.nk = new Int32Array(S); this.pos = new Int32Array(S);
     this.hg = f(S * F); this.hu = f(S * F); this.xe = f(S * D); this.ye = f(S * D);
+    const Fs = c.moe_intermediate_size * c.n_shared_experts;
+    this.shg = f(S * Fs); this.shu = f(S * Fs);
     this.z = f(S * c.n_routed_experts);
     const SK = S * Math.max(1, c.num_experts_per_tok);
     this.mexp = new Int32Array(SK); this.mgate = f(SK); this.mrows = new Int32Array(SK); this.mgates = f(SK);
