@@ -1,8 +1,11 @@
 /* libhb SIMD dispatch: detects the best instruction set once and holds the level in use.
- * State: `detected` (what the CPU and OS support) and `level` (what kernels use; tests force it
- * down with hb_simd_force, and the env var HB_SIMD=scalar|avx2|avx512|avx512vnni caps it at start).
- * x86: AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C / scalar via __builtin_cpu_supports (which also checks
- * that the OS saves the vector state). aarch64: NEON (dotprod noted in hb_cpu_dotprod). */
+ * State: `detected` (what the CPU and OS support), `avxvnni` (the 256-bit VEX VNNI is there) and `level`
+ * (what kernels use; tests force it down with hb_simd_force, and the env var
+ * HB_SIMD=scalar|avx2|avxvnni|avx512|avx512vnni caps it at start).
+ * x86: AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C(+AVX-VNNI) / scalar via __builtin_cpu_supports (which also
+ * checks that the OS saves the vector state). Levels are ordered; a CPU with AVX-512 but without AVX-VNNI
+ * (Ice Lake, Cascade Lake) capped at the AVX-VNNI level gets AVX2. aarch64: NEON (dotprod noted in
+ * hb_cpu_dotprod). */
 #include "hb.h"
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,18 +15,20 @@
 #endif
 
 static atomic_int detected = -1, level = -1;
+static int avxvnni;                      /* x86: AVX-VNNI (VEX vpdpbusd) supported; set by detect() */
 int hb_cpu_dotprod;                      /* aarch64 SDOT/UDOT available (for later int8 kernels) */
 
-static const char *const names[] = { "scalar", "neon", "avx2", "avx512", "avx512vnni" };
+static const char *const names[] = { "scalar", "neon", "avx2", "avxvnni", "avx512", "avx512vnni" };
 
 static int detect(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  avxvnni = avx2 && __builtin_cpu_supports("avxvnni");
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     return __builtin_cpu_supports("avx512vnni") ? HB_AVX512VNNI : HB_AVX512;
-  return avx2 ? HB_AVX2 : HB_SCALAR;
+  return avxvnni ? HB_AVXVNNI : avx2 ? HB_AVX2 : HB_SCALAR;
 #elif defined(__aarch64__)
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)
   hb_cpu_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
@@ -44,6 +49,7 @@ static int best(void) {
     if (env)
       for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (!strcmp(env, names[i]) && i < d) d = (i == HB_NEON) ? HB_SCALAR : i;
+    if (d == HB_AVXVNNI && !avxvnni) d = HB_AVX2;
     atomic_store(&detected, d);
   }
   return d;
@@ -62,8 +68,9 @@ int hb_simd_force(int want) {
   if (want <= 0) l = HB_SCALAR;
   else if (want == 1) l = b;
   else l = want < b ? want : b;
-  /* a capped x86 level must not land on NEON */
+  /* a capped x86 level must not land on NEON, nor on AVX-VNNI where only the AVX-512 form exists */
   if (l == HB_NEON && b != HB_NEON) l = HB_SCALAR;
+  if (l == HB_AVXVNNI && !avxvnni) l = HB_AVX2;
   atomic_store(&level, l);
   return l;
 }

@@ -15,7 +15,7 @@ typedef void (*hb_task_fn)(void *ctx, int lo, int hi);
 void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx);
 
 /* ---- SIMD dispatch (cpu.c) ---- */
-enum { HB_SCALAR = 0, HB_NEON = 1, HB_AVX2 = 2, HB_AVX512 = 3, HB_AVX512VNNI = 4 };
+enum { HB_SCALAR = 0, HB_NEON = 1, HB_AVX2 = 2, HB_AVXVNNI = 3, HB_AVX512 = 4, HB_AVX512VNNI = 5 };
 int hb_simd_level(void);                   /* level in use */
 const char *hb_simd_name(void);
 int hb_simd_force(int best);               /* 0 = force scalar, 1 = best available;

@@ -1,5 +1,5 @@
 /* libhb fast-mode matmul internals shared by matmul_q8.c (x quantization, scalar reference, dispatch)
- * and the SIMD kernel files (matmul_q8_x86.c, matmul_q8_neon.c). Holds no state.
+ * and the SIMD kernel files (matmul_q8_x86.c, matmul_q8_avxvnni.c, matmul_q8_neon.c). Holds no state.
  *
  * Fast mode: each row s of x is quantized to int8, q = rint(x·127/amax) (half to even), d[s] = amax/127.
  * Every kernel computes the same numbers, bit for bit, at every SIMD level and whatever S:
@@ -65,6 +65,7 @@ int hb_mm_chunk_rows(int O, size_t rowb, int S);
 void hb_q8_rows_ref(const hb_q8 *m, int lo, int hi);
 #if defined(__x86_64__) || defined(__i386__)
 void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi);
+void hb_q8_rows_avxvnni(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi);
 #endif

@@ -6,20 +6,17 @@
  *    weight stream (decode is DRAM-bound; never past the matrix). More rows: register tiles of 4 (then 2)
  *    weight rows × up to 4 rows of x (x loads shared; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident
  *    int4g).
- *  - AVX2 (also used at the AVX-512-without-VNNI level): 32 weight bytes per block; maddubs + madd
- *    (int8: |w| × x·sign(w), so no pair sum can saturate).
+ *  - AVX2 (also used at the AVX-512-without-VNNI level): matmul_q8_tile256.h with maddubs + madd.
  * int32 lane j of a block always sums weight bytes 4j..4j+3: for int4g that is one 8-element segment,
  * whose float product with its group scale is fused into accumulator lane (segment mod 16).
- * The last partial block is read with a masked load (AVX-512) or through a zeroed copy (AVX2); padded
- * activations are zero, so padded weights contribute nothing. Also the SIMD parts of x quantization. */
+ * The last partial block is read with a masked load; padded activations are zero, so padded weights
+ * contribute nothing. Also the SIMD parts of x quantization. */
 #include "matmul_q8.h"
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "matmul_q8_x86.h"
 
 #define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
-#define T256 __attribute__((target("avx2,fma")))
-#define INL static inline __attribute__((always_inline))
 #define FLT_BIG 3.40282347e38f
 
 /* ---------------- x quantization helpers (bit-identical to matmul_q8.c's scalar ones) ---------------- */
@@ -128,19 +125,6 @@ T512 int64_t hb_q8_pack_avx512(const int8_t *tmp, int nb, int layout, int8_t *q,
 }
 
 #define TILE_NR 4   /* weight rows per register tile (then pairs, then single rows) */
-/* software prefetch distance along the weight stream (rows are contiguous, so it runs into the
- * next rows): the hardware prefetcher alone leaves DRAM bandwidth unused (measured +15-25% at 2 threads) */
-#define Q8_PF 4096
-/* prefetch p unless it lies past the matrix (decode runs many small matrices: lines past the end are waste) */
-static inline __attribute__((always_inline)) void pf(const hb_q8 *m, const uint8_t *p) {
-  if (p < m->Wend) _mm_prefetch((const char *)p, _MM_HINT_T0);
-}
-/* rows of W handled per pass over a block of ≤ 4 activation rows: ~16 KiB of packed weights */
-static inline int subrows(size_t rowb) {
-  const size_t r = 16384 / (rowb ? rowb : 1);
-  return r < 1 ? 1 : (int)r;
-}
-
 /* ================================ AVX-512 VNNI ================================ */
 /* scale of each lane's segment for block b (128 elements) of an int4g row: lane j -> group (128b + 8j)/gs.
  * GS: the group size when known at compile time (64), else 0 (runtime gs). Blocks before the last read
@@ -440,7 +424,7 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
 }
 
 TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int hi) {
-  const int S = m->S, O = m->O, R = subrows(m->rowb);
+  const int S = m->S, O = m->O, R = hb_q8_subrows(m->rowb);
   const int tiles = S > 1 && fmt != HB_INT2;
   float out[4];
   for (int o0 = lo; o0 < hi; o0 += R) {
@@ -488,131 +472,10 @@ void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi) {
 void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi) { hb_q8_rows_avx2(m, lo, hi); }
 
 /* ==================================== AVX2 ==================================== */
-T256 INL __m256i madd_u8s8(__m256i a, __m256i b) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
-}
-/* scales of chunk c (64 elements: lane j = element 64c + 8j) of an int4g row; groups past the row get 0 */
-T256 INL __m256 scales8(const float *sg, int ng, int sh, int c, __m256i sidx) {
-  if (sh >= 6) return _mm256_set1_ps(sg[(c << 6) >> sh]);
-  const int g0 = (c << 6) >> sh, per = 64 >> sh, left = ng - g0, cnt = left < per ? left : per;
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 s = _mm256_maskload_ps(sg + g0, _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane));
-  return _mm256_permutevar8x32_ps(s, sidx);
-}
-T256 INL int64_t hsum64_8(__m256i v) {
-  int32_t t[8];
-  _mm256_storeu_si256((__m256i *)t, v);
-  int64_t s = 0;
-  for (int k = 0; k < 8; k++) s += t[k];
-  return s;
-}
-T256 INL float tree8x2(__m256 a, __m256 b, float d) {
-  const __m256 t8 = _mm256_add_ps(a, b);
-  const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
-  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-  const float r = _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
-  return r * d;
-}
-
-T256 INL void dot_avx2(const int fmt, const int ns, const hb_q8 *m, int o, int s0, float *out) {
-  const uint8_t *r = hb_q8_row(m, o);
-  const int I = m->I, Ip = m->Ip, epc = fmt == HB_INT8 ? 32 : fmt == HB_INT2 ? 128 : 64;
-  const int nfull = I / epc;
-  const int tailb = (int)(m->rowb - (size_t)nfull * 32);
-  const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
-  __m256i v[4];
-  __m256 acc[4][2];
-  const int8_t *q[4];
-  const int32_t *cr[4];
-  for (int k = 0; k < 4; k++) { v[k] = _mm256_setzero_si256(); acc[k][0] = acc[k][1] = _mm256_setzero_ps(); }
-  for (int k = 0; k < ns; k++) {
-    q[k] = m->qx + (size_t)(s0 + k) * Ip;
-    cr[k] = fmt == HB_INT4G ? m->corr + (size_t)(s0 + k) * (Ip / 8) : NULL;
-  }
-  const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
-  __m256i sidx = _mm256_setzero_si256();
-  const int gsh = fmt == HB_INT4G ? __builtin_ctz((unsigned)m->gs) : 0;
-  if (fmt == HB_INT4G && m->gs < 64)
-    sidx = _mm256_srli_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), (int)(__builtin_ctz((unsigned)m->gs) - 3));
-  uint8_t tail[32];
-  for (int c = 0; c <= nfull; c++) {
-    __m256i w;
-    if (c < nfull) {
-      w = _mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)c));
-      if (!(c & 1)) pf(m, r + 32 * (size_t)c + Q8_PF);
-    }
-    else if (tailb > 0) {
-      memset(tail, 0, sizeof tail);
-      memcpy(tail, r + 32 * (size_t)c, (size_t)tailb);
-      w = _mm256_loadu_si256((const __m256i *)tail);
-    } else break;
-    if (fmt == HB_INT8) {
-      const __m256i a = _mm256_abs_epi8(w);
-      for (int k = 0; k < ns; k++) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(q[k] + 32 * (size_t)c));
-        v[k] = _mm256_add_epi32(v[k], madd_u8s8(a, _mm256_sign_epi8(x, w)));
-      }
-    } else if (fmt == HB_INT2) {
-      const size_t xo = 256 * (size_t)(c >> 1) + 32 * (size_t)(c & 1);
-      const __m256i f0 = _mm256_and_si256(w, m3), f1 = _mm256_and_si256(_mm256_srli_epi16(w, 2), m3);
-      const __m256i f2 = _mm256_and_si256(_mm256_srli_epi16(w, 4), m3), f3 = _mm256_and_si256(_mm256_srli_epi16(w, 6), m3);
-      for (int k = 0; k < ns; k++) {
-        const int8_t *xb = q[k] + xo;
-        __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(f0, _mm256_loadu_si256((const __m256i *)xb)),
-                                     _mm256_maddubs_epi16(f1, _mm256_loadu_si256((const __m256i *)(xb + 64))));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(f2, _mm256_loadu_si256((const __m256i *)(xb + 128))));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(f3, _mm256_loadu_si256((const __m256i *)(xb + 192))));
-        v[k] = _mm256_add_epi32(v[k], _mm256_madd_epi16(t, _mm256_set1_epi16(1)));
-      }
-    } else {
-      const size_t xo = 128 * (size_t)(c >> 1) + 32 * (size_t)(c & 1);
-      const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-      const __m256 sv = fmt == HB_INT4G ? scales8(sg, m->ng, gsh, c, sidx) : _mm256_setzero_ps();
-      for (int k = 0; k < ns; k++) {
-        const int8_t *xb = q[k] + xo;
-        const __m256i t16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)xb)),
-                                             _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(xb + 64))));
-        __m256i t = _mm256_madd_epi16(t16, _mm256_set1_epi16(1));
-        if (fmt == HB_INT4G) {
-          t = _mm256_add_epi32(t, _mm256_loadu_si256((const __m256i *)(cr[k] + 8 * (size_t)c)));
-          acc[k][c & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), sv, acc[k][c & 1]);
-        } else v[k] = _mm256_add_epi32(v[k], t);
-      }
-    }
-  }
-  for (int k = 0; k < ns; k++) {
-    const int s = s0 + k;
-    if (fmt == HB_INT4G) { out[k] = tree8x2(acc[k][0], acc[k][1], m->dx[s]); continue; }
-    int64_t isum = hsum64_8(v[k]);
-    if (fmt == HB_INT4) isum -= 8 * m->xsum[s];
-    else if (fmt == HB_INT2) isum -= 2 * m->xsum[s];
-    out[k] = hb_q8_rowfmt_out(isum, m->sc[o], m->dx[s]);
-  }
-}
-
-T256 INL void rows_avx2(const int fmt, const hb_q8 *m, int lo, int hi) {
-  const int S = m->S, O = m->O, R = subrows(m->rowb);
-  float out[4];
-  for (int o0 = lo; o0 < hi; o0 += R) {
-    const int o1 = hi - o0 < R ? hi : o0 + R;
-    for (int s0 = 0; s0 < S; s0 += 4) {
-      const int ns = S - s0 < 4 ? S - s0 : 4;
-      for (int o = o0; o < o1; o++) {
-        switch (ns) {
-        case 1: dot_avx2(fmt, 1, m, o, s0, out); break;
-        case 2: dot_avx2(fmt, 2, m, o, s0, out); break;
-        case 3: dot_avx2(fmt, 3, m, o, s0, out); break;
-        default: dot_avx2(fmt, 4, m, o, s0, out); break;
-        }
-        for (int k = 0; k < ns; k++) m->y[(size_t)(s0 + k) * O + o] = out[k];
-      }
-    }
-  }
-}
-T256 static void avx2_i8(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT8, m, lo, hi); }
-T256 static void avx2_i4(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT4, m, lo, hi); }
-T256 static void avx2_i2(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT2, m, lo, hi); }
-T256 static void avx2_i4g(const hb_q8 *m, int lo, int hi) { rows_avx2(HB_INT4G, m, lo, hi); }
+#define TILE_VNNI 0
+#define TILE_TGT T256
+#define TILE_NAME(x) avx2_##x
+#include "matmul_q8_tile256.h"
 void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi) {
   static const hb_q8_rows_fn t[] = { NULL, avx2_i8, avx2_i4, avx2_i2, avx2_i4g };
   t[m->fmt](m, lo, hi);

@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fmt, type FmtCode, hb, matmul, matmulMany, matmulQ8, mlaHeads, weightBytes } from "../src/engine/hb.ts";
+import { Fmt, type FmtCode, hb, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
 import { dequantize, parseFmt } from "../src/model/quant.ts";
 import { convert } from "../src/model/convert.ts";
 import { loadModel, newKV, type Model } from "../src/engine/model.ts";
@@ -23,8 +23,8 @@ import { rng } from "./helpers/rng.ts";
 
 const lib = hb();
 const best = lib.hb_simd_force(1);
-/** levels to compare with the scalar reference: AVX2, AVX-512 without VNNI, VNNI (those this CPU has) */
-const levels = [2, 3, 4].filter((l) => l <= best && lib.hb_simd_force(l) === l);
+/** levels to compare with the scalar reference: AVX2, AVX-VNNI, AVX-512 without VNNI, VNNI (those this CPU has) */
+const levels = [Simd.avx2, Simd.avxvnni, Simd.avx512, Simd.avx512vnni].filter((l) => l <= best && lib.hb_simd_force(l) === l);
 lib.hb_simd_force(1);
 function atLevel<T>(level: number, f: () => T): T {
   lib.hb_simd_force(level);
