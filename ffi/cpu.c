@@ -13,6 +13,9 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static atomic_int detected = -1, level = -1;
 static int avxvnni;                      /* x86: AVX-VNNI (VEX vpdpbusd) supported; set by detect() */
@@ -20,11 +23,19 @@ int hb_cpu_dotprod;                      /* aarch64 SDOT/UDOT available (for lat
 
 static const char *const names[] = { "scalar", "neon", "avx2", "avxvnni", "avx512", "avx512vnni" };
 
+#if defined(__x86_64__) || defined(__i386__)
+/* CPUID.(EAX=7, ECX=1):EAX bit 4 = AVX-VNNI (the YMM state is known saved once AVX2 is usable) */
+static int cpuid_avxvnni(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+}
+#endif
+
 static int detect(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  avxvnni = avx2 && __builtin_cpu_supports("avxvnni");
+  avxvnni = avx2 && HB_HAVE_AVXVNNI && cpuid_avxvnni();
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     return __builtin_cpu_supports("avx512vnni") ? HB_AVX512VNNI : HB_AVX512;

@@ -183,8 +183,10 @@ hb_q8_rows_fn hb_q8_kernel(int fmt, int ref) {
   if (!simd_kernels(ref)) return hb_q8_rows_ref;
 #if defined(__x86_64__) || defined(__i386__)
   const int lvl = hb_simd_level();
-  return lvl >= HB_AVX512VNNI ? hb_q8_rows_vnni : lvl >= HB_AVX512 ? hb_q8_rows_avx512
-       : lvl >= HB_AVXVNNI ? hb_q8_rows_avxvnni : hb_q8_rows_avx2;
+#if HB_HAVE_AVXVNNI
+  if (lvl == HB_AVXVNNI) return hb_q8_rows_avxvnni;
+#endif
+  return lvl >= HB_AVX512VNNI ? hb_q8_rows_vnni : lvl >= HB_AVX512 ? hb_q8_rows_avx512 : hb_q8_rows_avx2;
 #elif defined(__aarch64__)
   return hb_q8_rows_dotprod;
 #else

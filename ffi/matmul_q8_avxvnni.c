@@ -2,7 +2,7 @@
  * cores): the 256-bit register-tile kernels of matmul_q8_tile256.h with the VEX vpdpbusd. Numerics:
  * matmul_q8.h, bit for bit. Holds no state. */
 #include "matmul_q8.h"
-#if defined(__x86_64__) || defined(__i386__)
+#if HB_HAVE_AVXVNNI
 #include "matmul_q8_x86.h"
 
 #define TILE_VNNI 1
