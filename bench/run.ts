@@ -4,7 +4,7 @@
 // mode on one thread — each against bandwidth probes made with the same thread count, then the ratios
 // (fast / exact, N threads / 1, prefill / decode). The machine may be shared: trust the ratios of one run
 // more than absolute figures across runs. Holds no state beyond the cache directory.
-// Usage: bun bench/run.ts [--cache DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--json]
+// Usage: bun bench/run.ts [--cache DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--warmup 8] [--json]
 //        (cache: $HB_BENCH_CACHE or ~/.cache/hummingbird/bench; HB_THREADS caps the pool)
 import { parseArgs } from "node:util";
 import { benchModelDir } from "../src/model/bench-model.ts";
@@ -14,12 +14,13 @@ import { attachExperts } from "../src/engine/experts/index.ts";
 import { benchModel, formatResult, type BenchResult } from "../src/cli/bench.ts";
 
 const { values: v } = parseArgs({
-  options: { cache: { type: "string" }, "prompt-tokens": { type: "string" }, gen: { type: "string" }, reps: { type: "string" }, json: { type: "boolean" } },
+  options: { cache: { type: "string" }, "prompt-tokens": { type: "string" }, gen: { type: "string" }, reps: { type: "string" },
+    warmup: { type: "string" }, json: { type: "boolean" } },
 });
 const num = (s: string | undefined, d: number) => (s === undefined ? d : Math.max(1, Math.floor(Number(s)) || d));
 const modelDir = benchModelDir(v.cache);
 const lib = hb(), N = lib.hb_init(Number(process.env.HB_THREADS ?? 0) || 0);
-const o = { promptTokens: num(v["prompt-tokens"], 128), gen: num(v.gen, 64), reps: num(v.reps, 2) };
+const o = { promptTokens: num(v["prompt-tokens"], 128), gen: num(v.gen, 64), reps: num(v.reps, 2), warmup: num(v.warmup, 8) };
 const m = loadModel(modelDir);
 const experts = attachExperts(m, { quiet: true, ctx: o.promptTokens + o.gen + 64, rows: o.promptTokens });
 const runs: { name: string; r: BenchResult }[] = [];

@@ -15,7 +15,7 @@ import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
 import { benchDevice, formatDeviceBench } from "../../gpu/bench.ts";
 import { command as serveBench } from "./bench-serve.ts";
 
-const help = `usage: hummingbird bench [--model DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--threads N]
+const help = `usage: hummingbird bench [--model DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--warmup 8] [--threads N]
        [--exact] [--json] [--cold [--expert-cache N]] [--device vulkan [--kv-budget ROWS]]
        hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8]
 
@@ -25,7 +25,8 @@ Without --model: the bench preset (seed 1; int4g64 experts, int8 dense), made on
   experts (or --expert-cache N). --device vulkan: the Vulkan chain against the CPU in the same run
   (tok/s, bytes crossing per token, share of time per frame).
 
-Loads the model, runs one warm-up generation, then --reps timed ones (the same conversation emptied
+Loads the model, runs --warmup untimed generations (the experts read, buffers grown and the JIT's optimizing
+tiers reached: a server's steady state), then --reps timed ones (the same conversation emptied
 each time: prefill of --prompt-tokens pseudo-random ids, then --gen greedy single-token decode steps),
 each preceded by a memory read-bandwidth probe (1 GiB read by every pool thread). Reports the best
 prefill and decode rates, the weight bytes the matmul kernels read per decoded token (counted), the best
@@ -33,7 +34,9 @@ bandwidth, and the roofline fraction (bytes/token × decode tok/s ÷ bandwidth).
 or the physical cores). The machine may be shared: compare runs made in the same invocation.
 ${EXPERT_HELP}`;
 
-export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean }
+/** warmup: untimed generations before the timed ones (JSC compiles the per-step TypeScript to its optimizing
+ *  tiers over the first few hundred steps; a server runs in that steady state) */
+export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean; warmup?: number }
 export interface Timing { prefill_tok_s: number; decode_tok_s: number; bytes_per_token: number }
 export interface BenchResult extends Timing {
   model: string; threads: number; simd: string; mode: "exact" | "fast"; prompt_tokens: number; gen: number;
@@ -59,13 +62,13 @@ function once(s: Session, prompt: number[], gen: number): Timing {
 }
 
 /**
- * Best-of-reps timings after one warm-up run, each rep preceded by a bandwidth probe (best kept too).
- * One Session serves every run (emptied in between), as a server's would: buffers are allocated and
- * experts read during the warm-up, not in the timed runs.
+ * Best-of-reps timings after o.warmup (default 8) untimed runs, each rep preceded by a bandwidth probe (best
+ * kept too). One Session serves every run (emptied in between), as a server's would: buffers are allocated,
+ * experts read and the JIT warm during the warm-up, not in the timed runs.
  */
 export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0): Timing & { bw: number } {
   const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens), s = new Session(m, { exact: o.exact });
-  once(s, prompt, o.gen);
+  for (let i = 0; i < Math.max(1, o.warmup ?? 8); i++) once(s, prompt, o.gen);
   const best = { prefill_tok_s: 0, decode_tok_s: 0, bytes_per_token: 0, bw: 0 };
   for (let r = 0; r < Math.max(1, o.reps); r++) {
     best.bw = Math.max(best.bw, probe());
@@ -112,12 +115,13 @@ export const command: Command = {
   run(argv) {
     if (argv[0] === "serve") return serveBench.run(argv.slice(1));
     const s = { type: "string" } as const;
-    const r = parseCli(argv, { model: s, "prompt-tokens": s, gen: s, reps: s, threads: s, exact: { type: "boolean" },
+    const r = parseCli(argv, { model: s, "prompt-tokens": s, gen: s, reps: s, warmup: s, threads: s, exact: { type: "boolean" },
       json: { type: "boolean" }, cold: { type: "boolean" }, device: s, "kv-budget": s, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const int = (k: string, d: number) => (v[k as keyof typeof v] === undefined ? d : intOption(String(v[k as keyof typeof v]), k, help));
-    const o: BenchOpts = { promptTokens: int("prompt-tokens", 128), gen: int("gen", 64), reps: int("reps", 2), exact: !!v.exact };
+    const o: BenchOpts = { promptTokens: int("prompt-tokens", 128), gen: int("gen", 64), reps: int("reps", 2), exact: !!v.exact,
+      warmup: int("warmup", 8) };
     if (o.promptTokens < 1) throw new UsageError("--prompt-tokens must be ≥ 1", help);
     const xo = expertOptions(v, help);
     if (v.threads !== undefined) hb().hb_init(intOption(v.threads, "threads", help));
