@@ -40,6 +40,65 @@ describe("Sampler", () => {
     expect(d.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 12);
   });
 
+  /** the processed distribution by its definition: sort every token (f64 p), prefix rules in that order */
+  function reference(l: Float32Array, o: { temperature: number; top_k?: number; top_p?: number; min_p?: number }): Float64Array {
+    const V = l.length, max = Math.max(...l), p = Array.from(l, (x) => Math.exp((x - max) / o.temperature));
+    const ids = Array.from({ length: V }, (_, i) => i).filter((i) => p[i] > 0).sort((a, b) => p[b] - p[a] || a - b);
+    const k = o.top_k ? Math.min(o.top_k, ids.length) : ids.length;
+    let sum = 0;
+    for (let j = 0; j < k; j++) sum += p[ids[j]];
+    let keep = 0, acc = 0;
+    while (keep < k) {
+      const q = p[ids[keep]];
+      if (keep > 0 && q < (o.min_p ?? 0)) break;
+      acc += q; keep++;
+      if (acc >= (o.top_p ?? 1) * sum) break;
+    }
+    const d = new Float64Array(V);
+    for (let j = 0; j < keep; j++) d[ids[j]] = p[ids[j]] / acc;
+    return d;
+  }
+
+  test("the distribution equals its definition (full sort) on flat, peaked, tied and masked logits", () => {
+    const r = new Rng(21);
+    const shapes: [string, (i: number) => number][] = [
+      ["flat", () => (r.next() - 0.5) * 2], ["spread", () => (r.next() - 0.5) * 16], ["peaked", (i) => (i % 97 === 0 ? 12 : 0) + r.next() * 3],
+      ["tied", (i) => Math.floor(r.next() * 4)], ["masked", (i) => (i % 3 === 0 ? -Infinity : (r.next() - 0.5) * 8)],
+    ];
+    const params = [{ temperature: 1 }, { temperature: 0.7, top_k: 40 }, { temperature: 1, top_p: 0.9 }, { temperature: 1.3, min_p: 0.05 },
+      { temperature: 0.8, top_p: 0.95, min_p: 0.05, top_k: 40 }, { temperature: 1, top_k: 5000 }, { temperature: 0.5, top_p: 0.5, top_k: 3 }];
+    for (const V of [7, 3000])
+      for (const [name, f] of shapes) {
+        const l = Float32Array.from({ length: V }, (_, i) => f(i));
+        for (const o of params) {
+          const got = new Sampler(o).dense(l), want = reference(l, o);
+          let worst = 0;
+          for (let i = 0; i < V; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
+          if (worst > 1e-6) throw new Error(`${name} V=${V} ${JSON.stringify(o)}: differs from the definition by ${worst}`);
+        }
+      }
+    // prefixes that reach below the first candidate threshold (p < 2^-12 of the top): a top-p over a long tail,
+    // and a top-k + top-p whose mass includes tokens under it
+    const tail = Math.log(2 ** -13);
+    const longTail = Float32Array.from({ length: 3000 }, (_, i) => (i % 1000 === 0 ? 0 : tail));
+    const fewHeads = Float32Array.from({ length: 50 }, (_, i) => (i < 5 ? 0 : tail));
+    for (const [l, o] of [[longTail, { temperature: 1, top_p: 0.9 }], [fewHeads, { temperature: 1, top_k: 40, top_p: 0.9999 }]] as const) {
+      const got = new Sampler(o).dense(l), want = reference(l, o);
+      expect(want.filter((x) => x > 0).length).toBeGreaterThan(5); // the prefix does reach into the tail
+      for (let i = 0; i < l.length; i++) expect(Math.abs(got[i] - want[i])).toBeLessThan(1e-6);
+    }
+  });
+
+  test("sample draws each token with its probability (filtered or not) and never a masked one", () => {
+    const l = Float32Array.from([0, Math.log(4), -Infinity, Math.log(2), Math.log(1)]);
+    for (const o of [{ temperature: 1 }, { temperature: 1, top_p: 0.99 }, { temperature: 1, top_k: 3 }]) {
+      const s = new Sampler({ ...o, seed: 13 }), d = s.dense(l), cnt = new Array(5).fill(0), N = 20000;
+      for (let i = 0; i < N; i++) cnt[s.sample(l)]++;
+      expect(cnt[2]).toBe(0);
+      for (let i = 0; i < 5; i++) expect(Math.abs(cnt[i] / N - d[i])).toBeLessThan(0.015);
+    }
+  });
+
   test("pick draws in proportion to the weights and never a zero weight", () => {
     const s = new Sampler({ seed: 11 }), w = [0, 3, 1, 0], cnt = [0, 0, 0, 0];
     for (let i = 0; i < 4000; i++) cnt[s.pick(w)]++;
