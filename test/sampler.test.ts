@@ -99,6 +99,12 @@ describe("Sampler", () => {
     }
   });
 
+  test("non-finite logits: a clear error, never an id outside the vocabulary", () => {
+    const bad = new Float32Array(16).fill(NaN);
+    for (const o of [{ temperature: 1 }, { temperature: 1, top_p: 0.9 }, { temperature: 0.7, top_k: 4 }])
+      expect(() => new Sampler({ ...o, seed: 1 }).sample(bad)).toThrow(/no token has a positive probability/);
+  });
+
   test("pick draws in proportion to the weights and never a zero weight", () => {
     const s = new Sampler({ seed: 11 }), w = [0, 3, 1, 0], cnt = [0, 0, 0, 0];
     for (let i = 0; i < 4000; i++) cnt[s.pick(w)]++;

@@ -5,6 +5,8 @@
 
 import { expm } from "./hb.ts";
 
+const NO_TOKEN = "sampling: no token has a positive probability (non-finite logits)";
+
 export interface SamplingParams { temperature?: number; top_k?: number; top_p?: number; min_p?: number; seed?: number }
 
 /** splitmix32-seeded xoshiro128** : small, fast and reproducible across platforms. */
@@ -168,9 +170,11 @@ export class Sampler {
         u -= p[i] / total;
         if (u < 0) return i;
       }
+      if (last < 0) throw new Error(NO_TOKEN);
       return last;
     }
     const d = this.distribution(logits);
+    if (d.n === 0) throw new Error(NO_TOKEN);
     let u = this.rng.next(), j = 0;
     for (; j < d.n - 1; j++) { u -= d.probs[j]; if (u < 0) break; }
     return d.ids[j];

@@ -153,7 +153,11 @@ export class Scheduler {
         j.state = "decode";
         j.tFirst = performance.now();
       }
-      this.sample(j, this.st.logits.subarray(k * V, (k + 1) * V));
+      try {
+        this.sample(j, this.st.logits.subarray(k * V, (k + 1) * V));
+      } catch (e) {
+        this.fail(j, e); // this request only: the others in the batch go on
+      }
     });
   }
 
