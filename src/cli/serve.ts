@@ -27,7 +27,8 @@ options:
   --ctx N          context limit per slot in tokens (default min(4096, max_position_embeddings))
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
   --attn A         attention form: auto (cost model, default) | naive | absorbed; a fixed form makes
-                   temperature-0 results bitwise independent of prefill chunking and prefix reuse
+                   results (greedy, or sampled with a seed) bitwise independent of prefill chunking and
+                   prefix reuse (with auto, fast mode can differ in low bits, and so in later samples)
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
