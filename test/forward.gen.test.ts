@@ -78,3 +78,15 @@ describe("bf16 weights", () => {
     expect(worst(tf(mb, toks), tf(mf, toks), mb.cfg.vocab_size)).toBeLessThan(1e-6);
   });
 });
+
+describe("attention form cost model (auto)", () => {
+  test("counts the keys a query attends to: DSA's top-k on long contexts, all of them on dense layers", async () => {
+    const { naiveIsCheaper } = await import("../src/engine/attention.ts");
+    const { planModel } = await import("../src/model/make-model.ts");
+    const cfg = planModel({ preset: "bench", seed: 0 }).config;
+    expect(naiveIsCheaper(cfg, 512, 512, 128)).toBe(true);    // a fresh prompt: the rebuilt k_nope / v serve every query
+    expect(naiveIsCheaper(cfg, 512, 4096, 128)).toBe(false);  // a late chunk of a long prompt: rebuilding 4096 rows costs more
+    expect(naiveIsCheaper(cfg, 512, 4096, Infinity)).toBe(true); // no key cap: every query attends to all 4096
+    expect(naiveIsCheaper(cfg, 1, 4096, 128)).toBe(false);    // decode
+  });
+});
