@@ -6,6 +6,7 @@
 #include <math.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include "reduce_x86.h"
 
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 #define T256 __attribute__((target("avx2,fma")))
@@ -28,10 +29,8 @@ T512 static void dot4x2_avx512(const float *const a[4], const float *const b[2],
   for (; i + 16 <= n; i += 16) BODY(LDU)
   if (i < n) { __mmask16 m = tailmask(n - i); BODY(LDM) } /* tail */
 #undef BODY
-  out[0] = _mm512_reduce_add_ps(c00); out[1] = _mm512_reduce_add_ps(c01);
-  out[2] = _mm512_reduce_add_ps(c10); out[3] = _mm512_reduce_add_ps(c11);
-  out[4] = _mm512_reduce_add_ps(c20); out[5] = _mm512_reduce_add_ps(c21);
-  out[6] = _mm512_reduce_add_ps(c30); out[7] = _mm512_reduce_add_ps(c31);
+  _mm_storeu_ps(out, hb_tree16x4(c00, c01, c10, c11));       /* = _mm512_reduce_add_ps of each, bit for bit */
+  _mm_storeu_ps(out + 4, hb_tree16x4(c20, c21, c30, c31));
 }
 T512 static void dot1x4_avx512(const float *a, const float *const b[4], int n, float out[4]) {
   const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
@@ -44,8 +43,7 @@ T512 static void dot1x4_avx512(const float *a, const float *const b[4], int n, f
 #undef BODY4
 #undef LDU
 #undef LDM
-  out[0] = _mm512_reduce_add_ps(c0); out[1] = _mm512_reduce_add_ps(c1);
-  out[2] = _mm512_reduce_add_ps(c2); out[3] = _mm512_reduce_add_ps(c3);
+  _mm_storeu_ps(out, hb_tree16x4(c0, c1, c2, c3));
 }
 /* 64 output elements × 4 heads in 16 accumulators; one FMA chain per element over j. */
 T512 static void wsum_avx512(const float *const p[4], const float *const vb[4], int shared, ptrdiff_t vRow,

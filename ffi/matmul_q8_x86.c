@@ -14,6 +14,7 @@
 #include "matmul_q8.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include "matmul_q8_x86.h"
+#include "reduce_x86.h"
 
 #define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
@@ -229,16 +230,6 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
   }
 }
 
-/* tree16 of four accumulators at once (the same adds in the same order): lane k of the result = tree of acc k */
-TV INL __m128 tree16x4(__m512 A, __m512 B, __m512 C, __m512 D) {
-  const __m512 xab = _mm512_add_ps(_mm512_shuffle_f32x4(A, B, 0x44), _mm512_shuffle_f32x4(A, B, 0xEE));
-  const __m512 xcd = _mm512_add_ps(_mm512_shuffle_f32x4(C, D, 0x44), _mm512_shuffle_f32x4(C, D, 0xEE));
-  const __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(xab, xcd, 0x88), _mm512_shuffle_f32x4(xab, xcd, 0xDD));
-  const __m512 z = _mm512_add_ps(y, _mm512_permute_ps(y, 0xEE));
-  const __m512 r = _mm512_add_ps(z, _mm512_permute_ps(z, 0x55));
-  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), r));
-}
-
 /* lane totals of four int32 accumulators at once (exact while |total| < 2^31: rows of ≤ 32768 elements) */
 TV INL __m128i hsum4_i32(__m512i a, __m512i b, __m512i c, __m512i d) {
   const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
@@ -325,7 +316,7 @@ TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, c
     const __m128 d = _mm_loadu_ps(dd);
     for (int j = 0; j < nr; j++) {
       float out[4];
-      _mm_storeu_ps(out, _mm_mul_ps(tree16x4(a[j][0], a[j][ns > 1], a[j][ns > 2 ? 2 : 0], a[j][ns > 3 ? 3 : 0]), d));
+      _mm_storeu_ps(out, _mm_mul_ps(hb_tree16x4(a[j][0], a[j][ns > 1], a[j][ns > 2 ? 2 : 0], a[j][ns > 3 ? 3 : 0]), d));
       for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = out[k];
     }
     return;
@@ -410,7 +401,7 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
   const float d = m->dx[s0];
   if (fmt == HB_INT4G) {
     float out[4];
-    _mm_storeu_ps(out, _mm_mul_ps(tree16x4(a[0], a[1], a[2], a[3]), _mm_set1_ps(d)));
+    _mm_storeu_ps(out, _mm_mul_ps(hb_tree16x4(a[0], a[1], a[2], a[3]), _mm_set1_ps(d)));
     for (int j = 0; j < 4; j++) y[j] = out[j];
     return;
   }
