@@ -87,12 +87,6 @@ T512 static void wsum_avx512(const float *const p[4], const float *const vb[4], 
 }
 
 /* ---- AVX2: per pair, acc over 8-wide chunks, horizontal sum, then the scalar tail with fmaf ---- */
-T256 INL float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 T256 static void dot4x2_avx2(const float *const a[4], const float *const b[2], int n, float out[8]) {
   const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *b0 = b[0], *b1 = b[1];
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
@@ -104,8 +98,8 @@ T256 static void dot4x2_avx2(const float *const a[4], const float *const b[2], i
     y = _mm256_loadu_ps(a2 + i); c20 = _mm256_fmadd_ps(y, x0, c20); c21 = _mm256_fmadd_ps(y, x1, c21);
     y = _mm256_loadu_ps(a3 + i); c30 = _mm256_fmadd_ps(y, x0, c30); c31 = _mm256_fmadd_ps(y, x1, c31);
   }
-  out[0] = hsum256(c00); out[1] = hsum256(c01); out[2] = hsum256(c10); out[3] = hsum256(c11);
-  out[4] = hsum256(c20); out[5] = hsum256(c21); out[6] = hsum256(c30); out[7] = hsum256(c31);
+  _mm_storeu_ps(out, hb_hsum8x4(c00, c01, c10, c11));       /* = hsum256 of each, bit for bit */
+  _mm_storeu_ps(out + 4, hb_hsum8x4(c20, c21, c30, c31));
   for (; i < n; i++) /* tail */
     for (int r = 0; r < 4; r++) { out[2 * r] = fmaf(a[r][i], b0[i], out[2 * r]); out[2 * r + 1] = fmaf(a[r][i], b1[i], out[2 * r + 1]); }
 }
@@ -120,7 +114,7 @@ T256 static void dot1x4_avx2(const float *a, const float *const b[4], int n, flo
     c2 = _mm256_fmadd_ps(y, _mm256_loadu_ps(b2 + i), c2);
     c3 = _mm256_fmadd_ps(y, _mm256_loadu_ps(b3 + i), c3);
   }
-  out[0] = hsum256(c0); out[1] = hsum256(c1); out[2] = hsum256(c2); out[3] = hsum256(c3);
+  _mm_storeu_ps(out, hb_hsum8x4(c0, c1, c2, c3));
   for (; i < n; i++) for (int j = 0; j < 4; j++) out[j] = fmaf(a[i], b[j][i], out[j]); /* tail */
 }
 /* 16 output elements × 4 heads in 8 accumulators, then 8-wide, then a scalar fmaf tail. */

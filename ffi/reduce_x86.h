@@ -1,5 +1,5 @@
-/* libhb AVX-512 horizontal sums shared by the fast matmul (matmul_q8_x86.c) and attention (attn_x86.c)
- * kernels. Holds no state. */
+/* libhb x86 horizontal sums of several accumulators at once, shared by the fast matmul (matmul_q8_x86.c) and
+ * attention (attn_x86.c) kernels: the same adds in the same order as one accumulator at a time. Holds no state. */
 #ifndef HB_REDUCE_X86_H
 #define HB_REDUCE_X86_H
 #include <immintrin.h>
@@ -14,5 +14,15 @@ static inline __attribute__((always_inline, target("avx512f"))) __m128 hb_tree16
   const __m512 z = _mm512_add_ps(y, _mm512_permute_ps(y, 0xEE));
   const __m512 r = _mm512_add_ps(z, _mm512_permute_ps(z, 0x55));
   return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), r));
+}
+
+/* hsum of four 8-lane accumulators at once: lane k = (a[j] + a[j+4]) then (s[0] + s[2], s[1] + s[3]) then t[0] + t[1]
+ * for accumulator k — the adds and order of a 128-bit fold, movehl fold and movehdup add. */
+static inline __attribute__((always_inline, target("avx2,fma"))) __m128 hb_hsum8x4(__m256 A, __m256 B, __m256 C, __m256 D) {
+  const __m256 p = _mm256_add_ps(_mm256_permute2f128_ps(A, B, 0x20), _mm256_permute2f128_ps(A, B, 0x31)); /* [sA | sB] */
+  const __m256 q = _mm256_add_ps(_mm256_permute2f128_ps(C, D, 0x20), _mm256_permute2f128_ps(C, D, 0x31)); /* [sC | sD] */
+  const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(p, q, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));            /* [rA, rB, rC, rD] */
 }
 #endif
