@@ -68,31 +68,29 @@ export function limitGroups(cfg: Config, c: Float64Array): void {
   for (let g = 0; g < G; g++) if (!kept.has(g)) for (let e = g * per; e < (g + 1) * per; e++) c[e] = -Infinity;
 }
 
-const isFloat = (fmt: number) => fmt === Fmt.f32 || fmt === Fmt.bf16 || fmt === Fmt.f16;
-
 /**
  * MoE over S rows: y = Σ_k g_k E_k(x) + shared(x), each unique expert computed once for its rows.
- * With a float router (run exactly in either mode), the router and the shared expert's gate ‖ up share one
- * call, and the shared down joins the routed downs: the same kernels, so the same bits, in fewer pool jobs.
+ * The router is f32 (weights.ts), so it runs exactly in either mode, also inside the call that computes the
+ * shared expert's gate ‖ up; the shared down joins the routed downs. The same kernels, so the same bits, in
+ * fewer pool jobs.
  */
 export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
-  const sh = w.shared, fuse = sh !== null && (st.exact || isFloat(w.router.fmt));
-  if (fuse) mmMany([w.router, sh.gate, sh.up], x, S, [st.z, st.shg, st.shu], st.exact);
-  routed(cfg, st, w, x, S, y, fuse ? sh : null);
-  if (sh && !fuse) {
-    mlp(st, sh, x, S, st.ye);
-    add(y, st.ye, S * cfg.hidden_size);
-  }
+  const sh = w.shared;
+  if (w.router.fmt !== Fmt.f32) throw new Error(`${w.router.name}: the router must be f32, not format ${w.router.fmt}`);
+  if (sh) mmMany([w.router, sh.gate, sh.up], x, S, [st.z, st.shg, st.shu], st.exact);
+  else mm(w.router, x, S, st.z, true);
+  routed(cfg, st, w, x, S, y, sh, true);
 }
 
 /**
- * y [S,D] = Σ_k g_k E_k(x) over the routed experts (streamed through w.resolve when it has one).
- * shared: the router logits st.z and this shared expert's gate / up (st.shg / st.shu) are computed already;
- * its output is added to y after the routed ones (its down runs with theirs when the widths match).
+ * y [S,D] = Σ_k g_k E_k(x) over the routed experts (streamed through w.resolve when it has one), then, given
+ * `shared` (its gate / up already in st.shg / st.shu), + that expert's output (its down runs with the routed
+ * ones when the widths match). zReady: the router logits are in st.z already.
  */
-export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array, shared: Mlp | null = null): void {
+export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array,
+  shared: Mlp | null = null, zReady = false): void {
   const D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
-  if (!shared) mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
+  if (!zReady) mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
   // route each row, then group the (row, gate) pairs by expert: rows ascending within each expert
   const off = st.moff, mrows = st.mrows, mgates = st.mgates;
   off.fill(0);
@@ -180,11 +178,6 @@ function expertRows(st: RunState, w: Mlp, x: Float32Array, rows: Int32Array, D: 
   mlp(st, w, st.xe, rows.length, ye);
 }
 
-/** y[row] += gate · ye[j] for the expert's rows. */
-function accumulate(y: Float32Array, rows: Int32Array, gates: Float32Array, ye: Float32Array, D: number): void {
-  scatterAxpy(y, D, rows, gates, ye, rows.length);
-}
-
 /**
  * A streamed batch: experts computed in the batch's order (resident first, misses as they arrive),
  * their outputs added to y in ascending expert order all the same (outputs computed ahead of that
@@ -207,10 +200,10 @@ function streamed(st: RunState, batch: ExpertBatch, union: number[], rows: Int32
     expertRows(st, batch.get(e), x, rows[e], D, out);
     batch.release(e);
     if (!inOrder) { at.set(e, top); top += rows[e].length * D; continue; }
-    accumulate(y, rows[e], gates[e], st.ye, D);
+    scatterAxpy(y, D, rows[e], gates[e], st.ye, rows[e].length);
     for (next++; next < union.length && at.has(union[next]); next++) {
       const u = union[next];
-      accumulate(y, rows[u], gates[u], stage.subarray(at.get(u)!), D);
+      scatterAxpy(y, D, rows[u], gates[u], stage.subarray(at.get(u)!), rows[u].length);
     }
   }
 }
