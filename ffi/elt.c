@@ -130,8 +130,7 @@ void hb_expm(float *x, int n, float m) {
   for (; i < n; i++) x[i] = exp_ref(x[i] - m);
 }
 
-void hb_swiglu(const float *g, const float *u, float *out, int n) {
-  if (!g || !u || !out || n <= 0) return;
+static void swiglu_run(const float *g, const float *u, float *out, int n) {
   int i = 0;
 #if defined(__x86_64__) || defined(__i386__)
   const int lvl = hb_simd_level();
@@ -139,6 +138,20 @@ void hb_swiglu(const float *g, const float *u, float *out, int n) {
   else if (lvl >= HB_AVX2) i = swiglu_avx2(g, u, out, n);
 #endif
   swiglu_ref(g + i, u + i, out + i, n - i);
+}
+typedef struct { const float *g, *u; float *out; int n; } swiglu_job;
+static void swiglu_task(void *c, int lo, int hi) {   /* elements [4096·lo, 4096·hi) ∩ [0, n) */
+  const swiglu_job *j = c;
+  const int a = 4096 * lo, b = 4096 * hi < j->n ? 4096 * hi : j->n;
+  swiglu_run(j->g + a, j->u + a, j->out + a, b - a);
+}
+/* out[n] = silu(g)·u; large n (prefill) in 4096-element chunks on the pool: every element gets the same bits
+ * wherever it falls */
+void hb_swiglu(const float *g, const float *u, float *out, int n) {
+  if (!g || !u || !out || n <= 0) return;
+  swiglu_job j = { g, u, out, n };
+  if (n >= 16384) hb_parallel_for((n + 4095) / 4096, 1, swiglu_task, &j);
+  else swiglu_run(g, u, out, n);
 }
 
 /* y[n] += x */

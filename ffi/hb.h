@@ -65,7 +65,6 @@ double hb_membw(int64_t bytes, int reps);
 /* moe.c: rows of one expert: gather, and y[rows[j]] += gates[j]·ye[j] (as hb_axpy per row) */
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
 void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n);
-void hb_swiglu_par(const float *g, const float *u, float *out, int64_t n);   /* hb_swiglu on the pool */
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);

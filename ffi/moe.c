@@ -1,8 +1,7 @@
-/* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, SwiGLU over every
- * expert's rows on the pool, and strided per-head copies (the naive MLA form's keys). Copies of decode size
- * run on the caller, prefill-sized ones on the pool. hb_scatter_axpy is hb_axpy per row (y += g·ye as a
- * multiply then an add: -std=c11, no contraction) and hb_swiglu_par is hb_swiglu split into chunks, so
- * both equal their serial counterparts bit for bit.
+/* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, and strided per-head
+ * copies (the naive MLA form's keys). Copies of decode size run on the caller, prefill-sized ones on the
+ * pool. hb_scatter_axpy is hb_axpy per row (y += g·ye as a multiply then an add: -std=c11, no contraction),
+ * so it equals its serial counterpart bit for bit.
  * Holds no state. */
 #include "hb.h"
 #include <string.h>
@@ -39,23 +38,6 @@ void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *ou
   gather_job j = { x, rows, out, D };
   if ((size_t)n * D >= PAR_MIN) hb_parallel_for(n, 1 + 16384 / D, gather_task, &j);
   else gather_task(&j, 0, n);
-}
-
-typedef struct { const float *g, *u; float *out; } swiglu_job;
-static void swiglu_task(void *c, int lo, int hi) {
-  const swiglu_job *j = c;
-  const size_t a = (size_t)lo * 4096, b = (size_t)hi * 4096;
-  hb_swiglu(j->g + a, j->u + a, j->out + a, (int)(b - a));
-}
-/* out[n] = silu(g)·u as hb_swiglu, in 4096-element chunks on the pool (n must be a multiple of 4096 for the
- * parallel part; the rest runs here) */
-void hb_swiglu_par(const float *g, const float *u, float *out, int64_t n) {
-  if (!g || !u || !out || n <= 0) return;
-  const int64_t chunks = n / 4096;
-  swiglu_job j = { g, u, out };
-  if (chunks > 0) hb_parallel_for((int)chunks, 1, swiglu_task, &j);
-  const int64_t done = chunks * 4096;
-  if (done < n) hb_swiglu(g + done, u + done, out + done, (int)(n - done));
 }
 
 /* y[rows[j], i] += gates[j] · ye[j, i] for j < n (in order), i < D. Serial: split by columns on the pool it

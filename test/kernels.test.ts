@@ -264,7 +264,7 @@ describe("norms and element-wise", () => {
     }
   });
   test("swiglu, add (exact), axpy (exact)", () => {
-    for (const n of [1, 17, 1001]) {
+    for (const n of [1, 17, 1001, 20001]) { // 20001: SwiGLU in 4096-element chunks on the pool, a partial last one
       const g = randF32(r, n, 8), u = randF32(r, n), out = new Float32Array(n);
       swiglu(g, u, out, n);
       for (let i = 0; i < n; i++) {

@@ -34,7 +34,6 @@ const symbols = {
   // (dst, dRow, dHead, src, sRow, sHead, S, H, n): dst[s,h][0..n) = src[s,h][0..n) (sHead 0: shared by all heads)
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
-  hb_swiglu_par: { args: [ptr, ptr, ptr, i64], returns: FFIType.void }, // hb_swiglu on the pool (same bits)
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
@@ -42,7 +41,7 @@ const symbols = {
   // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
   hb_layernorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   hb_softmax: { args: [ptr, i32], returns: FFIType.void }, // in place over n
-  hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u
+  hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u (large n on the pool)
   hb_expm: { args: [ptr, i32, FFIType.f32], returns: FFIType.void }, // x[n] <- e^(x − m) (f32, one polynomial)
   hb_add: { args: [ptr, ptr, i32], returns: FFIType.void }, // y[n] += x
   hb_axpy: { args: [ptr, f32, ptr, i32], returns: FFIType.void }, // y[n] += a·x
@@ -164,8 +163,7 @@ export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, 
 export const softmax = (x: F32, n: number) => hb().hb_softmax(x, n);
 /** x[n] <- e^(x − m) in f32 (the softmax numerators' exp: 0 below e^-87.3, NaN passes through) */
 export const expm = (x: F32, n: number, m: number) => hb().hb_expm(x, n, m);
-export const swiglu = (g: F32, u: F32, out: F32, n: number) =>
-  n >= 16384 ? hb().hb_swiglu_par(g, u, out, n) : hb().hb_swiglu(g, u, out, n); // same bits either way
+export const swiglu = (g: F32, u: F32, out: F32, n: number) => hb().hb_swiglu(g, u, out, n);
 export const add = (y: F32, x: F32, n: number) => hb().hb_add(y, x, n);
 export const axpy = (y: F32, a: number, x: F32, n: number) => hb().hb_axpy(y, a, x, n);
 /** out[j] = x[rows[j]] for j < n (rows of D floats) */
