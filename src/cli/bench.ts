@@ -36,7 +36,7 @@ ${EXPERT_HELP}`;
 
 /** warmup: untimed generations before the timed ones (JSC compiles the per-step TypeScript to its optimizing
  *  tiers over the first few hundred steps; a server runs in that steady state) */
-export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean; warmup?: number }
+export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean; warmup: number }
 export interface Timing { prefill_tok_s: number; decode_tok_s: number; bytes_per_token: number }
 export interface BenchResult extends Timing {
   model: string; threads: number; simd: string; mode: "exact" | "fast"; prompt_tokens: number; gen: number;
@@ -62,13 +62,13 @@ function once(s: Session, prompt: number[], gen: number): Timing {
 }
 
 /**
- * Best-of-reps timings after o.warmup (default 8) untimed runs, each rep preceded by a bandwidth probe (best
+ * Best-of-reps timings after o.warmup untimed runs (at least one), each rep preceded by a bandwidth probe (best
  * kept too). One Session serves every run (emptied in between), as a server's would: buffers are allocated,
  * experts read and the JIT warm during the warm-up, not in the timed runs.
  */
 export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0): Timing & { bw: number } {
   const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens), s = new Session(m, { exact: o.exact });
-  for (let i = 0; i < Math.max(1, o.warmup ?? 8); i++) once(s, prompt, o.gen);
+  for (let i = 0; i < Math.max(1, o.warmup); i++) once(s, prompt, o.gen);
   const best = { prefill_tok_s: 0, decode_tok_s: 0, bytes_per_token: 0, bw: 0 };
   for (let r = 0; r < Math.max(1, o.reps); r++) {
     best.bw = Math.max(best.bw, probe());
