@@ -237,10 +237,10 @@ void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, siz
 }
 
 void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y) {
+  const size_t rowb = hb_mm_row_bytes(fmt, I);
   *m = (hb_q8){ .fmt = fmt, .gs = gs, .ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1, .O = O, .I = I, .S = q->S,
-                .Ip = q->Ip, .W = W, .Wend = (const uint8_t *)W + (size_t)O * hb_mm_row_bytes(fmt, I),
-                .rowb = hb_mm_row_bytes(fmt, I), .sc = scales, .qx = q->qx, .corr = q->corr,
-                .xsum = q->xsum, .dx = q->dx, .y = y };
+                .Ip = q->Ip, .W = W, .Wend = (const uint8_t *)W + (size_t)O * rowb, .rowb = rowb, .sc = scales,
+                .qx = q->qx, .corr = q->corr, .xsum = q->xsum, .dx = q->dx, .y = y };
 }
 
 /* rows per claimed chunk: everything on the calling thread for small matrices (a pool wake-up costs more
