@@ -1,5 +1,5 @@
 /* libhb fast-mode matmul internals shared by matmul_q8.c (x quantization, scalar reference, dispatch)
- * and the SIMD kernel files (matmul_q8_x86.c, matmul_q8_avxvnni.c, matmul_q8_neon.c). Holds no state.
+ * and the SIMD files (matmul_q8_x86.c, matmul_q8_xq_x86.c, matmul_q8_avxvnni.c, matmul_q8_neon.c). Holds no state.
  *
  * Fast mode: each row s of x is quantized to int8, q = rint(x·127/amax) (half to even), d[s] = amax/127.
  * Every kernel computes the same numbers, bit for bit, at every SIMD level and whatever S:
