@@ -1,14 +1,13 @@
 // The expert store of one loaded model: every MoE layer's LayerCache (installed in place of the
-// loaded LazyMoe, restored by close), the read side (fds — O_DIRECT when asked and supported — or
-// mmap'd files), the shared working slabs, loads through the C I/O pool, speculative prefetch of
-// the next layer's previous routing, stats, and the learning cache (usage heat, pins, re-pin).
+// loaded LazyMoe, restored by close), the files it reads (files.ts: fds, O_DIRECT or mmap), the shared
+// working slabs, loads through the C I/O pool, speculative prefetch of the next layer's previous routing,
+// stats, and the learning cache (usage heat, pins, re-pin).
 // State: all of the above plus the counters. One store per Model at a time.
-import { ptr } from "bun:ffi";
-import { statSync } from "node:fs";
 import type { Model } from "../model.ts";
 import { LazyMoe, readMlp } from "../../model/weights.ts";
 import { ModelError } from "../../model/errors.ts";
 import * as io from "./io.ts";
+import { ExpertFiles } from "./files.ts";
 import { layoutExpert, materialize, materializeMapped, viewable, type ExpertLayout } from "./layout.ts";
 import { LayerCache } from "./layer.ts";
 import { EMPTY, LOADING, READY, Slot, type Policy } from "./slots.ts";
@@ -45,8 +44,7 @@ export class ExpertStore {
   /** decayed counts: misses, and those the previous token's routing would have covered */
   readonly predict = { covered: 0, needed: 0 };
   tick = 0;
-  private readonly fds = new Map<string, number>();
-  private readonly maps = new Map<string, { addr: number; len: number }>();
+  private readonly files: ExpertFiles;
   private readonly working: Slot[] = [];
   private readonly workingBytes: number;
   private stageBuf = new Float32Array(0);
@@ -65,11 +63,14 @@ export class ExpertStore {
     this.prefetch = cfg.prefetch;
     this.hidden = m.cfg.hidden_size;
     io.startPool();
-    this.direct = cfg.direct && !cfg.mmap && this.openDirect();
-    this.mmap = cfg.mmap;
     const lazies: [number, LazyMoe][] = [];
     m.w.layers.forEach((l, i) => { if (l.moe) lazies.push([i, asLazy(l.moe, i)]); });
     if (m.w.mtp?.layer.moe) lazies.push([m.cfg.num_hidden_layers, asLazy(m.w.mtp.layer.moe, m.cfg.num_hidden_layers)]);
+    const files = new Set<string>();
+    for (const [, lazy] of lazies) for (const p of lazy.plans) for (const t of [p.gate, p.up, p.down]) { files.add(t.w.file); if (t.qs) files.add(t.qs.file); }
+    this.files = new ExpertFiles([...files], cfg, cfg.log);
+    this.direct = this.files.direct;
+    this.mmap = cfg.mmap;
     let maxSlot = 0;
     for (const [i, lazy] of lazies) {
       const ok = lazy.plans.every(viewable);
@@ -86,8 +87,6 @@ export class ExpertStore {
     const main = this.layers.filter((L) => L.layer < m.cfg.num_hidden_layers);
     main.forEach((L, k) => this.next.set(L, main[(k + 1) % main.length]));
     this.firstMoe = main.length ? main[0].layer : -1;
-    for (const file of this.files()) if (!this.fds.has(file)) this.fds.set(file, this.openFd(file, false));
-    if (this.mmap) this.mapFiles();
     for (let k = 0; k < cfg.workingSlabs; k++) this.working.push(new Slot(true, this.workingBytes));
     this.busy0 = io.poolCounters().busySeconds;
     for (const L of this.layers) {
@@ -96,67 +95,7 @@ export class ExpertStore {
     }
   }
 
-  private files(): string[] {
-    const set = new Set<string>();
-    for (const L of this.layers) for (const p of L.plans) for (const t of [p.gate, p.up, p.down]) { set.add(t.w.file); if (t.qs) set.add(t.qs.file); }
-    return [...set];
-  }
-
-  private openFd(file: string, direct: boolean): number {
-    const fd = io.openRaw(file, direct);
-    if (fd < 0) throw new ModelError(`cannot open for expert reads: ${io.ioErrorText(fd)}`, { file });
-    return fd;
-  }
-
-  /** O_DIRECT fds for every file, probed with one aligned read; false (with a warning) where unsupported. */
-  private openDirect(): boolean {
-    const files = this.filesOfModel();
-    const opened: [string, number][] = [];
-    const probe = new Uint8Array(2 * io.DIRECT_ALIGN);
-    const a = Number(ptr(probe)) % io.DIRECT_ALIGN, buf = probe.subarray(a ? io.DIRECT_ALIGN - a : 0);
-    for (const f of files) {
-      const fd = process.env.HB_IO_NODIRECT ? -22 : io.openRaw(f, true);
-      let why = fd < 0 ? io.ioErrorText(fd) : "";
-      if (fd >= 0) {
-        const r = io.wait(io.submit([{ fd, off: 0, len: io.DIRECT_ALIGN, need: 0, bufOff: 0 }], buf, io.Kind.read));
-        if (r < 0) { why = io.ioErrorText(r); io.closeFd(fd); }
-        else { opened.push([f, fd]); continue; }
-      }
-      for (const [, d] of opened) io.closeFd(d);
-      this.cfg.log(`experts: --direct is not supported for ${f} (${why}); falling back to buffered reads`);
-      return false;
-    }
-    for (const [f, fd] of opened) this.fds.set(f, fd);
-    return true;
-  }
-
-  private filesOfModel(): string[] {
-    const set = new Set<string>();
-    for (const l of [...this.m.w.layers, ...(this.m.w.mtp ? [this.m.w.mtp.layer] : [])]) {
-      if (l.moe instanceof LazyMoe) for (const p of l.moe.plans) for (const t of [p.gate, p.up, p.down]) { set.add(t.w.file); if (t.qs) set.add(t.qs.file); }
-    }
-    return [...set];
-  }
-
-  private mapFiles(): void {
-    for (const [file, fd] of this.fds) {
-      const len = statSync(file).size;
-      const addr = io.mapFile(fd, len);
-      if (addr === null) throw new ModelError("mmap failed", { file });
-      this.maps.set(file, { addr, len });
-      this.mapAddrs.set(file, addr);
-    }
-  }
-  private readonly mapAddrs = new Map<string, number>();
-
   // ---- slabs ---------------------------------------------------------------------------------
-
-  private slab(bytes: number): Uint8Array {
-    if (!this.direct) return new Uint8Array(Math.max(bytes, 1));
-    const raw = new Uint8Array(bytes + io.DIRECT_ALIGN);
-    const a = Number(ptr(raw)) % io.DIRECT_ALIGN;
-    return raw.subarray(a ? io.DIRECT_ALIGN - a : 0, (a ? io.DIRECT_ALIGN - a : 0) + bytes);
-  }
 
   takeWorking(L: LayerCache): Slot | null {
     const s = this.working.find((w) => w.owner < 0 && w.state === EMPTY);
@@ -194,10 +133,10 @@ export class ExpertStore {
     if (lay.spans.length === 0) { s.job = -2; return; }
     try {
       if (this.mmap) {
-        s.job = io.submit(lay.spans.map((p) => ({ fd: this.fds.get(p.file)!, off: p.off, len: p.len, need: p.need, bufOff: this.maps.get(p.file)!.addr + p.off })), null, io.Kind.touch);
+        s.job = io.submit(lay.spans.map((p) => ({ fd: this.files.fd(p.file), off: p.off, len: p.len, need: p.need, bufOff: this.files.mapped(p.file, p.off) })), null, io.Kind.touch);
       } else {
-        s.buf ??= this.slab(s.bytes);
-        s.job = io.submit(lay.spans.map((p) => ({ fd: this.fds.get(p.file)!, off: p.off, len: p.len, need: p.need, bufOff: p.pos })), s.buf, io.Kind.read);
+        s.buf ??= this.files.buffer(s.bytes);
+        s.job = io.submit(lay.spans.map((p) => ({ fd: this.files.fd(p.file), off: p.off, len: p.len, need: p.need, bufOff: p.pos })), s.buf, io.Kind.read);
       }
     } catch (err) {
       s.job = -3; // submit refused: reported by finishLoad
@@ -249,7 +188,7 @@ export class ExpertStore {
     }
     this.counters.bytesRead += r;
     s.mlp = this.mmap
-      ? (L.views[e] ??= materializeMapped(plan, this.mapAddrs, io.mappedBytes))
+      ? (L.views[e] ??= materializeMapped(plan, this.files.mapAddrs, io.mappedBytes))
       : materialize(plan, L.layouts![e], s.buf!);
     s.state = READY;
     return true;
@@ -281,7 +220,7 @@ export class ExpertStore {
 
   onEvict(L: LayerCache, s: Slot): void {
     this.counters.evictions++;
-    if (this.mmap && L.layouts) for (const p of L.layouts[s.e].spans) io.madvise(this.maps.get(p.file)!.addr + p.off, p.len, io.Advice.dontneed);
+    if (this.mmap && L.layouts) for (const p of L.layouts[s.e].spans) io.madvise(this.files.mapped(p.file, p.off), p.len, io.Advice.dontneed);
   }
 
   // ---- usage and prefetch --------------------------------------------------------------------
@@ -355,10 +294,7 @@ export class ExpertStore {
       if (L.layer < this.m.cfg.num_hidden_layers) this.m.w.layers[L.layer].moe = L.lazy;
       else this.m.w.mtp!.layer.moe = L.lazy;
     }
-    for (const { addr, len } of this.maps.values()) io.unmapFile(addr, len);
-    for (const fd of this.fds.values()) io.closeFd(fd);
-    this.maps.clear();
-    this.fds.clear();
+    this.files.close();
   }
 
   /** bytes of the largest expert's tensors (independent of the read mode) */
