@@ -198,7 +198,9 @@ static int padded(int I) { return (I + HB_Q8_PAD - 1) / HB_Q8_PAD * HB_Q8_PAD; }
 
 size_t hb_q8x_bytes(int I, int S) {
   const size_t Ip = (size_t)padded(I);
-  return (size_t)S * (Ip + Ip / 2 + 12) + (size_t)I + 64;
+  /* a multiple of 64: blocks placed one after another (hb_matmul_many) keep qx on cache-line boundaries,
+   * so no activation load of the kernels straddles two lines */
+  return ((size_t)S * (Ip + Ip / 2 + 12) + (size_t)I + 64 + 63) & ~(size_t)63;
 }
 
 /* point q at buf (hb_q8x_bytes(I, S) bytes) for S rows in `layout`; nothing is quantized yet */
