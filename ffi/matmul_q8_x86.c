@@ -214,15 +214,33 @@ TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, c
     }
     return;
   }
+  const int off = fmt == HB_INT8 ? 128 : 8;
+  if (I > 32768) {   /* lane sums could pass 2^31: 64-bit totals, one output at a time */
+    for (int j = 0; j < nr; j++)
+      for (int k = 0; k < ns; k++)
+        y[(size_t)k * O + j] = hb_q8_rowfmt_out(hsum64(v[j][k]) - off * m->xsum[s0 + k], m->sc[o + j], m->dx[s0 + k]);
+    return;
+  }
+  /* all outputs of the tile at once: exact in int32 here (|Σ| < 2^31), the same conversion and products */
+  int32_t xo[4];
+  float dd[4];
+  for (int k = 0; k < 4; k++) { xo[k] = off * (int32_t)m->xsum[s0 + (k < ns ? k : 0)]; dd[k] = m->dx[s0 + (k < ns ? k : 0)]; }
+  const __m128i xsv = _mm_loadu_si128((const __m128i *)xo);
+  const __m128 d = _mm_loadu_ps(dd);
+  __m128 r[4];   /* r[j] lane k = y[s0 + k, o + j] */
   for (int j = 0; j < nr; j++) {
-    int32_t t[4];
-    if (I <= 32768)
-      _mm_storeu_si128((__m128i *)t, hsum4_i32(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]));
-    for (int k = 0; k < ns; k++) {
-      const int64_t tot = I <= 32768 ? t[k] : hsum64(v[j][k]);
-      const int64_t isum = tot - (fmt == HB_INT8 ? 128 : 8) * m->xsum[s0 + k];
-      y[(size_t)k * O + j] = hb_q8_rowfmt_out(isum, m->sc[o + j], m->dx[s0 + k]);
-    }
+    const __m128i t = _mm_sub_epi32(hsum4_i32(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]), xsv);
+    r[j] = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_set1_ps(m->sc[o + j])), d);
+  }
+  if (nr == 4) {
+    _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);   /* r[k] lane j = y[s0 + k, o + j] */
+    for (int k = 0; k < ns; k++) _mm_storeu_ps(y + (size_t)k * O, r[k]);
+    return;
+  }
+  for (int j = 0; j < nr; j++) {
+    float t[4];
+    _mm_storeu_ps(t, r[j]);
+    for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = t[k];
   }
 }
 
@@ -298,13 +316,14 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
     for (int j = 0; j < 4; j++) y[j] = out[j];
     return;
   }
-  int32_t t[4];
-  if (I <= 32768) _mm_storeu_si128((__m128i *)t, hsum4_i32(v[0], v[1], v[2], v[3]));
-  for (int j = 0; j < 4; j++) {
-    const int64_t tot = I <= 32768 ? t[j] : hsum64(v[j]);
-    const int64_t isum = tot - (fmt == HB_INT8 ? 128 : 8) * m->xsum[s0];
-    y[j] = hb_q8_rowfmt_out(isum, m->sc[o + j], d);
+  const int off = fmt == HB_INT8 ? 128 : 8;
+  if (I > 32768) {   /* lane sums could pass 2^31 */
+    for (int j = 0; j < 4; j++) y[j] = hb_q8_rowfmt_out(hsum64(v[j]) - off * m->xsum[s0], m->sc[o + j], d);
+    return;
   }
+  /* the four rows at once: exact in int32 here, the same conversion and products as hb_q8_rowfmt_out */
+  const __m128i t = _mm_sub_epi32(hsum4_i32(v[0], v[1], v[2], v[3]), _mm_set1_epi32(off * (int32_t)m->xsum[s0]));
+  _mm_storeu_ps(y, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_loadu_ps(m->sc + o)), _mm_set1_ps(d)));
 }
 
 TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int hi) {

@@ -47,7 +47,8 @@ describe("q8 kernels", () => {
     const r = rng(1);
     let cases = 0;
     for (const [name, fmt] of QFMTS)
-      for (const I of [1, 7, 64, 127, 128, 129, 200, 256, 300, 1000, 4100]) // 4100: int4g rows of ≥ 32 blocks (read one after the other)
+      // 4100: int4g rows of ≥ 32 blocks (read one after the other); 33000: integer lane sums past 2^31 possible
+      for (const I of [1, 7, 64, 127, 128, 129, 200, 256, 300, 1000, 4100, ...(fmt === Fmt.int4g ? [] : [33000])])
         for (const gs of fmt === Fmt.int4g ? [8, 16, 32, 64, 128, 256] : [0])
           for (const O of [1, 5, 7, 33, 38]) { // tiles of 4 and 2 weight rows, single rows, two subrow passes
             const S = 9, w = randQ(r, fmt, O, I, gs), x = randF32(r, S * I, 3);
@@ -58,7 +59,7 @@ describe("q8 kernels", () => {
               const all = new Float32Array(S * O).fill(NaN);
               atLevel(level, () => matmulQ8(fmt, w.W, w.scales, w.gs, O, I, x, S, all));
               if (!same(all, ref)) throw new Error(`${name} I=${I} gs=${gs} O=${O} level ${level}: differs from the scalar reference`);
-              for (const [s0, n] of [[0, 1], [3, 1], [8, 1], [1, 4], [4, 5]]) {
+              for (const [s0, n] of [[0, 1], [3, 1], [8, 1], [1, 4], [4, 5], [2, 2], [5, 3], [1, 7]]) {
                 const part = new Float32Array(n * O);
                 atLevel(level, () => matmulQ8(fmt, w.W, w.scales, w.gs, O, I, x.subarray(s0 * I, (s0 + n) * I), n, part));
                 if (!same(part, all.subarray(s0 * O, (s0 + n) * O)))
