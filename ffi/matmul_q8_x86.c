@@ -203,34 +203,32 @@ TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, c
   }
   const int O = m->O;
   float *y = m->y + (size_t)s0 * O + o;
-  if (fmt == HB_INT4G) {
-    float dd[4];
-    for (int k = 0; k < 4; k++) dd[k] = m->dx[s0 + (k < ns ? k : ns - 1)];
-    const __m128 d = _mm_loadu_ps(dd);
-    for (int j = 0; j < nr; j++) {
-      float out[4];
-      _mm_storeu_ps(out, _mm_mul_ps(hb_tree16x4(a[j][0], a[j][ns > 1], a[j][ns > 2 ? 2 : 0], a[j][ns > 3 ? 3 : 0]), d));
-      for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = out[k];
-    }
-    return;
-  }
   const int off = fmt == HB_INT8 ? 128 : 8;
-  if (I > 32768) {   /* lane sums could pass 2^31: 64-bit totals, one output at a time */
+  if (fmt != HB_INT4G && I > 32768) {   /* lane sums could pass 2^31: 64-bit totals, one output at a time */
     for (int j = 0; j < nr; j++)
       for (int k = 0; k < ns; k++)
         y[(size_t)k * O + j] = hb_q8_rowfmt_out(hsum64(v[j][k]) - off * m->xsum[s0 + k], m->sc[o + j], m->dx[s0 + k]);
     return;
   }
-  /* all outputs of the tile at once: exact in int32 here (|Σ| < 2^31), the same conversion and products */
+  /* all outputs of the tile at once; integer formats: exact in int32 here (|Σ| < 2^31), then the conversion
+   * and products of hb_q8_rowfmt_out; int4g: matmul_q8.h's tree, then times d */
   int32_t xo[4];
   float dd[4];
-  for (int k = 0; k < 4; k++) { xo[k] = off * (int32_t)m->xsum[s0 + (k < ns ? k : 0)]; dd[k] = m->dx[s0 + (k < ns ? k : 0)]; }
+  for (int k = 0; k < 4; k++) {
+    const int s = s0 + (k < ns ? k : 0);
+    xo[k] = fmt == HB_INT4G ? 0 : off * (int32_t)m->xsum[s];
+    dd[k] = m->dx[s];
+  }
   const __m128i xsv = _mm_loadu_si128((const __m128i *)xo);
   const __m128 d = _mm_loadu_ps(dd);
   __m128 r[4];   /* r[j] lane k = y[s0 + k, o + j] */
   for (int j = 0; j < nr; j++) {
-    const __m128i t = _mm_sub_epi32(hsum4_i32(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]), xsv);
-    r[j] = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_set1_ps(m->sc[o + j])), d);
+    const int k1 = ns > 1, k2 = ns > 2 ? 2 : 0, k3 = ns > 3 ? 3 : 0;
+    if (fmt == HB_INT4G) r[j] = _mm_mul_ps(hb_tree16x4(a[j][0], a[j][k1], a[j][k2], a[j][k3]), d);
+    else {
+      const __m128i t = _mm_sub_epi32(hsum4_i32(v[j][0], v[j][k1], v[j][k2], v[j][k3]), xsv);
+      r[j] = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_set1_ps(m->sc[o + j])), d);
+    }
   }
   if (nr == 4) {
     _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);   /* r[k] lane j = y[s0 + k, o + j] */
@@ -311,9 +309,7 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
   float *y = m->y + (size_t)s0 * m->O + o;
   const float d = m->dx[s0];
   if (fmt == HB_INT4G) {
-    float out[4];
-    _mm_storeu_ps(out, _mm_mul_ps(hb_tree16x4(a[0], a[1], a[2], a[3]), _mm_set1_ps(d)));
-    for (int j = 0; j < 4; j++) y[j] = out[j];
+    _mm_storeu_ps(y, _mm_mul_ps(hb_tree16x4(a[0], a[1], a[2], a[3]), _mm_set1_ps(d)));
     return;
   }
   const int off = fmt == HB_INT8 ? 128 : 8;
