@@ -21,6 +21,12 @@
                                           _mm256_set1_epi16(1)))
 #endif
 
+/* lane totals of four 8-lane int32 accumulators, [ΣA, ΣB, ΣC, ΣD] (exact while each total fits in int32) */
+TILE_TGT INL __m128i TILE_NAME(hsum4)(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
 /* one chunk c (parity par = c mod 2, a constant) of weight rows w[j] (j < nr) against x rows k < ns: the
  * integer sums into v[j][k], int4g's fused float steps into acc[j][k][par] */
 TILE_TGT INL void TILE_NAME(chunk)(const int fmt, const int nr, const int ns, const int par, const hb_q8 *m, const __m256i *w,
@@ -122,13 +128,31 @@ TILE_TGT INL void TILE_NAME(tile)(const int fmt, const int nr, const int ns, con
     else TILE_NAME(chunk)(fmt, nr, ns, 0, m, w, q, cr, sg, gsh, sidx, c, v, acc);
   }
   const int O = m->O, off8 = fmt == HB_INT8 ? (TILE_VNNI ? 128 : 0) : fmt == HB_INT4 ? 8 : 2;
-  for (int k = 0; k < ns; k++) {
-    const int s = s0 + k;
-    float *y = m->y + (size_t)s * O + o;
-    for (int j = 0; j < nr; j++) {
-      if (fmt == HB_INT4G) { y[j] = tree8x2(acc[j][k][0], acc[j][k][1], m->dx[s]); continue; }
-      y[j] = hb_q8_rowfmt_out(hsum64_8(v[j][k]) - off8 * m->xsum[s], m->sc[o + j], m->dx[s]);
-    }
+  float *y = m->y + (size_t)s0 * O + o;
+  if (fmt == HB_INT4G || m->I > 32768) {   /* int4g's tree; or lane sums that could pass 2^31 (64-bit totals) */
+    for (int k = 0; k < ns; k++)
+      for (int j = 0; j < nr; j++)
+        y[(size_t)k * O + j] = fmt == HB_INT4G ? tree8x2(acc[j][k][0], acc[j][k][1], m->dx[s0 + k])
+          : hb_q8_rowfmt_out(hsum64_8(v[j][k]) - off8 * m->xsum[s0 + k], m->sc[o + j], m->dx[s0 + k]);
+    return;
+  }
+  /* integer formats, four totals at once (exact in int32 here), then the conversion and products of
+   * hb_q8_rowfmt_out: decode tiles (4 weight rows, one x row) store their four outputs in one go */
+  if (nr == 4 && ns == 1) {
+    const __m128i t = _mm_sub_epi32(TILE_NAME(hsum4)(v[0][0], v[1][0], v[2][0], v[3][0]), _mm_set1_epi32(off8 * (int32_t)m->xsum[s0]));
+    _mm_storeu_ps(y, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_loadu_ps(m->sc + o)), _mm_set1_ps(m->dx[s0])));
+    return;
+  }
+  int32_t xo[4];
+  float dd[4];
+  for (int k = 0; k < 4; k++) { const int s = s0 + (k < ns ? k : 0); xo[k] = off8 * (int32_t)m->xsum[s]; dd[k] = m->dx[s]; }
+  const __m128i xsv = _mm_loadu_si128((const __m128i *)xo);
+  const __m128 d = _mm_loadu_ps(dd);
+  for (int j = 0; j < nr; j++) {
+    const __m128i t = _mm_sub_epi32(TILE_NAME(hsum4)(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]), xsv);
+    float r[4];
+    _mm_storeu_ps(r, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_set1_ps(m->sc[o + j])), d));
+    for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = r[k];
   }
 }
 
