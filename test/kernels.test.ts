@@ -234,21 +234,23 @@ describe("conversions", () => {
 
 describe("norms and element-wise", () => {
   const r = rng(11);
-  test("rmsnorm and layernorm bit-exact vs double TS reference", () => {
-    for (const [S, D] of [[1, 1], [3, 7], [2, 1000], [40, 2049]] as const) {
+  test(`rmsnorm and layernorm bit-exact vs double TS reference (levels ${levels.join(", ")})`, () => {
+    for (const [S, D] of [[1, 1], [3, 7], [2, 1000], [40, 2049]] as const) for (const level of levels) {
       const x = randF32(r, S * D, 3), w = randF32(r, D), b = randF32(r, D), eps = Math.fround(1e-5);
       const y = new Float32Array(S * D), z = new Float32Array(S * D);
-      rmsnorm(x, w, y, S, D, eps);
-      layernorm(x, w, b, z, S, D, eps);
+      atLevel(level, () => { rmsnorm(x, w, y, S, D, eps); layernorm(x, w, b, z, S, D, eps); });
       for (let s = 0; s < S; s++) {
-        let ss = 0, sum = 0, v = 0;
-        for (let i = 0; i < D; i++) { ss += x[s * D + i] * x[s * D + i]; sum += x[s * D + i]; }
+        // Σx²: element i into partial sum i mod 8, combined ((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7)) (norm.c)
+        const t = new Array<number>(8).fill(0);
+        let sum = 0, v = 0;
+        for (let i = 0; i < D; i++) { t[i & 7] += x[s * D + i] * x[s * D + i]; sum += x[s * D + i]; }
+        const ss = ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
         const rr = 1 / Math.sqrt(ss / D + eps), mean = sum / D;
         for (let i = 0; i < D; i++) v += (x[s * D + i] - mean) ** 2;
         const rl = 1 / Math.sqrt(v / D + eps);
         for (let i = 0; i < D; i++) {
           const k = s * D + i;
-          if (y[k] !== Math.fround(x[k] * rr * w[i])) throw new Error(`rmsnorm S=${S} D=${D} at ${k}`);
+          if (y[k] !== Math.fround(x[k] * rr * w[i])) throw new Error(`rmsnorm S=${S} D=${D} level ${level} at ${k}`);
           if (z[k] !== Math.fround((x[k] - mean) * rl * w[i] + b[i])) throw new Error(`layernorm S=${S} D=${D} at ${k}`);
         }
       }
