@@ -80,14 +80,20 @@ static void rms_rows(void *c, int lo, int hi) {
   for (int s = lo; s < hi; s++) {
     const float *x = n->x + (size_t)s * D;
     float *y = n->y + (size_t)s * D;
-    double t[8] = { 0 }, ss, r;
+    double t[8] = { 0 }, ss;
 #if defined(__x86_64__) || defined(__i386__)
-    if (lvl >= HB_AVX512) { ss = sumsq_avx512(x, D); r = 1.0 / sqrt(ss / D + n->eps); scale_avx512(x, n->w, r, y, D); continue; }
-    if (lvl >= HB_AVX2) { ss = sumsq_avx2(x, D); r = 1.0 / sqrt(ss / D + n->eps); scale_avx2(x, n->w, r, y, D); continue; }
+    if (lvl >= HB_AVX512) ss = sumsq_avx512(x, D);
+    else if (lvl >= HB_AVX2) ss = sumsq_avx2(x, D);
+    else
 #endif
-    ss = sumsq_tail(x, 0, D, t);
-    r = 1.0 / sqrt(ss / D + n->eps);
-    scale_tail(x, n->w, r, y, 0, D);
+      ss = sumsq_tail(x, 0, D, t);
+    const double r = 1.0 / sqrt(ss / D + n->eps);
+#if defined(__x86_64__) || defined(__i386__)
+    if (lvl >= HB_AVX512) scale_avx512(x, n->w, r, y, D);
+    else if (lvl >= HB_AVX2) scale_avx2(x, n->w, r, y, D);
+    else
+#endif
+      scale_tail(x, n->w, r, y, 0, D);
   }
 }
 
