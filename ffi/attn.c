@@ -51,6 +51,12 @@ hb_attn_kern hb_attn_kern_for(int level) {
 /* With shared keys (kHead 0) each key row is loaded once for 4 heads; with shared values (vHead 0) each
  * value chunk once for 4 heads. */
 #define KEY(j) ((ptrdiff_t)(sr ? sr[j] : (j)))
+/* Keys are gathered rows (the DSA selection), which the hardware prefetcher cannot follow: the rows
+ * PF_KEYS ahead in the list are prefetched while the current ones are used (n floats from each). */
+#define PF_KEYS 8
+static inline void pf_floats(const float *a, int n) {
+  for (int i = 0; i < n; i += 16) __builtin_prefetch(a + i);
+}
 void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *st) {
   const int n = c->nsel[s];
   const int32_t *sr = c->sel ? c->sel + (ptrdiff_t)s * c->selRow : NULL;
@@ -65,6 +71,7 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
     float d[8];
     for (int j = 0; j < n; j += 2) {
       const int j1 = j + 1 < n ? j + 1 : j;
+      for (int a2 = j + PF_KEYS; a2 < j + PF_KEYS + 2 && a2 < n; a2++) pf_floats(c->k + KEY(a2) * c->kRow, c->dk);
       const float *b[2] = { c->k + KEY(j) * c->kRow, c->k + KEY(j1) * c->kRow };
       c->kn.dot4x2(a, b, c->dk, d);
       for (int i = 0; i < ng; i++) {
