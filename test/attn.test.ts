@@ -332,6 +332,16 @@ describe("hb_dsa_select", () => {
     for (let i = 0; i < scores.length; i += 7) scores[i] = scores[(i * 13) % scores.length];
     for (let i = 0; i < scores.length; i += 11) scores[i] = 0;
     checkSelect(scores, n, Int32Array.from({ length: S }, (_, s) => n - 1000 * s), topk);
+    for (const k of [1, 64, 700]) checkSelect(scores, n, Int32Array.of(n, 600, 511, 100, 3000), k);
+  });
+
+  test("long rows: wide value range, ±Infinity, denormals, ±0, near-equal floats", () => {
+    const r = rng(8765);
+    const pool = [Infinity, -Infinity, 1e30, -1e30, 1e-42, -1e-42, 0, -0, 1, Math.fround(1 + 2 ** -23), Math.fround(1 - 2 ** -24)];
+    const S = 3, n = 3000;
+    const scores = new Float32Array(S * n);
+    for (let i = 0; i < scores.length; i++) scores[i] = r() < 0.5 ? pool[randInt(r, pool.length)] : (r() - 0.5) * 10 ** randInt(r, 8);
+    for (const topk of [1, 7, 128, 1500]) checkSelect(scores, n, Int32Array.of(n, 2000, 513), topk);
   });
 });
 
