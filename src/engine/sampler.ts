@@ -7,6 +7,13 @@ import { expm } from "./hb.ts";
 
 const NO_TOKEN = "sampling: no token has a positive probability (non-finite logits)";
 
+/** index of the largest of x[0..n) (the first on ties): greedy decoding */
+export function argmax(x: Float32Array, n = x.length): number {
+  let best = 0;
+  for (let i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+  return best;
+}
+
 export interface SamplingParams { temperature?: number; top_k?: number; top_p?: number; min_p?: number; seed?: number }
 
 /** splitmix32-seeded xoshiro128** : small, fast and reproducible across platforms. */
@@ -54,11 +61,7 @@ export class Sampler {
    */
   distribution(logits: Float32Array): { ids: Int32Array; probs: Float64Array; n: number } {
     const V = logits.length, T = this.params.temperature ?? 1;
-    if (!(T > 0)) {
-      let top = 0;
-      for (let i = 1; i < V; i++) if (logits[i] > logits[top]) top = i;
-      return { ids: Int32Array.of(top), probs: Float64Array.of(1), n: 1 };
-    }
+    if (!(T > 0)) return { ids: Int32Array.of(argmax(logits)), probs: Float64Array.of(1), n: 1 };
     const p = this.weights(logits), idx = this.idx;
     const K = this.params.top_k && this.params.top_k > 0 ? Math.min(this.params.top_k, V) : V;
     const topP = this.params.top_p ?? 1, cut = this.params.min_p ?? 0;
@@ -154,11 +157,7 @@ export class Sampler {
   }
 
   sample(logits: Float32Array): number {
-    if ((this.params.temperature ?? 1) <= 0) {
-      let best = 0;
-      for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
-      return best;
-    }
+    if ((this.params.temperature ?? 1) <= 0) return argmax(logits);
     if (this.unfiltered(logits.length)) { // the distribution's draw without materializing it: p / Σp in id order
       const V = logits.length, p = this.weights(logits);
       let total = 0;

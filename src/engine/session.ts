@@ -15,13 +15,10 @@ import { forward, type ForwardOpts } from "./forward.ts";
 import { mtpForward } from "./mtp.ts";
 import { newKV, newMtpKV, type Model } from "./model.ts";
 import { RunState } from "./state.ts";
+import { argmax } from "./sampler.ts";
 import type { KVCache } from "./kv.ts";
 
-export function argmax(x: Float32Array, n = x.length): number {
-  let best = 0;
-  for (let i = 1; i < n; i++) if (x[i] > x[best]) best = i;
-  return best;
-}
+export { argmax };
 
 export class Session {
   readonly kv: KVCache;
