@@ -21,12 +21,6 @@
                                           _mm256_set1_epi16(1)))
 #endif
 
-/* lane totals of four 8-lane int32 accumulators, [ΣA, ΣB, ΣC, ΣD] (exact while each total fits in int32) */
-TILE_TGT INL __m128i TILE_NAME(hsum4)(__m256i a, __m256i b, __m256i c, __m256i d) {
-  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
-  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-}
-
 /* one chunk c (parity par = c mod 2, a constant) of weight rows w[j] (j < nr) against x rows k < ns: the
  * integer sums into v[j][k], int4g's fused float steps into acc[j][k][par] */
 TILE_TGT INL void TILE_NAME(chunk)(const int fmt, const int nr, const int ns, const int par, const hb_q8 *m, const __m256i *w,
@@ -139,7 +133,7 @@ TILE_TGT INL void TILE_NAME(tile)(const int fmt, const int nr, const int ns, con
   /* integer formats, four totals at once (exact in int32 here), then the conversion and products of
    * hb_q8_rowfmt_out: decode tiles (4 weight rows, one x row) store their four outputs in one go */
   if (nr == 4 && ns == 1) {
-    const __m128i t = _mm_sub_epi32(TILE_NAME(hsum4)(v[0][0], v[1][0], v[2][0], v[3][0]), _mm_set1_epi32(off8 * (int32_t)m->xsum[s0]));
+    const __m128i t = _mm_sub_epi32(hb_hsum8x4_i32(v[0][0], v[1][0], v[2][0], v[3][0]), _mm_set1_epi32(off8 * (int32_t)m->xsum[s0]));
     _mm_storeu_ps(y, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_loadu_ps(m->sc + o)), _mm_set1_ps(m->dx[s0])));
     return;
   }
@@ -149,7 +143,7 @@ TILE_TGT INL void TILE_NAME(tile)(const int fmt, const int nr, const int ns, con
   const __m128i xsv = _mm_loadu_si128((const __m128i *)xo);
   const __m128 d = _mm_loadu_ps(dd);
   for (int j = 0; j < nr; j++) {
-    const __m128i t = _mm_sub_epi32(TILE_NAME(hsum4)(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]), xsv);
+    const __m128i t = _mm_sub_epi32(hb_hsum8x4_i32(v[j][0], v[j][ns > 1], v[j][ns > 2 ? 2 : 0], v[j][ns > 3 ? 3 : 0]), xsv);
     float r[4];
     _mm_storeu_ps(r, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_set1_ps(m->sc[o + j])), d));
     for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = r[k];

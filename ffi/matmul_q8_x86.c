@@ -14,7 +14,6 @@
 #include "matmul_q8.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include "matmul_q8_x86.h"
-#include "reduce_x86.h"
 
 #define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 
@@ -123,15 +122,6 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
   }
 }
 
-/* lane totals of four int32 accumulators at once (exact while |total| < 2^31: rows of ≤ 32768 elements) */
-TV INL __m128i hsum4_i32(__m512i a, __m512i b, __m512i c, __m512i d) {
-  const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-  const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
-  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
-  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
-  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
 /* one block of a tile: nr weight rows (w[j], their scales sv[j] for int4g) × x rows s0..s0+3 of the block at
  * x offset xo8 (int8: 64 elements, else 128), accumulated into v (integer formats) or a (int4g) */
 TV INL void tile_block(const int fmt, const int nr, const int ns, const __m512i *w, const __m512 *sv, const int8_t *x0,
@@ -226,7 +216,7 @@ TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, c
     const int k1 = ns > 1, k2 = ns > 2 ? 2 : 0, k3 = ns > 3 ? 3 : 0;
     if (fmt == HB_INT4G) r[j] = _mm_mul_ps(hb_tree16x4(a[j][0], a[j][k1], a[j][k2], a[j][k3]), d);
     else {
-      const __m128i t = _mm_sub_epi32(hsum4_i32(v[j][0], v[j][k1], v[j][k2], v[j][k3]), xsv);
+      const __m128i t = _mm_sub_epi32(hb_hsum16x4_i32(v[j][0], v[j][k1], v[j][k2], v[j][k3]), xsv);
       r[j] = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_set1_ps(m->sc[o + j])), d);
     }
   }
@@ -318,7 +308,7 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
     return;
   }
   /* the four rows at once: exact in int32 here, the same conversion and products as hb_q8_rowfmt_out */
-  const __m128i t = _mm_sub_epi32(hsum4_i32(v[0], v[1], v[2], v[3]), _mm_set1_epi32(off * (int32_t)m->xsum[s0]));
+  const __m128i t = _mm_sub_epi32(hb_hsum16x4_i32(v[0], v[1], v[2], v[3]), _mm_set1_epi32(off * (int32_t)m->xsum[s0]));
   _mm_storeu_ps(y, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_loadu_ps(m->sc + o)), _mm_set1_ps(d)));
 }
 

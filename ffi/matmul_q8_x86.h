@@ -5,6 +5,7 @@
 #define HB_MATMUL_Q8_X86_H
 #include "matmul_q8.h"
 #include <immintrin.h>
+#include "reduce_x86.h"
 
 #define T256 __attribute__((target("avx2,fma")))
 #define INL static inline __attribute__((always_inline))

@@ -1,5 +1,6 @@
-/* libhb x86 horizontal sums of several accumulators at once, shared by the fast matmul (matmul_q8_x86.c) and
- * attention (attn_x86.c) kernels: the same adds in the same order as one accumulator at a time. Holds no state. */
+/* libhb x86 horizontal sums of several accumulators at once, shared by the fast matmul (matmul_q8_x86.c,
+ * matmul_q8_tile256.h) and attention (attn_x86.c) kernels: the same adds in the same order as one accumulator
+ * at a time. Holds no state. */
 #ifndef HB_REDUCE_X86_H
 #define HB_REDUCE_X86_H
 #include <immintrin.h>
@@ -24,5 +25,19 @@ static inline __attribute__((always_inline, target("avx2,fma"))) __m128 hb_hsum8
   const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(p, q, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(p, q, _MM_SHUFFLE(3, 2, 3, 2)));
   const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
   return _mm_unpacklo_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));            /* [rA, rB, rC, rD] */
+}
+
+/* the integer twins: lane totals of four int32 accumulators at once, [ΣA, ΣB, ΣC, ΣD] (wrapping adds: exact
+ * whenever each true total fits in int32) */
+static inline __attribute__((always_inline, target("avx512f"))) __m128i hb_hsum16x4_i32(__m512i a, __m512i b, __m512i c, __m512i d) {
+  const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+  const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+static inline __attribute__((always_inline, target("avx2"))) __m128i hb_hsum8x4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 #endif
