@@ -19,8 +19,8 @@ const wbytes = (m: ManyMat) => m.data.byteLength + m.scales!.byteLength;
 const experts = Array.from({ length: LAYERS * E }, () => ({ gate: mat(F, D), up: mat(F, D), down: mat(D, F) }));
 const perExpert = wbytes(experts[0].gate) + wbytes(experts[0].up) + wbytes(experts[0].down);
 
-/** one MoE layer's two calls for experts `sel` with rows[k] rows each; returns multiply-adds */
-function layer(sel: number[], rows: number[], x: Float32Array, h: Float32Array, h2: Float32Array, y: Float32Array): number {
+/** one MoE layer's two calls for experts `sel` with rows[k] rows each */
+function layer(sel: number[], rows: number[], x: Float32Array, h: Float32Array, h2: Float32Array, y: Float32Array): void {
   const up: ManyMat[] = [], upY: Float32Array[] = [], down: ManyMat[] = [], downY: Float32Array[] = [];
   let r0 = 0;
   sel.forEach((e, k) => {
@@ -33,7 +33,6 @@ function layer(sel: number[], rows: number[], x: Float32Array, h: Float32Array, 
   });
   matmulMany(false, up, upY, D, null, 0);
   matmulMany(false, down, downY, F, null, 0);
-  return 3 * r0 * F * D;
 }
 
 const rnd = (n: number) => (next() >>> 8) % n; // high bits (an LCG's low bits repeat with a short period)
@@ -41,14 +40,15 @@ const maxRows = 64 * 32;
 const x = Float32Array.from({ length: maxRows * D }, () => rnd(2000) / 1000 - 1);
 const h = new Float32Array(maxRows * F), h2 = new Float32Array(maxRows * F), y = new Float32Array(maxRows * D);
 const uneven = Array.from({ length: E }, () => { let n = 0; for (let t = 0; t < 128; t++) n += rnd(E) < K ? 1 : 0; return Math.max(1, n); });
+const unevenRows = uneven.reduce((a, b) => a + b);
 const even = new Array<number>(E).fill(16);
 const all = Array.from({ length: E }, (_, e) => e);
 let li = 0;
 const cases: { name: string; bytes: number; macs: number; fn: () => void }[] = [
   { name: "decode: 8 experts x 1 row", bytes: K * perExpert, macs: 3 * K * F * D,
     fn: () => { const sel = new Set<number>(); while (sel.size < K) sel.add(rnd(LAYERS * E)); layer([...sel], new Array(K).fill(1), x, h, h2, y); } },
-  { name: `prefill: 64 experts x ~16 rows (${uneven.reduce((a, b) => a + b)} in all)`, bytes: E * perExpert,
-    macs: 3 * uneven.reduce((a, b) => a + b) * F * D, fn: () => { li = (li + 1) % LAYERS; layer(all.map((e) => li * E + e), uneven, x, h, h2, y); } },
+  { name: `prefill: 64 experts x ~16 rows (${unevenRows} in all)`, bytes: E * perExpert, macs: 3 * unevenRows * F * D,
+    fn: () => { li = (li + 1) % LAYERS; layer(all.map((e) => li * E + e), uneven, x, h, h2, y); } },
   { name: "prefill: 64 experts x 16 rows", bytes: E * perExpert, macs: 3 * 16 * E * F * D,
     fn: () => { li = (li + 1) % LAYERS; layer(all.map((e) => li * E + e), even, x, h, h2, y); } },
 ];
