@@ -332,7 +332,7 @@ describe("hb_dsa_select", () => {
     for (let i = 0; i < scores.length; i += 7) scores[i] = scores[(i * 13) % scores.length];
     for (let i = 0; i < scores.length; i += 11) scores[i] = 0;
     checkSelect(scores, n, Int32Array.from({ length: S }, (_, s) => n - 1000 * s), topk);
-    for (const k of [1, 64, 700]) checkSelect(scores, n, Int32Array.of(n, 600, 511, 100, 3000), k);
+    for (const k of [1, 64, 700]) checkSelect(scores, n, Int32Array.of(n, 600, 100, 3000), k); // one nk per row of scores
   });
 
   test("long rows: wide value range, ±Infinity, denormals, ±0, near-equal floats", () => {
