@@ -157,7 +157,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     ["json_schema without a name", { messages: msgs, response_format: { type: "json_schema", json_schema: {} } }, "response_format.json_schema.name"],
     ["tools", { messages: msgs, tools: [{ type: "function" }] }, "tools"],
     ["top_logprobs without logprobs", { messages: msgs, top_logprobs: 2 }, "top_logprobs"],
-    ["presence_penalty", { messages: msgs, presence_penalty: 1 }, "presence_penalty"],
+    ["presence_penalty 3", { messages: msgs, presence_penalty: 3 }, "presence_penalty"],
     ["array body", [1, 2], null],
   ];
   for (const [what, body, param] of bad) {

@@ -6,7 +6,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { finishReason, literalText, responseId, sseResponse, usage } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
-import { CompletionRequest } from "./schemas.ts";
+import { CompletionRequest, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
 type Tok = Extract<ReqEvent, { t: "tok" }>;
@@ -25,7 +25,7 @@ function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest {
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined,
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
-    ...(grammar ? { grammar } : {}),
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b),
   };
 }
 

@@ -3,6 +3,7 @@
 import type { ChatMessage } from "../model/tokenizer.ts";
 import type { ExpertOptions } from "../engine/experts/index.ts";
 import type { DeviceMode } from "../../gpu/device.ts";
+import type { PenaltyParams } from "../engine/penalties.ts";
 
 export type PromptSpec =
   | { kind: "text"; text: string }
@@ -21,6 +22,7 @@ export interface GenRequest {
   logprobs?: number;       // top-k alternatives to report (0 = only the chosen token's); absent = off
   stop: string[];          // stop strings (matched on the decoded text; never emitted)
   grammar?: GrammarSpec;   // constrained output: every sampled token must continue this grammar
+  penalties?: PenaltyParams; // presence / frequency / repetition penalties and logit_bias (engine/penalties.ts)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */

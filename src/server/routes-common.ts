@@ -5,7 +5,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { run, type Running } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker, readJson, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
-import { grammarOf, zodError } from "./schemas.ts";
+import { biasOutside, grammarOf, zodError } from "./schemas.ts";
 
 export interface RouteOptions {
   maxBody: number;        // bytes of a JSON body (413 above)
@@ -25,7 +25,7 @@ export interface Started<T> { data: T; gen: GenRequest; r: Running; first: ReqEv
  * Read and validate the body, resolve its grammar, submit it and wait for the first event. Any failure
  * on the way is answered as a Response (OpenAI error shape; `promptField` names the prompt's field).
  */
-export async function startGeneration<T extends Parameters<typeof grammarOf>[0]>(req: Request, engine: EngineClient,
+export async function startGeneration<T extends Parameters<typeof grammarOf>[0] & Parameters<typeof biasOutside>[0]>(req: Request, engine: EngineClient,
   o: RouteOptions, schema: z.ZodType<T>, toGen: (b: T, g: GrammarSpec | null) => GenRequest, promptField: string,
   check: (b: T) => ApiError | null = () => null): Promise<Response | Started<T>> {
   const body = await readJson(req, o.maxBody);
@@ -37,6 +37,8 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0]>
   const grammar = grammarOf(p.data);
   if (grammar && "status" in grammar) return errorResponse(grammar);
   if (engine.state !== "ready") return notReady(engine);
+  const outside = biasOutside(p.data, engine.info!.vocab);
+  if (outside) return errorResponse(outside);
   const gen = toGen(p.data, grammar);
   const r = run(engine, gen, req.signal);
   const first = await r.q.next();

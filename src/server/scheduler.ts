@@ -3,14 +3,16 @@
 // jobs, the running jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse:
 // truncate the slot past the common prefix, prefill only the suffix), then runs ONE forward over a
 // ragged batch: a 1-row segment per decoding job plus up to `chunk` prefill rows, and samples.
+// Penalties and logit_bias (engine/penalties.ts) change a job's logits first.
 // Constrained output: a job with a grammar has a GrammarState; its logits are masked before
 // sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
 // that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
-// Logprobs then describe the masked distribution (see prepare.ts logprobsOf).
+// Logprobs then describe the processed (penalised, masked) distribution (see prepare.ts logprobsOf).
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import type { KVCache } from "../engine/kv.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
+import { Penalties, penaltiesOff } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import type { Segment } from "../engine/batch.ts";
 import type { GrammarState } from "../engine/grammar/index.ts";
@@ -26,6 +28,7 @@ interface Job {
   rid: number; req: GenRequest; ids: number[];
   limit: number;            // tokens it may emit (max_tokens, capped by the context)
   sampler: Sampler; detok: Detok;
+  pen: Penalties | null;    // penalties / logit_bias (null: none asked)
   grammar: GrammarState | null;  // kept at the state after the last emitted token
   state: "queued" | "prefill" | "decode";
   slot: Slot | null;
@@ -97,6 +100,7 @@ export class Scheduler {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length),
       sampler: new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed }),
       detok: new Detok(this.codec, req.stop, this.think), grammar,
+      pen: penaltiesOff(req.penalties) ? null : new Penalties(req.penalties!, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
     };
     this.jobs.set(rid, j);
@@ -163,8 +167,10 @@ export class Scheduler {
 
   private sample(j: Job, logits: Float32Array): void {
     const g = j.grammar;
+    j.pen?.apply(logits);
     if (g && g.mask(logits) === 0) return this.finish(j, "stop"); // nothing can continue the grammar
     const id = j.sampler.sample(logits);
+    j.pen?.accept(id);
     if (this.stopIds.has(id)) return this.finish(j, "stop");
     try {
       g?.accept(id);

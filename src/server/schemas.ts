@@ -1,13 +1,14 @@
 // zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
 // of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
-// extras); fields we cannot honour (n > 1, penalties, logit_bias, tools, echo, suffix, best_of > 1)
-// are rejected with a 400 naming them. Constrained output: `response_format` (text, json_object,
+// extras); fields we cannot honour (n > 1, tools, echo, suffix, best_of > 1) are rejected with a 400
+// naming them. Penalties and logit_bias become one PenaltyParams (penaltiesOf). Constrained output: `response_format` (text, json_object,
 // json_schema) and the llama-server-style `grammar` (GBNF text) become one GrammarSpec (grammarOf).
 // No state.
 import { z } from "zod";
 import { GrammarError, responseFormatGbnf } from "../engine/grammar/index.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
 import type { GrammarSpec } from "./protocol.ts";
+import { penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
 
 const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
@@ -24,9 +25,12 @@ const sampling = {
   stream: nullish(z.boolean()),
   stream_options: nullish(z.object({ include_usage: nullish(z.boolean()) })),
   n: nullish(z.literal(1, { message: "only n = 1 is supported" })),
-  presence_penalty: nullish(z.literal(0, { message: "presence_penalty is not supported (must be 0)" })),
-  frequency_penalty: nullish(z.literal(0, { message: "frequency_penalty is not supported (must be 0)" })),
-  logit_bias: nullish(z.record(z.string(), z.number()).refine((r) => Object.keys(r).length === 0, { message: "logit_bias is not supported" })),
+  presence_penalty: nullish(z.number().min(-2).max(2)),
+  frequency_penalty: nullish(z.number().min(-2).max(2)),
+  repetition_penalty: nullish(z.number().gt(0).max(10)), // vLLM / HF
+  repeat_penalty: nullish(z.number().gt(0).max(10)),     // llama-server's name for the same
+  logit_bias: nullish(z.record(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.number().min(-100).max(100))
+    .refine((r) => Object.keys(r).length <= 1024, { message: "at most 1024 entries" })),
   user: nullish(z.string()),
   slot: nullish(z.int().min(0)), // extension: pin the request to a KV slot
   response_format: nullish(z.discriminatedUnion("type", [
@@ -109,6 +113,24 @@ export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar">): 
     const param = ["response_format", "json_schema", "schema", ...at].join(".");
     return apiError(400, `${param}: ${e.detail}`, param, "invalid_value");
   }
+}
+
+type Penalized = Pick<ChatRequest, "presence_penalty" | "frequency_penalty" | "repetition_penalty" | "repeat_penalty" | "logit_bias">;
+
+/** The request's penalties and logit_bias (undefined when they change nothing). */
+export function penaltiesOf(b: Penalized): PenaltyParams | undefined {
+  const p: PenaltyParams = {
+    presence: b.presence_penalty ?? 0, frequency: b.frequency_penalty ?? 0,
+    repetition: b.repetition_penalty ?? b.repeat_penalty ?? 1,
+    bias: Object.entries(b.logit_bias ?? {}).map(([t, v]) => [Number(t), v]),
+  };
+  return penaltiesOff(p) ? undefined : p;
+}
+
+/** An ApiError naming logit_bias when one of its token ids is outside the vocabulary [0, V). */
+export function biasOutside(b: Penalized, V: number): ApiError | null {
+  const t = Object.keys(b.logit_bias ?? {}).find((k) => Number(k) >= V);
+  return t === undefined ? null : apiError(400, `logit_bias: token id ${t} is outside the vocabulary [0, ${V})`, `logit_bias.${t}`, "invalid_value");
 }
 
 /** Text of a message's content (text parts joined). */

@@ -1,0 +1,44 @@
+// Logit processors of the OpenAI / vLLM / llama-server request fields, applied in place to one row of
+// logits before sampling (and before a grammar mask), in llama.cpp's and vLLM's order:
+//   logit_bias:          l[t] += bias[t]
+//   repetition_penalty:  over the prompt and the output (vLLM, HF): a seen token's l becomes l / r when
+//                        l > 0, else l · r (r > 1 discourages repeats)
+//   presence_penalty,    over the output only (OpenAI): l[t] −= presence · [c_t > 0] + frequency · c_t,
+//   frequency_penalty:   c_t = how often t was emitted so far
+// State (one request): the output counts and the set of tokens seen in the prompt and output.
+
+export interface PenaltyParams {
+  presence?: number;          // [-2, 2]; 0 = off
+  frequency?: number;         // [-2, 2]; 0 = off
+  repetition?: number;        // > 0; 1 = off
+  bias?: [number, number][];  // (token id, added logit)
+}
+
+/** true when the params change nothing (then no processor is needed) */
+export function penaltiesOff(p: PenaltyParams | undefined): boolean {
+  return !p || ((p.presence ?? 0) === 0 && (p.frequency ?? 0) === 0 && (p.repetition ?? 1) === 1 && !(p.bias?.length));
+}
+
+export class Penalties {
+  private readonly counts = new Map<number, number>(); // output token -> times emitted
+  private readonly seen: Set<number>;                  // prompt ∪ output (repetition_penalty)
+
+  constructor(readonly p: PenaltyParams, prompt: readonly number[]) {
+    this.seen = new Set((p.repetition ?? 1) !== 1 ? prompt : []);
+  }
+
+  /** l [V] <- the processed logits (in place) */
+  apply(l: Float32Array): void {
+    for (const [t, b] of this.p.bias ?? []) if (t >= 0 && t < l.length) l[t] += b;
+    const r = this.p.repetition ?? 1;
+    if (r !== 1) for (const t of this.seen) if (t < l.length) l[t] = l[t] > 0 ? l[t] / r : l[t] * r;
+    const pres = this.p.presence ?? 0, freq = this.p.frequency ?? 0;
+    if (pres !== 0 || freq !== 0) for (const [t, c] of this.counts) if (t < l.length) l[t] -= pres + freq * c;
+  }
+
+  /** record an emitted token */
+  accept(id: number): void {
+    this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
+    if ((this.p.repetition ?? 1) !== 1) this.seen.add(id);
+  }
+}

@@ -1,0 +1,116 @@
+// Penalties and logit_bias: the processor against the formulas written out here, then the server:
+// 400s naming the field, and a penalised greedy generation over HTTP equal to an in-process reference
+// that applies the same formulas to the engine's logits (so the wiring, order and accounting are tested).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Penalties, penaltiesOff } from "../src/engine/penalties.ts";
+import { loadModel } from "../src/engine/model.ts";
+import { argmax, Session } from "../src/engine/session.ts";
+import { loadTokenizer } from "../src/model/tokenizer.ts";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+/** the rules written out: bias, then repetition over prompt ∪ output, then presence / frequency over the output */
+function reference(l: Float32Array, o: { presence: number; frequency: number; repetition: number; bias: [number, number][] },
+  prompt: number[], out: number[]): Float32Array {
+  const r = Float32Array.from(l);
+  for (const [t, b] of o.bias) r[t] += b;
+  for (const t of new Set([...prompt, ...out])) if (o.repetition !== 1) r[t] = r[t] > 0 ? r[t] / o.repetition : r[t] * o.repetition;
+  const c = new Map<number, number>();
+  for (const t of out) c.set(t, (c.get(t) ?? 0) + 1);
+  for (const [t, n] of c) r[t] -= o.presence + o.frequency * n;
+  return r;
+}
+
+describe("Penalties", () => {
+  test("each rule, alone and together, equals the written-out formulas over a few steps", () => {
+    const V = 12, prompt = [1, 2, 2, 9], out = [3, 3, 1, 7, 3];
+    const base = Float32Array.from({ length: V }, (_, i) => Math.sin(i * 1.7) * 3);
+    const cases = [
+      { presence: 0.5, frequency: 0, repetition: 1, bias: [] },
+      { presence: 0, frequency: 0.75, repetition: 1, bias: [] },
+      { presence: 0, frequency: 0, repetition: 1.3, bias: [] },
+      { presence: 0, frequency: 0, repetition: 1, bias: [[4, 5], [0, -100]] },
+      { presence: -0.4, frequency: 1.25, repetition: 0.8, bias: [[3, 2], [11, -1.5]] },
+    ] as { presence: number; frequency: number; repetition: number; bias: [number, number][] }[];
+    for (const o of cases) {
+      const p = new Penalties(o, prompt);
+      for (let k = 0; k <= out.length; k++) {
+        const l = Float32Array.from(base);
+        p.apply(l);
+        expect([...l]).toEqual([...reference(base, o, prompt, out.slice(0, k))]);
+        if (k < out.length) p.accept(out[k]);
+      }
+    }
+  });
+
+  test("a penalty that is off changes nothing; ids past the vocabulary are ignored", () => {
+    expect(penaltiesOff(undefined)).toBe(true);
+    expect(penaltiesOff({ presence: 0, frequency: 0, repetition: 1, bias: [] })).toBe(true);
+    expect(penaltiesOff({ repetition: 1.1 })).toBe(false);
+    expect(penaltiesOff({ bias: [[0, 0]] })).toBe(false);
+    const l = Float32Array.of(1, 2, 3), p = new Penalties({ bias: [[7, 5]], frequency: 1 }, [9]);
+    p.accept(8);
+    p.apply(l);
+    expect([...l]).toEqual([1, 2, 3]);
+  });
+});
+
+describe.skipIf(!hasTiny)("serve: penalties and logit_bias", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 2 }); });
+  afterAll(() => s.stop());
+
+  const bad: [string, object, string][] = [
+    ["presence_penalty 3", { presence_penalty: 3 }, "presence_penalty"],
+    ["frequency_penalty -2.5", { frequency_penalty: -2.5 }, "frequency_penalty"],
+    ["repetition_penalty 0", { repetition_penalty: 0 }, "repetition_penalty"],
+    ["logit_bias key not an id", { logit_bias: { abc: 1 } }, "logit_bias"],
+    ["logit_bias value 101", { logit_bias: { 5: 101 } }, "logit_bias"],
+    ["logit_bias id outside the vocabulary", { logit_bias: { 999999: 1 } }, "logit_bias"],
+  ];
+  for (const [what, extra, param] of bad)
+    test(`400 naming the field: ${what}`, async () => {
+      for (const [path, body] of [["/v1/chat/completions", { messages: [{ role: "user", content: "hi" }] }], ["/v1/completions", { prompt: "hi" }]] as const) {
+        const res = await post(s.url, path, { ...body, max_tokens: 2, ...extra });
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as any).error.param).toStartWith(param);
+      }
+    });
+
+  test("logit_bias +100 forces a token, -100 bans the greedy one", async () => {
+    const prompt = [5, 17, 42, 8, 99, 3];
+    const gen = async (extra: object) => ((await (await post(s.url, "/v1/completions", { prompt, max_tokens: 4, temperature: 0, ...extra })).json()) as any).choices[0];
+    const codec = loadTokenizer(TINY);
+    const forced = await gen({ logit_bias: { 200: 100 } });
+    expect(forced.text).toBe(codec.decode([200, 200, 200, 200]));
+    const plain = await gen({ max_tokens: 1 }), banned = await gen({ max_tokens: 1, logit_bias: { [codec.encode(plain.text)[0]]: -100 } });
+    expect(banned.text).not.toBe(plain.text);
+  });
+
+  test("penalised greedy text over HTTP equals the in-process reference; it differs from the unpenalised one", async () => {
+    const m = loadModel(TINY), codec = loadTokenizer(TINY);
+    const prompt = [5, 17, 42, 8, 99, 3, 17, 42], N = 24;
+    const o = { presence: 0.3, frequency: 0.6, repetition: 1.2, bias: [[7, 1.5]] as [number, number][] };
+    const ref = (pen: boolean) => {
+      const sess = new Session(m, { exact: false }), out: number[] = [];
+      let l = sess.feed(prompt);
+      for (let k = 0; k < N; k++) {
+        const id = argmax(pen ? reference(l, o, prompt, out) : l);
+        if (m.cfg.stop_ids.includes(id)) break;
+        out.push(id);
+        l = sess.feed([id]);
+      }
+      return codec.decode(out);
+    };
+    const body = { prompt, max_tokens: N, temperature: 0, presence_penalty: o.presence, frequency_penalty: o.frequency,
+      repetition_penalty: o.repetition, logit_bias: { 7: 1.5 } };
+    const got = ((await (await post(s.url, "/v1/completions", body)).json()) as any).choices[0].text;
+    const want = ref(true);
+    expect(got).toBe(want);
+    expect(want).not.toBe(ref(false));
+    // llama-server's name for the repetition penalty
+    const alias = { ...body, repetition_penalty: undefined, repeat_penalty: o.repetition };
+    expect(((await (await post(s.url, "/v1/completions", alias)).json()) as any).choices[0].text).toBe(want);
+  });
+});
