@@ -23,7 +23,7 @@ function randJson(depth = 0): unknown {
 }
 const KEYS = ["messages", "prompt", "role", "content", "max_tokens", "max_completion_tokens", "temperature", "top_p", "min_p", "top_k",
   "seed", "stop", "stream", "stream_options", "n", "logprobs", "top_logprobs", "response_format", "tools", "echo", "slot", "model",
-  "chat_template_kwargs", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias", "junk"];
+  "chat_template_kwargs", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias", "tool_choice", "tool_calls", "junk"];
 
 function mutate(base: Record<string, unknown>): Record<string, unknown> {
   const b: Record<string, unknown> = structuredClone(base);

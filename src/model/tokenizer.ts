@@ -11,7 +11,12 @@ import { ModelError } from "./errors.ts";
 
 const utf8 = new TextEncoder();
 
-export interface ChatMessage { role: string; content: string }
+/** A chat message for the template: OpenAI's fields (tool_calls' arguments as objects where they parse). */
+export interface ChatMessage {
+  role: string; content: string;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: unknown } }[];
+  tool_call_id?: string; name?: string;
+}
 
 export class TextCodec {
   private tok: Tokenizer;
@@ -74,11 +79,12 @@ export class TextCodec {
     try { return utf8.encode(this.decode([id], skipSpecial)); } catch { return new Uint8Array(0); }
   }
 
-  /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`). */
-  chat(messages: ChatMessage[], opts: { enableThinking?: boolean; addGenerationPrompt?: boolean } = {}): string {
+  /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`; `tools` as OpenAI sends them). */
+  chat(messages: ChatMessage[], opts: { enableThinking?: boolean; addGenerationPrompt?: boolean; tools?: unknown[] } = {}): string {
     if (!this.template) throw new ModelError("no chat template", { file: "tokenizer_config.json", field: "chat_template" });
     return this.template.render({
       messages, add_generation_prompt: opts.addGenerationPrompt ?? true, enable_thinking: opts.enableThinking ?? false,
+      ...(opts.tools?.length ? { tools: opts.tools } : {}),
     });
   }
 

@@ -1,5 +1,5 @@
 // Per-request detokenizer in the worker: token ids -> UTF-8-safe text deltas (TextCodec.stream,
-// special tokens skipped) with stop strings applied; <think>/</think> tokens become marks so the chat
+// special tokens skipped unless kept for tool calls) with stop strings applied; <think>/</think> tokens become marks so the chat
 // route can split reasoning_content. Alongside the text, the bytes of the literal stream (think tags
 // written out) for mux DATA frames: without stop strings each token's raw bytes (TextCodec.tokenBytes,
 // so a multi-byte character may be split across tokens); with stop strings the UTF-8 of the emitted
@@ -35,8 +35,8 @@ export class Detok {
   private stop: StopMatcher;
   private readonly raw: boolean;             // no stop strings: bytes are each token's own bytes
 
-  constructor(private readonly codec: TextCodec, stops: string[], private readonly think: ThinkIds) {
-    this.dec = codec.stream(true);
+  constructor(private readonly codec: TextCodec, stops: string[], private readonly think: ThinkIds, private readonly keepSpecial = false) {
+    this.dec = codec.stream(!keepSpecial);
     this.stop = new StopMatcher(stops);
     this.raw = stops.length === 0;
   }
@@ -55,7 +55,7 @@ export class Detok {
       return { text, bytes: utf8.encode(this.raw ? TAG[mark] : text + TAG[mark]), mark };
     }
     const text = this.stop.push(this.dec.push(id));
-    return { text, bytes: this.raw ? this.codec.tokenBytes(id, true) : text ? utf8.encode(text) : NONE };
+    return { text, bytes: this.raw ? this.codec.tokenBytes(id, !this.keepSpecial) : text ? utf8.encode(text) : NONE };
   }
 
   /** End of generation: whatever the decoder and the matcher still hold (raw mode: no bytes left). */

@@ -16,7 +16,7 @@ export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: n
     } else if (p.kind === "text") {
       ids = codec.encode(p.text);
     } else {
-      ids = codec.encode(codec.chat(p.messages, { enableThinking: p.enableThinking }));
+      ids = codec.encode(codec.chat(p.messages, { enableThinking: p.enableThinking, tools: p.tools }));
     }
   } catch (e) {
     const field = p.kind === "chat" ? "messages" : "prompt";

@@ -8,7 +8,7 @@ import type { PenaltyParams } from "../engine/penalties.ts";
 export type PromptSpec =
   | { kind: "text"; text: string }
   | { kind: "ids"; ids: number[] }
-  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean };
+  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean; tools?: unknown[] };
 
 export interface GenRequest {
   prompt: PromptSpec;
@@ -23,6 +23,7 @@ export interface GenRequest {
   stop: string[];          // stop strings (matched on the decoded text; never emitted)
   grammar?: GrammarSpec;   // constrained output: every sampled token must continue this grammar
   penalties?: PenaltyParams; // presence / frequency / repetition penalties and logit_bias (engine/penalties.ts)
+  keepSpecial?: boolean;   // special tokens stay in the text (tool calls: GLM's <tool_call> tags are special)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */

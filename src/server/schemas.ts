@@ -1,7 +1,7 @@
 // zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
 // of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
-// extras); fields we cannot honour (n > 1, tools, echo, suffix, best_of > 1) are rejected with a 400
-// naming them. Penalties and logit_bias become one PenaltyParams (penaltiesOf). Constrained output: `response_format` (text, json_object,
+// extras); fields we cannot honour (n > 1, echo, suffix, best_of > 1, legacy functions) are rejected
+// with a 400 naming them. Tools: tools.ts. Penalties and logit_bias become one PenaltyParams (penaltiesOf). Constrained output: `response_format` (text, json_object,
 // json_schema) and the llama-server-style `grammar` (GBNF text) become one GrammarSpec (grammarOf).
 // No state.
 import { z } from "zod";
@@ -9,6 +9,7 @@ import { GrammarError, responseFormatGbnf } from "../engine/grammar/index.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
 import type { GrammarSpec } from "./protocol.ts";
 import { penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
+import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, type ToolChoice } from "./tools.ts";
 
 const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
@@ -53,6 +54,9 @@ const Part = z.object({ type: z.literal("text", { message: "only text content pa
 export const ChatMessageSchema = z.object({
   role: z.enum(["system", "developer", "user", "assistant", "tool"]),
   content: nullish(z.union([z.string(), z.array(Part)])),
+  tool_calls: nullish(z.array(ToolCallSchema).max(128)), // assistant: calls it made
+  tool_call_id: nullish(z.string().max(256)),            // tool: the call this result answers
+  name: nullish(z.string().max(256)),
 });
 export const MessagesSchema = z.array(ChatMessageSchema).min(1, "messages must not be empty");
 
@@ -63,9 +67,10 @@ export const ChatRequest = z.object({
   logprobs: nullish(z.boolean()),
   top_logprobs: nullish(z.int().min(0).max(20)),
   chat_template_kwargs: nullish(z.object({ enable_thinking: nullish(z.boolean()) })),
-  tools: nullish(z.array(z.unknown()).max(0, "tools are not supported")),
-  tool_choice: nullish(z.union([z.literal("none"), z.literal("auto")])),
-  functions: nullish(unsupported("functions")),
+  tools: nullish(z.array(ToolSchema).max(128)),
+  tool_choice: nullish(ToolChoiceSchema),
+  parallel_tool_calls: nullish(z.boolean()),
+  functions: nullish(unsupported("functions (use tools)")),
 });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
@@ -93,9 +98,19 @@ export function zodError(e: z.ZodError): ApiError {
  * cannot be enforced (pattern, format, minimum, ...); otherwise they are ignored (best effort).
  * Whitespace between JSON tokens is compact (none).
  */
-export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar">): GrammarSpec | null | ApiError {
+export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & { tools?: Tool[] | null; tool_choice?: ToolChoice | null }): GrammarSpec | null | ApiError {
   const rf = b.response_format;
   const constrained = rf != null && rf.type !== "text";
+  const tools = b.tools ?? [], choice = b.tool_choice ?? "auto";
+  if (choice !== "auto" && choice !== "none") { // a forced call: its JSON under a grammar
+    const field = typeof choice === "object" ? "tool_choice.function.name" : "tool_choice";
+    if (tools.length === 0) return apiError(400, `${field}: needs tools`, field, "invalid_value");
+    if (typeof choice === "object" && !tools.some((t) => t.function.name === choice.function.name))
+      return apiError(400, `${field}: no tool is named ${JSON.stringify(choice.function.name).slice(0, 80)}`, field, "invalid_value");
+    if (constrained || b.grammar != null) return apiError(400, "tool_choice: a forced tool call cannot be combined with response_format or grammar", "tool_choice", "invalid_value");
+    const g = grammarOf({ response_format: { type: "json_schema", json_schema: { name: "tool", schema: forcedSchema(tools, choice) as Record<string, unknown> } } });
+    return g && "status" in g ? apiError(400, `tools: a parameters schema cannot be enforced (${g.message})`, "tools", "invalid_value") : g;
+  }
   if (b.grammar != null) {
     if (constrained) return apiError(400, "grammar: cannot be combined with response_format json_object / json_schema", "grammar", "invalid_value");
     return { gbnf: b.grammar, field: "grammar" };

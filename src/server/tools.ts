@@ -1,0 +1,169 @@
+// Tool calling on /v1/chat/completions (OpenAI `tools` / `tool_choice`), GLM's way:
+//  - the tools and earlier calls go to the chat template (`tools`; assistant `tool_calls` with their
+//    JSON arguments as objects; tool results as role "tool"), which renders them for the model;
+//  - tool_choice "auto": the output is scanned for GLM's native calls
+//      <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n…</tool_call>
+//    (V is JSON unless the parameter's schema says string; non-JSON stays a string); text outside the
+//    calls is `content`; an unterminated call at the end stays content (nothing is lost);
+//  - tool_choice "required" / a named function: the output is constrained (json_schema grammar, as vLLM
+//    does) to the function's arguments (named) or to a non-empty array of {name, parameters} (required);
+//  - "none": the tools are not rendered and nothing is parsed.
+// State: ToolCallStream holds one response's held-back text and the calls found so far.
+import { z } from "zod";
+
+const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
+
+export const ToolSchema = z.object({
+  type: z.literal("function", { message: "only function tools are supported" }),
+  function: z.object({
+    name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
+    description: nullish(z.string()),
+    parameters: nullish(z.record(z.string(), z.unknown())),
+    strict: nullish(z.boolean()),
+  }),
+});
+export type Tool = z.infer<typeof ToolSchema>;
+
+export const ToolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.object({ type: z.literal("function"), function: z.object({ name: z.string() }) }),
+], { message: 'must be "none", "auto", "required" or {type: "function", function: {name}}' });
+export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
+
+export const ToolCallSchema = z.object({
+  id: z.string().max(256),
+  type: z.literal("function"),
+  function: z.object({ name: z.string().max(256), arguments: z.string() }),
+});
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+/** A call's arguments for the template: the JSON object when the string holds one, else the string. */
+export function templateArguments(args: string): unknown {
+  try {
+    const v = JSON.parse(args);
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? v : args;
+  } catch {
+    return args;
+  }
+}
+
+let calls = 0;
+export const callId = () => `call_${Date.now().toString(36)}${(calls = (calls + 1) % 1e9).toString(36)}${Math.floor(Math.random() * 1e8).toString(36)}`;
+
+/** The JSON schema that a forced tool_choice constrains the output to (null: "auto" / "none"). */
+export function forcedSchema(tools: Tool[], choice: ToolChoice): object | null {
+  const params = (t: Tool) => t.function.parameters ?? { type: "object" };
+  if (typeof choice === "object") return params(tools.find((t) => t.function.name === choice.function.name)!);
+  if (choice !== "required") return null;
+  return {
+    type: "array", minItems: 1,
+    items: { anyOf: tools.map((t) => ({ type: "object", properties: { name: { const: t.function.name }, parameters: params(t) }, required: ["name", "parameters"], additionalProperties: false })) },
+  };
+}
+
+/** The calls of a forced generation's output (its text is JSON made under forcedSchema's grammar). */
+export function forcedCalls(text: string, choice: ToolChoice): ToolCall[] {
+  const call = (name: string, args: unknown): ToolCall => ({ id: callId(), type: "function", function: { name, arguments: JSON.stringify(args) } });
+  if (typeof choice === "object") return [call(choice.function.name, JSON.parse(text))];
+  return (JSON.parse(text) as { name: string; parameters: unknown }[]).map((c) => call(c.name, c.parameters));
+}
+
+const OPEN = "<tool_call>", CLOSE = "</tool_call>";
+const ARG = /<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)<\/arg_value>/g;
+
+/** One GLM call body (between the tags) -> a ToolCall; string-typed parameters keep their raw text. */
+export function parseGlmCall(body: string, tools: Tool[]): ToolCall {
+  const at = body.indexOf("<arg_key>");
+  const name = (at < 0 ? body : body.slice(0, at)).trim();
+  const props = (tools.find((t) => t.function.name === name)?.function.parameters?.properties ?? {}) as Record<string, { type?: unknown }>;
+  const args: Record<string, unknown> = {};
+  for (const [, k, v] of body.matchAll(ARG)) {
+    const key = k.trim();
+    if (props[key]?.type === "string") { args[key] = v; continue; }
+    try { args[key] = JSON.parse(v); } catch { args[key] = v; }
+  }
+  return { id: callId(), type: "function", function: { name, arguments: JSON.stringify(args) } };
+}
+
+/** Longest suffix of s that is a proper prefix of `tag`. */
+function partial(s: string, tag: string): number {
+  for (let k = Math.min(s.length, tag.length - 1); k > 0; k--) if (s.endsWith(tag.slice(0, k))) return k;
+  return 0;
+}
+
+/** Splits streamed content into text and complete GLM tool calls. */
+export class ToolCallStream {
+  private held = "";      // text that may be the start of <tool_call>, or an open call's body
+  private inCall = false;
+  readonly calls: ToolCall[] = [];
+
+  constructor(private readonly tools: Tool[]) {}
+
+  /** Add content; returns the text safe to show and the calls completed by it. */
+  push(text: string): { content: string; calls: ToolCall[] } {
+    let s = this.held + text, content = "";
+    const done: ToolCall[] = [];
+    for (;;) {
+      if (!this.inCall) {
+        const at = s.indexOf(OPEN);
+        if (at < 0) {
+          const keep = partial(s, OPEN);
+          content += s.slice(0, s.length - keep);
+          this.held = s.slice(s.length - keep);
+          break;
+        }
+        content += s.slice(0, at);
+        s = s.slice(at + OPEN.length);
+        this.inCall = true;
+      }
+      const end = s.indexOf(CLOSE);
+      if (end < 0) { this.held = s; break; }
+      done.push(parseGlmCall(s.slice(0, end), this.tools));
+      s = s.slice(end + CLOSE.length);
+      this.inCall = false;
+    }
+    this.calls.push(...done);
+    return { content, calls: done };
+  }
+
+  /** The end: an unfinished call (or a held partial tag) is returned as text. */
+  finish(): string {
+    const s = (this.inCall ? OPEN : "") + this.held;
+    this.held = "";
+    this.inCall = false;
+    return s;
+  }
+}
+
+/** A chat response's content under its tool_choice: passed through, scanned for GLM calls, or (forced) collected as JSON. */
+export class ToolOutput {
+  private readonly scan: ToolCallStream | null;
+  private readonly forced: ToolChoice | null;
+  private text = "";      // forced: the output so far
+  ncalls = 0;
+
+  constructor(tools: Tool[], choice: ToolChoice) {
+    const on = tools.length > 0 && choice !== "none";
+    this.forced = on && choice !== "auto" ? choice : null;
+    this.scan = on && choice === "auto" ? new ToolCallStream(tools) : null;
+  }
+
+  push(content: string): { content: string; calls: ToolCall[] } {
+    if (this.forced) { this.text += content; return { content: "", calls: [] }; }
+    const r = this.scan ? this.scan.push(content) : { content, calls: [] };
+    this.ncalls += r.calls.length;
+    return r;
+  }
+
+  /** The end of the output: what is left as content, and the calls it completes (forced: all of them). */
+  finish(): { content: string; calls: ToolCall[] } {
+    if (!this.forced) return { content: this.scan?.finish() ?? "", calls: [] };
+    try {
+      const calls = forcedCalls(this.text, this.forced);
+      this.ncalls += calls.length;
+      return { content: "", calls };
+    } catch {
+      return { content: this.text, calls: [] }; // cut short (max_tokens) before the JSON closed
+    }
+  }
+}
