@@ -1,42 +1,55 @@
-/* libhb DSA family (spec §3.3): the lightning-indexer scores (hb_index_scores, on the attention
- * micro-kernels of attn.h) and the top-k key selection with the spec's tie rule (hb_dsa_select).
- * Holds no state; select needs no scratch beyond a stack histogram. */
-#include "attn.h"
+/* libhb DSA family (spec §3.3): the lightning-indexer scores (hb_index_scores: the scalar reference and
+ * the dispatch; numerics in dsa.h, vector kernels in dsa_x86.c) and the top-k key selection with the
+ * spec's tie rule (hb_dsa_select). Holds no state; select needs no scratch beyond a stack histogram. */
+#include "dsa.h"
+#include <math.h>
 #include <string.h>
 
-/* ---------------- hb_index_scores ---------------- */
-/* Work item = (s, block of IDX_TB keys); 4 heads × 2 keys per micro-kernel call, heads summed ascending. */
-#define IDX_TB 256
-typedef struct {
-  int S, nh, hd, nblk; const float *qI, *w, *kI; const int32_t *nk; float *out; int outRow; float scale; hb_attn_kern kn;
-} idx_ctx;
+/* ---------------- hb_index_scores (numerics: dsa.h) ---------------- */
+/* Work item = (block of IDX_RB rows, block of IDX_TB keys): the vector kernels transpose each key block once
+ * for all the rows of the item; items no row of the block reaches (causal prefill) are skipped. */
+#define IDX_RB 32
+#define IDX_TB 64
 
-static void idx_task(void *ctx, int lo, int hi) {
-  const idx_ctx *c = ctx;
-  for (int it = lo; it < hi; it++) {
-    const int s = it / c->nblk, t0 = (it % c->nblk) * IDX_TB, n = c->nk[s];
-    const int t1 = t0 + IDX_TB < n ? t0 + IDX_TB : n;
-    const float *qs = c->qI + (ptrdiff_t)s * c->nh * c->hd, *ws = c->w + (ptrdiff_t)s * c->nh;
-    float *o = c->out + (ptrdiff_t)s * c->outRow;
-    for (int t = t0; t < t1; t += 2) {
-      const int tb = t + 1 < t1 ? t + 1 : t;
-      const float *b[2] = { c->kI + (ptrdiff_t)t * c->hd, c->kI + (ptrdiff_t)tb * c->hd };
-      float acc0 = 0.0f, acc1 = 0.0f, d[8];
-      for (int h = 0; h < c->nh; h += 4) {
-        const int m = c->nh - h < 4 ? c->nh - h : 4;
-        const float *a[4];
-        for (int r = 0; r < 4; r++) a[r] = qs + (ptrdiff_t)(h + (r < m ? r : m - 1)) * c->hd;
-        c->kn.dot4x2(a, b, c->hd, d);
-        for (int r = 0; r < m; r++) {
-          float x0 = c->scale * d[2 * r], x1 = c->scale * d[2 * r + 1];
-          acc0 += ws[h + r] * (x0 > 0.0f ? x0 : 0.0f);
-          acc1 += ws[h + r] * (x1 > 0.0f ? x1 : 0.0f);
-        }
+/* the scalar reference: one (row, key) at a time in the order of dsa.h */
+static void idx_block_ref(const idx_ctx *c, int t0, int t1, int s0, int s1) {
+  for (int s = s0; s < s1; s++) {
+    const float *q = c->qI + (ptrdiff_t)s * c->nh * c->hd, *w = c->w + (ptrdiff_t)s * c->nh;
+    const int te = t1 < c->nk[s] ? t1 : c->nk[s];
+    for (int t = t0; t < te; t++) {
+      const float *k = c->kI + (ptrdiff_t)t * c->hd;
+      float score = 0.0f;
+      for (int h = 0; h < c->nh; h++) {
+        float a = 0.0f;
+        for (int i = 0; i < c->hd; i++) a = fmaf(q[(ptrdiff_t)h * c->hd + i], k[i], a);
+        const float x = a * c->scale;
+        score = fmaf(w[h], x > 0.0f ? x : 0.0f, score);
       }
-      o[t] = acc0;
-      if (tb != t) o[tb] = acc1;
+      c->out[(ptrdiff_t)s * c->outRow + t] = score;
     }
   }
+}
+
+typedef struct { idx_ctx c; int nkb; idx_block_fn fn; } idx_job;
+
+static void idx_task(void *ctx, int lo, int hi) {
+  const idx_job *j = ctx;
+  for (int it = lo; it < hi; it++) {
+    const int s0 = (it / j->nkb) * IDX_RB, t0 = (it % j->nkb) * IDX_TB;
+    const int s1 = s0 + IDX_RB < j->c.S ? s0 + IDX_RB : j->c.S, t1 = t0 + IDX_TB < j->c.maxn ? t0 + IDX_TB : j->c.maxn;
+    int reach = 0;
+    for (int s = s0; s < s1; s++) if (j->c.nk[s] > reach) reach = j->c.nk[s];
+    if (reach > t0) j->fn(&j->c, t0, t1 < reach ? t1 : reach, s0, s1);
+  }
+}
+
+static idx_block_fn idx_block_for(int level, int hd) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (hd <= IDX_MAXHD && level >= HB_AVX512) return hb_idx_block_avx512;
+  if (hd <= IDX_MAXHD && level >= HB_AVX2) return hb_idx_block_avx2;
+#endif
+  (void)level; (void)hd;
+  return idx_block_ref;
 }
 
 /* qI [S, nh*hd], w [S, nh], kI [T, hd] -> out[s*outRow + t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]), t < nk[s] */
@@ -46,9 +59,9 @@ void hb_index_scores(int S, int nh, int hd, const float *qI, const float *w, con
   int maxn = 0;
   for (int s = 0; s < S; s++) if (nk[s] > maxn) maxn = nk[s];
   if (maxn == 0) return;
-  idx_ctx c = { S, nh, hd, (maxn + IDX_TB - 1) / IDX_TB, qI, w, kI, nk, out, outRow, scale,
-                hb_attn_kern_for(hb_simd_level()) };
-  hb_parallel_for(S * c.nblk, 1, idx_task, &c);
+  idx_job j = { { S, nh, hd, maxn, qI, w, kI, nk, out, outRow, scale }, (maxn + IDX_TB - 1) / IDX_TB,
+                idx_block_for(hb_simd_level(), hd) };
+  hb_parallel_for(((S + IDX_RB - 1) / IDX_RB) * j.nkb, 1, idx_task, &j);
 }
 
 /* ---------------- hb_dsa_select ---------------- */
