@@ -145,7 +145,8 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
   });
 
   const bad: [string, unknown, string | null][] = [
-    ["n = 2", { messages: msgs, n: 2 }, "n"],
+    ["n = 17", { messages: msgs, n: 17 }, "n"],
+    ["n = 2 with a pinned slot", { messages: msgs, n: 2, slot: 0 }, "n"],
     ["temperature 3", { messages: msgs, temperature: 3 }, "temperature"],
     ["top_p 0", { messages: msgs, top_p: 0 }, "top_p"],
     ["no messages", { model: "m" }, "messages"],

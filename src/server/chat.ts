@@ -4,15 +4,16 @@
 // when the prompt ends with <think>) goes to `reasoning_content`; otherwise think tags are dropped.
 // `response_format` json_object / json_schema and `grammar` (GBNF) constrain the output from its first
 // token, so a constrained generation renders the template with thinking off (no reasoning_content).
-// State: per request only (the think split).
+// `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
+// (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
-import { finishReason, responseId, sseResponse, usage } from "./gen-stream.ts";
+import { collectChoices, finishReason, responseId, sseResponse, streamChoices, usageAll, type ChoiceView } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { ChatRequest, contentText, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
-import { templateArguments, ToolOutput, type ToolCall } from "./tools.ts";
+import { templateArguments, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 
 type Tok = Extract<ReqEvent, { t: "tok" }>;
 
@@ -46,83 +47,88 @@ function lpEntry(e: Tok) {
   };
 }
 
+type Done = Extract<ReqEvent, { t: "done" }>;
+
+/** One choice: the think split, then its tool calls; accumulates the whole message (non-streaming). */
+class ChatChoice implements ChoiceView {
+  private split: ThinkSplit;
+  private readonly tools: ToolOutput;
+  private content = "";
+  private reasoning = "";
+  private readonly calls: ToolCall[] = [];
+  private readonly lps: ReturnType<typeof lpEntry>[] = [];
+
+  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean) {
+    this.split = new ThinkSplit(thinking, false);
+    this.tools = new ToolOutput(tools, choice);
+  }
+
+  onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.split = new ThinkSplit(this.split.enabled, e.think); }
+
+  /** the deltas of one event's text: reasoning / content, then the tool calls it completed */
+  private take(text: string, mark: "think" | "/think" | undefined, end: boolean): object[] {
+    const d = this.split.take(text, mark), from = this.calls.length;
+    const out = d.content !== undefined ? this.tools.push(d.content) : { content: "", calls: [] as ToolCall[] };
+    if (end) { const f = this.tools.finish(); out.content += f.content; out.calls.push(...f.calls); }
+    const delta: { content?: string; reasoning_content?: string } = {};
+    if (d.reasoning_content !== undefined) { delta.reasoning_content = d.reasoning_content; this.reasoning += d.reasoning_content; }
+    if (out.content) { delta.content = out.content; this.content += out.content; }
+    this.calls.push(...out.calls);
+    const objs: object[] = Object.keys(delta).length ? [{ delta, logprobs: null, finish_reason: null }] : [];
+    if (out.calls.length) objs.push({ delta: { tool_calls: out.calls.map((c, i) => ({ index: from + i, ...c })) }, logprobs: null, finish_reason: null });
+    return objs;
+  }
+
+  private finish(e: Done) { return this.calls.length ? "tool_calls" : finishReason(e.reason); }
+
+  onTok(e: Tok): object[] {
+    const objs = this.take(e.text, e.mark, false);
+    if (!this.wantLp) return objs;
+    const lp = lpEntry(e);
+    this.lps.push(lp);
+    if (objs.length === 0) objs.push({ delta: {}, logprobs: null, finish_reason: null });
+    (objs[0] as { logprobs: unknown }).logprobs = { content: [lp] };
+    return objs;
+  }
+
+  onDone(e: Done): object[] {
+    return [...this.take(e.text, undefined, true), { delta: {}, logprobs: null, finish_reason: this.finish(e) }];
+  }
+
+  final(e: Done): object {
+    const message = {
+      role: "assistant", content: this.calls.length && !this.content ? null : this.content,
+      ...(this.calls.length ? { tool_calls: this.calls } : {}), ...(this.split.enabled ? { reasoning_content: this.reasoning } : {}),
+    };
+    return { message, logprobs: this.wantLp ? { content: this.lps } : null, finish_reason: this.finish(e) };
+  }
+}
+
 export async function chatCompletions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const started = await startGeneration(req, engine, o, ChatRequest, toGen, "messages", (b) =>
     b.top_logprobs != null && !b.logprobs
       ? { status: 400, message: "top_logprobs requires logprobs: true", type: "invalid_request_error", param: "top_logprobs", code: "invalid_value" }
       : null);
   if (started instanceof Response) return started;
-  const { data, gen, r, first } = started;
+  const { data, runs, abandon } = started;
   const id = responseId("chatcmpl"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const base = { id, created, model, system_fingerprint: o.fingerprint };
-  const wantLp = gen.logprobs !== undefined;
-  let split = new ThinkSplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, false);
-  const tools = new ToolOutput(toolsOf(data), data.tool_choice ?? "auto");
-  const finish = (reason: "stop" | "length" | "stopped") => (tools.ncalls > 0 ? "tool_calls" : finishReason(reason));
-  const callDelta = (calls: ToolCall[], from: number) => ({ tool_calls: calls.map((c, i) => ({ index: from + i, ...c })) });
-  /** think split, then tool calls: the deltas of one event's text */
-  const deltas = (text: string, mark?: "think" | "/think", end = false) => {
-    const d = split.take(text, mark), from = tools.ncalls;
-    const out = d.content !== undefined ? tools.push(d.content) : { content: "", calls: [] };
-    if (end) { const f = tools.finish(); out.content += f.content; out.calls.push(...f.calls); }
-    const delta: { content?: string; reasoning_content?: string } = {};
-    if (d.reasoning_content !== undefined) delta.reasoning_content = d.reasoning_content;
-    if (out.content) delta.content = out.content;
-    return { delta, calls: out.calls, from };
-  };
+  const gen = runs[0].gen;
+  const views = runs.map(() => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto", gen.logprobs !== undefined));
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true;
-    const chunk = (delta: object, lp: unknown, finish: string | null) => ({
-      ...base, object: "chat.completion.chunk",
-      choices: [{ index: 0, delta, logprobs: lp, finish_reason: finish }], ...(withUsage ? { usage: null } : {}),
-    });
+    const chunk = (choices: object[]) => ({ ...base, object: "chat.completion.chunk", choices, ...(withUsage ? { usage: null } : {}) });
     return sseResponse(async (send) => {
-      let e: ReqEvent = first;
-      send(chunk({ role: "assistant", content: "" }, null, null));
-      for (;;) {
-        if (e.t === "accept") split = new ThinkSplit(split.enabled, e.think);
-        else if (e.t === "tok") {
-          const { delta, calls, from } = deltas(e.text, e.mark);
-          if (Object.keys(delta).length || wantLp) send(chunk(delta, wantLp ? { content: [lpEntry(e)] } : null, null));
-          if (calls.length) send(chunk(callDelta(calls, from), null, null));
-        } else if (e.t === "done") {
-          const { delta, calls, from } = deltas(e.text, undefined, true);
-          if (Object.keys(delta).length) send(chunk(delta, null, null));
-          if (calls.length) send(chunk(callDelta(calls, from), null, null));
-          send(chunk({}, null, finish(e.reason)));
-          if (withUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage: usage(e) });
-          return true;
-        } else if (e.t === "error") {
-          send(errorJson(fromWorker(e.code, e.detail, "messages")));
-          return false;
-        }
-        e = await r.q.next();
-      }
-    }, r.abandon);
+      send(chunk(runs.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }))));
+      const r = await streamChoices(runs, views, abandon, (c) => send(chunk(c)));
+      if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "messages"))); return false; }
+      if (withUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage: usageAll(r) });
+      return true;
+    }, abandon);
   }
 
-  let content = "", reasoning = "";
-  const lps: ReturnType<typeof lpEntry>[] = [], calls: ToolCall[] = [];
-  for (let e: ReqEvent = first; ; e = await r.q.next()) {
-    if (e.t === "accept") split = new ThinkSplit(split.enabled, e.think);
-    else if (e.t === "tok" || e.t === "done") {
-      const d = e.t === "tok" ? deltas(e.text, e.mark) : deltas(e.text, undefined, true);
-      content += d.delta.content ?? "";
-      reasoning += d.delta.reasoning_content ?? "";
-      calls.push(...d.calls);
-      if (e.t === "tok" && wantLp) lps.push(lpEntry(e));
-      if (e.t === "done") {
-        const message = {
-          role: "assistant", content: calls.length && !content ? null : content,
-          ...(calls.length ? { tool_calls: calls } : {}), ...(split.enabled ? { reasoning_content: reasoning } : {}),
-        };
-        return Response.json({
-          ...base, object: "chat.completion",
-          choices: [{ index: 0, message, logprobs: wantLp ? { content: lps } : null, finish_reason: finish(e.reason) }],
-          usage: usage(e),
-        });
-      }
-    } else if (e.t === "error") return errorResponse(fromWorker(e.code, e.detail, "messages"));
-  }
+  const r = await collectChoices(runs, views, abandon);
+  if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "messages"));
+  return Response.json({ ...base, object: "chat.completion", choices: r.choices, usage: usageAll(r.dones) });
 }

@@ -1,9 +1,9 @@
 // POST /v1/completions: a raw prompt (text or token ids) continued as one text_completion or as SSE
 // chunks. Think tags appear literally in the text. Legacy logprobs (`logprobs: k`) as
 // {tokens, token_logprobs, top_logprobs, text_offset}. `response_format` / `grammar` constrain the
-// output as on the chat route. State: per request only.
+// output as on the chat route; `n` choices as there. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
-import { finishReason, literalText, responseId, sseResponse, usage } from "./gen-stream.ts";
+import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf } from "./schemas.ts";
@@ -38,48 +38,50 @@ function addLp(lp: Lp, e: Tok, offset: number): void {
 }
 const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] });
 
+type Done = Extract<ReqEvent, { t: "done" }>;
+
+/** One choice: text with think tags written out, legacy logprobs. */
+class TextChoice implements ChoiceView {
+  private text = "";
+  private readonly lp = emptyLp();
+  constructor(private readonly wantLp: boolean) {}
+
+  onTok(e: Tok): object[] {
+    const text = literalText(e);
+    let lp: Lp | null = null;
+    if (this.wantLp) { addLp((lp = emptyLp()), e, this.text.length); addLp(this.lp, e, this.text.length); }
+    this.text += text;
+    return text || lp ? [{ text, logprobs: lp, finish_reason: null }] : [];
+  }
+
+  onDone(e: Done): object[] {
+    this.text += e.text;
+    return [{ text: e.text, logprobs: null, finish_reason: finishReason(e.reason) }];
+  }
+
+  final(e: Done): object {
+    return { text: this.text, logprobs: this.wantLp ? this.lp : null, finish_reason: finishReason(e.reason) };
+  }
+}
+
 export async function completions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const started = await startGeneration(req, engine, o, CompletionRequest, toGen, "prompt");
   if (started instanceof Response) return started;
-  const { data, gen, r, first } = started;
+  const { data, runs, abandon } = started;
   const base = { id: responseId("cmpl"), object: "text_completion", created: Math.floor(Date.now() / 1000), model: engine.info!.model, system_fingerprint: o.fingerprint };
-  const wantLp = gen.logprobs !== undefined;
-  let offset = 0;
+  const views = runs.map((run) => new TextChoice(run.gen.logprobs !== undefined));
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true;
-    const chunk = (text: string, lp: Lp | null, finish: string | null) => ({
-      ...base, choices: [{ index: 0, text, logprobs: lp, finish_reason: finish }], ...(withUsage ? { usage: null } : {}),
-    });
     return sseResponse(async (send) => {
-      for (let e: ReqEvent = first; ; e = await r.q.next()) {
-        if (e.t === "tok") {
-          const text = literalText(e);
-          let lp: Lp | null = null;
-          if (wantLp) addLp((lp = emptyLp()), e, offset);
-          offset += text.length;
-          if (text || lp) send(chunk(text, lp, null));
-        } else if (e.t === "done") {
-          send(chunk(e.text, null, finishReason(e.reason)));
-          if (withUsage) send({ ...base, choices: [], usage: usage(e) });
-          return true;
-        } else if (e.t === "error") {
-          send(errorJson(fromWorker(e.code, e.detail, "prompt")));
-          return false;
-        }
-      }
-    }, r.abandon);
+      const r = await streamChoices(runs, views, abandon, (choices) => send({ ...base, choices, ...(withUsage ? { usage: null } : {}) }));
+      if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "prompt"))); return false; }
+      if (withUsage) send({ ...base, choices: [], usage: usageAll(r) });
+      return true;
+    }, abandon);
   }
 
-  let text = "";
-  const lp = emptyLp();
-  for (let e: ReqEvent = first; ; e = await r.q.next()) {
-    if (e.t === "tok") {
-      if (wantLp) addLp(lp, e, text.length);
-      text += literalText(e);
-    } else if (e.t === "done") {
-      text += e.text;
-      return Response.json({ ...base, choices: [{ index: 0, text, logprobs: wantLp ? lp : null, finish_reason: finishReason(e.reason) }], usage: usage(e) });
-    } else if (e.t === "error") return errorResponse(fromWorker(e.code, e.detail, "prompt"));
-  }
+  const r = await collectChoices(runs, views, abandon);
+  if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));
+  return Response.json({ ...base, choices: r.choices, usage: usageAll(r.dones) });
 }

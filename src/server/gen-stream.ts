@@ -94,3 +94,54 @@ const MARK_TEXT = { think: "<think>", "/think": "</think>" } as const;
 export function literalText(e: Extract<ReqEvent, { t: "tok" }>): string {
   return e.mark ? e.text + MARK_TEXT[e.mark] : e.text;
 }
+
+type Done = Extract<ReqEvent, { t: "done" }>;
+type Tok = Extract<ReqEvent, { t: "tok" }>;
+/** One choice of a request as the routes see it: `first` was already taken from the queue. */
+interface ChoiceRun { r: Running; first: ReqEvent }
+
+/** What a route makes of one choice's events (choice objects without their index). */
+export interface ChoiceView {
+  onAccept?(e: Extract<ReqEvent, { t: "accept" }>): void;
+  /** the stream's choice objects for a token */
+  onTok(e: Tok): object[];
+  /** the stream's last choice objects (the last carries finish_reason) */
+  onDone(e: Done): object[];
+  /** the whole choice, after onDone */
+  final(e: Done): object;
+}
+
+/** usage over all choices: the prompt counted once, the completions summed */
+export function usageAll(ds: Done[]) {
+  const u = usage(ds[0]), c = ds.reduce((a, d) => a + d.emitted, 0);
+  return { ...u, completion_tokens: c, total_tokens: u.prompt_tokens + c };
+}
+
+/** Feed each choice's events to its view until done; the first error abandons the rest and is returned. */
+async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
+  emit: (i: number, objs: object[]) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  let failed: Extract<ReqEvent, { t: "error" }> | null = null;
+  const dones = await Promise.all(runs.map(async (run, i) => {
+    for (let e = run.first; ; e = await run.r.q.next()) {
+      if (failed) return null;
+      if (e.t === "accept") views[i].onAccept?.(e);
+      else if (e.t === "tok") emit(i, views[i].onTok(e));
+      else if (e.t === "done") { emit(i, views[i].onDone(e)); return e; }
+      else if (e.t === "error") { failed = e; abandon(); return null; }
+    }
+  }));
+  return failed ?? (dones as Done[]);
+}
+
+/** Stream the choices' chunks as they come (`send` wraps choice objects in a chunk). */
+export function streamChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
+  send: (choices: object[]) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  return drive(runs, views, abandon, (i, objs) => { for (const c of objs) send([{ index: i, ...c }]); });
+}
+
+/** Every choice whole, in index order (or the first error). */
+export async function collectChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void):
+  Promise<{ choices: object[]; dones: Done[] } | Extract<ReqEvent, { t: "error" }>> {
+  const r = await drive(runs, views, abandon, () => {});
+  return Array.isArray(r) ? { choices: r.map((d, i) => ({ index: i, ...views[i].final(d) })), dones: r } : r;
+}

@@ -19,19 +19,24 @@ export function notReady(engine: EngineClient): Response {
     : errorResponse(apiError(503, "the model is still loading; retry when GET /health answers 200", null, "model_loading"));
 }
 
-export interface Started<T> { data: T; gen: GenRequest; r: Running; first: ReqEvent }
+/** One choice of a request: its generation request, its events (`first` already taken from the queue). */
+export interface Run { gen: GenRequest; r: Running; first: ReqEvent }
+export interface Started<T> { data: T; runs: Run[]; abandon(): void }
 
 /**
- * Read and validate the body, resolve its grammar, submit it and wait for the first event. Any failure
- * on the way is answered as a Response (OpenAI error shape; `promptField` names the prompt's field).
+ * Read and validate the body, resolve its grammar, submit its `n` choices (seed + i each when a seed is
+ * given) and wait for their first events. Any failure on the way is answered as a Response (OpenAI error
+ * shape; `promptField` names the prompt's field); a failed choice abandons the others.
  */
-export async function startGeneration<T extends Parameters<typeof grammarOf>[0] & Parameters<typeof biasOutside>[0]>(req: Request, engine: EngineClient,
-  o: RouteOptions, schema: z.ZodType<T>, toGen: (b: T, g: GrammarSpec | null) => GenRequest, promptField: string,
-  check: (b: T) => ApiError | null = () => null): Promise<Response | Started<T>> {
+export async function startGeneration<T extends Parameters<typeof grammarOf>[0] & Parameters<typeof biasOutside>[0] & { n?: number | null; slot?: number | null }>(
+  req: Request, engine: EngineClient, o: RouteOptions, schema: z.ZodType<T>, toGen: (b: T, g: GrammarSpec | null) => GenRequest,
+  promptField: string, check: (b: T) => ApiError | null = () => null): Promise<Response | Started<T>> {
   const body = await readJson(req, o.maxBody);
   if (!body.ok) return errorResponse(body.error);
   const p = schema.safeParse(body.value);
   if (!p.success) return errorResponse(zodError(p.error));
+  const n = p.data.n ?? 1;
+  if (n > 1 && p.data.slot != null) return errorResponse(apiError(400, "n: several choices cannot share one pinned slot", "n", "invalid_value"));
   const bad = check(p.data);
   if (bad) return errorResponse(bad);
   const grammar = grammarOf(p.data);
@@ -40,8 +45,14 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0] 
   const outside = biasOutside(p.data, engine.info!.vocab);
   if (outside) return errorResponse(outside);
   const gen = toGen(p.data, grammar);
-  const r = run(engine, gen, req.signal);
-  const first = await r.q.next();
-  if (first.t === "error") return errorResponse(fromWorker(first.code, first.detail, promptField));
-  return { data: p.data, gen, r, first };
+  const gens = Array.from({ length: n }, (_, i) => (i > 0 && gen.seed !== undefined ? { ...gen, seed: gen.seed + i } : gen));
+  const rs = gens.map((g) => run(engine, g, req.signal));
+  const abandon = () => { for (const r of rs) r.abandon(); };
+  const firsts = await Promise.all(rs.map((r) => r.q.next()));
+  const failed = firsts.find((e) => e.t === "error");
+  if (failed?.t === "error") {
+    abandon();
+    return errorResponse(fromWorker(failed.code, failed.detail, promptField));
+  }
+  return { data: p.data, runs: gens.map((g, i) => ({ gen: g, r: rs[i], first: firsts[i] })), abandon };
 }

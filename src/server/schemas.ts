@@ -1,6 +1,6 @@
 // zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
 // of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
-// extras); fields we cannot honour (n > 1, echo, suffix, best_of > 1, legacy functions) are rejected
+// extras); fields we cannot honour (echo, suffix, best_of > 1, legacy functions) are rejected
 // with a 400 naming them. Tools: tools.ts. Penalties and logit_bias become one PenaltyParams (penaltiesOf). Constrained output: `response_format` (text, json_object,
 // json_schema) and the llama-server-style `grammar` (GBNF text) become one GrammarSpec (grammarOf).
 // No state.
@@ -25,7 +25,7 @@ const sampling = {
   stop: nullish(z.union([z.string().min(1), z.array(z.string().min(1, "stop strings must not be empty")).max(16)])),
   stream: nullish(z.boolean()),
   stream_options: nullish(z.object({ include_usage: nullish(z.boolean()) })),
-  n: nullish(z.literal(1, { message: "only n = 1 is supported" })),
+  n: nullish(z.int().min(1).max(16)),
   presence_penalty: nullish(z.number().min(-2).max(2)),
   frequency_penalty: nullish(z.number().min(-2).max(2)),
   repetition_penalty: nullish(z.number().gt(0).max(10)), // vLLM / HF

@@ -1,0 +1,39 @@
+// `n` choices: n generations (seed + i when a seed is given), index-ordered choices, usage with the prompt
+// counted once; streamed chunks carry each choice's index; choice i equals the same request alone with
+// seed + i (both routes).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny } from "./helpers/fixture.ts";
+import { post, sseData, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve: n choices", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 4 }); });
+  afterAll(() => s.stop());
+  const json = async (path: string, body: object) => (await post(s.url, path, body)).json() as Promise<any>;
+
+  test("chat: n = 3 gives choices 0..2, each equal to the request alone with seed + i; usage sums completions", async () => {
+    const body = { messages: [{ role: "user", content: "Tell me a story." }], max_tokens: 8, temperature: 1, seed: 5 };
+    const r = await json("/v1/chat/completions", { ...body, n: 3 });
+    expect(r.choices.map((c: any) => c.index)).toEqual([0, 1, 2]);
+    const alone = await Promise.all([0, 1, 2].map((i) => json("/v1/chat/completions", { ...body, seed: 5 + i })));
+    for (let i = 0; i < 3; i++) expect(r.choices[i].message.content).toBe(alone[i].choices[0].message.content);
+    expect(new Set(r.choices.map((c: any) => c.message.content)).size).toBeGreaterThan(1); // different seeds, different text
+    expect(r.usage.prompt_tokens).toBe(alone[0].usage.prompt_tokens);
+    expect(r.usage.completion_tokens).toBe(alone.reduce((a: number, x: any) => a + x.usage.completion_tokens, 0));
+  });
+
+  test("completions streamed: chunks of both choices, each choice's text equal to the non-streamed one", async () => {
+    const body = { prompt: "Once upon a time", max_tokens: 6, temperature: 0.9, seed: 11, n: 2 };
+    const whole = await json("/v1/completions", body);
+    const res = await post(s.url, "/v1/completions", { ...body, stream: true, stream_options: { include_usage: true } });
+    const data = sseData(await res.text());
+    expect(data.at(-1)).toBe("[DONE]");
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+    const text = ["", ""], finished = [0, 0];
+    for (const c of chunks) for (const ch of c.choices) { text[ch.index] += ch.text; if (ch.finish_reason) finished[ch.index]++; }
+    expect(finished).toEqual([1, 1]);
+    expect(text).toEqual(whole.choices.map((c: any) => c.text));
+    expect(chunks.at(-1).usage.completion_tokens).toBe(whole.usage.completion_tokens);
+  });
+});
