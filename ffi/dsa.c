@@ -10,6 +10,7 @@
  * for all the rows of the item; items no row of the block reaches (causal prefill) are skipped. */
 #define IDX_RB 32
 #define IDX_TB 64
+#define IDX_INLINE_MACS (1u << 18)   /* below this a job runs on the caller (~2 us of compute; a pool round trip costs ~1-2) */
 
 /* the scalar reference: one (row, key) at a time in the order of dsa.h */
 static void idx_block_ref(const idx_ctx *c, int t0, int t1, int s0, int s1) {
@@ -61,7 +62,10 @@ void hb_index_scores(int S, int nh, int hd, const float *qI, const float *w, con
   if (maxn == 0) return;
   idx_job j = { { S, nh, hd, maxn, qI, w, kI, nk, out, outRow, scale }, (maxn + IDX_TB - 1) / IDX_TB,
                 idx_block_for(hb_simd_level(), hd) };
-  hb_parallel_for(((S + IDX_RB - 1) / IDX_RB) * j.nkb, 1, idx_task, &j);
+  const int items = ((S + IDX_RB - 1) / IDX_RB) * j.nkb;
+  size_t macs = 0;
+  for (int s = 0; s < S; s++) macs += (size_t)(nk[s] > 0 ? nk[s] : 0) * (size_t)nh * (size_t)hd;
+  hb_parallel_for(items, macs < IDX_INLINE_MACS ? items : 1, idx_task, &j);   /* small jobs: no pool round trip */
 }
 
 /* ---------------- hb_dsa_select ---------------- */
@@ -73,8 +77,10 @@ static inline uint32_t fkey(float f) {
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-/* Radix select of the topk-th largest key in 3 passes (11+11+10 bits), then one ascending collection pass:
- * every key > thr, and the first `need` keys == thr, so rows come out sorted and the tie rule is exact. */
+/* Radix select of the topk-th largest key in 3 passes (11+11+10 bits), each scanning only the buckets its
+ * keys fell in (from the top, or from the bottom when the rank is in the lower half: rows of few more keys
+ * than topk), then one ascending collection pass: every key > thr, and the first `need` keys == thr, so rows
+ * come out sorted and the tie rule is exact. */
 static void select_row(const float *x, int n, int topk, int32_t *sel, int32_t *nsel) {
   if (n <= topk) {
     for (int t = 0; t < n; t++) sel[t] = t;
@@ -87,12 +93,25 @@ static void select_row(const float *x, int n, int topk, int32_t *sel, int32_t *n
   for (int pass = 0; pass < 3; pass++) {
     const int sh = shift[pass], nb = 1 << width[pass], hs = sh + width[pass]; /* bits >= hs already fixed */
     memset(hist, 0, sizeof(uint32_t) * (size_t)nb);
+    int lo = nb - 1, hi = 0, total = 0;
     for (int t = 0; t < n; t++) {
       uint32_t kk = fkey(x[t]);
-      if (hs == 32 || (kk >> hs) == (prefix >> hs)) hist[(kk >> sh) & (uint32_t)(nb - 1)]++;
+      if (hs == 32 || (kk >> hs) == (prefix >> hs)) {
+        const int d = (int)((kk >> sh) & (uint32_t)(nb - 1));
+        hist[d]++;
+        total++;
+        if (d < lo) lo = d;
+        if (d > hi) hi = d;
+      }
     }
-    int b = nb - 1;
-    for (; b > 0; b--) { if ((int)hist[b] >= need) break; need -= (int)hist[b]; }
+    int b;
+    if (2 * need <= total) { /* from the top: rank need among the largest */
+      for (b = hi; b > lo; b--) { if ((int)hist[b] >= need) break; need -= (int)hist[b]; }
+    } else {                  /* from the bottom: the same key is rank total - need + 1 among the smallest */
+      int r = total - need + 1;
+      for (b = lo; b < hi; b++) { if ((int)hist[b] >= r) break; r -= (int)hist[b]; }
+      need = (int)hist[b] - r + 1;
+    }
     prefix |= (uint32_t)b << sh;
   }
   int m = 0;
