@@ -153,6 +153,31 @@ export function matmulMany(exact: boolean, ws: readonly ManyMat[], ys: readonly 
   hb().hb_matmul_many(exact ? 1 : 0, n, manyDesc, I, x, S);
 }
 const addr = (a: F32 | Weight) => (a.byteLength > 0 ? ptr_(a) : 0);
+
+/**
+ * matmulMany's descriptor written in place, one matrix at a time, for callers that give each matrix its own
+ * rows of one activation buffer and one output buffer (the experts): no per-matrix objects or views.
+ * Reusable: reset(), add()…, run(). State: the descriptor (grown as needed) and its count.
+ */
+export class ManyBuilder {
+  private desc = new Float64Array(8 * 64);
+  private n = 0;
+  reset(): this { this.n = 0; return this; }
+  /** y[yOff, yOff + S·O) = W [O, I] · x[xOff, xOff + S·I) */
+  add(w: Omit<ManyMat, "x" | "S">, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number): void {
+    if (S <= 0 || xOff < 0 || yOff < 0 || xOff + S * I > x.length || yOff + S * w.O > y.length)
+      throw new Error(`ManyBuilder: ${S} rows of ${I} at ${xOff} (of ${x.length}) -> ${w.O} at ${yOff} (of ${y.length})`);
+    if (this.n === 4096) throw new Error("ManyBuilder: more than 4096 matrices");
+    if (this.desc.length < 8 * (this.n + 1)) { const d = new Float64Array(2 * this.desc.length); d.set(this.desc); this.desc = d; }
+    const d = this.desc, k = 8 * this.n++;
+    d[k] = w.fmt; d[k + 1] = w.gs; d[k + 2] = w.O; d[k + 3] = addr(w.data); d[k + 4] = w.scales ? addr(w.scales) : 0;
+    d[k + 5] = ptr_(y) + 4 * yOff; d[k + 6] = ptr_(x) + 4 * xOff; d[k + 7] = S;
+  }
+  /** every matrix added since reset(), in one call (rows of I elements) */
+  run(exact: boolean, I: number): void {
+    if (this.n > 0) hb().hb_matmul_many(exact ? 1 : 0, this.n, this.desc, I, null, 0);
+  }
+}
 /** Weight bytes the matmul kernels have read since the last reset (reset: start counting again from 0). */
 export const weightBytes = (reset = false): number => Number(hb().hb_wbytes(reset ? 1 : 0));
 /** Best memory read bandwidth (bytes/s) over `reps` reads of a `bytes` buffer with every pool thread. */

@@ -5,10 +5,11 @@
 // A streamed Moe (src/engine/experts/) resolves the union first and hands experts out resident-first;
 // outputs are still added in ascending expert order, so results do not depend on the cache.
 // Reads x = st.xb [S, D], writes st.ao [S, D]. Allocation-free per call: routes, the rows grouped by
-// expert and the gates live in RunState; the router's per-row scratch is module-level (grown to E).
+// expert and the gates live in RunState; the router's per-row scratch and the experts' matmul descriptors
+// are module-level (grown as needed).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, Fmt, gatherRows, matmulMany, scatterAxpy, swiglu, type ManyMat } from "./hb.ts";
+import { add, Fmt, gatherRows, ManyBuilder, scatterAxpy, swiglu } from "./hb.ts";
 import { mm, mmMany } from "./mat.ts";
 import type { RunState } from "./state.ts";
 
@@ -106,14 +107,11 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
     }
   for (let e = E; e > 0; e--) off[e] = off[e - 1]; // ... so shift back: e's rows are [off[e], off[e+1])
   off[0] = 0;
-  const rows: Int32Array[] = new Array(E), gates: Float32Array[] = new Array(E); // views for the union only
   y.fill(0, 0, S * D);
   const union: number[] = [], counts: number[] = [];
   for (let e = 0; e < E; e++) {
     const n = off[e + 1] - off[e];
-    if (n === 0) continue;
-    rows[e] = mrows.subarray(off[e], off[e + 1]); gates[e] = mgates.subarray(off[e], off[e + 1]);
-    union.push(e); counts.push(n);
+    if (n > 0) { union.push(e); counts.push(n); }
   }
   const batch = w.resolve?.(union, counts);
   if (!batch) {
@@ -125,6 +123,8 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
       batched(st, union.map((e) => batch.get(e)), union, x, D, y, shared, S);
       for (const e of union) batch.release(e);
     } else {
+      const rows: Int32Array[] = new Array(E), gates: Float32Array[] = new Array(E); // views for the union only
+      for (const e of union) { rows[e] = mrows.subarray(off[e], off[e + 1]); gates[e] = mgates.subarray(off[e], off[e + 1]); }
       streamed(st, batch, union, rows, gates, x, D, y);
       if (shared) sharedDown(st, shared, S, D, y, false);
     }
@@ -141,6 +141,8 @@ function sharedDown(st: RunState, sh: Mlp, S: number, D: number, y: Float32Array
   add(y, st.ye, S * D);
 }
 
+const upMany = new ManyBuilder(), downMany = new ManyBuilder(); // descriptors of batched()'s two calls
+
 /**
  * Every expert of the union at once: all rows gathered (grouped by expert, as st.mrows), every gate ‖ up
  * in one batched call, one SwiGLU, every down in one call, then y[row] += gate · out in st.mrows order —
@@ -150,24 +152,22 @@ function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D:
   shared: Mlp | null, S: number): void {
   const off = st.moff, n = off[off.length - 1], F = mlps[0].gate.O;
   gatherRows(x, D, st.mrows, n, st.exe);
-  const up: ManyMat[] = [], upY: Float32Array[] = [], down: ManyMat[] = [], downY: Float32Array[] = [];
-  union.forEach((e, u) => {
-    const r0 = off[e], k = off[e + 1] - r0, w = mlps[u], xe = st.exe.subarray(r0 * D, (r0 + k) * D);
+  const up = upMany.reset(), down = downMany.reset();
+  for (let u = 0; u < union.length; u++) {
+    const e = union[u], r0 = off[e], k = off[e + 1] - r0, w = mlps[u];
     if (w.gate.O !== F || w.up.O !== F || w.down.I !== F) throw new Error(`${w.gate.name}: experts of one layer differ in shape`);
-    up.push({ ...w.gate, x: xe, S: k }, { ...w.up, x: xe, S: k });
-    upY.push(st.ehg.subarray(r0 * F, (r0 + k) * F), st.ehu.subarray(r0 * F, (r0 + k) * F));
-    down.push({ ...w.down, x: st.ehg.subarray(r0 * F, (r0 + k) * F), S: k });
-    downY.push(st.eye.subarray(r0 * D, (r0 + k) * D));
-  });
-  matmulMany(st.exact, up, upY, D, null, 0);
+    up.add(w.gate, D, st.exe, r0 * D, k, st.ehg, r0 * F);
+    up.add(w.up, D, st.exe, r0 * D, k, st.ehu, r0 * F);
+    down.add(w.down, F, st.ehg, r0 * F, k, st.eye, r0 * D);
+  }
+  up.run(st.exact, D);
   swiglu(st.ehg, st.ehu, st.ehg, n * F);
   const withShared = shared !== null && shared.down.I === F; // the shared down joins the routed ones
   if (withShared) {
     swiglu(st.shg, st.shu, st.shg, S * F);
-    down.push({ ...shared.down, x: st.shg, S });
-    downY.push(st.ye);
+    down.add(shared.down, F, st.shg, 0, S, st.ye, 0);
   }
-  matmulMany(st.exact, down, downY, F, null, 0);
+  down.run(st.exact, F);
   scatterAxpy(y, D, st.mrows, st.mgates, st.eye, n);
   if (shared) sharedDown(st, shared, S, D, y, withShared);
 }

@@ -99,26 +99,29 @@ class Batch implements ExpertBatch {
   constructor(private readonly L: LayerCache, union: readonly number[], rows: readonly number[]) {
     const st = L.store;
     st.noteUsage(L, union, rows);
-    st.reapSpeculative(L, new Set(union));
-    const prev = new Set(L.lastUnion);
-    L.lastUnion = [...union];
+    st.reapSpeculative(L, union);
+    const prev = L.lastUnion;
+    L.lastUnion = union.slice();
     const hits: number[] = [], late: number[] = [], miss: number[] = [];
     let hitRows = 0;
-    union.forEach((e, i) => {
-      const s = L.find(e);
-      if (!s) { miss.push(e); st.counters.misses++; return; }
+    for (let i = 0; i < union.length; i++) {
+      const e = union[i], s = L.find(e);
+      if (!s) { miss.push(e); st.counters.misses++; continue; }
       s.lock = true;
       this.slotOf.set(e, s);
       if (s.spec) { st.counters.prefetchHits++; late.push(e); }
       else if (s.state === READY) { st.counters.hits++; hits.push(e); hitRows += rows[i]; }
       else { st.counters.misses++; late.push(e); }
-    });
-    const needed = [...late, ...miss];
-    st.notePredict(needed.filter((e) => prev.has(e)).length, needed.length);
+    }
+    if (late.length + miss.length > 0) {
+      let covered = 0;
+      for (const e of late) if (prev.includes(e)) covered++;
+      for (const e of miss) if (prev.includes(e)) covered++;
+      st.notePredict(covered, late.length + miss.length);
+    } else st.notePredict(0, 0);
     // resident first while their staged outputs stay small; otherwise ascending (no staging)
-    this.order = hitRows * st.hidden * 4 <= st.stageBytes ? [...hits, ...late, ...miss] : [...union];
-    const missing = new Set(miss);
-    for (const e of this.order) if (missing.has(e)) this.pending.push(e);
+    this.order = hitRows * st.hidden * 4 <= st.stageBytes ? hits.concat(late, miss) : union.slice();
+    if (miss.length > 0) for (const e of this.order) if (miss.includes(e)) this.pending.push(e);
     this.pump();
   }
 

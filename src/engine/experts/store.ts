@@ -232,13 +232,15 @@ export class ExpertStore {
   }
 
   /** Speculative reads of L that this batch does not need: working slabs are cancelled, cache slots kept. */
-  reapSpeculative(L: LayerCache, need: Set<number>): void {
-    for (const s of [...L.slots, ...this.working]) {
-      if (!s.spec || need.has(s.e) || (s.working ? s.owner !== L.layer : false)) continue;
-      this.counters.prefetchWasted++;
-      if (s.working) { this.settle(L, s); s.clear(); }
-      else { this.settle(L, s); s.spec = false; }
-    }
+  reapSpeculative(L: LayerCache, need: readonly number[]): void {
+    for (const slots of [L.slots, this.working])
+      for (let i = 0; i < slots.length; i++) {
+        const s = slots[i];
+        if (!s.spec || need.includes(s.e) || (s.working ? s.owner !== L.layer : false)) continue;
+        this.counters.prefetchWasted++;
+        if (s.working) { this.settle(L, s); s.clear(); }
+        else { this.settle(L, s); s.spec = false; }
+      }
   }
 
   /** A batch's misses (needed) and how many of them were in the layer's previous union (covered). */
