@@ -11,9 +11,11 @@
 #include <stdlib.h>
 
 #define MANY_MAX 4096
+#define HB_MANY_DESC 10                /* doubles per matrix in the descriptor (hb.ts: MANY_DESC) */
 
 typedef struct {                       /* one distinct quantized activation block */
   const float *x;
+  const int32_t *rows;                 /* its rows of x by index (NULL: rows 0..S-1) */
   int S, layout;
   hb_q8x q;
 } xblock;
@@ -66,16 +68,33 @@ static void quant_task(void *c, int lo, int hi) {   /* global activation rows [l
     const int f = j->xrow0[b], e = j->xrow0[b + 1];
     if (hi <= f || lo >= e) continue;
     xblock *x = &j->xb[b];
-    hb_q8x_quant_rows(&x->q, 0, x->x, (size_t)x->q.I, (lo > f ? lo : f) - f, (hi < e ? hi : e) - f);
+    hb_q8x_quant_rows(&x->q, 0, x->x, (size_t)x->q.I, x->rows, (lo > f ? lo : f) - f, (hi < e ? hi : e) - f);
   }
 }
 
 static inline const void *addr(double v) { return (const void *)(uintptr_t)v; }
 
-/* desc: f64[8] per matrix (doubles so JS can store ptr() addresses):
- *   fmt, gs, O, W, scales, y, x_k (0 = the shared x), S_k (0 = the shared S).
- * y_k [S_k, O_k] = W_k · x_k; exact != 0: f32 activations, else fast mode. A bad descriptor (null W / y,
- * O ≤ 0, S_k < 0) leaves that matrix out and its y untouched; n > 4096 is cut to 4096. */
+/* rows of x picked by index, made contiguous for the kernels that read f32 activations (exact mode, float
+ * weights): the calling thread's buffer, grown as needed */
+static float *gathered(const float *x, const int32_t *rows, int S, int I, size_t at, size_t total) {
+  static _Thread_local float *buf;
+  static _Thread_local size_t cap;
+  if (total > cap) {
+    free(buf);
+    buf = malloc(total * sizeof(float));
+    cap = buf ? total : 0;
+    if (!buf) return NULL;
+  }
+  for (int s = 0; s < S; s++) memcpy(buf + at + (size_t)s * I, x + (size_t)rows[s] * I, (size_t)I * sizeof(float));
+  return buf + at;
+}
+
+/* desc: HB_MANY_DESC (10) doubles per matrix (doubles so JS can store ptr() addresses):
+ *   fmt, gs, O, W, scales, y, x_k (0 = the shared x), S_k (0 = the shared S), rows_k (0 = none), 0.
+ * y_k [S_k, O_k] = W_k · x_k, where with rows_k (int32 [S_k]) row s of x_k is row rows_k[s] of x_k's buffer
+ * (fast mode quantizes straight from those rows; f32 kernels get them gathered). exact != 0: f32
+ * activations, else fast mode. A bad descriptor (null W / y, O ≤ 0, S_k < 0) leaves that matrix out and
+ * its y untouched; n > 4096 is cut to 4096. */
 void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x, int S) {
   if (n <= 0 || !desc || I <= 0) return;
   if (n > MANY_MAX) n = MANY_MAX;
@@ -87,20 +106,22 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
   size_t need = 0;
   int maxS = 0;
   int *blk = j->blk;
+  size_t gather = 0;                   /* floats of indexed rows that f32 kernels need contiguous */
   for (int k = 0; k < n; k++) {
-    const double *d = desc + 8 * k;
+    const double *d = desc + HB_MANY_DESC * k;
     const int fmt = (int)d[0], gs = (int)d[1], Sk = d[7] > 0 ? (int)d[7] : S;
     const float *xk = d[6] != 0 ? addr(d[6]) : x;
+    const int32_t *rk = d[8] != 0 ? addr(d[8]) : NULL;
     j->q8[k] = !exact && Sk > 0 && xk && hb_q8_ok(fmt, addr(d[3]), addr(d[4]), gs, I);
     blk[k] = -1;
     if (Sk > maxS) maxS = Sk;
-    if (!j->q8[k]) continue;
+    if (!j->q8[k]) { if (rk && Sk > 0) gather += (size_t)Sk * I; continue; }
     const int layout = hb_q8_layout(fmt, 0);
     int b = j->nxb - 1;
-    while (b >= 0 && !(j->xb[b].x == xk && j->xb[b].S == Sk && j->xb[b].layout == layout)) b--;
+    while (b >= 0 && !(j->xb[b].x == xk && j->xb[b].rows == rk && j->xb[b].S == Sk && j->xb[b].layout == layout)) b--;
     if (b < 0) {
       b = j->nxb++;
-      j->xb[b] = (xblock){ .x = xk, .S = Sk, .layout = layout };
+      j->xb[b] = (xblock){ .x = xk, .rows = rk, .S = Sk, .layout = layout };
       need += hb_q8x_bytes(I, Sk);
     }
     blk[k] = b;
@@ -120,17 +141,23 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
     /* rows are independent: large blocks (prefill) quantize on the pool */
     hb_parallel_for(rows, (size_t)rows * I < 65536 ? rows : 8, quant_task, j);
   }
-  size_t maxrow = 0;
+  size_t maxrow = 0, gat = 0;
   int total = 0;
   for (int k = 0; k < n; k++) {
-    const double *d = desc + 8 * k;
+    const double *d = desc + HB_MANY_DESC * k;
     const int fmt = (int)d[0], gs = (int)d[1], O = (int)d[2], Sk = d[7] > 0 ? (int)d[7] : S, b = blk[k];
     const void *W = addr(d[3]);
     const float *sc = addr(d[4]), *xk = d[6] != 0 ? addr(d[6]) : x;
+    const int32_t *rk = d[8] != 0 ? addr(d[8]) : NULL;
     float *y = (float *)addr(d[5]);
     j->first[k] = total;
     j->mfn[k] = NULL;
     if (O <= 0 || !y || Sk <= 0 || !xk) { j->q8[k] = 0; continue; }
+    if (rk && !j->q8[k]) {
+      xk = gathered(xk, rk, Sk, I, gat, gather);
+      gat += (size_t)Sk * I;
+      if (!xk) continue;               /* out of memory: y untouched */
+    }
     if (j->q8[k]) {
       hb_q8_bind(&j->qm[k], fmt, W, sc, gs, O, I, &j->xb[b].q, y);
       j->qfn[k] = hb_q8_kernel(fmt, 0);

@@ -215,9 +215,9 @@ void hb_q8x_init(hb_q8x *q, void *buf, int layout, int I, int S) {
   q->I = I; q->Ip = Ip; q->S = S; q->layout = layout;
 }
 
-/* quantize rows [s0, s1) of x (rows at stride xstride floats) into q; safe to run on several threads for
- * disjoint row ranges (the row scratch is thread-local) */
-void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, int s0, int s1) {
+/* quantize rows [s0, s1) of x (row s at x + (idx ? idx[s] : s)·xstride floats) into q; safe to run on
+ * several threads for disjoint row ranges (the row scratch is thread-local) */
+void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, const int32_t *idx, int s0, int s1) {
   static _Thread_local int8_t *tmp;
   static _Thread_local int cap;
   if (q->I > cap) {
@@ -228,14 +228,14 @@ void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, int s
   const int lvl = ref ? HB_SCALAR : hb_simd_level();
   for (int s = s0; s < s1; s++) {
     if (!tmp) { q->dx[s] = NAN; memset(q->qx + (size_t)s * q->Ip, 0, (size_t)q->Ip); q->xsum[s] = 0; continue; }
-    quant_row(x + (size_t)s * xstride, q->I, q->Ip, q->layout, lvl, q->qx + (size_t)s * q->Ip,
+    quant_row(x + (size_t)(idx ? idx[s] : s) * xstride, q->I, q->Ip, q->layout, lvl, q->qx + (size_t)s * q->Ip,
               q->corr ? q->corr + (size_t)s * (q->Ip / 8) : NULL, q->xsum + s, q->dx + s, tmp);
   }
 }
 
 void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, size_t xstride, int I, int S) {
   hb_q8x_init(q, buf, layout, I, S);
-  hb_q8x_quant_rows(q, ref, x, xstride, 0, S);
+  hb_q8x_quant_rows(q, ref, x, xstride, NULL, 0, S);
 }
 
 void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y) {

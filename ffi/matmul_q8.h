@@ -54,7 +54,7 @@ size_t hb_q8x_bytes(int I, int S);
 void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, size_t xstride, int I, int S);
 /* the same in two steps: init (pointers only), then rows [s0, s1) (thread-safe for disjoint ranges) */
 void hb_q8x_init(hb_q8x *q, void *buf, int layout, int I, int S);
-void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, int s0, int s1);
+void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, const int32_t *idx, int s0, int s1);
 /* m for W [O,I] · (quantized x) -> y [S,O]; hb_q8_wbytes: the bytes of W and scales it reads */
 int64_t hb_q8_wbytes(int fmt, int O, int I, int gs);
 void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y);

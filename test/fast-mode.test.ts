@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fmt, type FmtCode, hb, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
+import { Fmt, type FmtCode, hb, ManyBuilder, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
 import { dequantize, parseFmt } from "../src/model/quant.ts";
 import { convert } from "../src/model/convert.ts";
 import { loadModel, newKV, type Model } from "../src/engine/model.ts";
@@ -127,6 +127,31 @@ describe("q8 kernels", () => {
           if (!same(one, ys[k])) throw new Error(`matrix ${k} exact=${exact} level ${level} differs`);
         });
       }
+  });
+
+  test("hb_matmul_many with rows by index equals the gathered rows, bit for bit, in both modes", () => {
+    const r = rng(41), I = 130, X = 9;
+    const x = randF32(r, X * I), rowsOf = [[3, 0, 7], [5], [8, 8, 1, 2]];
+    const ws = [randQ(r, Fmt.int4g, 20, I, 64), randQ(r, Fmt.int8, 7, I, 0)];
+    const mats = [...ws.map((w, k) => ({ fmt: w.fmt, data: w.W, scales: w.scales, gs: w.gs, O: [20, 7][k] })),
+      { fmt: Fmt.f32, data: randF32(r, 5 * I), scales: null, gs: 0, O: 5 }];
+    const idx = Int32Array.from(rowsOf.flat()), at = [0, 3, 4];
+    for (const exact of [true, false]) {
+      const b = new ManyBuilder(), ys: Float32Array[] = [];
+      // every matrix on every row set (the two quantized ones share each set's quantized block)
+      rowsOf.forEach((rs, g) => mats.forEach((m) => { const y = new Float32Array(rs.length * m.O).fill(NaN); ys.push(y); b.add(m, I, x, 0, rs.length, y, 0, idx, at[g]); }));
+      b.run(exact, I);
+      let k = 0;
+      rowsOf.forEach((rs) => mats.forEach((m) => {
+        const xg = new Float32Array(rs.length * I);
+        rs.forEach((row, s) => xg.set(x.subarray(row * I, (row + 1) * I), s * I));
+        const one = new Float32Array(rs.length * m.O);
+        (exact ? matmul : matmulQ8)(m.fmt, m.data, m.scales, m.gs, m.O, I, xg, rs.length, one);
+        if (!same(one, ys[k])) throw new Error(`matrix ${k} exact=${exact} differs`);
+        k++;
+      }));
+    }
+    expect(() => new ManyBuilder().add(mats[0], I, x, 0, 1, new Float32Array(20), 0, Int32Array.of(X))).toThrow(/outside/);
   });
 
   test("hb_mla_heads equals per-head calls (strided vectors, row offsets, multipliers, tail copy, blocks of 16 rows)", () => {

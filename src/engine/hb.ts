@@ -26,7 +26,8 @@ const symbols = {
   // float formats are exact); _ref = the scalar kernel whatever the SIMD level (tests)
   hb_matmul_q8: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
   hb_matmul_q8_ref: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
-  // n matrices on one x: (exact, n, desc f64[8n]: fmt, gs, O, W addr, scales addr, y addr, 0, 0; I, x, S)
+  // n matrices: (exact, n, desc f64[MANY_DESC·n]: fmt, gs, O, W, scales, y, x_k (0: shared), S_k (0: shared),
+  // rows_k (int32 row indices into x_k, 0: none), 0 — addresses; I, shared x, shared S)
   hb_matmul_many: { args: [i32, i32, ptr, i32, ptr, i32], returns: FFIType.void },
   // absorbed-MLA heads: (exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt)
   hb_mla_heads: { args: [i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, ptr, i32], returns: FFIType.void },
@@ -131,7 +132,9 @@ export function mlaHeads(exact: boolean, S: number, H: number, w: HeadsW, x: Str
   hb().hb_mla_heads(exact ? 1 : 0, S, H, w.fmt, w.W, w.scales, w.gs, w.O, w.I, w.r0, w.rstride, x.a, x.row, x.head,
     xmul, y.a, y.row, y.head, tail, nt);
 }
-let manyDesc = new Float64Array(16 * 8);
+/** doubles per matrix in hb_matmul_many's descriptor (ffi/matmul_many.c HB_MANY_DESC) */
+export const MANY_DESC = 10;
+let manyDesc = new Float64Array(16 * MANY_DESC);
 /** One matrix of `matmulMany`; x/S: its own activations [S, I] instead of the shared ones. */
 export interface ManyMat { fmt: FmtCode; data: Weight; scales: F32 | null; gs: number; O: number; x?: F32; S?: number }
 /**
@@ -141,14 +144,14 @@ export interface ManyMat { fmt: FmtCode; data: Weight; scales: F32 | null; gs: n
 export function matmulMany(exact: boolean, ws: readonly ManyMat[], ys: readonly F32[], I: number, x: F32 | null, S: number) {
   const n = ws.length;
   if (n > 4096 || ys.length !== n) throw new Error(`matmulMany: ${n} matrices and ${ys.length} outputs (at most 4096)`);
-  if (manyDesc.length < 8 * n) manyDesc = new Float64Array(8 * Math.max(n, 2 * manyDesc.length / 8));
+  if (manyDesc.length < MANY_DESC * n) manyDesc = new Float64Array(MANY_DESC * Math.max(n, 2 * manyDesc.length / MANY_DESC));
   for (let k = 0; k < n; k++) {
-    const w = ws[k], d = 8 * k, Sk = w.S ?? S, xk = w.x ?? x;
+    const w = ws[k], d = MANY_DESC * k, Sk = w.S ?? S, xk = w.x ?? x;
     if (!xk || xk.length < Sk * I) throw new Error(`matmulMany: input ${k} holds ${xk?.length ?? 0} < ${Sk}·${I} floats`);
     if (ys[k].length < Sk * w.O) throw new Error(`matmulMany: output ${k} holds ${ys[k].length} < ${Sk}·${w.O} floats`);
     manyDesc[d] = w.fmt; manyDesc[d + 1] = w.gs; manyDesc[d + 2] = w.O;
     manyDesc[d + 3] = addr(w.data); manyDesc[d + 4] = w.scales ? addr(w.scales) : 0; manyDesc[d + 5] = addr(ys[k]);
-    manyDesc[d + 6] = w.x ? addr(w.x) : 0; manyDesc[d + 7] = w.S ?? 0;
+    manyDesc[d + 6] = w.x ? addr(w.x) : 0; manyDesc[d + 7] = w.S ?? 0; manyDesc[d + 8] = 0; manyDesc[d + 9] = 0;
   }
   hb().hb_matmul_many(exact ? 1 : 0, n, manyDesc, I, x, S);
 }
@@ -160,18 +163,26 @@ const addr = (a: F32 | Weight) => (a.byteLength > 0 ? ptr_(a) : 0);
  * Reusable: reset(), add()…, run(). State: the descriptor (grown as needed) and its count.
  */
 export class ManyBuilder {
-  private desc = new Float64Array(8 * 64);
+  private desc = new Float64Array(MANY_DESC * 64);
   private n = 0;
   reset(): this { this.n = 0; return this; }
-  /** y[yOff, yOff + S·O) = W [O, I] · x[xOff, xOff + S·I) */
-  add(w: Omit<ManyMat, "x" | "S">, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number): void {
-    if (S <= 0 || xOff < 0 || yOff < 0 || xOff + S * I > x.length || yOff + S * w.O > y.length)
+  /**
+   * y[yOff, yOff + S·O) = W [O, I] · x_rows, x_rows = x[xOff, xOff + S·I), or with `rows`: the rows
+   * rows[rOff + s] (s < S) of x [*, I] (no copy in fast mode: they are quantized where they are)
+   */
+  add(w: Omit<ManyMat, "x" | "S">, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number, rows?: Int32Array, rOff = 0): void {
+    if (S <= 0 || xOff < 0 || yOff < 0 || yOff + S * w.O > y.length || (rows ? rOff < 0 || rOff + S > rows.length : xOff + S * I > x.length))
       throw new Error(`ManyBuilder: ${S} rows of ${I} at ${xOff} (of ${x.length}) -> ${w.O} at ${yOff} (of ${y.length})`);
+    if (rows) for (let s = 0; s < S; s++) {
+      const r = rows[rOff + s];
+      if (!(r >= 0 && xOff + (r + 1) * I <= x.length)) throw new Error(`ManyBuilder: row ${r} outside the ${x.length / I} rows of x`);
+    }
     if (this.n === 4096) throw new Error("ManyBuilder: more than 4096 matrices");
-    if (this.desc.length < 8 * (this.n + 1)) { const d = new Float64Array(2 * this.desc.length); d.set(this.desc); this.desc = d; }
-    const d = this.desc, k = 8 * this.n++;
+    if (this.desc.length < MANY_DESC * (this.n + 1)) { const d = new Float64Array(2 * this.desc.length); d.set(this.desc); this.desc = d; }
+    const d = this.desc, k = MANY_DESC * this.n++;
     d[k] = w.fmt; d[k + 1] = w.gs; d[k + 2] = w.O; d[k + 3] = addr(w.data); d[k + 4] = w.scales ? addr(w.scales) : 0;
     d[k + 5] = ptr_(y) + 4 * yOff; d[k + 6] = ptr_(x) + 4 * xOff; d[k + 7] = S;
+    d[k + 8] = rows ? ptr_(rows) + 4 * rOff : 0; d[k + 9] = 0;
   }
   /** every matrix added since reset(), in one call (rows of I elements) */
   run(exact: boolean, I: number): void {

@@ -144,20 +144,19 @@ function sharedDown(st: RunState, sh: Mlp, S: number, D: number, y: Float32Array
 const upMany = new ManyBuilder(), downMany = new ManyBuilder(); // descriptors of batched()'s two calls
 
 /**
- * Every expert of the union at once: all rows gathered (grouped by expert, as st.mrows), every gate ‖ up
- * in one batched call, one SwiGLU, every down in one call, then y[row] += gate · out in st.mrows order —
+ * Every expert of the union at once: every gate ‖ up in one batched call on its rows of x (by index, grouped
+ * by expert as st.mrows), one SwiGLU, every down in one call, then y[row] += gate · out in st.mrows order —
  * ascending expert, rows ascending — the order of the per-expert path, whose results it equals bit for bit.
  */
 function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D: number, y: Float32Array,
   shared: Mlp | null, S: number): void {
   const off = st.moff, n = off[off.length - 1], F = mlps[0].gate.O;
-  gatherRows(x, D, st.mrows, n, st.exe);
   const up = upMany.reset(), down = downMany.reset();
-  for (let u = 0; u < union.length; u++) {
+  for (let u = 0; u < union.length; u++) { // each expert's rows of x by index (st.mrows): no gathered copy
     const e = union[u], r0 = off[e], k = off[e + 1] - r0, w = mlps[u];
     if (w.gate.O !== F || w.up.O !== F || w.down.I !== F) throw new Error(`${w.gate.name}: experts of one layer differ in shape`);
-    up.add(w.gate, D, st.exe, r0 * D, k, st.ehg, r0 * F);
-    up.add(w.up, D, st.exe, r0 * D, k, st.ehu, r0 * F);
+    up.add(w.gate, D, x, 0, k, st.ehg, r0 * F, st.mrows, r0);
+    up.add(w.up, D, x, 0, k, st.ehu, r0 * F, st.mrows, r0);
     down.add(w.down, F, st.ehg, r0 * F, k, st.eye, r0 * D);
   }
   up.run(st.exact, D);

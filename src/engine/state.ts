@@ -41,7 +41,6 @@ export class RunState {
   mrows!: Int32Array;    // [S·K] rows grouped by expert (ascending expert, rows ascending within)
   mgates!: Float32Array; // [S·K] the gates in that order
   moff!: Int32Array;     // [E + 1] expert e's rows are mrows[moff[e] .. moff[e+1])
-  exe!: Float32Array;    // [S·K, D] the rows of every routed expert, grouped (batched experts)
   eye!: Float32Array;    // [S·K, D] their outputs
   ehg!: Float32Array;    // [S·K, moe_inter] gate activations
   ehu!: Float32Array;    // [S·K, moe_inter] up activations
@@ -79,7 +78,7 @@ export class RunState {
     this.mexp = new Int32Array(SK); this.mgate = f(SK); this.mrows = new Int32Array(SK); this.mgates = f(SK);
     this.moff = new Int32Array(c.n_routed_experts + 1);
     const SKe = c.n_routed_experts > 0 ? SK : 0;
-    this.exe = f(SKe * D); this.eye = f(SKe * D); this.ehg = f(SKe * c.moe_intermediate_size); this.ehu = f(SKe * c.moe_intermediate_size); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
+    this.eye = f(SKe * D); this.ehg = f(SKe * c.moe_intermediate_size); this.ehu = f(SKe * c.moe_intermediate_size); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
     this.rows = S; this.ctx = T;
   }
 }
