@@ -37,9 +37,9 @@ export function runStateBytes(cfg: Config, S: number, T: number): number {
     + cfg.n_routed_experts + cfg.vocab_size + 2 * D;
   const perCtx = kvr + H * (dn + dv) + H * (dn + dr);
   // MoE routing and the batched experts (state.ts): 4 arrays of K per row, E + 1 offsets, and the rows of
-  // every routed expert: gathered inputs and outputs [K, D], gate / up activations [K, moe_inter]
+  // every routed expert: outputs [K, D], gate / up activations [K, moe_inter] (inputs are read by index)
   const K = Math.max(1, cfg.num_experts_per_tok), E = cfg.n_routed_experts;
-  const moe = 4 * K + (E > 0 ? 2 * K * D + 2 * K * cfg.moe_intermediate_size : 0);
+  const moe = 4 * K + (E > 0 ? K * D + 2 * K * cfg.moe_intermediate_size : 0);
   return 4 * (S * (perRow + moe) + T * perCtx + E + 1);
 }
 
