@@ -14,6 +14,7 @@ import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
 import { Penalties, penaltiesOff } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
+import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
 import type { GrammarState } from "../engine/grammar/index.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
@@ -65,8 +66,10 @@ export class Scheduler {
   private tokS = 0;
 
   constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
-    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m), tokens: [], job: null, used: 0 }));
-    this.st = new RunState(m.cfg);
+    // sized for the whole context up front (what the expert store's RAM plan reserves): no reallocation, and
+    // no batch-wide stall while a growing copy is made, when a conversation crosses a power of two
+    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m, kvRows(o.ctx)), tokens: [], job: null, used: 0 }));
+    this.st = new RunState(m.cfg, o.chunk + o.slots, kvRows(o.ctx));
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
