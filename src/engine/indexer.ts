@@ -31,17 +31,21 @@ export function indexerSelect(cfg: Config, st: RunState, w: Indexer, layer: numb
   const wscale = Math.fround(1 / Math.sqrt(nh));
   for (let i = 0; i < S * nh; i++) st.iw[i] *= wscale;
 
+  // scores per segment (its own keys) into st.scores rows; rows that see at most topk keys need none
   for (const g of segs) {
     const ik = g.kv.ik[kvLayer];
     if (!ik) throw new Error(`layer ${layer}: KV cache holds no indexer keys`);
     ik.set(st.kI.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
-    const nk = st.nk.subarray(g.r0, g.r0 + g.n);
-    const sel = st.sel.subarray(g.r0 * topk), nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
-    if (g.pos0 + g.n > topk) {
-      indexScores(g.n, nh, hd, st.qI.subarray(g.r0 * nh * hd), st.iw.subarray(g.r0 * nh), ik, nk,
-        st.scores, st.ctx, Math.fround(1 / Math.sqrt(hd)));
-    }
-    dsaSelect(g.n, st.scores, st.ctx, nk, topk, sel, nsel);
-    if (hook) for (let j = 0; j < g.n; j++) hook(layer, g.pos0 + j, sel.subarray(j * topk, j * topk + nsel[j]));
+    if (g.pos0 + g.n > topk)
+      indexScores(g.n, nh, hd, st.qI.subarray(g.r0 * nh * hd), st.iw.subarray(g.r0 * nh), ik, st.nk.subarray(g.r0, g.r0 + g.n),
+        st.scores.subarray(g.r0 * st.ctx), st.ctx, Math.fround(1 / Math.sqrt(hd)));
   }
+  // then every row's selection in one call (rows are independent)
+  dsaSelect(S, st.scores, st.ctx, st.nk, topk, st.sel, st.nsel);
+  if (hook)
+    for (const g of segs)
+      for (let j = 0; j < g.n; j++) {
+        const r = g.r0 + j;
+        hook(layer, g.pos0 + j, st.sel.subarray(r * topk, r * topk + st.nsel[r]));
+      }
 }
