@@ -140,7 +140,6 @@ export class ToolOutput {
   private readonly scan: ToolCallStream | null;
   private readonly forced: ToolChoice | null;
   private text = "";      // forced: the output so far
-  ncalls = 0;
 
   constructor(tools: Tool[], choice: ToolChoice) {
     const on = tools.length > 0 && choice !== "none";
@@ -150,18 +149,14 @@ export class ToolOutput {
 
   push(content: string): { content: string; calls: ToolCall[] } {
     if (this.forced) { this.text += content; return { content: "", calls: [] }; }
-    const r = this.scan ? this.scan.push(content) : { content, calls: [] };
-    this.ncalls += r.calls.length;
-    return r;
+    return this.scan ? this.scan.push(content) : { content, calls: [] };
   }
 
   /** The end of the output: what is left as content, and the calls it completes (forced: all of them). */
   finish(): { content: string; calls: ToolCall[] } {
     if (!this.forced) return { content: this.scan?.finish() ?? "", calls: [] };
     try {
-      const calls = forcedCalls(this.text, this.forced);
-      this.ncalls += calls.length;
-      return { content: "", calls };
+      return { content: "", calls: forcedCalls(this.text, this.forced) };
     } catch {
       return { content: this.text, calls: [] }; // cut short (max_tokens) before the JSON closed
     }
