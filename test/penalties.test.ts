@@ -8,6 +8,8 @@ import { argmax, Session } from "../src/engine/session.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { generate } from "../src/engine/generate.ts";
+import type { DraftSource } from "../src/engine/speculative.ts";
 import { post, startTiny } from "./server.helpers.ts";
 
 /** the rules written out: bias, then repetition over prompt ∪ output, then presence / frequency over the output */
@@ -112,5 +114,35 @@ describe.skipIf(!hasTiny)("serve: penalties and logit_bias", () => {
     // llama-server's name for the repetition penalty
     const alias = { ...body, repetition_penalty: undefined, repeat_penalty: o.repetition };
     expect(((await (await post(s.url, "/v1/completions", alias)).json()) as any).choices[0].text).toBe(want);
+  });
+});
+
+describe.skipIf(!hasTiny)("generate: penalties with speculative decoding", () => {
+  test("greedy with penalties: drafted or not, the same tokens as the written-out reference", () => {
+    const m = loadModel(TINY);
+    const prompt = [5, 17, 42, 8, 99, 3, 17, 42, 8, 99, 3, 17], N = 48;
+    // token 100's bias makes it the top choice until its own frequency penalty outweighs it, which happens
+    // inside a round of drafts: the rows after it must see the drafts before them, or they pick it again
+    const o = { presence: 0, frequency: 2, repetition: 1.15, bias: [[100, 30], [42, -2]] as [number, number][] };
+    const sess = new Session(m, { exact: false }), want: number[] = [];
+    let l = sess.feed(prompt);
+    for (let k = 0; k < N; k++) {
+      const id = argmax(reference(l, o, prompt, want));
+      want.push(id);
+      if (m.cfg.stop_ids.includes(id)) break;
+      l = sess.feed([id]);
+    }
+    expect(want).not.toEqual(generate(m, prompt, { maxTokens: N, temperature: 0, forward: { exact: false } }).gen_ids); // they bite
+    // an oracle proposing the reference's own continuation: every draft is accepted only if each verified
+    // row saw the penalties of the drafts before it
+    const oracle: DraftSource = {
+      name: "oracle",
+      propose: (s, _next, k) => { const i = s.tokens.length - prompt.length; return { tokens: want.slice(i + 1, i + 1 + k) }; },
+    };
+    for (const draft of ["off", "ngram", oracle] as const) {
+      const r = generate(m, prompt, { maxTokens: N, temperature: 0, penalties: o, draft, forward: { exact: false } });
+      expect(r.gen_ids).toEqual(want);
+      if (draft === oracle) { expect(r.stats.drafted).toBeGreaterThan(N / 2); expect(r.stats.accepted).toBe(r.stats.drafted); }
+    }
   });
 });

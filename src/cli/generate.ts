@@ -15,6 +15,7 @@ import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engin
 
 const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat]) --max-tokens N
        [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed N] [--json] [--exact]
+       [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID:B,...]
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
        [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]...
 
@@ -27,6 +28,8 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
   acceptance is too low.
 --grammar / --json-schema: constrain the output (llama.cpp GBNF, or a JSON schema converted to GBNF);
   the bytes the grammar forces are drafted speculatively.
+--presence-penalty / --frequency-penalty (-2..2, over the output, as OpenAI), --repetition-penalty (> 0,
+  over prompt and output, as vLLM), --logit-bias ID:BIAS,... (added to those tokens' logits, -100..100).
 --exact: f32 activations in every matmul (default: fast mode, activations quantized to int8 per row
   for quantized weights; float weights are exact either way).
 --stop STR: end the output before this text (repeatable); eos ids of config.json, generation_config.json
@@ -61,13 +64,24 @@ function grammarOption(v: { grammar?: string; "json-schema"?: string }, dir: str
   catch (e) { if (e instanceof GrammarError) throw new UsageError(`${file}: ${e.message}`, help); throw e; }
 }
 
+/** --logit-bias "ID:BIAS,ID:BIAS" -> pairs (ids checked against the vocabulary by the caller's model) */
+function logitBias(v: unknown): [number, number][] | undefined {
+  if (v === undefined) return undefined;
+  return String(v).split(",").map((kv) => {
+    const m = /^\s*(\d{1,9})\s*:\s*(-?[\d.]+(?:e-?\d+)?)\s*$/.exec(kv);
+    const b = m ? Number(m[2]) : NaN;
+    if (!m || !(b >= -100 && b <= 100)) throw new UsageError(`--logit-bias: ${JSON.stringify(kv)} is not ID:BIAS with BIAS in [-100, 100]`, help);
+    return [Number(m[1]), b];
+  });
+}
+
 export const command: Command = {
   summary: "generate tokens from a prompt (greedy or sampled)",
   help,
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, seed: s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, ...expertFlags, ...deviceFlags }, help);
+      "top-k": s, "min-p": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, ...expertFlags, ...deviceFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -77,6 +91,10 @@ export const command: Command = {
       top_k: v["top-k"] === undefined ? undefined : intOption(v["top-k"], "top-k", help),
       min_p: num(v["min-p"], "min-p", 0, 1), seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help),
     };
+    const penalties = {
+      presence: num(v["presence-penalty"], "presence-penalty", -2, 2), frequency: num(v["frequency-penalty"], "frequency-penalty", -2, 2),
+      repetition: num(v["repetition-penalty"], "repetition-penalty", 1e-6, 10), bias: logitBias(v["logit-bias"]),
+    };
     const draftArg: DraftKind = v.draft === undefined ? "auto" : choice(v.draft, "draft", DRAFTS, help);
     const draftLen = v["draft-len"] === undefined ? undefined : intOption(v["draft-len"], "draft-len", help);
     if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
@@ -84,6 +102,8 @@ export const command: Command = {
     const xo = expertOptions(v, help);
     const m = loadModel(dir);
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
+    const far = penalties.bias?.find(([t]) => t >= m.cfg.vocab_size);
+    if (far) throw new UsageError(`--logit-bias: token id ${far[0]} is outside the vocabulary [0, ${m.cfg.vocab_size})`, help);
     const prompt = promptIds(dir, v, m.cfg.vocab_size, help);
     const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length });
     const dev = openDeviceFor(m, v, help);
@@ -99,7 +119,7 @@ export const command: Command = {
       const codec = loadTokenizer(dir), text = !v.json, dec = codec.stream(), stops = new StopMatcher(v.stop ?? []);
       const stopIds = codec.stopIds(m.cfg.stop_ids), grammar = grammarOption(v, dir, stopIds);
       const res = generate(m, prompt, {
-        maxTokens, ...sampling, draft: draftArg, draftLen, session, grammar, forward: fwd, stopIds, encode: (t) => codec.encode(t),
+        maxTokens, ...sampling, penalties, draft: draftArg, draftLen, session, grammar, forward: fwd, stopIds, encode: (t) => codec.encode(t),
         onToken: (id) => {
           const out = stops.push(dec.push(id));
           if (text) process.stdout.write(out);

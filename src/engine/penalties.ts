@@ -5,7 +5,8 @@
 //                        l > 0, else l · r (r > 1 discourages repeats)
 //   presence_penalty,    over the output only (OpenAI): l[t] −= presence · [c_t > 0] + frequency · c_t,
 //   frequency_penalty:   c_t = how often t was emitted so far
-// State (one request): the output counts and the set of tokens seen in the prompt and output.
+// State (one request): the output counts, the set of tokens seen in the prompt and output, and the log of
+// accepted tokens that lets speculative decoding try drafts and roll them back.
 
 export interface PenaltyParams {
   presence?: number;          // [-2, 2]; 0 = off
@@ -22,6 +23,7 @@ export function penaltiesOff(p: PenaltyParams | undefined): boolean {
 export class Penalties {
   private readonly counts = new Map<number, number>(); // output token -> times emitted
   private readonly seen: Set<number>;                  // prompt ∪ output (repetition_penalty)
+  private readonly log: number[] = [];                 // accepted ids, negated when new to `seen` (for rollback)
 
   constructor(readonly p: PenaltyParams, prompt: readonly number[]) {
     this.seen = new Set((p.repetition ?? 1) !== 1 ? prompt : []);
@@ -39,6 +41,20 @@ export class Penalties {
   /** record an emitted token */
   accept(id: number): void {
     this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
-    if ((this.p.repetition ?? 1) !== 1) this.seen.add(id);
+    const fresh = (this.p.repetition ?? 1) !== 1 && !this.seen.has(id);
+    if (fresh) this.seen.add(id);
+    this.log.push(fresh ? -id - 1 : id);
+  }
+
+  /** a point to roll back to (speculative decoding accepts draft tokens on trial) */
+  mark(): number { return this.log.length; }
+
+  /** forget every token accepted since `mark` */
+  rollback(mark: number): void {
+    while (this.log.length > mark) {
+      const v = this.log.pop()!, id = v < 0 ? -v - 1 : v, c = this.counts.get(id)! - 1;
+      if (c > 0) this.counts.set(id, c); else this.counts.delete(id);
+      if (v < 0) this.seen.delete(id);
+    }
   }
 }

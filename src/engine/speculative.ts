@@ -9,6 +9,7 @@
 // drafting off when acceptance stops paying (EMA with hysteresis, periodic probes).
 // State: SpecDecoder holds the pending token, the gate and the counters; sources hold none.
 import { argmax, type Session } from "./session.ts";
+import type { Penalties } from "./penalties.ts";
 import { Sampler } from "./sampler.ts";
 import { forcedDraft, maskDraftRows, type GrammarState } from "./grammar/index.ts";
 
@@ -144,9 +145,11 @@ export class SpecDecoder {
   done = false;
   private ctx: DraftContext;
 
-  /** `grammar`: constrains every sampled token; it is kept at the state after `pending`. */
+  /** `grammar`: constrains every sampled token; it is kept at the state after `pending`. `pen`: penalties and
+   * logit_bias on every row before sampling (before the grammar's mask), having seen the tokens before it. */
   constructor(readonly s: Session, readonly sampler: Sampler, readonly source: DraftSource | null,
-    readonly draftLen = 3, gate: Partial<GateOpts> = {}, readonly grammar: GrammarState | null = null) {
+    readonly draftLen = 3, gate: Partial<GateOpts> = {}, readonly grammar: GrammarState | null = null,
+    readonly pen: Penalties | null = null) {
     this.gate = new AcceptGate(gate);
     // drafts draw from their own stream, seeded from the target's seed (reproducible with a seed;
     // the target's stream is left exactly as plain decoding uses it)
@@ -166,21 +169,25 @@ export class SpecDecoder {
 
   /** Sample from one row under the grammar (and advance the grammar past the token). */
   private sample(logits: Float32Array): number {
+    this.pen?.apply(logits);
     if (this.grammar && this.grammar.mask(logits) === 0) throw new Error("grammar: no token can continue the output");
     const id = this.sampler.sample(logits);
     this.advance([id]);
     return id;
   }
 
-  /** Advance the grammar over ids; returns the ids up to the one that completes it (the rest are dropped). */
+  /** Advance the grammar (and the penalties) over ids; returns the ids up to the one that completes the
+   * grammar (the rest are dropped). */
   private advance(ids: number[]): number[] {
     const g = this.grammar;
-    if (!g) return ids;
-    for (let i = 0; i < ids.length; i++) {
-      g.accept(ids[i]);
-      if (g.isDone()) { this.done = true; return ids.slice(0, i + 1); }
-    }
-    return ids;
+    let out = ids;
+    if (g)
+      for (let i = 0; i < ids.length; i++) {
+        g.accept(ids[i]);
+        if (g.isDone()) { this.done = true; out = ids.slice(0, i + 1); break; }
+      }
+    if (this.pen) for (const id of out) this.pen.accept(id);
+    return out;
   }
 
   /**
@@ -202,6 +209,14 @@ export class SpecDecoder {
       return [id];
     }
     const rows = s.feed([n, ...draft.tokens], true);
+    if (this.pen) { // row j has seen drafts 0..j-1: accept them on trial, then roll back
+      const mark = this.pen.mark();
+      for (let j = 0; j <= kd; j++) {
+        this.pen.apply(rows.subarray(j * V, (j + 1) * V));
+        if (j < kd) this.pen.accept(draft.tokens[j]);
+      }
+      this.pen.rollback(mark);
+    }
     if (this.grammar) maskDraftRows(this.grammar, draft.tokens, rows, V);
     const { accepted, next } = accept(rows, V, draft, this.sampler);
     const out = this.advance([...draft.tokens.slice(0, accepted), next]);
