@@ -9,7 +9,7 @@ import OpenAI from "openai";
 import { loadTokenizer, TextCodec } from "../src/model/tokenizer.ts";
 import { Detok, thinkIds } from "../src/server/detok.ts";
 import type { Server } from "../src/server/server.ts";
-import { forcedCalls, forcedSchema, parseGlmCall, ToolCallStream, type Tool } from "../src/server/tools.ts";
+import { forcedCalls, forcedSchema, parseGlmCall, templateArguments, ToolCallStream, type Tool } from "../src/server/tools.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { post, sseData, startTiny } from "./server.helpers.ts";
 
@@ -85,6 +85,39 @@ describe.skipIf(!hasTiny)("chat template and detokenizer with tools", () => {
       { role: "tool", content: "sunny", tool_call_id: "c1" },
     ], { tools: TOOLS });
     expect(text).toBe("[tool get_weather][tool set_unit]<user>weather?<assistant>(call get_weather city=Paris)<tool>sunny(for c1)");
+  });
+});
+
+describe.skipIf(!hasTiny)("a GLM-style chat template (the constructs GLM-4.5's uses)", () => {
+  // tools as tojson(ensure_ascii=False) lines, a visible_text macro, calls rendered key by key from
+  // arguments.items() (strings raw, other values as JSON), tool results after <|observation|>
+  const GLM = "[gMASK]<sop>{%- if tools -%}<|system|>\n<tools>\n{% for tool in tools %}{{ tool | tojson(ensure_ascii=False) }}\n{% endfor %}</tools>{%- endif -%}"
+    + "{%- macro visible_text(content) -%}{%- if content is string -%}{{- content }}{%- elif content is iterable and content is not mapping -%}"
+    + "{%- for item in content -%}{%- if item is mapping and item.type == 'text' -%}{{- item.text }}{%- elif item is string -%}{{- item }}{%- endif -%}{%- endfor -%}"
+    + "{%- else -%}{{- content }}{%- endif -%}{%- endmacro -%}"
+    + "{%- for m in messages %}{%- if m.role == 'user' -%}<|user|>\n{{ visible_text(m.content) }}"
+    + "{%- elif m.role == 'assistant' -%}<|assistant|>\n{{ visible_text(m.content) }}{%- if m.tool_calls -%}{% for tc in m.tool_calls %}"
+    + "{%- if tc.function %}{%- set tc = tc.function %}{%- endif %}{{ '\\n<tool_call>' + tc.name }}{% set _args = tc.arguments %}"
+    + "{% for k, v in _args.items() %}\n<arg_key>{{ k }}</arg_key>\n<arg_value>{{ v | tojson(ensure_ascii=False) if v is not string else v }}</arg_value>{% endfor %}"
+    + "\n</tool_call>{% endfor %}{% endif %}"
+    + "{%- elif m.role == 'tool' -%}{%- if loop.first or (messages[loop.index0 - 1].role != 'tool') %}{{- '<|observation|>' }}{%- endif %}"
+    + "\n<tool_response>\n{{ m.content }}\n</tool_response>{%- endif -%}{%- endfor -%}{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}";
+
+  test("renders tools, an earlier call and its result; the rendered call parses back to the same arguments", () => {
+    const codec = new TextCodec(JSON.parse(readFileSync(join(TINY, "tokenizer.json"), "utf8")), { chat_template: GLM });
+    const args = '{"city":"Zürich","days":3,"opts":{"a":[1,2]}}';
+    const text = codec.chat([
+      { role: "user", content: "weather?" },
+      { role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: templateArguments(args) } }] },
+      { role: "tool", content: "sunny", tool_call_id: "c1" },
+    ], { tools: TOOLS });
+    expect(text).toContain(`<tools>\n${JSON.stringify(TOOLS[0]).replaceAll(",", ", ").replaceAll(":", ": ")}`);
+    expect(text).toContain("<|observation|>"); // (block tags eat the newline after them, as HF's trim_blocks)
+    expect(text).toEndWith("<tool_response>\nsunny\n</tool_response><|assistant|>");
+    const body = text.slice(text.indexOf("<tool_call>") + "<tool_call>".length, text.indexOf("</tool_call>"));
+    const back = parseGlmCall(body, TOOLS);
+    expect(back.function.name).toBe("get_weather");
+    expect(JSON.parse(back.function.arguments)).toEqual(JSON.parse(args));
   });
 });
 
