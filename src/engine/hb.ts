@@ -134,7 +134,6 @@ export function mlaHeads(exact: boolean, S: number, H: number, w: HeadsW, x: Str
 }
 /** doubles per matrix in hb_matmul_many's descriptor (ffi/matmul_many.c HB_MANY_DESC) */
 export const MANY_DESC = 10;
-let manyDesc = new Float64Array(16 * MANY_DESC);
 /** One matrix of `matmulMany`; x/S: its own activations [S, I] instead of the shared ones. */
 export interface ManyMat { fmt: FmtCode; data: Weight; scales: F32 | null; gs: number; O: number; x?: F32; S?: number }
 /**
@@ -142,18 +141,14 @@ export interface ManyMat { fmt: FmtCode; data: Weight; scales: F32 | null; gs: n
  * unless the matrix brings its own. Fast mode quantizes each distinct activation block once.
  */
 export function matmulMany(exact: boolean, ws: readonly ManyMat[], ys: readonly F32[], I: number, x: F32 | null, S: number) {
-  const n = ws.length;
-  if (n > 4096 || ys.length !== n) throw new Error(`matmulMany: ${n} matrices and ${ys.length} outputs (at most 4096)`);
-  if (manyDesc.length < MANY_DESC * n) manyDesc = new Float64Array(MANY_DESC * Math.max(n, 2 * manyDesc.length / MANY_DESC));
-  for (let k = 0; k < n; k++) {
-    const w = ws[k], d = MANY_DESC * k, Sk = w.S ?? S, xk = w.x ?? x;
-    if (!xk || xk.length < Sk * I) throw new Error(`matmulMany: input ${k} holds ${xk?.length ?? 0} < ${Sk}·${I} floats`);
-    if (ys[k].length < Sk * w.O) throw new Error(`matmulMany: output ${k} holds ${ys[k].length} < ${Sk}·${w.O} floats`);
-    manyDesc[d] = w.fmt; manyDesc[d + 1] = w.gs; manyDesc[d + 2] = w.O;
-    manyDesc[d + 3] = addr(w.data); manyDesc[d + 4] = w.scales ? addr(w.scales) : 0; manyDesc[d + 5] = addr(ys[k]);
-    manyDesc[d + 6] = w.x ? addr(w.x) : 0; manyDesc[d + 7] = w.S ?? 0; manyDesc[d + 8] = 0; manyDesc[d + 9] = 0;
-  }
-  hb().hb_matmul_many(exact ? 1 : 0, n, manyDesc, I, x, S);
+  if (ys.length !== ws.length) throw new Error(`matmulMany: ${ws.length} matrices and ${ys.length} outputs`);
+  const b = many.reset();
+  ws.forEach((w, k) => {
+    const xk = w.x ?? x;
+    if (!xk) throw new Error(`matmulMany: matrix ${k} has no input`);
+    b.add(w, I, xk, 0, w.S ?? S, ys[k], 0);
+  });
+  b.run(exact, I);
 }
 const addr = (a: F32 | Weight) => (a.byteLength > 0 ? ptr_(a) : 0);
 
@@ -189,6 +184,7 @@ export class ManyBuilder {
     if (this.n > 0) hb().hb_matmul_many(exact ? 1 : 0, this.n, this.desc, I, null, 0);
   }
 }
+const many = new ManyBuilder(); // matmulMany's descriptor
 /** Weight bytes the matmul kernels have read since the last reset (reset: start counting again from 0). */
 export const weightBytes = (reset = false): number => Number(hb().hb_wbytes(reset ? 1 : 0));
 /** Best memory read bandwidth (bytes/s) over `reps` reads of a `bytes` buffer with every pool thread. */
