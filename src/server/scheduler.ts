@@ -44,6 +44,8 @@ export interface SchedOptions {
   forward?: ForwardOpts; // exact mode, the device chain as layer executor
 }
 
+const PREALLOC = 8192;
+
 function lcp(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
@@ -66,10 +68,12 @@ export class Scheduler {
   private tokS = 0;
 
   constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
-    // sized for the whole context up front (what the expert store's RAM plan reserves): no reallocation, and
-    // no batch-wide stall while a growing copy is made, when a conversation crosses a power of two
-    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m, kvRows(o.ctx)), tokens: [], job: null, used: 0 }));
-    this.st = new RunState(m.cfg, o.chunk + o.slots, kvRows(o.ctx));
+    // sized up front for contexts up to PREALLOC positions (the RAM plan reserves the whole context): below it,
+    // no batch-wide stall while a growing copy is made when a conversation crosses a power of two; past it
+    // they grow on demand (memory the OS commits lazily, but a huge --ctx × slots must not fail at start)
+    const pre = Math.min(kvRows(o.ctx), PREALLOC);
+    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m, pre), tokens: [], job: null, used: 0 }));
+    this.st = new RunState(m.cfg, o.chunk + o.slots, pre);
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
