@@ -68,7 +68,6 @@ void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, c
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);
-void hb_softmax(float *x, int n);
 /* elt.c */
 void hb_swiglu(const float *g, const float *u, float *out, int n);
 void hb_expm(float *x, int n, float m);              /* x <- e^(x − m), elt.c's polynomial (same bits everywhere) */

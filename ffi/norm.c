@@ -1,4 +1,4 @@
-/* libhb normalizations: RMSNorm and LayerNorm over rows of x [S,D], softmax in place over n.
+/* libhb normalizations: RMSNorm and LayerNorm over rows of x [S,D].
  * Holds no state. Statistics are computed in double, in a fixed order so results are reproducible and a
  * scalar TS reference can match them bit for bit: RMSNorm's Σx² over 8 interleaved partial sums (element i
  * into sum i mod 8; x² is exact in double, so the AVX-512 / AVX2 loops and the scalar one agree), combined
@@ -131,13 +131,3 @@ void hb_layernorm(const float *x, const float *w, const float *b, float *y, int 
   run_rows(ln_rows, &c, S);
 }
 
-/* x[n] <- exp(x − max) / Σ exp(x − max); the exps are f32 (expf), the sum is double */
-void hb_softmax(float *x, int n) {
-  if (!x || n <= 0) return;
-  float m = x[0];
-  for (int i = 1; i < n; i++) if (x[i] > m) m = x[i];
-  double sum = 0;
-  for (int i = 0; i < n; i++) { x[i] = expf(x[i] - m); sum += x[i]; }
-  const double inv = 1.0 / sum;
-  for (int i = 0; i < n; i++) x[i] = (float)(x[i] * inv);
-}

@@ -41,7 +41,6 @@ const symbols = {
   hb_rmsnorm: { args: [ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
   hb_layernorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
-  hb_softmax: { args: [ptr, i32], returns: FFIType.void }, // in place over n
   hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u (large n on the pool)
   hb_expm: { args: [ptr, i32, FFIType.f32], returns: FFIType.void }, // x[n] <- e^(x − m) (f32, one polynomial)
   hb_add: { args: [ptr, ptr, i32], returns: FFIType.void }, // y[n] += x
@@ -192,7 +191,6 @@ export const memBandwidth = (bytes: number, reps: number): number => hb().hb_mem
 export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: number) => hb().hb_rmsnorm(x, w, y, S, D, eps);
 export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
   hb().hb_layernorm(x, w, b, y, S, D, eps);
-export const softmax = (x: F32, n: number) => hb().hb_softmax(x, n);
 /** x[n] <- e^(x − m) in f32 (the softmax numerators' exp: 0 below e^-87.3, NaN passes through) */
 export const expm = (x: F32, n: number, m: number) => hb().hb_expm(x, n, m);
 export const swiglu = (g: F32, u: F32, out: F32, n: number) => hb().hb_swiglu(g, u, out, n);
