@@ -20,6 +20,8 @@ typedef struct {                       /* one distinct quantized activation bloc
   hb_q8x q;
 } xblock;
 
+typedef struct { const float *x; const int32_t *rows; int S; float *dst; } gather_job;
+
 typedef struct {
   int n, *first;                       /* first[k]: global index of W_k's row 0; first[n] = Σ O */
   int *q8;                             /* 1: fast kernel */
@@ -30,6 +32,8 @@ typedef struct {
   hb_q8_rows_fn *qfn;
   xblock *xb;                          /* quantization jobs */
   int nxb, *xrow0;                     /* xrow0[b]: global index of block b's row 0 (quantization split) */
+  gather_job *gj;                      /* indexed rows made contiguous for f32 kernels */
+  int ngj, *grow0, gI;                 /* grow0[g]: global index of entry g's row 0 (copy split); row width */
 } many_job;
 
 static many_job *job_tables(int n) {
@@ -37,12 +41,14 @@ static many_job *job_tables(int n) {
   static _Thread_local int cap;
   if (n > cap) {
     free(j.first); free(j.q8); free(j.blk); free(j.mm); free(j.mfn); free(j.qm); free(j.qfn); free(j.xb); free(j.xrow0);
+    free(j.gj); free(j.grow0);
     j.first = malloc((size_t)(n + 1) * sizeof *j.first); j.q8 = malloc((size_t)n * sizeof *j.q8);
     j.blk = malloc((size_t)n * sizeof *j.blk);
     j.mm = malloc((size_t)n * sizeof *j.mm); j.mfn = malloc((size_t)n * sizeof *j.mfn);
     j.qm = malloc((size_t)n * sizeof *j.qm); j.qfn = malloc((size_t)n * sizeof *j.qfn);
     j.xb = malloc((size_t)n * sizeof *j.xb); j.xrow0 = malloc((size_t)(n + 1) * sizeof *j.xrow0);
-    cap = j.first && j.q8 && j.blk && j.mm && j.mfn && j.qm && j.qfn && j.xb && j.xrow0 ? n : 0;
+    j.gj = malloc((size_t)n * sizeof *j.gj); j.grow0 = malloc((size_t)(n + 1) * sizeof *j.grow0);
+    cap = j.first && j.q8 && j.blk && j.mm && j.mfn && j.qm && j.qfn && j.xb && j.xrow0 && j.gj && j.grow0 ? n : 0;
     if (!cap) return NULL;
   }
   return &j;
@@ -74,19 +80,28 @@ static void quant_task(void *c, int lo, int hi) {   /* global activation rows [l
 
 static inline const void *addr(double v) { return (const void *)(uintptr_t)v; }
 
-/* rows of x picked by index, made contiguous for the kernels that read f32 activations (exact mode, float
- * weights): the calling thread's buffer, grown as needed */
-static float *gathered(const float *x, const int32_t *rows, int S, int I, size_t at, size_t total) {
+/* the calling thread's buffer for indexed rows made contiguous (f32 kernels), grown as needed */
+static float *gather_buf(size_t total) {
   static _Thread_local float *buf;
   static _Thread_local size_t cap;
   if (total > cap) {
     free(buf);
-    buf = malloc(total * sizeof(float));
+    buf = aligned_alloc(64, (total * sizeof(float) + 63) & ~(size_t)63);   /* rows on cache-line boundaries */
     cap = buf ? total : 0;
-    if (!buf) return NULL;
   }
-  for (int s = 0; s < S; s++) memcpy(buf + at + (size_t)s * I, x + (size_t)rows[s] * I, (size_t)I * sizeof(float));
-  return buf + at;
+  return buf;
+}
+
+static void gather_task(void *c, int lo, int hi) {   /* global gathered rows [lo, hi) */
+  const many_job *j = c;
+  const int I = j->gI;
+  for (int g = 0; g < j->ngj && lo < hi; g++) {
+    const int f = j->grow0[g], e = j->grow0[g + 1];
+    if (hi <= f || lo >= e) continue;
+    const gather_job *G = &j->gj[g];
+    for (int s = (lo > f ? lo : f) - f, s1 = (hi < e ? hi : e) - f; s < s1; s++)
+      memcpy(G->dst + (size_t)s * I, G->x + (size_t)G->rows[s] * I, (size_t)I * sizeof(float));
+  }
 }
 
 /* desc: HB_MANY_DESC (10) doubles per matrix (doubles so JS can store ptr() addresses):
@@ -106,7 +121,7 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
   size_t need = 0;
   int maxS = 0;
   int *blk = j->blk;
-  size_t gather = 0;                   /* floats of indexed rows that f32 kernels need contiguous */
+  size_t gather = 0;                   /* bound on the floats of indexed rows f32 kernels need contiguous */
   for (int k = 0; k < n; k++) {
     const double *d = desc + HB_MANY_DESC * k;
     const int fmt = (int)d[0], gs = (int)d[1], Sk = d[7] > 0 ? (int)d[7] : S;
@@ -115,7 +130,8 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
     j->q8[k] = !exact && Sk > 0 && xk && hb_q8_ok(fmt, addr(d[3]), addr(d[4]), gs, I);
     blk[k] = -1;
     if (Sk > maxS) maxS = Sk;
-    if (!j->q8[k]) { if (rk && Sk > 0) gather += (size_t)Sk * I; continue; }
+    if (rk && Sk > 0) gather += (size_t)Sk * I;   /* (every one: any may fall back to f32 below) */
+    if (!j->q8[k]) continue;
     const int layout = hb_q8_layout(fmt, 0);
     int b = j->nxb - 1;
     while (b >= 0 && !(j->xb[b].x == xk && j->xb[b].rows == rk && j->xb[b].S == Sk && j->xb[b].layout == layout)) b--;
@@ -142,7 +158,9 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
     hb_parallel_for(rows, (size_t)rows * I < 65536 ? rows : 8, quant_task, j);
   }
   size_t maxrow = 0, gat = 0;
-  int total = 0;
+  float *gbuf = gather ? gather_buf(gather) : NULL;
+  j->ngj = 0; j->gI = I;
+  int total = 0, grows = 0;
   for (int k = 0; k < n; k++) {
     const double *d = desc + HB_MANY_DESC * k;
     const int fmt = (int)d[0], gs = (int)d[1], O = (int)d[2], Sk = d[7] > 0 ? (int)d[7] : S, b = blk[k];
@@ -153,10 +171,17 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
     j->first[k] = total;
     j->mfn[k] = NULL;
     if (O <= 0 || !y || Sk <= 0 || !xk) { j->q8[k] = 0; continue; }
-    if (rk && !j->q8[k]) {
-      xk = gathered(xk, rk, Sk, I, gat, gather);
-      gat += (size_t)Sk * I;
-      if (!xk) continue;               /* out of memory: y untouched */
+    if (rk && !j->q8[k]) {             /* gathered once for consecutive matrices on the same rows (gate ‖ up) */
+      if (!gbuf) continue;             /* out of memory: y untouched */
+      gather_job *L = j->ngj ? &j->gj[j->ngj - 1] : NULL;
+      if (!(L && L->x == xk && L->rows == rk && L->S == Sk)) {
+        L = &j->gj[j->ngj];
+        *L = (gather_job){ xk, rk, Sk, gbuf + gat };
+        j->grow0[j->ngj++] = grows;
+        gat += (size_t)Sk * I;
+        grows += Sk;
+      }
+      xk = L->dst;
     }
     if (j->q8[k]) {
       hb_q8_bind(&j->qm[k], fmt, W, sc, gs, O, I, &j->xb[b].q, y);
@@ -172,5 +197,7 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
     total += O;
   }
   j->first[n] = total;
+  j->grow0[j->ngj] = grows;
+  if (grows > 0) hb_parallel_for(grows, (size_t)grows * I < 65536 ? grows : 8, gather_task, j);   /* before any kernel reads them */
   if (total > 0) hb_parallel_for(total, hb_mm_chunk_rows(total, maxrow, maxS), many_task, j);
 }
