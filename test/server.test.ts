@@ -105,12 +105,16 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     expect(chunks.slice(0, -1).every((c) => c.choices[0].finish_reason === null)).toBe(true);
   });
 
-  test("prefix reuse: the same prompt again reports all but the last prompt token as cached", async () => {
-    const body = { model: "m", messages: [{ role: "user" as const, content: "A prompt for the prefix cache." }], max_tokens: 4, temperature: 0 };
+  test("prefix reuse: the same prompt again reports all but the last prompt token as cached, with the same bits", async () => {
+    const body = { model: "m", messages: [{ role: "user" as const, content: "A prompt for the prefix cache." }], max_tokens: 4, temperature: 0,
+      logprobs: true, top_logprobs: 3 };
     const a = await client.chat.completions.create(body);
     const b = await client.chat.completions.create(body);
     expect(b.usage!.prompt_tokens_details!.cached_tokens).toBe(b.usage!.prompt_tokens - 1);
     expect(b.choices[0].message.content).toBe(a.choices[0].message.content);
+    // the default attention form is fixed (absorbed), so the re-fed last prompt token and the fresh prefill
+    // that computed it inside a chunk give the same logits, bit for bit
+    expect(b.choices[0].logprobs).toEqual(a.choices[0].logprobs);
   });
 
   test("logprobs: one entry per token, top_logprobs sorted, greedy picks the top one", async () => {

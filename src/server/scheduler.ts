@@ -149,7 +149,7 @@ export class Scheduler {
     }
     if (segs.length === 0) return;
     try {
-      forward(this.m, this.st, segs, ids, { ...this.o.forward, logits: "last", attn: this.o.attn ?? "auto" });
+      forward(this.m, this.st, segs, ids, { ...this.o.forward, logits: "last", attn: this.o.attn ?? "absorbed" });
     } catch (e) {
       for (const j of who) this.fail(j, e);
       return;
