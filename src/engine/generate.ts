@@ -3,7 +3,7 @@
 // "ngram" | "auto") with lossless verification — until max tokens or a stop id. Reports prefill and
 // decode throughput plus tokens per forward and draft acceptance. Stateless beyond its Session.
 import { Sampler, type SamplingParams } from "./sampler.ts";
-import { Penalties, penaltiesOff, type PenaltyParams } from "./penalties.ts";
+import { penaltiesFor, type PenaltyParams } from "./penalties.ts";
 import { Session } from "./session.ts";
 import { GrammarDrafts, MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
 import type { GrammarState } from "./grammar/index.ts";
@@ -56,7 +56,7 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   const sampler = new Sampler(o);
   let source = draftSource(m, o.draft);
   if (o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
-  const pen = penaltiesOff(o.penalties) ? null : new Penalties(o.penalties!, prompt);
+  const pen = penaltiesFor(o.penalties, prompt);
   const dec = new SpecDecoder(s, sampler, source, o.draftLen ?? (source?.name === "mtp" ? 3 : 4), o.gate, o.grammar ?? null, pen);
   const stop = new Set(o.stopIds ?? m.cfg.stop_ids);
   const t0 = performance.now();

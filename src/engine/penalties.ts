@@ -20,6 +20,11 @@ export function penaltiesOff(p: PenaltyParams | undefined): boolean {
   return !p || ((p.presence ?? 0) === 0 && (p.frequency ?? 0) === 0 && (p.repetition ?? 1) === 1 && !(p.bias?.length));
 }
 
+/** The processor of `p` for a request with this prompt, or null when `p` changes nothing. */
+export function penaltiesFor(p: PenaltyParams | undefined, prompt: readonly number[]): Penalties | null {
+  return p && !penaltiesOff(p) ? new Penalties(p, prompt) : null;
+}
+
 export class Penalties {
   private readonly counts = new Map<number, number>(); // output token -> times emitted
   private readonly seen: Set<number>;                  // prompt ∪ output (repetition_penalty)

@@ -12,7 +12,7 @@ import { forward, type ForwardOpts } from "../engine/forward.ts";
 import type { KVCache } from "../engine/kv.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
-import { Penalties, penaltiesOff } from "../engine/penalties.ts";
+import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
@@ -107,7 +107,7 @@ export class Scheduler {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length),
       sampler: new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed }),
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial), grammar,
-      pen: penaltiesOff(req.penalties) ? null : new Penalties(req.penalties!, p.ids),
+      pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
     };
     this.jobs.set(rid, j);
