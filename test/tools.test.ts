@@ -9,7 +9,7 @@ import OpenAI from "openai";
 import { loadTokenizer, TextCodec } from "../src/model/tokenizer.ts";
 import { Detok, thinkIds } from "../src/server/detok.ts";
 import type { Server } from "../src/server/server.ts";
-import { forcedCalls, forcedSchema, parseGlmCall, templateArguments, ToolCallStream, type Tool } from "../src/server/tools.ts";
+import { forcedCalls, forcedSchema, parseGlmCall, templateArguments, ToolCallStream, type Tool, type ToolCall } from "../src/server/tools.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { post, sseData, startTiny } from "./server.helpers.ts";
 
@@ -35,16 +35,16 @@ describe("GLM tool calls", () => {
     for (const cut of [1, 2, 3, 5, 7, 11, 1000]) {
       const s = new ToolCallStream(TOOLS);
       let content = "";
-      const names: string[] = [];
+      const calls: ToolCall[] = [];
       for (let i = 0; i < text.length; i += cut) {
         const r = s.push(text.slice(i, i + cut));
         content += r.content;
-        names.push(...r.calls.map((c) => c.function.name));
+        calls.push(...r.calls);
       }
       content += s.finish();
       expect(content).toBe("Let me check.  done <tool_");
-      expect(names).toEqual(["get_weather", "set_unit"]);
-      expect(JSON.parse(s.calls[0].function.arguments)).toEqual(ARGS);
+      expect(calls.map((c) => c.function.name)).toEqual(["get_weather", "set_unit"]);
+      expect(JSON.parse(calls[0].function.arguments)).toEqual(ARGS);
     }
     const open = new ToolCallStream(TOOLS);
     expect(open.push("a <tool_call>get_weather\n<arg_key>ci").content).toBe("a ");

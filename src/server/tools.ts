@@ -8,7 +8,7 @@
 //  - tool_choice "required" / a named function: the output is constrained (json_schema grammar, as vLLM
 //    does) to the function's arguments (named) or to a non-empty array of {name, parameters} (required);
 //  - "none": the tools are not rendered and nothing is parsed.
-// State: ToolCallStream holds one response's held-back text and the calls found so far.
+// State: ToolCallStream holds one response's held-back text and whether a call is open.
 import { z } from "zod";
 
 const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
@@ -95,7 +95,6 @@ function partial(s: string, tag: string): number {
 export class ToolCallStream {
   private held = "";      // text that may be the start of <tool_call>, or an open call's body
   private inCall = false;
-  readonly calls: ToolCall[] = [];
 
   constructor(private readonly tools: Tool[]) {}
 
@@ -122,7 +121,6 @@ export class ToolCallStream {
       s = s.slice(end + CLOSE.length);
       this.inCall = false;
     }
-    this.calls.push(...done);
     return { content, calls: done };
   }
 
