@@ -7,7 +7,7 @@
 // `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
 // (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, responseId, sseResponse, streamChoices, usageAll, type ChoiceView } from "./gen-stream.ts";
+import { collectChoices, finishReason, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { ChatRequest, contentText, penaltiesOf } from "./schemas.ts";
@@ -15,7 +15,6 @@ import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
 import { templateArguments, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 
-type Tok = Extract<ReqEvent, { t: "tok" }>;
 
 const toolsOf = (b: ChatRequest) => (b.tool_choice === "none" ? [] : b.tools ?? []);
 
@@ -46,8 +45,6 @@ function lpEntry(e: Tok) {
     top_logprobs: (e.top ?? []).map((t) => ({ token: t.text, logprob: t.lp, bytes: bytes(t.text) })),
   };
 }
-
-type Done = Extract<ReqEvent, { t: "done" }>;
 
 /** One choice: the think split, then its tool calls; accumulates the whole message (non-streaming). */
 class ChatChoice implements ChoiceView {

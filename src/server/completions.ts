@@ -3,13 +3,12 @@
 // {tokens, token_logprobs, top_logprobs, text_offset}. `response_format` / `grammar` constrain the
 // output as on the chat route; `n` choices as there. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView } from "./gen-stream.ts";
+import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
-type Tok = Extract<ReqEvent, { t: "tok" }>;
 
 function promptOf(p: CompletionRequest["prompt"]): PromptSpec {
   if (typeof p === "string") return { kind: "text", text: p };
@@ -37,8 +36,6 @@ function addLp(lp: Lp, e: Tok, offset: number): void {
   lp.text_offset.push(offset);
 }
 const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] });
-
-type Done = Extract<ReqEvent, { t: "done" }>;
 
 /** One choice: text with think tags written out, legacy logprobs. */
 class TextChoice implements ChoiceView {

@@ -95,8 +95,8 @@ export function literalText(e: Extract<ReqEvent, { t: "tok" }>): string {
   return e.mark ? e.text + MARK_TEXT[e.mark] : e.text;
 }
 
-type Done = Extract<ReqEvent, { t: "done" }>;
-type Tok = Extract<ReqEvent, { t: "tok" }>;
+export type Done = Extract<ReqEvent, { t: "done" }>;
+export type Tok = Extract<ReqEvent, { t: "tok" }>;
 /** One choice of a request as the routes see it: `first` was already taken from the queue. */
 interface ChoiceRun { r: Running; first: ReqEvent }
 
