@@ -5,7 +5,7 @@
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, PromptSpec } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
