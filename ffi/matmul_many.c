@@ -63,6 +63,8 @@ static void many_task(void *c, int lo, int hi) {
     const int f = j->first[k], e = j->first[k + 1];
     if (e <= lo) continue;
     const int l = (lo > f ? lo : f) - f, h = (hi < e ? hi : e) - f;
+    const size_t rb = j->q8[k] ? j->qm[k].rowb : j->mm[k].rowb, n = (size_t)(h - l) * rb;
+    hb_prefetch_head((j->q8[k] ? j->qm[k].W : j->mm[k].W) + (size_t)l * rb, n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
     if (j->q8[k]) j->qfn[k](&j->qm[k], l, h);
     else if (j->mfn[k]) j->mfn[k](&j->mm[k], l, h);
   }

@@ -263,6 +263,8 @@ int hb_mm_chunk_rows(int O, size_t rowb, int S) {
 typedef struct { const hb_q8 *m; hb_q8_rows_fn fn; } q8_job;
 static void q8_task(void *c, int lo, int hi) {
   const q8_job *j = c;
+  const size_t n = (size_t)(hi - lo) * j->m->rowb;
+  hb_prefetch_head(hb_q8_row(j->m, lo), n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
   j->fn(j->m, lo, hi);
 }
 

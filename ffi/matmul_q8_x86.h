@@ -12,7 +12,7 @@
 
 /* software prefetch distance along the weight stream (rows are contiguous, so it runs into the
  * next rows): the hardware prefetcher alone leaves DRAM bandwidth unused (measured +15-25% at 2 threads) */
-#define Q8_PF 4096
+#define Q8_PF HB_PF_AHEAD
 /* prefetch p unless it lies past the matrix (decode runs many small matrices: lines past the end are waste) */
 INL void pf(const hb_q8 *m, const uint8_t *p) {
   if (p < m->Wend) _mm_prefetch((const char *)p, _MM_HINT_T0);
