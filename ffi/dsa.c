@@ -1,8 +1,10 @@
 /* libhb DSA family (spec §3.3): the lightning-indexer scores (hb_index_scores: the scalar reference and
- * the dispatch; numerics in dsa.h, vector kernels in dsa_x86.c) and the top-k key selection with the
- * spec's tie rule (hb_dsa_select). Holds no state; select needs no scratch beyond a stack histogram. */
+ * the dispatch; numerics in dsa.h, vector kernels in dsa_x86.c), their fast-mode twin over int8 keys
+ * (hb_ik_quant, hb_index_scores_q8) and the top-k key selection with the spec's tie rule (hb_dsa_select).
+ * State: the calling thread's scratch for quantized queries; select needs only a stack histogram. */
 #include "dsa.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------- hb_index_scores (numerics: dsa.h) ---------------- */
@@ -44,6 +46,27 @@ static void idx_task(void *ctx, int lo, int hi) {
   }
 }
 
+/* fast mode's scalar reference: one (row, key) at a time in the order of dsa.h */
+static inline int k8_at(const idx_ctx *c, int t, int i) {
+  return (int)c->k8[(size_t)(t >> 4) * 16 * (size_t)c->hd + (size_t)(i >> 2) * 64 + (size_t)(t & 15) * 4 + (size_t)(i & 3)] - 128;
+}
+static void idx_block_q8_ref(const idx_ctx *c, int t0, int t1, int s0, int s1) {
+  for (int s = s0; s < s1; s++) {
+    const int te = t1 < c->nk[s] ? t1 : c->nk[s];
+    for (int t = t0; t < te; t++) {
+      float score = 0.0f;
+      for (int h = 0; h < c->nh; h++) {
+        const int8_t *q = c->q8 + ((ptrdiff_t)s * c->nh + h) * c->hd;
+        int32_t dot = 0;
+        for (int i = 0; i < c->hd; i++) dot += q[i] * k8_at(c, t, i);
+        const float x = ((float)dot * c->cq[(ptrdiff_t)s * c->nh + h]) * c->dk[t];
+        score = fmaf(c->w[(ptrdiff_t)s * c->nh + h], x > 0.0f ? x : 0.0f, score);
+      }
+      c->out[(ptrdiff_t)s * c->outRow + t] = score;
+    }
+  }
+}
+
 static idx_block_fn idx_block_for(int level, int hd) {
 #if defined(__x86_64__) || defined(__i386__)
   if (hd <= IDX_MAXHD && level >= HB_AVX512) return hb_idx_block_avx512;
@@ -66,6 +89,96 @@ void hb_index_scores(int S, int nh, int hd, const float *qI, const float *w, con
   size_t macs = 0;
   for (int s = 0; s < S; s++) macs += (size_t)(nk[s] > 0 ? nk[s] : 0) * (size_t)nh * (size_t)hd;
   hb_parallel_for(items, macs < IDX_INLINE_MACS ? items : 1, idx_task, &j);   /* small jobs: no pool round trip */
+}
+
+/* ---------------- fast mode: int8 keys (numerics: dsa.h) ---------------- */
+/* one row of n floats to int8 (half to even, |q| ≤ 127) and its scale amax/127 (NaN for a non-finite row) */
+static float quant_row(const float *x, int n, int8_t *q) {
+  float a = 0.0f;
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    const float v = fabsf(x[i]);
+    if (!(v <= 3.40282347e38f)) bad = 1;
+    else if (v > a) a = v;
+  }
+  const float id = a > 0.0f && !bad ? 127.0f / a : 0.0f;
+  for (int i = 0; i < n; i++) {
+    float v = (x[i] * id + 12582912.0f) - 12582912.0f;   /* rint, half to even */
+    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+    q[i] = (int8_t)(v == v ? (int)v : 0);
+  }
+  return bad ? NAN : a / 127.0f;
+}
+
+/* keys kI [*, hd] rows [t0, t1) -> k8 (blocks of 16 keys, dsa.h) and dk */
+void hb_ik_quant(const float *kI, int hd, int t0, int t1, uint8_t *k8, float *dk) {
+  if (!kI || !k8 || !dk || hd <= 0 || hd % 4 || hd > IDX_MAXHD || t0 < 0) return;
+  int8_t q[IDX_MAXHD];
+  for (int t = t0; t < t1; t++) {
+    dk[t] = quant_row(kI + (ptrdiff_t)t * hd, hd, q);
+    uint8_t *b = k8 + (size_t)(t >> 4) * 16 * (size_t)hd + (size_t)(t & 15) * 4;
+    for (int i = 0; i < hd; i++) b[(size_t)(i >> 2) * 64 + (size_t)(i & 3)] = (uint8_t)(q[i] + 128);
+  }
+}
+
+/* 1 when the fast indexer has its kernel at this SIMD level (elsewhere the f32 kernels are faster) */
+int hb_index_q8_ok(int hd) {
+#if defined(__x86_64__) || defined(__i386__)
+  return hd > 0 && hd % 4 == 0 && hd <= IDX_MAXHD && hb_simd_level() >= HB_AVX512VNNI;
+#else
+  (void)hd;
+  return 0;
+#endif
+}
+
+/* hb_index_scores over keys quantized by hb_ik_quant (k8, dk): the queries are quantized here, per head;
+ * ref: the scalar reference whatever the SIMD level */
+static void index_q8(int ref, int S, int nh, int hd, const float *qI, const float *w, const uint8_t *k8, const float *dk,
+                     const int32_t *nk, float *out, int outRow, float scale) {
+  if (S <= 0 || nh <= 0 || hd <= 0 || hd % 4 || hd > IDX_MAXHD || !qI || !w || !k8 || !dk || !nk || !out) return;
+  int maxn = 0;
+  for (int s = 0; s < S; s++) if (nk[s] > maxn) maxn = nk[s];
+  if (maxn == 0) return;
+  static _Thread_local int8_t *buf;
+  static _Thread_local size_t cap;
+  const size_t rows = (size_t)S * nh, need = rows * (size_t)hd + rows * 8;
+  if (need > cap) {
+    free(buf);
+    buf = malloc(need);
+    cap = buf ? need : 0;
+    if (!buf) return;
+  }
+  float *cq = (float *)(void *)buf;
+  int32_t *qs = (int32_t *)(cq + rows);
+  int8_t *q8 = (int8_t *)(qs + rows);
+  for (size_t r = 0; r < rows; r++) {
+    int8_t *q = q8 + r * (size_t)hd;
+    cq[r] = quant_row(qI + r * (size_t)hd, hd, q) * scale;
+    int32_t sum = 0;
+    for (int i = 0; i < hd; i++) sum += q[i];
+    qs[r] = 128 * sum;
+  }
+  idx_job j = { { S, nh, hd, maxn, qI, w, NULL, nk, out, outRow, scale, k8, dk, q8, cq, qs }, (maxn + IDX_TB - 1) / IDX_TB,
+#if defined(__x86_64__) || defined(__i386__)
+                !ref && hb_index_q8_ok(hd) ? hb_idx_block_q8_vnni : idx_block_q8_ref };
+#else
+                idx_block_q8_ref };
+  (void)ref;
+#endif
+  const int items = ((S + IDX_RB - 1) / IDX_RB) * j.nkb;
+  size_t macs = 0;
+  for (int s = 0; s < S; s++) macs += (size_t)(nk[s] > 0 ? nk[s] : 0) * (size_t)nh * (size_t)hd;
+  hb_parallel_for(items, macs < 4 * IDX_INLINE_MACS ? items : 1, idx_task, &j);   /* ~4x the f32 kernel's rate */
+}
+
+void hb_index_scores_q8(int S, int nh, int hd, const float *qI, const float *w, const uint8_t *k8, const float *dk,
+                        const int32_t *nk, float *out, int outRow, float scale) {
+  index_q8(0, S, nh, hd, qI, w, k8, dk, nk, out, outRow, scale);
+}
+/* the same with the scalar reference whatever the SIMD level (tests) */
+void hb_index_scores_q8_ref(int S, int nh, int hd, const float *qI, const float *w, const uint8_t *k8, const float *dk,
+                            const int32_t *nk, float *out, int outRow, float scale) {
+  index_q8(1, S, nh, hd, qI, w, k8, dk, nk, out, outRow, scale);
 }
 
 /* ---------------- hb_dsa_select ---------------- */

@@ -2,10 +2,13 @@
  * (AVX-512) or 8 (AVX2) keys is transposed on the stack to kt [hd][lanes] (keys past the block's end are
  * zero and never stored), then for every row and every group of 8 heads, 8 accumulators run the FMA chain
  * over i with the query element broadcast; ReLU and the heads' FMA chain follow, and the row's scores of
- * the block are stored under a mask (t < nk[s]). Holds no state. */
+ * the block are stored under a mask (t < nk[s]). Fast mode (AVX-512 VNNI): keys already int8 in blocks of 16
+ * (dsa.h), so a block is 16 keys in the lanes of hd/4 vectors as stored: vpdpbusd with 4 query bytes broadcast,
+ * four heads at a time, two chains each. Holds no state. */
 #include "dsa.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <string.h>
 
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 #define T256 __attribute__((target("avx2,fma")))
@@ -77,6 +80,59 @@ T512 void hb_idx_block_avx512(const idx_ctx *c, int t0, int t1, int s0, int s1) 
         const __m512 a[8] = { a0, a1, a2, a3, a4, a5, a6, a7 };
         for (int j = 0; j < m; j++)  /* max(x, +0): +0 for x ≤ 0 or NaN, as the reference's x > 0 ? x : 0 */
           score = _mm512_fmadd_ps(_mm512_set1_ps(w[h0 + j]), _mm512_max_ps(_mm512_mul_ps(a[j], sc), zero), score);
+      }
+      _mm512_mask_storeu_ps(c->out + (ptrdiff_t)s * c->outRow + tb, (__mmask16)((1u << n) - 1u), score);
+    }
+  }
+}
+
+/* ======================== AVX-512 VNNI: fast mode over int8 keys ======================== */
+#define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
+TV INL __m512i bq(const int8_t *q, int i4) {   /* query elements 4·i4 .. 4·i4+3 in every lane */
+  int32_t d;
+  memcpy(&d, q + 4 * i4, 4);
+  return _mm512_set1_epi32(d);
+}
+TV void hb_idx_block_q8_vnni(const idx_ctx *c, int t0, int t1, int s0, int s1) {
+  const int nh = c->nh, hd = c->hd, nq = hd / 4;
+  const size_t bstride = 16 * (size_t)hd;
+  const __m512 zero = _mm512_setzero_ps();
+  for (int tb = t0; tb < t1; tb += 16) {   /* t0 is a multiple of 16 (IDX_TB) */
+    const uint8_t *kb = c->k8 + (size_t)(tb >> 4) * bstride;
+    if (tb + 16 < c->maxn) for (size_t p = 0; p < bstride; p += 64) _mm_prefetch((const char *)(kb + bstride + p), _MM_HINT_T0);
+    const int nb = t1 - tb < 16 ? t1 - tb : 16;
+    const __m512 dk = _mm512_maskz_loadu_ps((__mmask16)((1u << nb) - 1u), c->dk + tb);
+    for (int s = s0; s < s1; s++) {
+      int n = (c->nk[s] < t1 ? c->nk[s] : t1) - tb;
+      if (n <= 0) continue;
+      if (n > 16) n = 16;
+      const int8_t *q = c->q8 + (ptrdiff_t)s * nh * hd;
+      const ptrdiff_t r = (ptrdiff_t)s * nh;
+      __m512 score = zero;
+      for (int h0 = 0; h0 < nh; h0 += 4) {
+        const int m = nh - h0 < 4 ? nh - h0 : 4;
+        const int8_t *qh[4];
+        for (int j = 0; j < 4; j++) qh[j] = q + (ptrdiff_t)(h0 + (j < m ? j : 0)) * hd;   /* spare heads redo head h0 */
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        int i4 = 0;
+        for (; i4 + 2 <= nq; i4 += 2) {   /* two chains per head: even and odd groups of 4 elements */
+          const __m512i k = _mm512_loadu_si512((const void *)(kb + 64 * (size_t)i4)), l = _mm512_loadu_si512((const void *)(kb + 64 * (size_t)i4 + 64));
+          a0 = _mm512_dpbusd_epi32(a0, k, bq(qh[0], i4)); b0 = _mm512_dpbusd_epi32(b0, l, bq(qh[0], i4 + 1));
+          a1 = _mm512_dpbusd_epi32(a1, k, bq(qh[1], i4)); b1 = _mm512_dpbusd_epi32(b1, l, bq(qh[1], i4 + 1));
+          a2 = _mm512_dpbusd_epi32(a2, k, bq(qh[2], i4)); b2 = _mm512_dpbusd_epi32(b2, l, bq(qh[2], i4 + 1));
+          a3 = _mm512_dpbusd_epi32(a3, k, bq(qh[3], i4)); b3 = _mm512_dpbusd_epi32(b3, l, bq(qh[3], i4 + 1));
+        }
+        if (i4 < nq) {
+          const __m512i k = _mm512_loadu_si512((const void *)(kb + 64 * (size_t)i4));
+          a0 = _mm512_dpbusd_epi32(a0, k, bq(qh[0], i4)); a1 = _mm512_dpbusd_epi32(a1, k, bq(qh[1], i4));
+          a2 = _mm512_dpbusd_epi32(a2, k, bq(qh[2], i4)); a3 = _mm512_dpbusd_epi32(a3, k, bq(qh[3], i4));
+        }
+        const __m512i a[4] = { _mm512_add_epi32(a0, b0), _mm512_add_epi32(a1, b1), _mm512_add_epi32(a2, b2), _mm512_add_epi32(a3, b3) };
+        for (int j = 0; j < m; j++) {   /* max(x, +0): +0 for x ≤ 0 or NaN, as the reference's x > 0 ? x : 0 */
+          const __m512i t = _mm512_sub_epi32(a[j], _mm512_set1_epi32(c->qs[r + h0 + j]));
+          const __m512 x = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(c->cq[r + h0 + j])), dk);
+          score = _mm512_fmadd_ps(_mm512_set1_ps(c->w[r + h0 + j]), _mm512_max_ps(x, zero), score);
+        }
       }
       _mm512_mask_storeu_ps(c->out + (ptrdiff_t)s * c->outRow + tb, (__mmask16)((1u << n) - 1u), score);
     }

@@ -8,6 +8,7 @@ import { expertOptions } from "../src/engine/experts/flags.ts";
 import { EMPTY, READY, Slot, pickVictim } from "../src/engine/experts/slots.ts";
 import { RunState } from "../src/engine/state.ts";
 import { KVCache } from "../src/engine/kv.ts";
+import { ikQ8 } from "../src/engine/ikq.ts";
 import { loadConfig } from "../src/model/config.ts";
 import { genModel } from "./helpers/models.ts";
 
@@ -76,7 +77,8 @@ describe("planBudget", () => {
     expect(kvRows(100)).toBe(128);
     const kv = new KVCache(cfg, cfg.num_hidden_layers, cfg.indexer_types.map((t) => cfg.has_dsa && t === "full"), 16);
     kv.reserve(100);
-    const kvBytes = kv.kv.reduce((a, x) => a + x.byteLength, 0) + kv.ik.reduce((a, x) => a + (x?.byteLength ?? 0), 0);
+    let kvBytes = kv.kv.reduce((a, x) => a + x.byteLength, 0) + kv.ik.reduce((a, x) => a + (x?.byteLength ?? 0), 0);
+    kv.ik.forEach((x, i) => { if (x) { const q = ikQ8(kv, i, 0, 0); kvBytes += q.k8.byteLength + q.dk.byteLength; } }); // fast mode's int8 keys
     const mtpAndHidden = kvRows(100) * 4 * (cfg.kv_lora_rank + cfg.qk_rope_head_dim + cfg.hidden_size);
     expect(kvRows(100) * kvBytesPerToken(cfg)).toBe(kvBytes + mtpAndHidden);
   });

@@ -64,6 +64,12 @@ const symbols = {
   },
   // I[s,t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for t < nk[s]
   hb_index_scores: { args: [i32, i32, i32, ptr, ptr, ptr, ptr, ptr, i32, f32], returns: FFIType.void },
+  // fast mode over int8 keys: (kI, hd, t0, t1, k8, dk) quantizes key rows; scores as above from (k8, dk); _ref:
+  // the scalar kernel whatever the level (tests); ok(hd): 1 when the int8 kernel runs here (AVX-512 VNNI)
+  hb_ik_quant: { args: [ptr, i32, i32, i32, ptr, ptr], returns: FFIType.void },
+  hb_index_scores_q8: { args: [i32, i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, i32, f32], returns: FFIType.void },
+  hb_index_scores_q8_ref: { args: [i32, i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, i32, f32], returns: FFIType.void },
+  hb_index_q8_ok: { args: [i32], returns: i32 },
   // DSA selection with the spec's tie rule; sel rows ascending
   hb_dsa_select: { args: [i32, ptr, i32, ptr, i32, ptr, ptr], returns: FFIType.void },
   // ---- expert streaming I/O pool (ffi/iopool.c; wrappers in src/engine/experts/io.ts) ----
@@ -245,6 +251,16 @@ export function attnSegs(segs: readonly AttnSeg[], H: number, dk: number, dv: nu
 export function indexScores(S: number, nh: number, hd: number, qI: F32, w: F32, kI: F32, nk: Int32Array, out: F32, outRow: number, scale: number) {
   hb().hb_index_scores(S, nh, hd, qI, w, kI, nk, out, outRow, scale);
 }
+/** Indexer keys in int8 for fast mode (ffi/dsa.h): k8 [⌈T/16⌉·16·hd] in blocks of 16 keys, dk [T]. */
+export interface IkQ8 { k8: Uint8Array; dk: F32 }
+/** key rows [t0, t1) of kI [*, hd] -> q (the rows' bytes and scales) */
+export const ikQuant = (kI: F32, hd: number, t0: number, t1: number, q: IkQ8) => hb().hb_ik_quant(kI, hd, t0, t1, q.k8, q.dk);
+/** `indexScores` over int8 keys (the queries quantized per head inside); needs hd % 4 = 0 */
+export function indexScoresQ8(S: number, nh: number, hd: number, qI: F32, w: F32, q: IkQ8, nk: Int32Array, out: F32, outRow: number, scale: number) {
+  hb().hb_index_scores_q8(S, nh, hd, qI, w, q.k8, q.dk, nk, out, outRow, scale);
+}
+/** does the int8 indexer have its kernel at this SIMD level (else the f32 one is faster)? */
+export const indexQ8Ok = (hd: number): boolean => hb().hb_index_q8_ok(hd) === 1;
 /** scores [S, scoreRow], nk [S] -> sel [S, topk] ascending, nsel [S] = min(nk, topk) */
 export function dsaSelect(S: number, scores: F32, scoreRow: number, nk: Int32Array, topk: number, sel: Int32Array, nsel: Int32Array) {
   hb().hb_dsa_select(S, scores, scoreRow, nk, topk, sel, nsel);

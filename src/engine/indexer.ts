@@ -1,9 +1,11 @@
 // The DSA lightning indexer (spec §3.3): on `full` layers it scores every visible key and selects
 // `index_topk` of them per query row (tie rule in hb_dsa_select); `shared` layers reuse the last
-// selection left in RunState.sel. Stores the new rows' indexer keys in the conversation's KVCache.
+// selection left in RunState.sel. Stores the new rows' indexer keys in the conversation's KVCache. Fast
+// mode on quantized weights scores over int8 keys (ikq.ts) where the SIMD level has that kernel.
 import type { Config } from "../model/config.ts";
 import type { Indexer } from "../model/weights.ts";
-import { dsaSelect, indexScores, layernorm, rope } from "./hb.ts";
+import { dsaSelect, Fmt, indexQ8Ok, indexScores, indexScoresQ8, layernorm, rope } from "./hb.ts";
+import { ikQ8 } from "./ikq.ts";
 import { mm } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -32,13 +34,17 @@ export function indexerSelect(cfg: Config, st: RunState, w: Indexer, layer: numb
   for (let i = 0; i < S * nh; i++) st.iw[i] *= wscale;
 
   // scores per segment (its own keys) into st.scores rows; rows that see at most topk keys need none
+  // int8 keys where fast mode approximates anyway (quantized indexer weights; float weights stay exact)
+  const q8 = !st.exact && w.wk.fmt >= Fmt.int8 && w.wk.fmt <= Fmt.int4g && indexQ8Ok(hd), scale = Math.fround(1 / Math.sqrt(hd));
   for (const g of segs) {
     const ik = g.kv.ik[kvLayer];
     if (!ik) throw new Error(`layer ${layer}: KV cache holds no indexer keys`);
     ik.set(st.kI.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
-    if (g.pos0 + g.n > topk)
-      indexScores(g.n, nh, hd, st.qI.subarray(g.r0 * nh * hd), st.iw.subarray(g.r0 * nh), ik, st.nk.subarray(g.r0, g.r0 + g.n),
-        st.scores.subarray(g.r0 * st.ctx), st.ctx, Math.fround(1 / Math.sqrt(hd)));
+    if (g.pos0 + g.n <= topk) continue;
+    const qI = st.qI.subarray(g.r0 * nh * hd), iw = st.iw.subarray(g.r0 * nh), nk = st.nk.subarray(g.r0, g.r0 + g.n);
+    const out = st.scores.subarray(g.r0 * st.ctx);
+    if (q8) indexScoresQ8(g.n, nh, hd, qI, iw, ikQ8(g.kv, kvLayer, g.pos0, g.pos0 + g.n), nk, out, st.ctx, scale);
+    else indexScores(g.n, nh, hd, qI, iw, ik, nk, out, st.ctx, scale);
   }
   // then every row's selection in one call (rows are independent)
   dsaSelect(S, st.scores, st.ctx, st.nk, topk, st.sel, st.nsel);

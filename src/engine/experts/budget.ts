@@ -20,7 +20,8 @@ export function kvBytesPerToken(cfg: Config): number {
   const kv = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
   const indexed = cfg.has_dsa ? cfg.indexer_types.filter((t) => t === "full").length : 0;
   const mtp = cfg.num_nextn_predict_layers >= 1 ? 1 : 0;
-  return 4 * (cfg.num_hidden_layers * kv + indexed * cfg.index_head_dim + mtp * kv + cfg.hidden_size);
+  // indexer keys in f32, and fast mode's int8 copy of them (ikq.ts: a byte per element and a scale per row)
+  return 4 * (cfg.num_hidden_layers * kv + indexed * cfg.index_head_dim + mtp * kv + cfg.hidden_size) + indexed * (cfg.index_head_dim + 4);
 }
 
 /** KVCache grows by doubling from 16 rows: the rows it holds for ctx tokens. */
