@@ -61,12 +61,17 @@ export class KVCache {
     if (this.writes.length > 64) this.writes.shift();
   }
 
-  /** Lowest row written since version `v` (Infinity: none; 0 when the log no longer reaches back). */
-  lowestSince(v: number): number {
+  /** Lowest row written since version `v` (Infinity: none; 0 when the log no longer reaches back);
+   *  `skipOnce`: leave out one write from that row (a reader's own rows, logged after it read them). */
+  lowestSince(v: number, skipOnce = -1): number {
     if (v >= this.version) return Infinity;
     if (this.writes.length === 0 || this.writes[0].v > v + 1) return 0;
     let lo = Infinity;
-    for (const w of this.writes) if (w.v > v) lo = Math.min(lo, w.from);
+    for (const w of this.writes) {
+      if (w.v <= v) continue;
+      if (w.from === skipOnce) { skipOnce = -1; continue; }
+      lo = Math.min(lo, w.from);
+    }
     return lo;
   }
 }
