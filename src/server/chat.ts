@@ -13,7 +13,7 @@ import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { ChatRequest, contentText, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
-import { templateArguments, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
+import { scansForCalls, templateArguments, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 
 
 const toolsOf = (b: ChatRequest) => (b.tool_choice === "none" ? [] : b.tools ?? []);
@@ -29,7 +29,7 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
   return {
     // constrained output starts at the first generated token, so thinking is off (the template closes it)
     prompt: { kind: "chat", messages, enableThinking: grammar ? false : (b.chat_template_kwargs?.enable_thinking ?? false), ...(tools.length ? { tools } : {}) },
-    keepSpecial: tools.length > 0 && (b.tool_choice ?? "auto") === "auto",
+    keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto"),
     slot: b.slot ?? "auto",
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,

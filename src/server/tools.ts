@@ -133,6 +133,9 @@ export class ToolCallStream {
   }
 }
 
+/** Is the output scanned for GLM's native calls (tools given, tool_choice auto)? Then GLM's special tags must stay in the text. */
+export const scansForCalls = (tools: Tool[], choice: ToolChoice): boolean => tools.length > 0 && choice === "auto";
+
 /** A chat response's content under its tool_choice: passed through, scanned for GLM calls, or (forced) collected as JSON. */
 export class ToolOutput {
   private readonly scan: ToolCallStream | null;
@@ -142,7 +145,7 @@ export class ToolOutput {
   constructor(tools: Tool[], choice: ToolChoice) {
     const on = tools.length > 0 && choice !== "none";
     this.forced = on && choice !== "auto" ? choice : null;
-    this.scan = on && choice === "auto" ? new ToolCallStream(tools) : null;
+    this.scan = scansForCalls(tools, choice) ? new ToolCallStream(tools) : null;
   }
 
   push(content: string): { content: string; calls: ToolCall[] } {
