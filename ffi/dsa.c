@@ -194,7 +194,7 @@ static inline uint32_t fkey(float f) {
  * keys fell in (from the top, or from the bottom when the rank is in the lower half: rows of few more keys
  * than topk), then one ascending collection pass: every key > thr, and the first `need` keys == thr, so rows
  * come out sorted and the tie rule is exact. */
-static void select_row(const float *x, int n, int topk, int32_t *sel, int32_t *nsel) {
+static void select_row(const float *x, int n, int topk, int32_t *sel, int32_t *nsel, int simd) {
   if (n <= topk) {
     for (int t = 0; t < n; t++) sel[t] = t;
     *nsel = n;
@@ -207,6 +207,10 @@ static void select_row(const float *x, int n, int topk, int32_t *sel, int32_t *n
     const int sh = shift[pass], nb = 1 << width[pass], hs = sh + width[pass]; /* bits >= hs already fixed */
     memset(hist, 0, sizeof(uint32_t) * (size_t)nb);
     int lo = nb - 1, hi = 0, total = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (simd && pass > 0) total = hb_sel_hist_avx512(x, n, prefix, hs, sh, nb, hist, &lo, &hi);
+    else
+#endif
     for (int t = 0; t < n; t++) {
       uint32_t kk = fkey(x[t]);
       if (hs == 32 || (kk >> hs) == (prefix >> hs)) {
@@ -228,6 +232,10 @@ static void select_row(const float *x, int n, int topk, int32_t *sel, int32_t *n
     prefix |= (uint32_t)b << sh;
   }
   int m = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd) m = hb_sel_collect_avx512(x, n, prefix, need, sel);
+  else
+#endif
   for (int t = 0; t < n && m < topk; t++) {
     uint32_t kk = fkey(x[t]);
     if (kk > prefix) sel[m++] = t;
@@ -236,13 +244,13 @@ static void select_row(const float *x, int n, int topk, int32_t *sel, int32_t *n
   *nsel = m;
 }
 
-typedef struct { const float *scores; int scoreRow; const int32_t *nk; int topk; int32_t *sel, *nsel; } sel_ctx;
+typedef struct { const float *scores; int scoreRow; const int32_t *nk; int topk; int32_t *sel, *nsel; int simd; } sel_ctx;
 
 static void sel_task(void *ctx, int lo, int hi) {
   const sel_ctx *c = ctx;
   for (int s = lo; s < hi; s++)
     select_row(c->scores + (ptrdiff_t)s * c->scoreRow, c->nk[s] > 0 ? c->nk[s] : 0, c->topk,
-               c->sel + (ptrdiff_t)s * c->topk, c->nsel + s);
+               c->sel + (ptrdiff_t)s * c->topk, c->nsel + s, c->simd);
 }
 
 /* scores [S, scoreRow], nk [S] -> sel [S, topk] ascending, nsel [S] = min(nk, topk); spec §3.3 tie rule */
@@ -250,6 +258,6 @@ void hb_dsa_select(int S, const float *scores, int scoreRow, const int32_t *nk, 
                    int32_t *nsel) {
   if (S <= 0 || !scores || !nk || !sel || !nsel) return;
   if (topk <= 0) { for (int s = 0; s < S; s++) nsel[s] = 0; return; }
-  sel_ctx c = { scores, scoreRow, nk, topk, sel, nsel };
+  sel_ctx c = { scores, scoreRow, nk, topk, sel, nsel, hb_simd_level() >= HB_AVX512 };
   hb_parallel_for(S, 1, sel_task, &c);
 }

@@ -30,5 +30,9 @@ typedef void (*idx_block_fn)(const idx_ctx *c, int t0, int t1, int s0, int s1);
 void hb_idx_block_avx512(const idx_ctx *c, int t0, int t1, int s0, int s1);
 void hb_idx_block_avx2(const idx_ctx *c, int t0, int t1, int s0, int s1);
 void hb_idx_block_q8_vnni(const idx_ctx *c, int t0, int t1, int s0, int s1);
+/* hb_dsa_select's scans after its first pass (dsa.c select_row), 16 keys at a time: the histogram of the keys
+ * that share `prefix` in bits ≥ hs, and the ascending collection of the selected keys */
+int hb_sel_hist_avx512(const float *x, int n, uint32_t prefix, int hs, int sh, int nb, uint32_t *hist, int *lo, int *hi);
+int hb_sel_collect_avx512(const float *x, int n, uint32_t thr, int need, int32_t *sel);
 #endif
 #endif

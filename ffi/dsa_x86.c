@@ -86,6 +86,54 @@ T512 void hb_idx_block_avx512(const idx_ctx *c, int t0, int t1, int s0, int s1) 
   }
 }
 
+/* ================ AVX-512: hb_dsa_select's scans (the same keys and order as dsa.c's scalar loops) ================ */
+T512 INL __m512i fkey16(__m512 v) {   /* dsa.c fkey: -0 as +0, then the order-preserving flip */
+  __m512i u = _mm512_castps_si512(v);
+  u = _mm512_mask_mov_epi32(u, _mm512_cmpeq_epi32_mask(u, _mm512_set1_epi32((int)0x80000000u)), _mm512_setzero_si512());
+  return _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31), _mm512_set1_epi32((int)0x80000000u)));
+}
+T512 INL __mmask16 valid16(int t, int n) { return n - t >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - t)) - 1u); }
+
+T512 int hb_sel_hist_avx512(const float *x, int n, uint32_t prefix, int hs, int sh, int nb, uint32_t *hist, int *lo, int *hi) {
+  const __m128i cnt = _mm_cvtsi32_si128(hs);
+  const __m512i want = _mm512_set1_epi32((int)(prefix >> hs));
+  int total = 0;
+  for (int t = 0; t < n; t += 16) {
+    const __mmask16 v = valid16(t, n);
+    const __m512i k = fkey16(_mm512_maskz_loadu_ps(v, x + t));
+    unsigned m = _mm512_mask_cmpeq_epi32_mask(v, _mm512_srl_epi32(k, cnt), want);
+    if (!m) continue;
+    uint32_t kk[16];
+    _mm512_storeu_si512((void *)kk, k);
+    for (; m; m &= m - 1) {
+      const int d = (int)((kk[__builtin_ctz(m)] >> sh) & (uint32_t)(nb - 1));
+      hist[d]++;
+      total++;
+      if (d < *lo) *lo = d;
+      if (d > *hi) *hi = d;
+    }
+  }
+  return total;
+}
+
+/* every key > thr and the first `need` keys == thr, ascending; returns how many */
+T512 int hb_sel_collect_avx512(const float *x, int n, uint32_t thr, int need, int32_t *sel) {
+  const __m512i P = _mm512_set1_epi32((int)thr), iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int m = 0;
+  for (int t = 0; t < n; t += 16) {
+    const __mmask16 v = valid16(t, n);
+    const __m512i k = fkey16(_mm512_maskz_loadu_ps(v, x + t));
+    unsigned take = _mm512_mask_cmpgt_epu32_mask(v, k, P);
+    unsigned eq = need > 0 ? _mm512_mask_cmpeq_epi32_mask(v, k, P) : 0;
+    for (; eq && need > 0; eq &= eq - 1, need--) take |= eq & -eq;   /* the lowest `need` ties */
+    if (!take) continue;
+    const int c = __builtin_popcount(take);
+    _mm512_mask_storeu_epi32(sel + m, (__mmask16)((1u << c) - 1u), _mm512_maskz_compress_epi32((__mmask16)take, _mm512_add_epi32(iota, _mm512_set1_epi32(t))));
+    m += c;
+  }
+  return m;
+}
+
 /* ======================== AVX-512 VNNI: fast mode over int8 keys ======================== */
 #define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 TV INL __m512i bq(const int8_t *q, int i4) {   /* query elements 4·i4 .. 4·i4+3 in every lane */

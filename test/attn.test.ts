@@ -268,14 +268,18 @@ function selectRef(x: ArrayLike<number>, n: number, topk: number): number[] {
   return [...gt, ...eq.slice(0, topk - gt.length)].sort((a, b) => a - b);
 }
 
+/** at the best SIMD level (AVX-512 scans after the first radix pass) and forced scalar */
 function checkSelect(scores: Float32Array, scoreRow: number, nk: Int32Array, topk: number) {
   const S = nk.length;
-  const sel = new Int32Array(S * topk).fill(-5), nsel = new Int32Array(S).fill(-5);
-  dsaSelect(S, scores, scoreRow, nk, topk, sel, nsel);
-  for (let s = 0; s < S; s++) {
-    const want = selectRef(scores.subarray(s * scoreRow), Math.max(0, nk[s]), topk);
-    expect(nsel[s]).toBe(want.length);
-    expect(Array.from(sel.subarray(s * topk, s * topk + nsel[s]))).toEqual(want);
+  for (const level of [1, 0]) {
+    const sel = new Int32Array(S * topk + 16).fill(-5), nsel = new Int32Array(S).fill(-5);
+    atLevel(level, () => dsaSelect(S, scores, scoreRow, nk, topk, sel, nsel));
+    for (let s = 0; s < S; s++) {
+      const want = selectRef(scores.subarray(s * scoreRow), Math.max(0, nk[s]), topk);
+      expect([level, nsel[s]]).toEqual([level, want.length]);
+      expect([level, Array.from(sel.subarray(s * topk, s * topk + nsel[s]))]).toEqual([level, want]);
+    }
+    expect(Array.from(sel.subarray(S * topk))).toEqual(new Array(16).fill(-5)); // nothing written past the rows
   }
 }
 
