@@ -62,8 +62,8 @@ void hb_matmul_ref(int fmt, const void *W, const float *scales, int gs, int O, i
  * fmts 1..4 (float fmts: exact); _ref: the scalar kernel whatever the SIMD level (tests) */
 void hb_matmul_q8(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
 void hb_matmul_q8_ref(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
-/* matmul_many.c: n matrices on one x [S,I]; desc f64[8] each: fmt, gs, O, W, scales, y, 0, 0 */
-void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x, int S);
+/* matmul_many.c: n matrices, each on its own rows of x [*, I]; desc f64[10] each (matmul_many.c) */
+void hb_matmul_many(int exact, int n, const double *desc, int I);
 /* mla.c: per-head matrices W_h = rows [r0 + h·rstride, +O) of W [*, I] on strided vectors (absorbed MLA) */
 void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
                   int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,

@@ -1,5 +1,5 @@
-/* libhb batched matmuls: n matrices W_k [O_k, I] in one call, each on the shared x [S, I] or on its own
- * x_k [S_k, I] (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj on one hidden state; every routed expert's gate ‖
+/* libhb batched matmuls: n matrices W_k [O_k, I] in one call, each on its own x_k [S_k, I] (possibly the
+ * same buffer: q_a ‖ kv_a ‖ indexer wk ‖ weights_proj on one hidden state; every routed expert's gate ‖
  * up on that expert's rows, then every down). Fast mode quantizes each distinct activation block once
  * per layout (not once per matrix), on the pool when it is large; one pool job then covers the rows of
  * every matrix, so a decode step pays one wake-up instead of n. Each y_k equals hb_matmul /
@@ -107,12 +107,12 @@ static void gather_task(void *c, int lo, int hi) {   /* global gathered rows [lo
 }
 
 /* desc: HB_MANY_DESC (10) doubles per matrix (doubles so JS can store ptr() addresses):
- *   fmt, gs, O, W, scales, y, x_k (0 = the shared x), S_k (0 = the shared S), rows_k (0 = none), 0.
+ *   fmt, gs, O, W, scales, y, x_k, S_k, rows_k (0 = none), 0.
  * y_k [S_k, O_k] = W_k · x_k, where with rows_k (int32 [S_k]) row s of x_k is row rows_k[s] of x_k's buffer
  * (fast mode quantizes straight from those rows; f32 kernels get them gathered). exact != 0: f32
- * activations, else fast mode. A bad descriptor (null W / y, O ≤ 0, S_k < 0) leaves that matrix out and
+ * activations, else fast mode. A bad descriptor (null W / y / x_k, O ≤ 0, S_k ≤ 0) leaves that matrix out and
  * its y untouched; n > 4096 is cut to 4096. */
-void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x, int S) {
+void hb_matmul_many(int exact, int n, const double *desc, int I) {
   if (n <= 0 || !desc || I <= 0) return;
   if (n > MANY_MAX) n = MANY_MAX;
   many_job *j = job_tables(n);
@@ -126,8 +126,8 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
   size_t gather = 0;                   /* bound on the floats of indexed rows f32 kernels need contiguous */
   for (int k = 0; k < n; k++) {
     const double *d = desc + HB_MANY_DESC * k;
-    const int fmt = (int)d[0], gs = (int)d[1], Sk = d[7] > 0 ? (int)d[7] : S;
-    const float *xk = d[6] != 0 ? addr(d[6]) : x;
+    const int fmt = (int)d[0], gs = (int)d[1], Sk = (int)d[7];
+    const float *xk = addr(d[6]);
     const int32_t *rk = d[8] != 0 ? addr(d[8]) : NULL;
     j->q8[k] = !exact && Sk > 0 && xk && hb_q8_ok(fmt, addr(d[3]), addr(d[4]), gs, I);
     blk[k] = -1;
@@ -165,9 +165,9 @@ void hb_matmul_many(int exact, int n, const double *desc, int I, const float *x,
   int total = 0, grows = 0;
   for (int k = 0; k < n; k++) {
     const double *d = desc + HB_MANY_DESC * k;
-    const int fmt = (int)d[0], gs = (int)d[1], O = (int)d[2], Sk = d[7] > 0 ? (int)d[7] : S, b = blk[k];
+    const int fmt = (int)d[0], gs = (int)d[1], O = (int)d[2], Sk = (int)d[7], b = blk[k];
     const void *W = addr(d[3]);
-    const float *sc = addr(d[4]), *xk = d[6] != 0 ? addr(d[6]) : x;
+    const float *sc = addr(d[4]), *xk = addr(d[6]);
     const int32_t *rk = d[8] != 0 ? addr(d[8]) : NULL;
     float *y = (float *)addr(d[5]);
     j->first[k] = total;

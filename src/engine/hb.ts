@@ -26,9 +26,9 @@ const symbols = {
   // float formats are exact); _ref = the scalar kernel whatever the SIMD level (tests)
   hb_matmul_q8: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
   hb_matmul_q8_ref: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
-  // n matrices: (exact, n, desc f64[MANY_DESC·n]: fmt, gs, O, W, scales, y, x_k (0: shared), S_k (0: shared),
-  // rows_k (int32 row indices into x_k, 0: none), 0 — addresses; I, shared x, shared S)
-  hb_matmul_many: { args: [i32, i32, ptr, i32, ptr, i32], returns: FFIType.void },
+  // n matrices: (exact, n, desc f64[MANY_DESC·n]: fmt, gs, O, W, scales, y, x_k, S_k,
+  // rows_k (int32 row indices into x_k, 0: none), 0 — addresses; I)
+  hb_matmul_many: { args: [i32, i32, ptr, i32], returns: FFIType.void },
   // absorbed-MLA heads: (exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt)
   hb_mla_heads: { args: [i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, ptr, i32], returns: FFIType.void },
   hb_gather_rows: { args: [ptr, i32, ptr, i32, ptr], returns: FFIType.void }, // (x, D, rows i32[n], n, out [n,D])
@@ -186,7 +186,7 @@ export class ManyBuilder {
   }
   /** every matrix added since reset(), in one call (rows of I elements) */
   run(exact: boolean, I: number): void {
-    if (this.n > 0) hb().hb_matmul_many(exact ? 1 : 0, this.n, this.desc, I, null, 0);
+    if (this.n > 0) hb().hb_matmul_many(exact ? 1 : 0, this.n, this.desc, I);
   }
 }
 const many = new ManyBuilder(); // matmulMany's descriptor
