@@ -63,10 +63,15 @@ static void many_task(void *c, int lo, int hi) {
     const int f = j->first[k], e = j->first[k + 1];
     if (e <= lo) continue;
     const int l = (lo > f ? lo : f) - f, h = (hi < e ? hi : e) - f;
-    const size_t rb = j->q8[k] ? j->qm[k].rowb : j->mm[k].rowb, n = (size_t)(h - l) * rb;
-    hb_prefetch_head((j->q8[k] ? j->qm[k].W : j->mm[k].W) + (size_t)l * rb, n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
-    if (j->q8[k]) j->qfn[k](&j->qm[k], l, h);
-    else if (j->mfn[k]) j->mfn[k](&j->mm[k], l, h);
+    if (j->q8[k]) {
+      const size_t n = (size_t)(h - l) * j->qm[k].rowb;
+      hb_prefetch_head(hb_q8_row(&j->qm[k], l), n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
+      j->qfn[k](&j->qm[k], l, h);
+    } else if (j->mfn[k]) {
+      const size_t n = (size_t)(h - l) * j->mm[k].rowb;
+      hb_prefetch_head(hb_mm_row(&j->mm[k], l), n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
+      j->mfn[k](&j->mm[k], l, h);
+    }
   }
 }
 
