@@ -3,6 +3,7 @@
  * (hb_ik_quant, hb_index_scores_q8) and the top-k key selection with the spec's tie rule (hb_dsa_select).
  * State: the calling thread's scratch for quantized queries; select needs only a stack histogram. */
 #include "dsa.h"
+#include "matmul_q8.h"   /* hb_q8_quant: keys and queries are quantized as the fast matmuls' activations */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,46 +77,39 @@ static idx_block_fn idx_block_for(int level, int hd) {
   return idx_block_ref;
 }
 
+static int max_nk(int S, const int32_t *nk) {
+  int m = 0;
+  for (int s = 0; s < S; s++) if (nk[s] > m) m = nk[s];
+  return m;
+}
+
+/* every (row block, key block) item of j on the pool; jobs under inline_macs run on the caller */
+static void idx_run(idx_job *j, size_t inline_macs) {
+  const idx_ctx *c = &j->c;
+  j->nkb = (c->maxn + IDX_TB - 1) / IDX_TB;
+  const int items = ((c->S + IDX_RB - 1) / IDX_RB) * j->nkb;
+  size_t macs = 0;
+  for (int s = 0; s < c->S; s++) macs += (size_t)(c->nk[s] > 0 ? c->nk[s] : 0) * (size_t)c->nh * (size_t)c->hd;
+  hb_parallel_for(items, macs < inline_macs ? items : 1, idx_task, j);   /* small jobs: no pool round trip */
+}
+
 /* qI [S, nh*hd], w [S, nh], kI [T, hd] -> out[s*outRow + t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]), t < nk[s] */
 void hb_index_scores(int S, int nh, int hd, const float *qI, const float *w, const float *kI, const int32_t *nk,
                      float *out, int outRow, float scale) {
   if (S <= 0 || nh <= 0 || hd < 0 || !qI || !w || !kI || !nk || !out) return;
-  int maxn = 0;
-  for (int s = 0; s < S; s++) if (nk[s] > maxn) maxn = nk[s];
+  const int maxn = max_nk(S, nk);
   if (maxn == 0) return;
-  idx_job j = { { S, nh, hd, maxn, qI, w, kI, nk, out, outRow, scale }, (maxn + IDX_TB - 1) / IDX_TB,
-                idx_block_for(hb_simd_level(), hd) };
-  const int items = ((S + IDX_RB - 1) / IDX_RB) * j.nkb;
-  size_t macs = 0;
-  for (int s = 0; s < S; s++) macs += (size_t)(nk[s] > 0 ? nk[s] : 0) * (size_t)nh * (size_t)hd;
-  hb_parallel_for(items, macs < IDX_INLINE_MACS ? items : 1, idx_task, &j);   /* small jobs: no pool round trip */
+  idx_job j = { { S, nh, hd, maxn, qI, w, kI, nk, out, outRow, scale }, 0, idx_block_for(hb_simd_level(), hd) };
+  idx_run(&j, IDX_INLINE_MACS);
 }
 
 /* ---------------- fast mode: int8 keys (numerics: dsa.h) ---------------- */
-/* one row of n floats to int8 (half to even, |q| ≤ 127) and its scale amax/127 (NaN for a non-finite row) */
-static float quant_row(const float *x, int n, int8_t *q) {
-  float a = 0.0f;
-  int bad = 0;
-  for (int i = 0; i < n; i++) {
-    const float v = fabsf(x[i]);
-    if (!(v <= 3.40282347e38f)) bad = 1;
-    else if (v > a) a = v;
-  }
-  const float id = a > 0.0f && !bad ? 127.0f / a : 0.0f;
-  for (int i = 0; i < n; i++) {
-    float v = (x[i] * id + 12582912.0f) - 12582912.0f;   /* rint, half to even */
-    v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-    q[i] = (int8_t)(v == v ? (int)v : 0);
-  }
-  return bad ? NAN : a / 127.0f;
-}
-
 /* keys kI [*, hd] rows [t0, t1) -> k8 (blocks of 16 keys, dsa.h) and dk */
 void hb_ik_quant(const float *kI, int hd, int t0, int t1, uint8_t *k8, float *dk) {
   if (!kI || !k8 || !dk || hd <= 0 || hd % 4 || hd > IDX_MAXHD || t0 < 0) return;
   int8_t q[IDX_MAXHD];
   for (int t = t0; t < t1; t++) {
-    dk[t] = quant_row(kI + (ptrdiff_t)t * hd, hd, q);
+    dk[t] = hb_q8_quant(kI + (ptrdiff_t)t * hd, hd, q);
     uint8_t *b = k8 + (size_t)(t >> 4) * 16 * (size_t)hd + (size_t)(t & 15) * 4;
     for (int i = 0; i < hd; i++) b[(size_t)(i >> 2) * 64 + (size_t)(i & 3)] = (uint8_t)(q[i] + 128);
   }
@@ -136,8 +130,7 @@ int hb_index_q8_ok(int hd) {
 static void index_q8(int ref, int S, int nh, int hd, const float *qI, const float *w, const uint8_t *k8, const float *dk,
                      const int32_t *nk, float *out, int outRow, float scale) {
   if (S <= 0 || nh <= 0 || hd <= 0 || hd % 4 || hd > IDX_MAXHD || !qI || !w || !k8 || !dk || !nk || !out) return;
-  int maxn = 0;
-  for (int s = 0; s < S; s++) if (nk[s] > maxn) maxn = nk[s];
+  const int maxn = max_nk(S, nk);
   if (maxn == 0) return;
   static _Thread_local int8_t *buf;
   static _Thread_local size_t cap;
@@ -153,22 +146,19 @@ static void index_q8(int ref, int S, int nh, int hd, const float *qI, const floa
   int8_t *q8 = (int8_t *)(qs + rows);
   for (size_t r = 0; r < rows; r++) {
     int8_t *q = q8 + r * (size_t)hd;
-    cq[r] = quant_row(qI + r * (size_t)hd, hd, q) * scale;
+    cq[r] = hb_q8_quant(qI + r * (size_t)hd, hd, q) * scale;
     int32_t sum = 0;
     for (int i = 0; i < hd; i++) sum += q[i];
     qs[r] = 128 * sum;
   }
-  idx_job j = { { S, nh, hd, maxn, qI, w, NULL, nk, out, outRow, scale, k8, dk, q8, cq, qs }, (maxn + IDX_TB - 1) / IDX_TB,
+  idx_job j = { { S, nh, hd, maxn, qI, w, NULL, nk, out, outRow, scale, k8, dk, q8, cq, qs }, 0,
 #if defined(__x86_64__) || defined(__i386__)
                 !ref && hb_index_q8_ok(hd) ? hb_idx_block_q8_vnni : idx_block_q8_ref };
 #else
                 idx_block_q8_ref };
   (void)ref;
 #endif
-  const int items = ((S + IDX_RB - 1) / IDX_RB) * j.nkb;
-  size_t macs = 0;
-  for (int s = 0; s < S; s++) macs += (size_t)(nk[s] > 0 ? nk[s] : 0) * (size_t)nh * (size_t)hd;
-  hb_parallel_for(items, macs < 4 * IDX_INLINE_MACS ? items : 1, idx_task, &j);   /* ~4x the f32 kernel's rate */
+  idx_run(&j, 4 * IDX_INLINE_MACS);   /* ~4x the f32 kernel's rate */
 }
 
 void hb_index_scores_q8(int S, int nh, int hd, const float *qI, const float *w, const uint8_t *k8, const float *dk,

@@ -96,26 +96,32 @@ static inline int layout_pos(int layout, int i) {
   return i;
 }
 
-/* one row: q (layout), corr (P4 only), xsum, d; tmp holds I int8 */
-static void quant_row(const float *x, int I, int Ip, int layout, int lvl, int8_t *q, int32_t *corr, int64_t *xsum,
-                      float *d, int8_t *tmp) {
+/* x [n] -> q [n] in natural order; returns d = amax/127 (NaN when the row held a non-finite value) */
+static float quant_nat(const float *x, int n, int lvl, int8_t *q) {
   int bad = 0;
   float a;
   (void)lvl;
 #if defined(__x86_64__) || defined(__i386__)
-  if (lvl >= HB_AVX512) a = hb_q8_amax_avx512(x, I, &bad);
-  else if (lvl >= HB_AVX2) a = hb_q8_amax_avx2(x, I, &bad);
+  if (lvl >= HB_AVX512) a = hb_q8_amax_avx512(x, n, &bad);
+  else if (lvl >= HB_AVX2) a = hb_q8_amax_avx2(x, n, &bad);
   else
 #endif
-    a = amax_ref(x, I, &bad);
+    a = amax_ref(x, n, &bad);
   const float id = a > 0.0f && !bad ? 127.0f / a : 0.0f;
 #if defined(__x86_64__) || defined(__i386__)
-  if (lvl >= HB_AVX512) hb_q8_round_avx512(x, I, id, tmp);
-  else if (lvl >= HB_AVX2) hb_q8_round_avx2(x, I, id, tmp);
+  if (lvl >= HB_AVX512) hb_q8_round_avx512(x, n, id, q);
+  else if (lvl >= HB_AVX2) hb_q8_round_avx2(x, n, id, q);
   else
 #endif
-    round_ref(x, I, id, tmp);
-  *d = bad ? NAN : a / 127.0f;
+    round_ref(x, n, id, q);
+  return bad ? NAN : a / 127.0f;
+}
+float hb_q8_quant(const float *x, int n, int8_t *q) { return quant_nat(x, n, hb_simd_level(), q); }
+
+/* one row: q (layout), corr (P4 only), xsum, d; tmp holds I int8 */
+static void quant_row(const float *x, int I, int Ip, int layout, int lvl, int8_t *q, int32_t *corr, int64_t *xsum,
+                      float *d, int8_t *tmp) {
+  *d = quant_nat(x, I, lvl, tmp);
   /* whole 128-element blocks with SIMD (AVX-512), the rest (and every int2 row) element by element */
   int i0 = 0;
   int64_t sum = 0;
@@ -263,8 +269,7 @@ int hb_mm_chunk_rows(int O, size_t rowb, int S) {
 typedef struct { const hb_q8 *m; hb_q8_rows_fn fn; } q8_job;
 static void q8_task(void *c, int lo, int hi) {
   const q8_job *j = c;
-  const size_t n = (size_t)(hi - lo) * j->m->rowb;
-  hb_prefetch_head(hb_q8_row(j->m, lo), n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
+  hb_prefetch_head(hb_q8_row(j->m, lo), (size_t)(hi - lo) * j->m->rowb);
   j->fn(j->m, lo, hi);
 }
 

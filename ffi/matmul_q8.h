@@ -55,6 +55,9 @@ void hb_q8x_quant(hb_q8x *q, void *buf, int layout, int ref, const float *x, siz
 /* the same in two steps: init (pointers only), then rows [s0, s1) (thread-safe for disjoint ranges) */
 void hb_q8x_init(hb_q8x *q, void *buf, int layout, int I, int S);
 void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, const int32_t *idx, int s0, int s1);
+/* one row x [n] to int8 in natural order, as the activations above (the same bits at every level); returns
+ * amax/127, NaN when the row held a non-finite value (also used by dsa.c's fast-mode indexer) */
+float hb_q8_quant(const float *x, int n, int8_t *q);
 /* m for W [O,I] · (quantized x) -> y [S,O]; hb_q8_wbytes: the bytes of W and scales it reads */
 int64_t hb_q8_wbytes(int fmt, int O, int I, int gs);
 void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y);
