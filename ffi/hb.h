@@ -31,10 +31,11 @@ int hb_simd_force(int best);               /* 0 = force scalar, 1 = best availab
 /* how far ahead of their loads the weight-streaming kernels prefetch (bytes): 6144 streamed int8 matrices
  * from memory 5-11% faster than 4096 or 8192 at 2 threads (int4g experts: the same within noise) */
 #define HB_PF_AHEAD 6144
-/* Start streaming [p, p + n) now (n ≤ HB_PF_AHEAD): the first lines of a chunk of weight rows, which the
- * kernels' software prefetch never covers, so a cold chunk would otherwise begin with one demand miss
- * after another. */
+/* Start streaming the first min(n, HB_PF_AHEAD) bytes at p now: the head of a chunk of n bytes of weight
+ * rows, which the kernels' software prefetch never covers, so a cold chunk would otherwise begin with one
+ * demand miss after another. */
 static inline void hb_prefetch_head(const void *p, size_t n) {
+  if (n > HB_PF_AHEAD) n = HB_PF_AHEAD;
   for (size_t i = 0; i < n; i += 64) __builtin_prefetch((const char *)p + i, 0, 3);
 }
 

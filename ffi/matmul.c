@@ -66,8 +66,7 @@ void hb_mm_rows_ref(const hb_mm *m, int lo, int hi) {
 typedef struct { const hb_mm *m; hb_mm_rows_fn fn; } mm_job;
 static void mm_task(void *c, int lo, int hi) {
   const mm_job *j = c;
-  const size_t n = (size_t)(hi - lo) * j->m->rowb;
-  hb_prefetch_head(hb_mm_row(j->m, lo), n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
+  hb_prefetch_head(hb_mm_row(j->m, lo), (size_t)(hi - lo) * j->m->rowb);
   j->fn(j->m, lo, hi);
 }
 

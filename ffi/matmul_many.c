@@ -64,12 +64,10 @@ static void many_task(void *c, int lo, int hi) {
     if (e <= lo) continue;
     const int l = (lo > f ? lo : f) - f, h = (hi < e ? hi : e) - f;
     if (j->q8[k]) {
-      const size_t n = (size_t)(h - l) * j->qm[k].rowb;
-      hb_prefetch_head(hb_q8_row(&j->qm[k], l), n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
+      hb_prefetch_head(hb_q8_row(&j->qm[k], l), (size_t)(h - l) * j->qm[k].rowb);
       j->qfn[k](&j->qm[k], l, h);
     } else if (j->mfn[k]) {
-      const size_t n = (size_t)(h - l) * j->mm[k].rowb;
-      hb_prefetch_head(hb_mm_row(&j->mm[k], l), n < HB_PF_AHEAD ? n : HB_PF_AHEAD);
+      hb_prefetch_head(hb_mm_row(&j->mm[k], l), (size_t)(h - l) * j->mm[k].rowb);
       j->mfn[k](&j->mm[k], l, h);
     }
   }

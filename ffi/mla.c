@@ -43,8 +43,8 @@ static void head_task(void *c, int lo, int hi) {
   for (int it = lo; it < hi; it++) {
     const int h = it % j->H, s0 = (it / j->H) * ROWS_PER_TASK, O = j->O, I = j->I;
     const int n = j->S - s0 < ROWS_PER_TASK ? j->S - s0 : ROWS_PER_TASK;
-    const size_t wn = (size_t)O * hb_mm_row_bytes(j->fmt, I);   /* the head's weights start streaming while */
-    hb_prefetch_head(j->W + j->r0b + (size_t)h * j->hb, wn < HB_PF_AHEAD ? wn : HB_PF_AHEAD);   /* its vectors are gathered */
+    /* the head's weights start streaming while its vectors are gathered */
+    hb_prefetch_head(j->W + j->r0b + (size_t)h * j->hb, (size_t)O * hb_mm_row_bytes(j->fmt, I));
     float *u = vec_scratch((size_t)n * ((size_t)I + (size_t)O));
     if (!u) {
       for (int s = s0; s < s0 + n; s++)
