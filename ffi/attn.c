@@ -120,7 +120,9 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
 
 /* ---------------- hb_attn, hb_attn_segs ---------------- */
 /* Work item = (segment, row s, group of G consecutive heads), run as quads of heads. Each segment's operands
- * are offset to its first row; items are numbered segment by segment. */
+ * are offset to its first row; items are numbered segment by segment, head group by head group, so that
+ * neighbouring items (a thread's next claim) read the same heads' keys and values (prefill of 128 rows,
+ * bench shape: ~8% faster than row-major numbering). */
 typedef struct {
   const hb_attn_ops *seg;              /* [nseg] (maxn: the largest key count of all rows, the scratch width) */
   const int *first;                    /* [nseg + 1] first item of each segment; first[nseg] = all items */
@@ -146,7 +148,8 @@ static void attn_task(void *ctx, int lo, int hi) {
   for (int it = lo, g = a; it < hi; it++) {
     while (it >= c->first[g + 1]) g++;
     const hb_attn_ops *op = &c->seg[g];
-    const int local = it - c->first[g], s = local / c->ngroups, h0 = (local % c->ngroups) * c->G;
+    const int local = it - c->first[g], rows = (c->first[g + 1] - c->first[g]) / c->ngroups;
+    const int s = local % rows, h0 = (local / rows) * c->G;
     const int G = c->H - h0 < c->G ? c->H - h0 : c->G;
     if (p) { attn_item(op, s, h0, G, p); continue; }
     for (int k = 0; k < G; k++) { /* out of memory: make the failure visible instead of silent */

@@ -347,7 +347,7 @@ TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int h
     }
   }
 }
-TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, 0, m, lo, hi); }
+TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, 0, m, hb_q8_gemm_i8_vnni(m, lo, hi), hi); }
 TV static void vnni_i4(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4, 0, m, lo, hi); }
 TV static void vnni_i2(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT2, 0, m, lo, hi); }
 TV static void vnni_i4g(const hb_q8 *m, int lo, int hi) {
