@@ -2,10 +2,11 @@
  *  - AVX-512 VNNI: 64 weight bytes per block; vpdpbusd multiplies unsigned weight codes (nibbles, 2-bit
  *    fields) by signed activations; int8 weights are signed, so they enter as w + 128 (the sign bit
  *    flipped) and 128·Σq_x (per row of x, from quantization) is taken off at the end. One row of x
- *    (decode, or the last of a batch): four weight rows at a time, software prefetch 4 KiB ahead on the
+ *    (decode, or the last of a batch): four weight rows at a time, software prefetch 6 KiB ahead on the
  *    weight stream (decode is DRAM-bound; never past the matrix). More rows: register tiles of 4 (then 2)
  *    weight rows × up to 4 rows of x (x loads shared; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident
- *    int4g).
+ *    int4g). int8 batches of at least HB_Q8_GEMM_S rows first go through the packed-panel GEMM
+ *    (matmul_q8_gemm_x86.c), whole panels of 32 weight rows; the rows left over come here.
  *  - AVX2 (also used at the AVX-512-without-VNNI level): matmul_q8_tile256.h with maddubs + madd.
  * int32 lane j of a block always sums weight bytes 4j..4j+3: for int4g that is one 8-element segment,
  * whose float product with its group scale is fused into accumulator lane (segment mod 16).
