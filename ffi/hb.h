@@ -5,6 +5,7 @@
 #define HB_H
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 /* ---- thread pool (pool.c) ---- */
 int hb_init(int nthreads);                 /* 0 = physical cores; returns pool size (>=1) */
@@ -37,6 +38,17 @@ int hb_simd_force(int best);               /* 0 = force scalar, 1 = best availab
 static inline void hb_prefetch_head(const void *p, size_t n) {
   if (n > HB_PF_AHEAD) n = HB_PF_AHEAD;
   for (size_t i = 0; i < n; i += 64) __builtin_prefetch((const char *)p + i, 0, 3);
+}
+
+/* A scratch buffer of at least `bytes` (64-byte aligned), grown by replacing it (contents dropped), never
+ * shrunk; the caller keeps *buf and *cap, thread-local. NULL when out of memory. */
+static inline void *hb_grow(void **buf, size_t *cap, size_t bytes) {
+  if (bytes > *cap) {
+    free(*buf);
+    *buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    *cap = *buf ? bytes : 0;
+  }
+  return *buf;
 }
 
 /* ---- weight formats (formats.md codes 0..4, plus 5 bf16, 6 f16) ---- */

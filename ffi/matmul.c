@@ -8,15 +8,9 @@
 #include <stdlib.h>
 
 float *hb_mm_scratch(size_t n) {
-  static _Thread_local float *buf;
+  static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  if (n > cap) {
-    free(buf);
-    size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
-    buf = aligned_alloc(64, bytes);
-    cap = buf ? n : 0;
-  }
-  return buf;
+  return hb_grow(&buf, &cap, n * sizeof(float));
 }
 
 /* scalar reference: each weight dequantized exactly (q·s), f32 accumulation, 4 rows of x per pass.

@@ -87,14 +87,9 @@ static inline const void *addr(double v) { return (const void *)(uintptr_t)v; }
 
 /* the calling thread's buffer for indexed rows made contiguous (f32 kernels), grown as needed */
 static float *gather_buf(size_t total) {
-  static _Thread_local float *buf;
+  static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  if (total > cap) {
-    free(buf);
-    buf = aligned_alloc(64, (total * sizeof(float) + 63) & ~(size_t)63);   /* rows on cache-line boundaries */
-    cap = buf ? total : 0;
-  }
-  return buf;
+  return hb_grow(&buf, &cap, total * sizeof(float));   /* rows on cache-line boundaries */
 }
 
 static void gather_task(void *c, int lo, int hi) {   /* global gathered rows [lo, hi) */

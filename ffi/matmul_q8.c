@@ -152,12 +152,7 @@ static void quant_row(const float *x, int I, int Ip, int layout, int lvl, int8_t
 void *hb_q8_scratch(size_t bytes) {
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  if (bytes > cap) {
-    free(buf);
-    buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    cap = buf ? bytes : 0;
-  }
-  return buf;
+  return hb_grow(&buf, &cap, bytes);
 }
 
 int hb_q8_ok(int fmt, const void *W, const float *scales, int gs, int I) {

@@ -9,7 +9,6 @@
 #include "matmul_q8.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#include <stdlib.h>
 
 #define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define INL static inline __attribute__((always_inline))
@@ -19,12 +18,7 @@
 static uint32_t *panel_buf(size_t bytes) {
   static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  if (bytes > cap) {
-    free(buf);
-    buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    cap = buf ? bytes : 0;
-  }
-  return buf;
+  return hb_grow(&buf, &cap, bytes);
 }
 
 /* in place: r[j] lane q = dword q of row j  ->  r[q] lane j = dword q of row j (16 × 16 dwords) */

@@ -25,14 +25,9 @@ typedef struct {
 #define ROWS_PER_TASK 16            /* rows of one head per task: the weights are read once for all of them */
 
 static float *vec_scratch(size_t n) {
-  static _Thread_local float *buf;
+  static _Thread_local void *buf;
   static _Thread_local size_t cap;
-  if (n > cap) {
-    free(buf);
-    buf = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
-    cap = buf ? n : 0;
-  }
-  return buf;
+  return hb_grow(&buf, &cap, n * sizeof(float));
 }
 
 /* task it: head h = it % H over rows [s0, s0 + n) with s0 = (it / H)·ROWS_PER_TASK: the rows' (scaled)

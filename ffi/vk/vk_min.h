@@ -1,4 +1,4 @@
-/* vk_min.h: the subset of the Vulkan 1.1 API that the shim (ffi/vk/*.c) uses, so the shim builds without
+/* vk_min.h: the subset of the Vulkan 1.1 API that the shim (the C files of ffi/vk) uses, so the shim builds without
  * the Vulkan SDK headers (libvulkan is dlopen'ed at run time; nothing links against it).
  * Struct layouts and constants copied verbatim from vulkan_core.h 1.3.239:
  *   Copyright 2015-2022 The Khronos Group Inc.  SPDX-License-Identifier: Apache-2.0
