@@ -270,5 +270,8 @@ describe.skipIf(!hasTiny)("serve: CLI", () => {
     const p = Bun.spawn(["bun", `${import.meta.dir}/../src/cli.ts`, "serve", "--slots", "0", "--model", TINY], { stdout: "pipe", stderr: "pipe" });
     expect(await p.exited).toBe(2);
     expect(await new Response(p.stderr).text()).toContain("--slots must be in [1, 256]");
+    const q = Bun.spawn(["bun", `${import.meta.dir}/../src/cli.ts`, "serve", "--prefill-chunk", "0", "--model", TINY], { stdout: "pipe", stderr: "pipe" });
+    expect(await q.exited).toBe(2);
+    expect(await new Response(q.stderr).text()).toContain("--prefill-chunk must be in [1, 65536]");
   });
 });

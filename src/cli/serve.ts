@@ -7,12 +7,13 @@ import { DEVICE_HELP, deviceFlags } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { EngineClient } from "../server/engine-client.ts";
-import { startServer } from "../server/server.ts";
+import { PREFILL_CHUNK, startServer } from "../server/server.ts";
 import { runStdio } from "../server/stdio.ts";
 import { choice, intOption, parseCli, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
-                         [--queue N] [--attn auto|naive|absorbed] [--api-key KEY] [--stdio] [--exact]
+                         [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
+                         [--stdio] [--exact]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
@@ -26,6 +27,8 @@ options:
   --slots N        KV slots = concurrent conversations (default 4)
   --ctx N          context limit per slot in tokens (default min(4096, max_position_embeddings))
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
+  --prefill-chunk N  prompt tokens prefilled per step, between the decode steps of running streams
+                   (default 128; larger: faster prompts, longer pauses for the streams decoding meanwhile)
   --attn A         attention form: absorbed (default) | naive | auto (cost model); a fixed form makes
                    results (greedy, or sampled with a seed) bitwise independent of prefill chunking,
                    prefix reuse and the other requests in the batch (auto picks the naive form for early
@@ -58,7 +61,7 @@ function defaultModel(): string {
 async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
-    ctx: { type: "string" }, queue: { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
+    ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
     exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
@@ -70,6 +73,8 @@ async function run(argv: string[]): Promise<number> {
   const ctx = v.ctx === undefined ? undefined : intOption(v.ctx, "ctx", help);
   if (ctx !== undefined && ctx < 2) throw new UsageError("--ctx must be ≥ 2", help);
   const queue = v.queue === undefined ? undefined : intOption(v.queue, "queue", help);
+  const chunk = v["prefill-chunk"] === undefined ? PREFILL_CHUNK : intOption(v["prefill-chunk"], "prefill-chunk", help);
+  if (chunk < 1 || chunk > 65536) throw new UsageError("--prefill-chunk must be in [1, 65536]", help);
   const dir = resolve(v.model ?? defaultModel());
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
@@ -82,14 +87,14 @@ async function run(argv: string[]): Promise<number> {
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
-    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk: 64, attn, ...engineOpts });
+    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, ...engineOpts });
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
     engine.close();
     return engine.state === "failed" ? 2 : 0;
   }
 
-  const s = startServer({ dir, slots, ctx, queue, attn, host: v.host ?? "127.0.0.1", port, apiKey, ...engineOpts });
+  const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, ...engineOpts });
   log(`listening on ${s.url}`);
   log(`SERVING MODEL ${dir} with ${slots} slots${apiKey ? ", API key required" : ""}; loading…`);
   try {

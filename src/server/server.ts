@@ -9,7 +9,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   host?: string;
   port?: number;           // 0 = ephemeral
   queue?: number;          // waiting requests beyond the slots (default max(16, 4·slots))
-  chunk?: number;          // prefill tokens per scheduler step (default 64)
+  chunk?: number;          // prefill tokens per scheduler step (default PREFILL_CHUNK)
   apiKey?: string;
   maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
 }
@@ -22,6 +22,11 @@ export interface Server {
 }
 
 export const VERSION = "0.1.0";
+/** Prompt tokens prefilled per scheduler step (beside the decode rows of running streams). 128 rather than 64:
+ *  a 1024-token prompt prefilled ~13% faster on the bench model (1659-1778 vs 1458-1528 tok/s, three rounds of
+ *  chunks 64 / 128 / 256 / 512 in turn; 256 gained ~3% more) at the price of longer steps for the streams
+ *  decoding meanwhile. */
+export const PREFILL_CHUNK = 128;
 
 export function startServer(o: ServeOptions): Server {
   let app: Hono | null = null;
@@ -32,7 +37,7 @@ export function startServer(o: ServeOptions): Server {
     fetch: (req) => app!.fetch(req),
   });
   const { host: _h, port: _p, apiKey: _k, maxBody: _b, ...w } = o;
-  const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? 64 });
+  const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK });
   app = makeApp(engine, { apiKey: o.apiKey, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
