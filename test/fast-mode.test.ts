@@ -134,8 +134,9 @@ describe("q8 kernels", () => {
     expect(Object.is(a[0], b[0])).toBe(true);
   });
 
-  test("hb_matmul_many equals one call per matrix, bit for bit, in both modes", () => {
-    const r = rng(4), I = 300, S = 6;
+  // S = 20: the int8 matrix takes the packed-panel GEMM (one whole panel, 8 rows left to the tiles)
+  for (const S of [6, 20]) test(`hb_matmul_many equals one call per matrix, bit for bit, in both modes (S = ${S})`, () => {
+    const r = rng(4), I = 300;
     const ws = [randQ(r, Fmt.int8, 40, I, 0), randQ(r, Fmt.int4g, 70, I, 64), randQ(r, Fmt.int2, 3, I, 0), randQ(r, Fmt.int4, 129, I, 0)];
     const mats = [...ws.map((w, k) => ({ fmt: w.fmt, data: w.W, scales: w.scales, gs: w.gs, O: [40, 70, 3, 129][k] })),
       { fmt: Fmt.f32, data: randF32(r, 11 * I), scales: null, gs: 0, O: 11 }];
@@ -154,11 +155,12 @@ describe("q8 kernels", () => {
 
   test("hb_matmul_many with rows by index equals the gathered rows, bit for bit, in both modes", () => {
     const r = rng(41), I = 130, X = 9;
-    const x = randF32(r, X * I), rowsOf = [[3, 0, 7], [5], [8, 8, 1, 2]];
-    const ws = [randQ(r, Fmt.int4g, 20, I, 64), randQ(r, Fmt.int8, 7, I, 0)];
-    const mats = [...ws.map((w, k) => ({ fmt: w.fmt, data: w.W, scales: w.scales, gs: w.gs, O: [20, 7][k] })),
+    // the last set (17 rows, repeats included) takes the int8 GEMM: its rows are gathered while quantized
+    const x = randF32(r, X * I), rowsOf = [[3, 0, 7], [5], [8, 8, 1, 2], [4, 1, 1, 0, 8, 7, 6, 5, 4, 3, 2, 1, 0, 8, 2, 6, 3]];
+    const ws = [randQ(r, Fmt.int4g, 20, I, 64), randQ(r, Fmt.int8, 37, I, 0)];
+    const mats = [...ws.map((w, k) => ({ fmt: w.fmt, data: w.W, scales: w.scales, gs: w.gs, O: [20, 37][k] })),
       { fmt: Fmt.f32, data: randF32(r, 5 * I), scales: null, gs: 0, O: 5 }];
-    const idx = Int32Array.from(rowsOf.flat()), at = [0, 3, 4];
+    const idx = Int32Array.from(rowsOf.flat()), at = [0, 3, 4, 8];
     for (const exact of [true, false]) {
       const b = new ManyBuilder(), ys: Float32Array[] = [];
       // every matrix on every row set (the two quantized ones share each set's quantized block)
