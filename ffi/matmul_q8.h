@@ -23,7 +23,7 @@
 #define HB_Q8_MAXI 65536   /* longer rows take the exact path (int32 lanes could overflow) */
 #define HB_Q8_PAD 256      /* x rows are padded with zeros to a multiple of this */
 #define HB_Q8_GEMM_S 16    /* int8 batches of at least this many rows take the packed-panel GEMM (AVX-512 VNNI) */
-#define HB_Q8_PANEL 32     /* weight rows per panel of that GEMM */
+#define HB_Q8_PANEL 32     /* weight rows per panel of that GEMM (a multiple of the AVX-VNNI one's 16) */
 
 typedef struct {
   int fmt, gs, ng, O, I, S;
@@ -73,8 +73,10 @@ void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_avxvnni(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi);
-/* int8 rows [lo, hi) in whole 32-row panels when S >= HB_Q8_GEMM_S; returns the first row left undone */
+/* int8 rows [lo, hi) in whole panels (32 rows; 16 at AVX-VNNI) when S >= HB_Q8_GEMM_S; returns the first row
+ * left undone (matmul_q8_gemm_x86.c) */
 int hb_q8_gemm_i8_vnni(const hb_q8 *m, int lo, int hi);
+int hb_q8_gemm_i8_avxvnni(const hb_q8 *m, int lo, int hi);
 #endif
 #if defined(__aarch64__)
 void hb_q8_rows_dotprod(const hb_q8 *m, int lo, int hi);
