@@ -22,7 +22,7 @@
 
 #define HB_Q8_MAXI 65536   /* longer rows take the exact path (int32 lanes could overflow) */
 #define HB_Q8_PAD 256      /* x rows are padded with zeros to a multiple of this */
-#define HB_Q8_GEMM_S 16    /* int8 batches of at least this many rows take the packed-panel GEMM (AVX-512 VNNI) */
+#define HB_Q8_GEMM_S 16    /* int8 batches of at least this many rows take the packed-panel GEMM (AVX-512 VNNI, AVX-VNNI) */
 #define HB_Q8_PANEL 32     /* weight rows per panel of that GEMM (a multiple of the AVX-VNNI one's 16) */
 
 typedef struct {
