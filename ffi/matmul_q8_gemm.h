@@ -7,9 +7,9 @@
  * in two registers and need no horizontal reduction. The integer sums are exact, so every output equals the
  * other kernels' bit for bit: y = ((float)Σ q_w·q_x · s[o]) · d[s] (matmul_q8.h). Rows past the last whole
  * panel are left to the caller's kernels. State: one thread-local panel buffer per thread and width.
- * Ops: V_LOAD / V_STORE (aligned), V_XOR, V_FLIP() (0x80 bytes), V_SET1(int32), V_DP(acc, w, x), V_SUB, V_CVT (int32 -> f32), V_MULF,
- * V_SET1F, V_LOADUF / V_STOREUF (unaligned floats), V_ZERO; TRANSPOSE(r) (W × W dwords in place: r[j] lane q
- * -> r[q] lane j); LOADROW(p, left) (4·W bytes of a row, zero past `left` bytes). */
+ * Ops: V_LOAD / V_STORE (aligned), V_XOR, V_FLIP() (0x80 bytes), V_SET1(int32), V_DP(acc, w, x), V_SUB,
+ * V_CVT (int32 -> f32), V_MULF, V_SET1F, V_LOADUF / V_STOREUF (unaligned floats), V_ZERO; TRANSPOSE(r) (W × W
+ * dwords in place: r[j] lane q -> r[q] lane j); LOADROW(p, left) (4·W bytes of a row, zero past `left`). */
 #define PANEL (2 * W)
 
 static uint32_t *GEMM_NAME(panel_buf)(size_t bytes) {
