@@ -1,6 +1,7 @@
 // Micro-benchmarks of libhb matmul (mitata): W [O,I] · x [S,I] for every weight format in both activation
 // modes — exact (f32 activations, hb_matmul) and fast (int8 activations, hb_matmul_q8; float formats have
-// no fast kernel: fast mode runs them exactly) — at decode (S=1) and a small prefill block (S=16). Reports
+// no fast kernel: fast mode runs them exactly) — at decode (S=1), a small prefill block (S=16) and a prefill
+// chunk (S=128: the int8 packed-panel GEMM on VNNI machines). Reports
 // GB/s of weights read (median and best sample: the box may be shared), the fast / exact ratio, and for
 // f32 / bf16 the speed-up over the forced-scalar kernels, all measured in the same run. Holds no state.
 // Usage: bun bench/kernels.ts [O=2048] [I=2048]     (HB_THREADS=n to pin the pool size)
@@ -27,7 +28,7 @@ const weights: Record<string, W> = {
 };
 const scalarFor = new Set(["f32", "bf16"]); // forced-scalar baselines (slow: only where asked)
 
-for (const S of [1, 16]) {
+for (const S of [1, 16, 128]) {
   const x = rand(S * I), y = new Float32Array(S * O);
   group(`matmul O=${O} I=${I} S=${S}`, () => {
     for (const [name, w] of Object.entries(weights)) {
