@@ -4,6 +4,7 @@
  * batch's rows must equal the same rows alone. Prints "ok <cases> <level> dotprod=<0|1>", or the first
  * mismatch and exits 1. Random data from a fixed LCG; no state. */
 #include "../../ffi/hb.h"
+#include "../../ffi/matmul.h" /* hb_mm_row_bytes */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,6 @@ extern int hb_cpu_dotprod;
 static unsigned long long seed = 88172645463325252ull;
 static unsigned rnd(void) { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return (unsigned)(seed >> 33); }
 static float rndf(float amp) { return ((float)rnd() / 2147483648.0f - 1.0f) * amp; }
-
-static size_t row_bytes(int fmt, int I) { return fmt == HB_INT8 ? (size_t)I : fmt == HB_INT2 ? (size_t)(I + 3) / 4 : (size_t)(I + 1) / 2; }
 
 int main(void) {
   hb_init(2);
@@ -30,7 +29,7 @@ int main(void) {
       for (int gi = 0; gi < (fmts[f] == HB_INT4G ? 6 : 1); gi++)
         for (int oi = 0; oi < 5; oi++) {
           const int fmt = fmts[f], I = Is[ii], O = Os[oi], gs = fmt == HB_INT4G ? gss[gi] : 0;
-          const size_t rb = row_bytes(fmt, I), ns = fmt == HB_INT4G ? (size_t)O * (size_t)((I + gs - 1) / gs) : (size_t)O;
+          const size_t rb = hb_mm_row_bytes(fmt, I), ns = fmt == HB_INT4G ? (size_t)O * (size_t)((I + gs - 1) / gs) : (size_t)O;
           uint8_t *W = malloc((size_t)O * rb);
           float *sc = malloc(ns * sizeof(float)), *x = malloc((size_t)S * I * sizeof(float));
           float *ref = malloc((size_t)S * O * sizeof(float)), *got = malloc((size_t)S * O * sizeof(float));
