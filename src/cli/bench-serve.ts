@@ -6,12 +6,13 @@ import { type Command, intOption, parseCli } from "./common.ts";
 import { startServer } from "../server/server.ts";
 import { benchModelDir } from "../model/bench-model.ts";
 
-const help = `usage: hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8] [--reps 3] [--json]
+const help = `usage: hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8] [--reps 3] [--draft-len K] [--json]
 
 Starts the server in-process (8 slots, ephemeral port), runs one untimed warm-up round, then --reps
 rounds (default 3) in which each stream count in turn sends that many concurrent greedy
 /v1/completions requests of N tokens (default 64). Reports, per count, the best round's aggregate
-generated tokens per second, and its ratio to the single-stream figure.`;
+generated tokens per second, and its ratio to the single-stream figure. --draft-len K: the server runs
+with n-gram speculative decoding (serve --draft ngram --draft-len K); the default is plain decoding.`;
 
 async function once(url: string, i: number, tokens: number): Promise<number> {
   const r = await fetch(`${url}/v1/completions`, {
@@ -27,13 +28,14 @@ export const command: Command = {
   summary: "aggregate server decode tok/s with 1, 4 and 8 concurrent streams",
   help,
   async run(argv) {
-    const r = parseCli(argv, { model: { type: "string" }, tokens: { type: "string" }, streams: { type: "string" }, reps: { type: "string" }, json: { type: "boolean" } }, help);
+    const r = parseCli(argv, { model: { type: "string" }, tokens: { type: "string" }, streams: { type: "string" }, reps: { type: "string" }, "draft-len": { type: "string" }, json: { type: "boolean" } }, help);
     if (!r) return (console.log(help), 0);
     const tokens = r.values.tokens === undefined ? 64 : intOption(r.values.tokens, "tokens", help);
     const counts = (r.values.streams ?? "1,4,8").split(",").map((s) => intOption(s, "streams", help));
     const reps = r.values.reps === undefined ? 3 : intOption(r.values.reps, "reps", help);
+    const draft = r.values["draft-len"] === undefined ? 0 : intOption(r.values["draft-len"], "draft-len", help);
     const dir = r.values.model ?? benchModelDir();
-    const s = startServer({ dir, slots: Math.max(...counts), port: 0, attn: "absorbed" });
+    const s = startServer({ dir, slots: Math.max(...counts), port: 0, attn: "absorbed", draft });
     try {
       await s.engine.ready;
       // warm-up: one untimed round at the largest count, so every configuration finds the experts it
@@ -48,7 +50,7 @@ export const command: Command = {
           if (total / sec > row.tok_s) Object.assign(row, { tokens: total, seconds: sec, tok_s: total / sec });
         }
       for (const row of rows) row.vs_one = row.tok_s / rows[0].tok_s;
-      if (r.values.json) console.log(JSON.stringify({ model: dir, rows }));
+      if (r.values.json) console.log(JSON.stringify({ model: dir, draft, rows }));
       else for (const row of rows) console.log(`${String(row.streams).padStart(2)} streams: ${row.tokens} tokens in ${row.seconds.toFixed(2)} s = ${row.tok_s.toFixed(1)} tok/s (${row.vs_one.toFixed(2)}× one stream)`);
       return 0;
     } finally {

@@ -7,6 +7,7 @@ export interface Segment {
   r0: number;    // first batch row of the segment
   n: number;     // rows (new tokens)
   pos0: number;  // absolute position of the first row (== rows already in the cache it keeps)
+  allLogits?: boolean; // logits "last": every row of this segment gets logits, not only its last (draft verification)
 }
 
 /** DSA debug hook: the key set chosen for the query at `pos` of a full layer. */

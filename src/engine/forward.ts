@@ -77,7 +77,8 @@ export function runLayers(m: Model, st: RunState, segs: Segment[], S: number, lo
   for (let i = lo; i < hi; i++) block(m, st, m.w.layers[i], i, i, segs, S, keyMode(m, i), opts);
 }
 
-/** logits rows = lm_head · RMS(x; norm) for the chosen rows; returns how many rows were written. */
+/** logits rows = lm_head · RMS(x; norm) for the chosen rows, in batch order ("last": the last row of each
+ *  segment, or all of its rows when it asks with `allLogits`); returns how many rows were written. */
 export function head(m: Model, st: RunState, segs: Segment[], S: number, which: "all" | "last"): number {
   const D = m.cfg.hidden_size;
   if (which === "all") {
@@ -85,12 +86,14 @@ export function head(m: Model, st: RunState, segs: Segment[], S: number, which: 
     mm(m.w.lm_head, st.xb, S, st.logits, st.exact);
     return S;
   }
-  segs.forEach((g, k) => {
-    const r = g.r0 + g.n - 1;
-    rmsnorm(st.x.subarray(r * D, (r + 1) * D), m.w.norm, st.xb.subarray(k * D, (k + 1) * D), 1, D, m.cfg.rms_norm_eps);
-  });
-  mm(m.w.lm_head, st.xb, segs.length, st.logits, st.exact);
-  return segs.length;
+  let k = 0;
+  for (const g of segs) {
+    const n = g.allLogits ? g.n : 1, r = g.r0 + g.n - n;
+    rmsnorm(st.x.subarray(r * D, (r + n) * D), m.w.norm, st.xb.subarray(k * D, (k + n) * D), n, D, m.cfg.rms_norm_eps);
+    k += n;
+  }
+  mm(m.w.lm_head, st.xb, k, st.logits, st.exact);
+  return k;
 }
 
 /** Run the batch: rows st.x <- embed(ids); layers 0..L-1; head. KV caches advance past their rows. */

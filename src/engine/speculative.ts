@@ -52,6 +52,26 @@ export class MtpDrafts implements DraftSource {
 }
 
 /**
+ * Verification of one draft token d at one position: `row` is the target's (processed) logits there. Greedy:
+ * kept iff d is the argmax, else the argmax replaces it. Sampled: kept with probability min(1, p(d)/q(d)),
+ * else a draw from norm(max(0, p − q)) (one-hot q: p without d) replaces it.
+ */
+export function verifyDraft(row: Float32Array, d: number, q: Float64Array | null, sampler: Sampler): { kept: boolean; token: number } {
+  if (sampler.greedy) {
+    const t = argmax(row);
+    return { kept: t === d, token: t };
+  }
+  const p = sampler.dense(row), qd = q && q[d] > 0 ? q[d] : 1;
+  if (sampler.random() < Math.min(1, p[d] / qd)) return { kept: true, token: d };
+  const w = p;
+  if (q && q[d] > 0) for (let i = 0; i < w.length; i++) w[i] = Math.max(0, p[i] - q[i]);
+  else w[d] = 0;
+  let sum = 0;
+  for (let i = 0; i < w.length; i++) sum += w[i];
+  return { kept: false, token: sum > 0 ? sampler.pick(w) : sampler.pick(sampler.dense(row)) };
+}
+
+/**
  * Verification of one round. rows = logits [k+1, V] of [n, d1..dk]; row j is the target at the
  * position of d_{j+1}. Returns how many drafts were accepted and the token that follows them.
  */
@@ -59,26 +79,11 @@ export function accept(rows: Float32Array, V: number, draft: Draft, sampler: Sam
   const k = draft.tokens.length;
   if (rows.length < (k + 1) * V) throw new Error(`accept: ${rows.length / V} logit rows for ${k} drafts`);
   const row = (j: number) => rows.subarray(j * V, (j + 1) * V);
-  if (sampler.greedy) {
-    for (let j = 0; j < k; j++) {
-      const t = argmax(row(j));
-      if (t !== draft.tokens[j]) return { accepted: j, next: t };
-    }
-    return { accepted: k, next: argmax(row(k)) };
-  }
   for (let j = 0; j < k; j++) {
-    const p = sampler.dense(row(j)), d = draft.tokens[j], q = draft.q?.[j] ?? null;
-    const qd = q && q[d] > 0 ? q[d] : 1;
-    if (sampler.random() < Math.min(1, p[d] / qd)) continue;
-    // rejected: residual max(0, p − q) (one-hot q: p without d)
-    const w = p;
-    if (q && q[d] > 0) for (let i = 0; i < V; i++) w[i] = Math.max(0, p[i] - q[i]);
-    else w[d] = 0;
-    let sum = 0;
-    for (let i = 0; i < V; i++) sum += w[i];
-    return { accepted: j, next: sum > 0 ? sampler.pick(w) : sampler.pick(sampler.dense(row(j))) };
+    const v = verifyDraft(row(j), draft.tokens[j], draft.q?.[j] ?? null, sampler);
+    if (!v.kept) return { accepted: j, next: v.token };
   }
-  return { accepted: k, next: sampler.pick(sampler.dense(row(k))) };
+  return { accepted: k, next: sampler.greedy ? argmax(row(k)) : sampler.pick(sampler.dense(row(k))) };
 }
 
 /**

@@ -16,6 +16,8 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("prompt_tokens_cached_total", "counter", "prompt tokens reused from a slot's KV cache", t.cached_tokens);
   metric("generated_tokens_total", "counter", "tokens generated", t.generated_tokens);
   metric("decode_tokens_per_second", "gauge", "generated tokens per second, all slots, last window", s.decode_tok_s);
+  metric("draft_tokens_total", "counter", "draft tokens verified (speculative decoding)", s.drafted);
+  metric("draft_tokens_accepted_total", "counter", "draft tokens kept", s.accepted);
   metric("queue_depth", "gauge", "requests waiting for a slot", s.queue);
   metric("slots_busy", "gauge", "slots running a request", s.busy);
   metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);

@@ -39,6 +39,7 @@ export interface WorkerOptions {
   ctx?: number;            // per-slot context limit (default min(4096, max_position_embeddings))
   queue: number;           // waiting requests beyond the slots before OVERLOADED
   chunk: number;           // prefill tokens per scheduler step
+  draft?: number;          // n-gram draft tokens per decode step (speculative decoding; 0 / absent: off)
   attn?: "auto" | "naive" | "absorbed"; // attention form (forward.ts; default absorbed): a fixed form makes results independent of prefill chunking and prefix reuse
   loadDelayMs?: number;    // wait before loading (tests observe the 503 "loading" window)
   exact?: boolean;         // f32 activations (default: the fast int8-activation mode)
@@ -69,6 +70,8 @@ export interface Stats {
   busy: number;
   queue: number;
   decode_tok_s: number;    // generated tokens per second over the last window, all slots
+  drafted: number;         // draft tokens verified (speculative decoding), since start
+  accepted: number;        // of which kept
   slots: SlotInfo[];
 }
 

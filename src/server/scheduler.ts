@@ -8,10 +8,18 @@
 // sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
 // that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
 // Logprobs then describe the processed (penalised, masked) distribution (see prepare.ts logprobsOf).
+// Speculative decoding (`draft`): a decoding job may append n-gram prompt-lookup drafts to its pending token;
+// its segment then gets logits on every row, and the rows are sampled in order as if decoded one by one
+// (penalties, grammar, stops and logprobs see each token in turn), each draft kept while the sampled token
+// equals it (greedy: the argmax; sampled: engine/speculative.ts's rejection rule); the KV rows past the kept
+// ones are dropped. Whether a job drafts depends only on that job (its history and its own AcceptGate), so a
+// greedy or seeded request gives the same tokens whatever runs beside it.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import type { KVCache } from "../engine/kv.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
+import { AcceptGate, verifyDraft } from "../engine/speculative.ts";
+import { lookup } from "../engine/ngram.ts";
 import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import { kvRows } from "../engine/experts/budget.ts";
@@ -36,11 +44,18 @@ interface Job {
   fed: number;              // prompt tokens in the slot's KV
   cached: number; emitted: number;
   next: number;             // sampled, not yet fed
+  gate: AcceptGate | null;  // drafting on/off by this job's acceptance (null: no drafting)
   tFirst: number; tLast: number;
 }
 
+/** Speculative decoding: n-gram prompt-lookup drafts of up to `len` tokens per step (len 0: off). */
+export interface DraftOptions { len: number }
+/** Rows a step may hold: the prefill chunk, and each slot's pending token with its drafts. */
+export const stepRows = (o: { chunk: number; slots: number; draft?: DraftOptions }) => o.chunk + o.slots * (1 + (o.draft?.len ?? 0));
+
 export interface SchedOptions {
   slots: number; ctx: number; queue: number; chunk: number; attn?: "auto" | "naive" | "absorbed";
+  draft?: DraftOptions;
   forward?: ForwardOpts; // exact mode, the device chain as layer executor
 }
 
@@ -63,6 +78,8 @@ export class Scheduler {
   private think: ThinkIds;
   readonly grammars: GrammarCache;
   private clock = 0;
+  private drafted = 0;   // draft tokens verified
+  private accepted = 0;  // of which kept
   private winStart = performance.now();
   private winTokens = 0;
   private tokS = 0;
@@ -73,7 +90,7 @@ export class Scheduler {
     // they grow on demand (memory the OS commits lazily, but a huge --ctx × slots must not fail at start)
     const pre = Math.min(kvRows(o.ctx), PREALLOC);
     this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m, pre), tokens: [], job: null, used: 0 }));
-    this.st = new RunState(m.cfg, o.chunk + o.slots, pre);
+    this.st = new RunState(m.cfg, stepRows(o), pre);
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
@@ -109,6 +126,7 @@ export class Scheduler {
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial), grammar,
       pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
+      gate: (this.o.draft?.len ?? 0) > 0 ? new AcceptGate() : null,
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -131,12 +149,14 @@ export class Scheduler {
   /** Admit what fits, then one forward over the ragged batch and one sampling round. */
   step(): void {
     this.admitQueued();
-    const segs: Segment[] = [], ids: number[] = [], who: Job[] = [];
+    const segs: Segment[] = [], ids: number[] = [], who: Job[] = [], drafts: number[][] = [];
     for (const j of this.running) {
       if (j.state !== "decode") continue;
-      segs.push({ kv: j.slot!.kv, r0: ids.length, n: 1, pos0: j.slot!.kv.len });
-      ids.push(j.next);
+      const d = this.drafts(j);
+      segs.push({ kv: j.slot!.kv, r0: ids.length, n: 1 + d.length, pos0: j.slot!.kv.len, allLogits: d.length > 0 });
+      ids.push(j.next, ...d);
       who.push(j);
+      drafts.push(d);
     }
     let budget = this.o.chunk;
     for (const j of this.running) {
@@ -145,6 +165,7 @@ export class Scheduler {
       segs.push({ kv: j.slot!.kv, r0: ids.length, n, pos0: j.slot!.kv.len });
       for (let i = 0; i < n; i++) ids.push(j.ids[j.fed + i]);
       who.push(j);
+      drafts.push([]);
       budget -= n;
     }
     if (segs.length === 0) return;
@@ -155,44 +176,65 @@ export class Scheduler {
       return;
     }
     const V = this.m.cfg.vocab_size;
+    let row = 0; // logits row of the segment's first logits
     who.forEach((j, k) => {
-      const g = segs[k];
-      for (let r = 0; r < g.n; r++) j.slot!.tokens.push(ids[g.r0 + r]);
+      const g = segs[k], d = drafts[k], at = row;
+      row += g.allLogits ? g.n : 1;
+      const slot = j.slot!;
       if (j.state === "prefill") {
+        for (let r = 0; r < g.n; r++) slot.tokens.push(ids[g.r0 + r]);
         j.fed += g.n;
         if (j.fed < j.ids.length) return;
         j.state = "decode";
         j.tFirst = performance.now();
-      }
+      } else slot.tokens.push(j.next); // row 0: the pending token
+      let kept = 0;
       try {
-        this.sample(j, this.st.logits.subarray(k * V, (k + 1) * V));
+        // row i follows the pending token and drafts 0..i-1: sampled in turn while the drafts hold
+        while (this.sample(j, this.st.logits.subarray((at + kept) * V, (at + kept + 1) * V), kept < d.length ? d[kept] : -1))
+          slot.tokens.push(d[kept++]);
       } catch (e) {
         this.fail(j, e); // this request only: the others in the batch go on
+        return;
+      }
+      if (d.length > 0) {
+        slot.kv.truncate(g.pos0 + 1 + kept); // the rows of rejected drafts go
+        j.gate?.update(kept, d.length);
+        this.drafted += d.length;
+        this.accepted += kept;
       }
     });
   }
 
-  private sample(j: Job, logits: Float32Array): void {
+  /** n-gram drafts to follow j's pending token (none when drafting is off, paused by the gate, or j is near its limit) */
+  private drafts(j: Job): number[] {
+    const k = Math.min(this.o.draft?.len ?? 0, j.limit - j.emitted - 1);
+    if (k <= 0 || !j.gate!.wants()) return [];
+    const hist = j.slot!.tokens;
+    hist.push(j.next);
+    try { return lookup(hist, k); } finally { hist.pop(); }
+  }
+
+  /** Sample j's next token from one row of logits (processed first: penalties, grammar); with `draft` ≥ 0 the
+   *  row verifies that draft token. Emits the token; true when it equals the draft and j goes on. */
+  private sample(j: Job, logits: Float32Array, draft = -1): boolean {
     const g = j.grammar;
     j.pen?.apply(logits);
-    if (g && g.mask(logits) === 0) return this.finish(j, "stop"); // nothing can continue the grammar
-    const id = j.sampler.sample(logits);
+    if (g && g.mask(logits) === 0) return (this.finish(j, "stop"), false); // nothing can continue the grammar
+    const id = draft < 0 ? j.sampler.sample(logits) : verifyDraft(logits, draft, null, j.sampler).token;
     j.pen?.accept(id);
-    if (this.stopIds.has(id)) return this.finish(j, "stop");
-    try {
-      g?.accept(id);
-    } catch (e) {
-      return this.fail(j, e); // unreachable: the mask allowed it
-    }
+    if (this.stopIds.has(id)) return (this.finish(j, "stop"), false);
+    g?.accept(id); // (cannot throw: the mask allowed it; if it did, the caller fails the job)
     const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, (t) => this.codec.decode([t]));
     const d = j.detok.push(id);
     j.emitted++;
     j.tLast = performance.now();
     this.winTokens++;
     this.emit({ t: "tok", rid: j.rid, id, text: d.text, bytes: d.bytes, ...(d.mark ? { mark: d.mark } : {}), ...(lp ?? {}) });
-    if (j.detok.stopped || g?.isDone()) return this.finish(j, "stop");
-    if (j.emitted >= j.limit) return this.finish(j, "length");
+    if (j.detok.stopped || g?.isDone()) return (this.finish(j, "stop"), false);
+    if (j.emitted >= j.limit) return (this.finish(j, "length"), false);
     j.next = id;
+    return id === draft;
   }
 
   private admitQueued(): void {
@@ -259,6 +301,6 @@ export class Scheduler {
       const base: SlotInfo = { id: s.id, state: j ? (j.state === "decode" ? "decode" : "prefill") : "idle", tokens: s.kv.len };
       return j ? { ...base, rid: j.rid, prompt_tokens: j.ids.length, cached_tokens: j.cached, emitted: j.emitted } : base;
     });
-    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, slots };
+    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafted, accepted: this.accepted, slots };
   }
 }

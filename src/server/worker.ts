@@ -6,7 +6,7 @@ import { basename } from "node:path";
 import { loadModel } from "../engine/model.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
 import type { FromWorker, ToWorker } from "./protocol.ts";
-import { Scheduler } from "./scheduler.ts";
+import { Scheduler, stepRows } from "./scheduler.ts";
 import { attachExperts, type ExpertStore } from "../engine/experts/index.ts";
 import { openDevice } from "../../gpu/device.ts";
 
@@ -58,11 +58,12 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const codec = loadTokenizer(o.dir);
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     const log = (s: string) => console.error(s);
-    store = attachExperts(m, { ...o.experts, ctx, rows: o.chunk + o.slots, sessions: o.slots, log });
+    const draft = { len: o.draft ?? 0 };
+    store = attachExperts(m, { ...o.experts, ctx, rows: stepRows({ ...o, draft }), sessions: o.slots, log });
     const dev = openDevice(m, o.device ?? "auto", { layers: o.deviceLayers });
     log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
-    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, forward: forwardOpts }, post);
+    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft, forward: forwardOpts }, post);
     post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });
     postStats(true);
   } catch (e) {
