@@ -1,6 +1,6 @@
-// `serve --draft ngram`: speculative decoding inside the continuous-batching scheduler, on the embedded demo
-// model (trained, so its greedy text repeats and n-gram drafts are often right — and often wrong). Against a
-// server without drafting: greedy requests give the same tokens, logprobs (bitwise), finish reasons and usage,
+// `serve --draft ngram|mtp`: speculative decoding inside the continuous-batching scheduler, on the embedded demo
+// model (trained, so its greedy text repeats and n-gram drafts are often right — and often wrong; its MTP head
+// is trained too, ~40% of its drafts hold). For each kind, against a server without drafting: greedy requests give the same tokens, logprobs (bitwise), finish reasons and usage,
 // alone and 6 at once, with penalties, logit_bias, stop strings, a JSON schema and tiny max_tokens; a
 // conversation continued after drafted turns (prefix reuse over rows whose rejected drafts were dropped) gives
 // the same continuation; a seeded sampled request gives the same text alone and among others. /metrics shows
@@ -9,15 +9,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServer, type Server } from "../src/server/server.ts";
 import { demoModelDir } from "../src/model/demo.ts";
 import { post } from "./server.helpers.ts";
+import { genModel } from "./helpers/models.ts";
 
-let plain: Server, spec: Server;
+let plain: Server;
 beforeAll(async () => {
-  const dir = demoModelDir();
-  plain = startServer({ dir, slots: 4, port: 0, attn: "absorbed" });
-  spec = startServer({ dir, slots: 4, port: 0, attn: "absorbed", draft: 4 });
-  await Promise.all([plain.engine.ready, spec.engine.ready]);
+  plain = startServer({ dir: demoModelDir(), slots: 4, port: 0, attn: "absorbed" });
+  await plain.engine.ready;
 });
-afterAll(async () => { await plain.stop(); await spec.stop(); });
+afterAll(async () => { await plain.stop(); });
 
 interface Out { text: string; finish: string; tokens: number[]; lps: unknown; cached?: number }
 async function complete(s: Server, body: Record<string, unknown>): Promise<Out> {
@@ -38,7 +37,14 @@ async function draftCounts(s: Server): Promise<{ drafted: number; accepted: numb
 
 const PROMPTS = ["The ", "Once upon a time, the machine", "You will be ", "Q: Why?\nA: Because", "It is, it is, it is"];
 
-describe("serve --draft ngram (demo model)", () => {
+describe.each([["ngram", 4], ["mtp", 3]] as const)("serve --draft %s (demo model)", (kind, len) => {
+  let spec: Server;
+  beforeAll(async () => {
+    spec = startServer({ dir: demoModelDir(), slots: 4, port: 0, attn: "absorbed", draft: { kind, len } });
+    await spec.engine.ready;
+  });
+  afterAll(async () => { await spec.stop(); });
+
   test("greedy: the same tokens, logprobs, finish and usage as plain decoding, alone and 6 at once; drafts kept and rejected", async () => {
     const want: Out[] = [];
     for (const p of PROMPTS) want.push(await complete(plain, { prompt: p }));
@@ -48,6 +54,8 @@ describe("serve --draft ngram (demo model)", () => {
     const c = await draftCounts(spec);
     expect(c.accepted).toBeGreaterThan(0);
     expect(c.drafted).toBeGreaterThan(c.accepted);
+    // drafts from the right state: measured 73% (ngram) and 39% (mtp) here; MTP drafts from unrecorded hidden rows: 4%
+    expect(c.accepted / c.drafted).toBeGreaterThan(0.2);
     expect(await draftCounts(plain)).toEqual({ drafted: 0, accepted: 0 });
   }, 60000);
 
@@ -82,4 +90,12 @@ describe("serve --draft ngram (demo model)", () => {
     expect(among).toEqual(alone);
     expect((await complete(spec, { ...req, seed: 8 })).text).not.toBe(alone.text);
   }, 60000);
+});
+
+test("--draft mtp on a model without an MTP layer fails to load, saying why", async () => {
+  const dir = genModel({ preset: "tiny", seed: 3, set: { num_nextn_predict_layers: 0 } });
+  const s = startServer({ dir, slots: 1, port: 0, draft: { kind: "mtp", len: 3 } });
+  try {
+    await expect(s.engine.ready).rejects.toThrow("--draft mtp: this model has no MTP layer");
+  } finally { await s.stop(); }
 });

@@ -273,10 +273,10 @@ describe.skipIf(!hasTiny)("serve: CLI", () => {
     const q = Bun.spawn(["bun", `${import.meta.dir}/../src/cli.ts`, "serve", "--prefill-chunk", "0", "--model", TINY], { stdout: "pipe", stderr: "pipe" });
     expect(await q.exited).toBe(2);
     expect(await new Response(q.stderr).text()).toContain("--prefill-chunk must be in [1, 65536]");
-    for (const [args, msg] of [[["--draft", "mtp"], "--draft"], [["--draft-len", "3"], "--draft-len needs --draft ngram"], [["--draft", "ngram", "--draft-len", "0"], "--draft-len must be in [1, 16]"]] as const) {
+    for (const [args, msg] of [[["--draft", "eagle"], "--draft"], [["--draft-len", "3"], "--draft-len needs --draft ngram or mtp"], [["--draft", "ngram", "--draft-len", "0"], "--draft-len must be in [1, 16]"]] as const) {
       const r = Bun.spawn(["bun", `${import.meta.dir}/../src/cli.ts`, "serve", ...args, "--model", TINY], { stdout: "pipe", stderr: "pipe" });
       expect(await r.exited).toBe(2);
       expect(await new Response(r.stderr).text()).toContain(msg);
     }
-  });
+  }, 20000);
 });

@@ -2,17 +2,18 @@
 // streams (continuous batching), on the bench preset unless --model is given. Reports tok/s and the
 // ratio against one stream, measured in the same run (best of --reps rounds, the counts interleaved, as
 // `hummingbird bench` takes the best of its reps: the machine may be shared).
-import { type Command, intOption, parseCli } from "./common.ts";
+import { choice, type Command, intOption, parseCli } from "./common.ts";
+import { DRAFT_LEN } from "../engine/speculative.ts";
 import { startServer } from "../server/server.ts";
 import { benchModelDir } from "../model/bench-model.ts";
 
-const help = `usage: hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8] [--reps 3] [--draft-len K] [--json]
+const help = `usage: hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8] [--reps 3] [--draft ngram|mtp [--draft-len K]] [--json]
 
 Starts the server in-process (8 slots, ephemeral port), runs one untimed warm-up round, then --reps
 rounds (default 3) in which each stream count in turn sends that many concurrent greedy
 /v1/completions requests of N tokens (default 64). Reports, per count, the best round's aggregate
-generated tokens per second, and its ratio to the single-stream figure. --draft-len K: the server runs
-with n-gram speculative decoding (serve --draft ngram --draft-len K); the default is plain decoding.`;
+generated tokens per second, and its ratio to the single-stream figure. --draft: the server decodes
+speculatively (serve --draft ngram|mtp [--draft-len K]); the default is plain decoding.`;
 
 async function once(url: string, i: number, tokens: number): Promise<number> {
   const r = await fetch(`${url}/v1/completions`, {
@@ -28,12 +29,13 @@ export const command: Command = {
   summary: "aggregate server decode tok/s with 1, 4 and 8 concurrent streams",
   help,
   async run(argv) {
-    const r = parseCli(argv, { model: { type: "string" }, tokens: { type: "string" }, streams: { type: "string" }, reps: { type: "string" }, "draft-len": { type: "string" }, json: { type: "boolean" } }, help);
+    const r = parseCli(argv, { model: { type: "string" }, tokens: { type: "string" }, streams: { type: "string" }, reps: { type: "string" }, draft: { type: "string" }, "draft-len": { type: "string" }, json: { type: "boolean" } }, help);
     if (!r) return (console.log(help), 0);
     const tokens = r.values.tokens === undefined ? 64 : intOption(r.values.tokens, "tokens", help);
     const counts = (r.values.streams ?? "1,4,8").split(",").map((s) => intOption(s, "streams", help));
     const reps = r.values.reps === undefined ? 3 : intOption(r.values.reps, "reps", help);
-    const draft = r.values["draft-len"] === undefined ? 0 : intOption(r.values["draft-len"], "draft-len", help);
+    const kind = r.values.draft === undefined ? undefined : choice(r.values.draft, "draft", ["ngram", "mtp"] as const, help);
+    const draft = kind && { kind, len: r.values["draft-len"] === undefined ? DRAFT_LEN[kind] : intOption(r.values["draft-len"], "draft-len", help) };
     const dir = r.values.model ?? benchModelDir();
     const s = startServer({ dir, slots: Math.max(...counts), port: 0, attn: "absorbed", draft });
     try {

@@ -7,13 +7,14 @@ import { DEVICE_HELP, deviceFlags } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { EngineClient } from "../server/engine-client.ts";
-import { DRAFT_LEN, PREFILL_CHUNK, startServer } from "../server/server.ts";
+import { PREFILL_CHUNK, startServer } from "../server/server.ts";
+import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
 import { choice, intOption, parseCli, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
-                         [--draft ngram|off] [--draft-len K] [--stdio] [--exact]
+                         [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
@@ -33,10 +34,11 @@ options:
                    results (greedy, or sampled with a seed) bitwise independent of prefill chunking,
                    prefix reuse and the other requests in the batch (auto picks the naive form for early
                    prefill chunks: ~1-2% faster prefill here, but low bits then depend on the cache state)
-  --draft D        speculative decoding: ngram (prompt lookup: the continuation of the latest earlier match of
-                   the last 1-3 tokens, verified in the same step; lossless: greedy output is token-identical,
-                   sampled output keeps its distribution) | off (default)
-  --draft-len K    draft tokens per step with --draft ngram (default 4); each request pauses drafting by
+  --draft D        speculative decoding, verified in the same step as the streams' other rows; lossless
+                   (greedy output is token-identical, sampled output keeps its distribution):
+                   ngram (prompt lookup: what followed the latest earlier match of the last 1-3 tokens) |
+                   mtp (chained drafts of the model's MTP head) | off (default)
+  --draft-len K    draft tokens per step (default 4 for ngram, 3 for mtp); each request pauses drafting by
                    itself while its drafts are mostly rejected
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
@@ -85,12 +87,12 @@ async function run(argv: string[]): Promise<number> {
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = v["api-key"];
-  const drafting = (v.draft === undefined ? "off" : choice(v.draft, "draft", ["ngram", "off"] as const, help)) === "ngram";
-  if (!drafting && v["draft-len"] !== undefined) throw new UsageError("--draft-len needs --draft ngram", help);
-  const draftLen = v["draft-len"] === undefined ? DRAFT_LEN : intOption(v["draft-len"], "draft-len", help);
-  if (draftLen < 1 || draftLen > 16) throw new UsageError("--draft-len must be in [1, 16]", help);
+  const kind = v.draft === undefined ? "off" : choice(v.draft, "draft", ["ngram", "mtp", "off"] as const, help);
+  if (kind === "off" && v["draft-len"] !== undefined) throw new UsageError("--draft-len needs --draft ngram or mtp", help);
+  const len = v["draft-len"] === undefined ? DRAFT_LEN[kind === "mtp" ? "mtp" : "ngram"] : intOption(v["draft-len"], "draft-len", help);
+  if (len < 1 || len > 16) throw new UsageError("--draft-len must be in [1, 16]", help);
   const engineOpts = {
-    draft: drafting ? draftLen : 0, exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
+    draft: kind === "off" ? undefined : { kind, len }, exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
   };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);

@@ -5,7 +5,7 @@
 import { Sampler, type SamplingParams } from "./sampler.ts";
 import { penaltiesFor, type PenaltyParams } from "./penalties.ts";
 import { Session } from "./session.ts";
-import { GrammarDrafts, MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
+import { DRAFT_LEN, GrammarDrafts, MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
 import type { GrammarState } from "./grammar/index.ts";
 import { NgramDrafts } from "./ngram.ts";
 import type { Model } from "./model.ts";
@@ -57,7 +57,7 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   let source = draftSource(m, o.draft);
   if (o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
   const pen = penaltiesFor(o.penalties, prompt);
-  const dec = new SpecDecoder(s, sampler, source, o.draftLen ?? (source?.name === "mtp" ? 3 : 4), o.gate, o.grammar ?? null, pen);
+  const dec = new SpecDecoder(s, sampler, source, o.draftLen ?? (source?.name === "mtp" ? DRAFT_LEN.mtp : DRAFT_LEN.ngram), o.gate, o.grammar ?? null, pen);
   const stop = new Set(o.stopIds ?? m.cfg.stop_ids);
   const t0 = performance.now();
   const cached = s.reuse(prompt);

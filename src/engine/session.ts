@@ -7,7 +7,9 @@
 //   token to feed), truncates there and returns how many tokens stay cached — feed the rest.
 // - MTP (spec §3.5), incremental: MTP row p holds the pair (tokens[p+1], hidden[p]). `mtpSync(next)`
 //   absorbs every pair not yet in the MTP cache (row T-1 pairs with `next`, the sampled token not yet
-//   fed) in one batched MTP forward and returns the first draft's logits; `mtpChain(d)` runs one
+//   fed) in one batched MTP forward and returns the first draft's logits (`mtpAbsorb()` absorbs the pairs
+//   the history completes, rows up to T-2, ahead of time: a server does it after each prefill chunk so that
+//   no later step carries a whole prompt's MTP rows); `mtpChain(d)` runs one
 //   chained step (token d, previous raw u') on rows past T-1. Chained rows are speculative: the next
 //   `mtpSync` truncates them (and any row whose token no longer matches the history).
 // - `mtpDrafts` is the from-scratch reference implementation of the chained drafts (tests).
@@ -34,9 +36,11 @@ export class Session {
   /** raw u' of the last MTP row run (the input of the next chained step) [D] */
   private mtpU: Float32Array;
 
-  constructor(readonly m: Model, readonly opts: ForwardOpts = {}) {
-    this.kv = newKV(m);
-    this.st = new RunState(m.cfg);
+  /** `share`: a RunState to use instead of one of its own (a server's slots share the step's), and a KV cache
+   *  made by the caller (preallocated) */
+  constructor(readonly m: Model, readonly opts: ForwardOpts = {}, share: { st?: RunState; kv?: KVCache } = {}) {
+    this.kv = share.kv ?? newKV(m);
+    this.st = share.st ?? new RunState(m.cfg);
     this.st.exact = opts.exact ?? false;
     this.mtpKV = m.w.mtp ? newMtpKV(m) : null;
     this.mtpU = new Float32Array(m.cfg.hidden_size);
@@ -47,10 +51,16 @@ export class Session {
     if (ids.length === 0) throw new Error("feed: no tokens");
     const pos0 = this.tokens.length, n = ids.length, D = this.m.cfg.hidden_size, V = this.m.cfg.vocab_size;
     forward(this.m, this.st, [{ kv: this.kv, r0: 0, n, pos0 }], ids, { ...this.opts, logits: all ? "all" : "last" });
-    this.ensureHidden(pos0 + n);
-    this.hidden.set(this.st.x.subarray(0, n * D), pos0 * D);
+    this.record(this.st.x.subarray(0, n * D), pos0, n);
     this.tokens.push(...ids);
     return all ? this.st.logits.subarray(0, n * V) : this.st.logits.subarray(0, V);
+  }
+
+  /** Keep the main residual rows x [n, D] of positions pos0.. (a forward that fed them: the MTP head's input). */
+  record(x: Float32Array, pos0: number, n: number): void {
+    const D = this.m.cfg.hidden_size;
+    this.ensureHidden(pos0 + n);
+    this.hidden.set(x.subarray(0, n * D), pos0 * D);
   }
 
   /** Grow `hidden` to hold `rows` positions (keeping its contents). */
@@ -105,22 +115,33 @@ export class Session {
    * not yet absorbed; invalid and chained rows are truncated first.
    */
   mtpSync(next: number): Float32Array {
+    this.mtpUpdate(next);
+    return this.st.logits.slice(0, this.m.cfg.vocab_size);
+  }
+
+  /** Absorb the pairs whose token the history already holds (rows up to T-2) into the MTP cache, no logits. */
+  mtpAbsorb(): void {
+    if (this.tokens.length >= 2) this.mtpUpdate(null);
+  }
+
+  /** MTP rows [keep, end) for the pairs not yet absorbed: end = T with `next` (logits of row T-1), else T-1. */
+  private mtpUpdate(next: number | null): void {
     const kv = this.mtpKV;
     if (!kv) throw new Error("this model has no MTP layer");
-    const m = this.m, D = m.cfg.hidden_size, V = m.cfg.vocab_size, T = this.tokens.length;
+    const m = this.m, D = m.cfg.hidden_size, T = this.tokens.length, end = next === null ? T - 1 : T;
     if (T === 0) throw new Error("mtpSync: feed at least one token first");
-    const tokAt = (p: number) => (p + 1 < T ? this.tokens[p + 1] : next);
+    const tokAt = (p: number) => (p + 1 < T ? this.tokens[p + 1] : next!);
     let keep = Math.min(this.mtpReal, T - 1);
     while (keep > 0 && this.mtpToks[keep - 1] !== tokAt(keep - 1)) keep--;
     kv.truncate(Math.min(keep, kv.len));
+    this.mtpReal = this.mtpToks.length = keep;
+    if (end <= keep) return;
     const toks: number[] = [];
-    for (let p = keep; p < T; p++) toks.push(tokAt(p));
-    mtpForward(m, this.st, kv, keep, toks, this.hidden.subarray(keep * D, T * D), false, { ...this.opts, logits: "last" });
-    this.mtpToks.length = keep;
+    for (let p = keep; p < end; p++) toks.push(tokAt(p));
+    mtpForward(m, this.st, kv, keep, toks, this.hidden.subarray(keep * D, end * D), false, { ...this.opts, logits: next === null ? "none" : "last" });
     this.mtpToks.push(...toks);
-    this.mtpReal = T;
+    this.mtpReal = end;
     this.mtpU.set(this.st.x.subarray((toks.length - 1) * D, toks.length * D));
-    return this.st.logits.slice(0, V);
   }
 
   /** One chained MTP step after `mtpSync`/`mtpChain`: token d with the previous raw u'. Logits [V] (copy). */

@@ -13,6 +13,9 @@ import type { Penalties } from "./penalties.ts";
 import { Sampler } from "./sampler.ts";
 import { forcedDraft, maskDraftRows, type GrammarState } from "./grammar/index.ts";
 
+/** Draft tokens per round by source (the defaults of `generate --draft` and `serve --draft`). */
+export const DRAFT_LEN = { ngram: 4, mtp: 3 } as const;
+
 /** Proposed tokens; q[j] is the draft distribution [V] d_j was drawn from (absent/null: one-hot). */
 export interface Draft { tokens: number[]; q?: (Float64Array | null)[] }
 

@@ -39,7 +39,7 @@ export interface WorkerOptions {
   ctx?: number;            // per-slot context limit (default min(4096, max_position_embeddings))
   queue: number;           // waiting requests beyond the slots before OVERLOADED
   chunk: number;           // prefill tokens per scheduler step
-  draft?: number;          // n-gram draft tokens per decode step (speculative decoding; 0 / absent: off)
+  draft?: { kind: "ngram" | "mtp"; len: number }; // speculative decoding: draft tokens per decode step (absent: off)
   attn?: "auto" | "naive" | "absorbed"; // attention form (forward.ts; default absorbed): a fixed form makes results independent of prefill chunking and prefix reuse
   loadDelayMs?: number;    // wait before loading (tests observe the 503 "loading" window)
   exact?: boolean;         // f32 activations (default: the fast int8-activation mode)

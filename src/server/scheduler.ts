@@ -8,17 +8,18 @@
 // sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
 // that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
 // Logprobs then describe the processed (penalised, masked) distribution (see prepare.ts logprobsOf).
-// Speculative decoding (`draft`): a decoding job may append n-gram prompt-lookup drafts to its pending token;
-// its segment then gets logits on every row, and the rows are sampled in order as if decoded one by one
+// Speculative decoding (`draft`): a decoding job may append drafts to its pending token — n-gram prompt lookup,
+// or chained drafts of the model's MTP head (each slot is a Session: its MTP cache absorbs the main model's
+// hidden rows after every prefill chunk and at each draft) — and its segment then gets logits on every row, and the rows are sampled in order as if decoded one by one
 // (penalties, grammar, stops and logprobs see each token in turn), each draft kept while the sampled token
 // equals it (greedy: the argmax; sampled: engine/speculative.ts's rejection rule); the KV rows past the kept
 // ones are dropped. Whether a job drafts depends only on that job (its history and its own AcceptGate), so a
 // greedy or seeded request gives the same tokens whatever runs beside it.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
-import type { KVCache } from "../engine/kv.ts";
+import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
-import { AcceptGate, verifyDraft } from "../engine/speculative.ts";
+import { AcceptGate, type Draft, type DraftContext, MtpDrafts, verifyDraft } from "../engine/speculative.ts";
 import { lookup } from "../engine/ngram.ts";
 import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
@@ -31,7 +32,8 @@ import { GrammarCache } from "./grammar-cache.ts";
 import { logprobsOf, promptIds } from "./prepare.ts";
 import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
 
-interface Slot { id: number; kv: KVCache; tokens: number[]; job: Job | null; used: number }
+/** A KV slot: a conversation (its KV rows, token history and MTP state; shares the scheduler's RunState). */
+interface Slot { id: number; sess: Session; job: Job | null; used: number }
 
 interface Job {
   rid: number; req: GenRequest; ids: number[];
@@ -45,11 +47,12 @@ interface Job {
   cached: number; emitted: number;
   next: number;             // sampled, not yet fed
   gate: AcceptGate | null;  // drafting on/off by this job's acceptance (null: no drafting)
+  dctx: DraftContext;       // how MTP drafts are drawn (argmax when greedy, else the job's own draft stream)
   tFirst: number; tLast: number;
 }
 
-/** Speculative decoding: n-gram prompt-lookup drafts of up to `len` tokens per step (len 0: off). */
-export interface DraftOptions { len: number }
+/** Speculative decoding: up to `len` draft tokens per step from n-gram prompt lookup or the MTP head (len 0: off). */
+export interface DraftOptions { kind: "ngram" | "mtp"; len: number }
 /** Rows a step may hold: the prefill chunk, and each slot's pending token with its drafts. */
 export const stepRows = (o: { chunk: number; slots: number; draft?: DraftOptions }) => o.chunk + o.slots * (1 + (o.draft?.len ?? 0));
 
@@ -60,6 +63,18 @@ export interface SchedOptions {
 }
 
 const PREALLOC = 8192;
+const NO_DRAFT: Draft = { tokens: [] };
+const samplingParams = (req: GenRequest) => ({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed });
+const MTP = new MtpDrafts();
+
+/** A job's way of drawing MTP drafts: argmax when greedy, else its sampling transform on a stream of its own
+ *  (seeded from the request's seed, so a seeded request stays reproducible; engine/speculative.ts does the same). */
+function draftContext(req: GenRequest): DraftContext {
+  const greedy = (req.temperature ?? 1) <= 0;
+  if (greedy) return { greedy, sample: () => { throw new Error("greedy drafts are argmax"); } };
+  const ds = new Sampler({ ...samplingParams(req), seed: req.seed === undefined ? undefined : (req.seed ^ 0x5bd1e995) >>> 0 });
+  return { greedy, sample: (logits) => { const q = ds.dense(logits); return { token: ds.pick(q), q }; } };
+}
 
 function lcp(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length);
@@ -89,8 +104,11 @@ export class Scheduler {
     // no batch-wide stall while a growing copy is made when a conversation crosses a power of two; past it
     // they grow on demand (memory the OS commits lazily, but a huge --ctx × slots must not fail at start)
     const pre = Math.min(kvRows(o.ctx), PREALLOC);
-    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, kv: newKV(m, pre), tokens: [], job: null, used: 0 }));
     this.st = new RunState(m.cfg, stepRows(o), pre);
+    // MTP forwards of a slot run with the server's fixed attention form, so its drafts do not depend on the batch
+    const sessOpts = { ...o.forward, attn: o.attn ?? "absorbed" };
+    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre) }), job: null, used: 0 }));
+    if (o.draft?.kind === "mtp" && o.draft.len > 0 && !m.w.mtp) throw new Error("--draft mtp: this model has no MTP layer");
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
@@ -122,11 +140,11 @@ export class Scheduler {
     }
     const j: Job = {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length),
-      sampler: new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed }),
+      sampler: new Sampler(samplingParams(req)),
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial), grammar,
       pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
-      gate: (this.o.draft?.len ?? 0) > 0 ? new AcceptGate() : null,
+      gate: (this.o.draft?.len ?? 0) > 0 ? new AcceptGate() : null, dctx: draftContext(req),
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -149,12 +167,12 @@ export class Scheduler {
   /** Admit what fits, then one forward over the ragged batch and one sampling round. */
   step(): void {
     this.admitQueued();
-    const segs: Segment[] = [], ids: number[] = [], who: Job[] = [], drafts: number[][] = [];
+    const segs: Segment[] = [], ids: number[] = [], who: Job[] = [], drafts: Draft[] = [];
     for (const j of this.running) {
       if (j.state !== "decode") continue;
-      const d = this.drafts(j);
-      segs.push({ kv: j.slot!.kv, r0: ids.length, n: 1 + d.length, pos0: j.slot!.kv.len, allLogits: d.length > 0 });
-      ids.push(j.next, ...d);
+      const d = this.drafts(j), kv = j.slot!.sess.kv;
+      segs.push({ kv, r0: ids.length, n: 1 + d.tokens.length, pos0: kv.len, allLogits: d.tokens.length > 0 });
+      ids.push(j.next, ...d.tokens);
       who.push(j);
       drafts.push(d);
     }
@@ -162,10 +180,10 @@ export class Scheduler {
     for (const j of this.running) {
       if (j.state !== "prefill" || budget <= 0) continue;
       const n = Math.min(budget, j.ids.length - j.fed);
-      segs.push({ kv: j.slot!.kv, r0: ids.length, n, pos0: j.slot!.kv.len });
+      segs.push({ kv: j.slot!.sess.kv, r0: ids.length, n, pos0: j.slot!.sess.kv.len });
       for (let i = 0; i < n; i++) ids.push(j.ids[j.fed + i]);
       who.push(j);
-      drafts.push([]);
+      drafts.push(NO_DRAFT);
       budget -= n;
     }
     if (segs.length === 0) return;
@@ -175,53 +193,60 @@ export class Scheduler {
       for (const j of who) this.fail(j, e);
       return;
     }
-    const V = this.m.cfg.vocab_size;
+    const V = this.m.cfg.vocab_size, D = this.m.cfg.hidden_size, mtp = this.o.draft?.kind === "mtp";
+    if (mtp) segs.forEach((g, k) => who[k].slot!.sess.record(this.st.x.subarray(g.r0 * D), g.pos0, g.n)); // MTP input
+    const absorb: Job[] = [];
     let row = 0; // logits row of the segment's first logits
     who.forEach((j, k) => {
-      const g = segs[k], d = drafts[k], at = row;
+      const g = segs[k], d = drafts[k].tokens, at = row, sess = j.slot!.sess;
       row += g.allLogits ? g.n : 1;
-      const slot = j.slot!;
       if (j.state === "prefill") {
-        for (let r = 0; r < g.n; r++) slot.tokens.push(ids[g.r0 + r]);
+        for (let r = 0; r < g.n; r++) sess.tokens.push(ids[g.r0 + r]);
         j.fed += g.n;
+        if (mtp) absorb.push(j);
         if (j.fed < j.ids.length) return;
         j.state = "decode";
         j.tFirst = performance.now();
-      } else slot.tokens.push(j.next); // row 0: the pending token
+      } else sess.tokens.push(j.next); // row 0: the pending token
       let kept = 0;
       try {
         // row i follows the pending token and drafts 0..i-1: sampled in turn while the drafts hold
-        while (this.sample(j, this.st.logits.subarray((at + kept) * V, (at + kept + 1) * V), kept < d.length ? d[kept] : -1))
-          slot.tokens.push(d[kept++]);
+        while (this.sample(j, this.st.logits.subarray((at + kept) * V, (at + kept + 1) * V), kept < d.length ? d[kept] : -1, drafts[k].q?.[kept] ?? null))
+          sess.tokens.push(d[kept++]);
       } catch (e) {
         this.fail(j, e); // this request only: the others in the batch go on
         return;
       }
       if (d.length > 0) {
-        slot.kv.truncate(g.pos0 + 1 + kept); // the rows of rejected drafts go
+        sess.kv.truncate(g.pos0 + 1 + kept); // the rows of rejected drafts go (their MTP rows at the next sync)
         j.gate?.update(kept, d.length);
         this.drafted += d.length;
         this.accepted += kept;
       }
     });
+    // after every row is sampled (MTP forwards reuse the step's RunState): the prompt rows' MTP pairs
+    for (const j of absorb) {
+      try { j.slot?.sess.mtpAbsorb(); } catch (e) { this.fail(j, e); }
+    }
   }
 
-  /** n-gram drafts to follow j's pending token (none when drafting is off, paused by the gate, or j is near its limit) */
-  private drafts(j: Job): number[] {
+  /** drafts to follow j's pending token (none when drafting is off, paused by the gate, or j is near its limit) */
+  private drafts(j: Job): Draft {
     const k = Math.min(this.o.draft?.len ?? 0, j.limit - j.emitted - 1);
-    if (k <= 0 || !j.gate!.wants()) return [];
-    const hist = j.slot!.tokens;
-    hist.push(j.next);
-    try { return lookup(hist, k); } finally { hist.pop(); }
+    if (k <= 0 || !j.gate!.wants()) return NO_DRAFT;
+    const sess = j.slot!.sess;
+    if (this.o.draft!.kind === "mtp") return MTP.propose(sess, j.next, k, j.dctx);
+    sess.tokens.push(j.next);
+    try { return { tokens: lookup(sess.tokens, k) }; } finally { sess.tokens.pop(); }
   }
 
   /** Sample j's next token from one row of logits (processed first: penalties, grammar); with `draft` ≥ 0 the
    *  row verifies that draft token. Emits the token; true when it equals the draft and j goes on. */
-  private sample(j: Job, logits: Float32Array, draft = -1): boolean {
+  private sample(j: Job, logits: Float32Array, draft = -1, q: Float64Array | null = null): boolean {
     const g = j.grammar;
     j.pen?.apply(logits);
     if (g && g.mask(logits) === 0) return (this.finish(j, "stop"), false); // nothing can continue the grammar
-    const id = draft < 0 ? j.sampler.sample(logits) : verifyDraft(logits, draft, null, j.sampler).token;
+    const id = draft < 0 ? j.sampler.sample(logits) : verifyDraft(logits, draft, q, j.sampler).token;
     j.pen?.accept(id);
     if (this.stopIds.has(id)) return (this.finish(j, "stop"), false);
     g?.accept(id); // (cannot throw: the mask allowed it; if it did, the caller fails the job)
@@ -245,7 +270,7 @@ export class Scheduler {
       // prefer the free slot sharing the longest prefix, then the least recently used
       let best = free[0], bestL = -1;
       for (const s of free) {
-        const l = lcp(s.tokens, j.ids);
+        const l = lcp(s.sess.tokens, j.ids);
         if (l > bestL || (l === bestL && s.used < best.used)) { best = s; bestL = l; }
       }
       this.admit(j, best);
@@ -253,9 +278,8 @@ export class Scheduler {
   }
 
   private admit(j: Job, s: Slot): void {
-    const reuse = Math.min(lcp(s.tokens, j.ids), j.ids.length - 1); // the last prompt token is always fed: its logits start decoding
-    s.kv.truncate(reuse);
-    s.tokens.length = reuse;
+    const reuse = Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1); // the last prompt token is always fed: its logits start decoding
+    s.sess.truncate(reuse);
     s.job = j;
     s.used = ++this.clock;
     j.slot = s;
@@ -276,7 +300,7 @@ export class Scheduler {
   private fail(j: Job, e: unknown): void {
     const s = j.slot;
     this.release(j);
-    if (s) { s.kv.truncate(0); s.tokens.length = 0; } // its rows are in an unknown state
+    if (s) { s.sess.truncate(0); s.sess.kv.truncate(0); } // its rows are in an unknown state
     this.emit({ t: "error", rid: j.rid, code: "INTERNAL", detail: e instanceof Error ? e.message : String(e) });
   }
 
@@ -298,7 +322,7 @@ export class Scheduler {
     } else if (!this.hasWork()) this.tokS = 0;
     const slots: SlotInfo[] = this.slots.map((s) => {
       const j = s.job;
-      const base: SlotInfo = { id: s.id, state: j ? (j.state === "decode" ? "decode" : "prefill") : "idle", tokens: s.kv.len };
+      const base: SlotInfo = { id: s.id, state: j ? (j.state === "decode" ? "decode" : "prefill") : "idle", tokens: s.sess.kv.len };
       return j ? { ...base, rid: j.rid, prompt_tokens: j.ids.length, cached_tokens: j.cached, emitted: j.emitted } : base;
     });
     return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafted, accepted: this.accepted, slots };

@@ -27,8 +27,6 @@ export const VERSION = "0.1.0";
  *  chunks 64 / 128 / 256 / 512 in turn; 256 gained ~3% more) at the price of longer steps for the streams
  *  decoding meanwhile. */
 export const PREFILL_CHUNK = 128;
-/** Draft tokens per step with `serve --draft ngram` (the CLI's n-gram default too). */
-export const DRAFT_LEN = 4;
 
 export function startServer(o: ServeOptions): Server {
   let app: Hono | null = null;

@@ -58,12 +58,11 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const codec = loadTokenizer(o.dir);
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     const log = (s: string) => console.error(s);
-    const draft = { len: o.draft ?? 0 };
-    store = attachExperts(m, { ...o.experts, ctx, rows: stepRows({ ...o, draft }), sessions: o.slots, log });
+    store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, log });
     const dev = openDevice(m, o.device ?? "auto", { layers: o.deviceLayers });
     log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
-    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft, forward: forwardOpts }, post);
+    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts }, post);
     post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });
     postStats(true);
   } catch (e) {
