@@ -62,7 +62,7 @@ describe("q8 kernels", () => {
               const all = new Float32Array(S * O).fill(NaN);
               atLevel(level, () => matmulQ8(fmt, w.W, w.scales, w.gs, O, I, x, S, all));
               if (!same(all, ref)) throw new Error(`${name} I=${I} gs=${gs} O=${O} level ${level}: differs from the scalar reference`);
-              for (const [s0, n] of [[0, 1], [3, 1], [8, 1], [1, 4], [4, 5], [2, 2], [5, 3], [1, 7]]) {
+              for (const [s0, n] of [[0, 1], [3, 1], [8, 1], [1, 4], [4, 5], [2, 2], [5, 3], [2, 6], [1, 7], [1, 8]]) {
                 const part = new Float32Array(n * O);
                 atLevel(level, () => matmulQ8(fmt, w.W, w.scales, w.gs, O, I, x.subarray(s0 * I, (s0 + n) * I), n, part));
                 if (!same(part, all.subarray(s0 * O, (s0 + n) * O)))
