@@ -1,11 +1,12 @@
 // POST /v1/completions: a raw prompt (text or token ids) continued as one text_completion or as SSE
 // chunks. Think tags appear literally in the text. Legacy logprobs (`logprobs: k`) as
-// {tokens, token_logprobs, top_logprobs, text_offset}. `response_format` / `grammar` constrain the
+// {tokens, token_logprobs, top_logprobs, text_offset}; `echo` puts the prompt first (its tokens' logprobs too,
+// the first one null, as lm-evaluation-harness's local-completions reads them; max_tokens 0: the prompt alone). `response_format` / `grammar` constrain the
 // output as on the chat route; `n` choices as there. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, PromptSpec } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
@@ -22,17 +23,17 @@ function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest {
   return {
     prompt: promptOf(b.prompt), slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
-    seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined,
+    seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined, echo: b.echo ?? false,
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b),
   };
 }
 
-interface Lp { tokens: string[]; token_logprobs: number[]; top_logprobs: Record<string, number>[]; text_offset: number[] }
-function addLp(lp: Lp, e: Tok, offset: number): void {
+interface Lp { tokens: string[]; token_logprobs: (number | null)[]; top_logprobs: (Record<string, number> | null)[]; text_offset: number[] }
+function addLp(lp: Lp, e: Pick<Tok, "tt" | "lp" | "top">, offset: number, first = false): void {
   lp.tokens.push(e.tt ?? "");
-  lp.token_logprobs.push(e.lp ?? 0);
-  lp.top_logprobs.push(Object.fromEntries((e.top ?? []).map((t) => [t.text, t.lp])));
+  lp.token_logprobs.push(first ? null : e.lp ?? 0);
+  lp.top_logprobs.push(first ? null : Object.fromEntries((e.top ?? []).map((t) => [t.text, t.lp])));
   lp.text_offset.push(offset);
 }
 const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] });
@@ -42,6 +43,21 @@ class TextChoice implements ChoiceView {
   private text = "";
   private readonly lp = emptyLp();
   constructor(private readonly wantLp: boolean) {}
+
+  onPrompt(e: Extract<ReqEvent, { t: "prompt" }>): object[] {
+    let lp: Lp | null = null;
+    if (this.wantLp && e.toks) {
+      lp = emptyLp();
+      let at = 0;
+      for (const [i, t] of e.toks.entries()) {
+        addLp(lp, { tt: t.tt, lp: t.lp ?? undefined, top: t.top ?? undefined }, at, i === 0);
+        addLp(this.lp, { tt: t.tt, lp: t.lp ?? undefined, top: t.top ?? undefined }, at, i === 0);
+        at += t.tt.length;
+      }
+    }
+    this.text += e.text;
+    return [{ text: e.text, logprobs: lp, finish_reason: null }];
+  }
 
   onTok(e: Tok): object[] {
     const text = literalText(e);

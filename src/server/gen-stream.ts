@@ -103,6 +103,8 @@ interface ChoiceRun { r: Running; first: ReqEvent }
 /** What a route makes of one choice's events (choice objects without their index). */
 export interface ChoiceView {
   onAccept?(e: Extract<ReqEvent, { t: "accept" }>): void;
+  /** the stream's choice objects for the echoed prompt */
+  onPrompt?(e: Extract<ReqEvent, { t: "prompt" }>): object[];
   /** the stream's choice objects for a token */
   onTok(e: Tok): object[];
   /** the stream's last choice objects (the last carries finish_reason) */
@@ -125,6 +127,7 @@ async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void
     for (let e = run.first; ; e = await run.r.q.next()) {
       if (failed) return null;
       if (e.t === "accept") views[i].onAccept?.(e);
+      else if (e.t === "prompt") emit(i, views[i].onPrompt?.(e) ?? []);
       else if (e.t === "tok") emit(i, views[i].onTok(e));
       else if (e.t === "done") { emit(i, views[i].onDone(e)); return e; }
       else if (e.t === "error") { failed = e; abandon(); return null; }

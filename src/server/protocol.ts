@@ -20,6 +20,7 @@ export interface GenRequest {
   top_k: number;           // 0 = off
   seed?: number;
   logprobs?: number;       // top-k alternatives to report (0 = only the chosen token's); absent = off
+  echo?: boolean;          // send the prompt back first (a `prompt` event; with logprobs, each prompt token's too)
   stop: string[];          // stop strings (matched on the decoded text; never emitted)
   grammar?: GrammarSpec;   // constrained output: every sampled token must continue this grammar
   penalties?: PenaltyParams; // presence / frequency / repetition penalties and logit_bias (engine/penalties.ts)
@@ -51,6 +52,8 @@ export interface WorkerOptions {
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number }
 
 export interface TopLogprob { id: number; lp: number; text: string }
+/** One prompt token of an echo: its logprob given the tokens before it (null for the first). */
+export interface PromptTok { id: number; tt: string; lp: number | null; top: TopLogprob[] | null }
 
 export interface SlotInfo {
   id: number;
@@ -91,6 +94,7 @@ export type ReqEvent =
     mark?: "think" | "/think";                 // a <think> / </think> token (text is what came before it)
     lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
   }
+  | { t: "prompt"; rid: number; text: string; toks: PromptTok[] | null } // echo: after the prefill, before any tok
   | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number }
   | { t: "error"; rid: number; code: ErrorCode; detail: string };
 

@@ -8,6 +8,9 @@
 // sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
 // that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
 // Logprobs then describe the processed (penalised, masked) distribution (see prepare.ts logprobsOf).
+// Echo: a job that asks for its prompt back gets a `prompt` event when its prefill ends; with logprobs its
+// prefill chunks get logits on every row (raw distributions: the prompt was not sampled) and it skips prefix
+// reuse, so every prompt token after the first has its logprob. max_tokens 0 then ends the job right there.
 // Speculative decoding (`draft`): a decoding job may append drafts to its pending token — n-gram prompt lookup,
 // or chained drafts of the model's MTP head (each slot is a Session: its MTP cache absorbs the main model's
 // hidden rows after every prefill chunk and at each draft) — and its segment then gets logits on every row, and the rows are sampled in order as if decoded one by one
@@ -30,7 +33,7 @@ import type { TextCodec } from "../model/tokenizer.ts";
 import { Detok, thinkIds, type ThinkIds } from "./detok.ts";
 import { GrammarCache } from "./grammar-cache.ts";
 import { logprobsOf, promptIds } from "./prepare.ts";
-import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
+import type { FinishReason, FromWorker, GenRequest, PromptTok, SlotInfo, Stats } from "./protocol.ts";
 
 /** A KV slot: a conversation (its KV rows, token history and MTP state; shares the scheduler's RunState). */
 interface Slot { id: number; sess: Session; job: Job | null; used: number }
@@ -48,6 +51,7 @@ interface Job {
   next: number;             // sampled, not yet fed
   gate: AcceptGate | null;  // drafting on/off by this job's acceptance (null: no drafting)
   dctx: DraftContext;       // how MTP drafts are drawn (argmax when greedy, else the job's own draft stream)
+  plp: PromptTok[] | null;  // echo with logprobs: the prompt tokens' entries so far
   tFirst: number; tLast: number;
 }
 
@@ -145,6 +149,7 @@ export class Scheduler {
       pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
       gate: (this.o.draft?.len ?? 0) > 0 ? new AcceptGate() : null, dctx: draftContext(req),
+      plp: req.echo && req.logprobs !== undefined ? [] : null,
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -180,7 +185,7 @@ export class Scheduler {
     for (const j of this.running) {
       if (j.state !== "prefill" || budget <= 0) continue;
       const n = Math.min(budget, j.ids.length - j.fed);
-      segs.push({ kv: j.slot!.sess.kv, r0: ids.length, n, pos0: j.slot!.sess.kv.len });
+      segs.push({ kv: j.slot!.sess.kv, r0: ids.length, n, pos0: j.slot!.sess.kv.len, allLogits: j.plp !== null });
       for (let i = 0; i < n; i++) ids.push(j.ids[j.fed + i]);
       who.push(j);
       drafts.push(NO_DRAFT);
@@ -200,18 +205,23 @@ export class Scheduler {
     who.forEach((j, k) => {
       const g = segs[k], d = drafts[k].tokens, at = row, sess = j.slot!.sess;
       row += g.allLogits ? g.n : 1;
+      let first = at; // the row sampled first
       if (j.state === "prefill") {
+        if (j.plp) this.promptLogprobs(j, at, g.n);
         for (let r = 0; r < g.n; r++) sess.tokens.push(ids[g.r0 + r]);
         j.fed += g.n;
         if (mtp) absorb.push(j);
         if (j.fed < j.ids.length) return;
         j.state = "decode";
         j.tFirst = performance.now();
+        first = at + (g.allLogits ? g.n - 1 : 0);
+        if (j.req.echo) this.echo(j);
+        if (j.limit <= 0) return this.finish(j, "length");
       } else sess.tokens.push(j.next); // row 0: the pending token
       let kept = 0;
       try {
         // row i follows the pending token and drafts 0..i-1: sampled in turn while the drafts hold
-        while (this.sample(j, this.st.logits.subarray((at + kept) * V, (at + kept + 1) * V), kept < d.length ? d[kept] : -1, drafts[k].q?.[kept] ?? null))
+        while (this.sample(j, this.st.logits.subarray((first + kept) * V, (first + kept + 1) * V), kept < d.length ? d[kept] : -1, drafts[k].q?.[kept] ?? null))
           sess.tokens.push(d[kept++]);
       } catch (e) {
         this.fail(j, e); // this request only: the others in the batch go on
@@ -228,6 +238,22 @@ export class Scheduler {
     for (const j of absorb) {
       try { j.slot?.sess.mtpAbsorb(); } catch (e) { this.fail(j, e); }
     }
+  }
+
+  /** Prompt logprobs of a prefill chunk of j (n rows from logits row `at`): row r predicts prompt token fed + r + 1. */
+  private promptLogprobs(j: Job, at: number, n: number): void {
+    const V = this.m.cfg.vocab_size, k = j.req.logprobs ?? 0, text = (t: number) => this.codec.decode([t]);
+    if (j.fed === 0) j.plp!.push({ id: j.ids[0], tt: text(j.ids[0]), lp: null, top: null });
+    for (let r = 0; r < n && j.fed + r + 1 < j.ids.length; r++) {
+      const id = j.ids[j.fed + r + 1], e = logprobsOf(this.st.logits.subarray((at + r) * V, (at + r + 1) * V), id, k, text);
+      j.plp!.push({ id, tt: e.tt, lp: e.lp, top: e.top });
+    }
+  }
+
+  /** The prompt back to the client (echo), once its prefill is done. */
+  private echo(j: Job): void {
+    const p = j.req.prompt;
+    this.emit({ t: "prompt", rid: j.rid, text: p.kind === "text" ? p.text : this.codec.decode(j.ids), toks: j.plp });
   }
 
   /** drafts to follow j's pending token (none when drafting is off, paused by the gate, or j is near its limit) */
@@ -278,7 +304,8 @@ export class Scheduler {
   }
 
   private admit(j: Job, s: Slot): void {
-    const reuse = Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1); // the last prompt token is always fed: its logits start decoding
+    // the last prompt token is always fed (its logits start decoding); prompt logprobs need every row's logits
+    const reuse = j.plp ? 0 : Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1);
     s.sess.truncate(reuse);
     s.job = j;
     s.used = ++this.clock;

@@ -1,6 +1,6 @@
 // zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
 // of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
-// extras); fields we cannot honour (echo, suffix, best_of > 1, legacy functions) are rejected
+// extras); fields we cannot honour (suffix, best_of > 1, legacy functions) are rejected
 // with a 400 naming them. Tools: tools.ts. Penalties and logit_bias become one PenaltyParams (penaltiesOf). Constrained output: `response_format` (text, json_object,
 // json_schema) and the llama-server-style `grammar` (GBNF text) become one GrammarSpec (grammarOf).
 // No state.
@@ -77,12 +77,13 @@ export type ChatRequest = z.infer<typeof ChatRequest>;
 const Ids = z.array(z.int().min(0)).min(1);
 export const CompletionRequest = z.object({
   ...sampling,
+  max_tokens: nullish(z.int().min(0, "must be ≥ 0")), // 0: with echo, the prompt's logprobs alone (scoring)
   prompt: z.union([z.string(), z.array(z.string()).length(1, "only one prompt per request"), Ids, z.array(Ids).length(1, "only one prompt per request")]),
   logprobs: nullish(z.int().min(0).max(20)),
-  echo: nullish(z.literal(false, { message: "echo is not supported" })),
+  echo: nullish(z.boolean()),
   suffix: nullish(unsupported("suffix")),
   best_of: nullish(z.literal(1, { message: "only best_of = 1 is supported" })),
-});
+}).refine((b) => b.max_tokens !== 0 || b.echo === true, { message: "0 needs echo: true", path: ["max_tokens"] });
 export type CompletionRequest = z.infer<typeof CompletionRequest>;
 
 /** A zod failure as an OpenAI 400 naming the first bad field. */
