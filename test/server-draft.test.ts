@@ -73,6 +73,17 @@ describe.each([["ngram", 4], ["mtp", 3]] as const)("serve --draft %s (demo model
     for (const c of cases) expect(await complete(spec, c)).toEqual(await complete(plain, c));
   }, 60000);
 
+  test("what a grammar forces is drafted (and kept), whatever the n-gram / MTP drafts would be", async () => {
+    const req = { prompt: "Name a bird:", max_tokens: 60, grammar: 'root ::= "{\\"name\\": \\"hummingbird\\", \\"kind\\": \\"a very small bird\\"}"' };
+    const before = await draftCounts(spec), want = await complete(plain, req), got = await complete(spec, req);
+    expect(got).toEqual(want);
+    expect(want.text).toBe('{"name": "hummingbird", "kind": "a very small bird"}');
+    const after = await draftCounts(spec), n = (want.tokens as number[])[1];
+    // measured: 22 (ngram) / 18 (mtp) of 43 tokens came from kept drafts, against 2 / 0 without the grammar's drafts
+    // (the model often picks another tokenization of the forced bytes than the tokenizer's: those drafts fail)
+    expect(after.accepted - before.accepted).toBeGreaterThanOrEqual(n / 4);
+  }, 60000);
+
   test("a conversation continued after drafted turns (prefix reuse) equals plain decoding", async () => {
     let p1 = "Once upon a time", p2 = p1;
     for (let turn = 0; turn < 3; turn++) {

@@ -23,6 +23,7 @@ import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
 import { AcceptGate, type Draft, type DraftContext, MtpDrafts, verifyDraft } from "../engine/speculative.ts";
+import { forcedDraft } from "../engine/grammar/index.ts";
 import { lookup } from "../engine/ngram.ts";
 import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
@@ -256,10 +257,16 @@ export class Scheduler {
     this.emit({ t: "prompt", rid: j.rid, text: p.kind === "text" ? p.text : this.codec.decode(j.ids), toks: j.plp });
   }
 
-  /** drafts to follow j's pending token (none when drafting is off, paused by the gate, or j is near its limit) */
+  /** drafts to follow j's pending token: what its grammar forces next (as the tokenizer would encode those
+   *  bytes; the model may pick another tokenization), else n-gram / MTP drafts; none when drafting is off,
+   *  paused by the gate, or j is near its limit */
   private drafts(j: Job): Draft {
     const k = Math.min(this.o.draft?.len ?? 0, j.limit - j.emitted - 1);
     if (k <= 0 || !j.gate!.wants()) return NO_DRAFT;
+    if (j.grammar) {
+      const forced = forcedDraft(j.grammar, k, (t) => this.codec.encode(t));
+      if (forced.length > 0) return { tokens: forced };
+    }
     const sess = j.slot!.sess;
     if (this.o.draft!.kind === "mtp") return MTP.propose(sess, j.next, k, j.dctx);
     sess.tokens.push(j.next);
