@@ -9,6 +9,7 @@ import { apiError, errorResponse } from "./http-errors.ts";
 import { metricsText } from "./metrics.ts";
 import { muxHttp } from "./mux-http.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
+import { detokenize, tokenize } from "./tokenize.ts";
 
 export interface AppOptions extends RouteOptions { apiKey?: string }
 
@@ -48,6 +49,8 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));
   app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
+  app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));
+  app.post("/detokenize", (c) => detokenize(c.req.raw, engine, o));
 
   app.notFound((c) => errorResponse(apiError(404, `no route ${c.req.method} ${c.req.path}`, null, "not_found")));
   app.onError((e) => errorResponse(apiError(500, `internal error: ${e.message}`, null, "internal_error")));

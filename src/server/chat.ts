@@ -10,6 +10,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import type { ChatMessage } from "../model/tokenizer.ts";
 import { ChatRequest, contentText, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
@@ -18,12 +19,17 @@ import { scansForCalls, templateArguments, ToolOutput, type Tool, type ToolCall,
 
 const toolsOf = (b: ChatRequest) => (b.tool_choice === "none" ? [] : b.tools ?? []);
 
-function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
-  const messages = b.messages.map((m) => ({
+/** Request messages as the chat template takes them (also POST /tokenize's). */
+export function templateMessages(ms: ChatRequest["messages"]): ChatMessage[] {
+  return ms.map((m) => ({
     role: m.role === "developer" ? "system" : m.role, content: contentText(m.content),
     ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ ...c, function: { name: c.function.name, arguments: templateArguments(c.function.arguments) } })) } : {}),
     ...(m.tool_call_id != null ? { tool_call_id: m.tool_call_id } : {}), ...(m.name != null ? { name: m.name } : {}),
   }));
+}
+
+function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
+  const messages = templateMessages(b.messages);
   const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
   const tools = toolsOf(b);
   return {

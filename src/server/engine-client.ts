@@ -1,7 +1,9 @@
 // The HTTP side's handle on the engine worker: starts it (the model loads there), routes request
 // events to their subscribers by request id and keeps the counters /metrics reports. State: the
 // worker, load status, the live request callbacks, the latest worker stats and the totals.
-import type { FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
+import type { Call, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
+
+export type Reply = { ok: true; value: unknown } | { ok: false; detail: string };
 
 export interface Handle {
   rid: number;
@@ -27,6 +29,7 @@ export class EngineClient {
   readonly totals: Totals = { requests: 0, finished: 0, failed: 0, prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0 };
   private worker: Worker;
   private subs = new Map<number, (ev: ReqEvent) => void>();
+  private calls = new Map<number, (r: Reply) => void>();
   private nextRid = 1;
 
   constructor(opts: EngineOptions) {
@@ -45,6 +48,8 @@ export class EngineClient {
       this.error = msg;
       for (const [rid, cb] of this.subs) cb({ t: "error", rid, code: "INTERNAL", detail: msg });
       this.subs.clear();
+      for (const cb of this.calls.values()) cb({ ok: false, detail: msg });
+      this.calls.clear();
     };
     this.send({ t: "init", opts });
   }
@@ -58,6 +63,7 @@ export class EngineClient {
       case "ready": this.state = "ready"; this.info = ev.info; ok(ev.info); return;
       case "fatal": this.state = "failed"; this.error = ev.message; fail(new Error(ev.message)); return;
       case "stats": this.stats = ev.stats; return;
+      case "reply": this.calls.get(ev.rid)?.(ev); this.calls.delete(ev.rid); return;
     }
     if (ev.t === "accept") { this.totals.prompt_tokens += ev.prompt_tokens; this.totals.cached_tokens += ev.cached_tokens; }
     else if (ev.t === "tok") this.totals.generated_tokens++;
@@ -66,6 +72,13 @@ export class EngineClient {
     const cb = this.subs.get(ev.rid);
     if (ev.t === "done" || ev.t === "error") this.subs.delete(ev.rid);
     cb?.(ev);
+  }
+
+  /** Ask the worker's tokenizer (answered between two scheduler steps). */
+  call(c: Call): Promise<Reply> {
+    if (this.state === "failed") return Promise.resolve({ ok: false, detail: this.error });
+    const rid = this.nextRid++;
+    return new Promise((res) => { this.calls.set(rid, res); this.send({ t: "call", rid, call: c }); });
   }
 
   /** Submit a generation; `on` receives its events until (and including) done or error. */

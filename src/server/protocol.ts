@@ -78,8 +78,14 @@ export interface Stats {
   slots: SlotInfo[];
 }
 
+/** A question for the worker's tokenizer (POST /tokenize, /detokenize), answered by a `reply`. */
+export type Call =
+  | { op: "tokenize"; prompt: PromptSpec; pieces: boolean; generationPrompt: boolean }
+  | { op: "detokenize"; ids: number[] };
+
 export type ToWorker =
   | { t: "init"; opts: WorkerOptions }
+  | { t: "call"; rid: number; call: Call }
   | { t: "submit"; rid: number; req: GenRequest }
   | { t: "cancel"; rid: number }
   | { t: "stop"; rid: number };
@@ -102,4 +108,6 @@ export type FromWorker =
   | ReqEvent
   | { t: "ready"; info: ReadyInfo }
   | { t: "fatal"; message: string }
-  | { t: "stats"; stats: Stats };
+  | { t: "stats"; stats: Stats }
+  | { t: "reply"; rid: number; ok: true; value: unknown }
+  | { t: "reply"; rid: number; ok: false; detail: string };

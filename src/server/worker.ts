@@ -7,6 +7,8 @@ import { loadModel } from "../engine/model.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
 import type { FromWorker, ToWorker } from "./protocol.ts";
 import { Scheduler, stepRows } from "./scheduler.ts";
+import { tokenizeCall } from "./tokenize.ts";
+import type { TextCodec } from "../model/tokenizer.ts";
 import { attachExperts, type ExpertStore } from "../engine/experts/index.ts";
 import { openDevice } from "../../gpu/device.ts";
 
@@ -14,6 +16,8 @@ declare const self: Worker;
 
 const STATS_MS = 250;
 let sched: Scheduler | null = null;
+let codec: TextCodec | null = null;
+let vocab = 0;
 let store: ExpertStore | null = null;
 let running = false;
 let lastStats = 0;
@@ -55,7 +59,8 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
   try {
     if (o.loadDelayMs) await Bun.sleep(o.loadDelayMs);
     const m = loadModel(o.dir);
-    const codec = loadTokenizer(o.dir);
+    codec = loadTokenizer(o.dir);
+    vocab = m.cfg.vocab_size;
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     const log = (s: string) => console.error(s);
     store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, log });
@@ -73,6 +78,13 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
 self.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.t === "init") return void init(msg.opts);
+  if (msg.t === "call") {
+    try {
+      if (!codec || !sched) throw new Error("the model is not loaded");
+      post({ t: "reply", rid: msg.rid, ok: true, value: tokenizeCall(msg.call, codec, vocab) });
+    } catch (e) { post({ t: "reply", rid: msg.rid, ok: false, detail: e instanceof Error ? e.message : String(e) }); }
+    return;
+  }
   if (!sched) {
     if (msg.t === "submit") post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: "the model is not loaded" });
     return;

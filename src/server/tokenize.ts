@@ -1,0 +1,65 @@
+// POST /tokenize and POST /detokenize (llama-server's and vLLM's shapes at once), and the worker's side of
+// them: the tokenizer lives in the engine worker, so the HTTP side asks it (EngineClient.call) between two
+// scheduler steps and the event loop never tokenizes. Text is encoded as a completion prompt is (no special
+// tokens added); `messages` go through the chat template as a chat request's would. No state.
+import { z } from "zod";
+import type { EngineClient } from "./engine-client.ts";
+import { apiError, errorResponse, readJson } from "./http-errors.ts";
+import type { Call, PromptSpec } from "./protocol.ts";
+import { MessagesSchema, zodError } from "./schemas.ts";
+import { notReady, type RouteOptions } from "./routes-common.ts";
+import { templateMessages } from "./chat.ts";
+import type { TextCodec } from "../model/tokenizer.ts";
+
+const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
+const TokenizeRequest = z.object({
+  model: nullish(z.string().max(256)),
+  content: nullish(z.string()),              // llama-server
+  prompt: nullish(z.string()),               // vLLM
+  messages: nullish(MessagesSchema),         // vLLM: a chat, rendered by the template
+  add_generation_prompt: nullish(z.boolean()),
+  with_pieces: nullish(z.boolean()),         // llama-server: tokens as {id, piece}
+}).refine((b) => [b.content, b.prompt, b.messages].filter((x) => x != null).length === 1,
+  { message: "give exactly one of content, prompt or messages", path: ["content"] });
+const DetokenizeRequest = z.object({ model: nullish(z.string().max(256)), tokens: z.array(z.int().min(0)).max(1 << 20) });
+
+/** Worker side: the reply to a tokenize / detokenize call (an Error's message names the bad field). */
+export function tokenizeCall(m: Call, codec: TextCodec, vocab: number): unknown {
+  if (m.op === "detokenize") {
+    const bad = m.ids.findIndex((t) => t >= vocab);
+    if (bad >= 0) throw new Error(`tokens.${bad}: ${m.ids[bad]} is outside [0, ${vocab})`);
+    return { text: codec.decode(m.ids) };
+  }
+  const p = m.prompt;
+  const ids = p.kind === "text" ? codec.encode(p.text) : p.kind === "chat" ? codec.encode(codec.chat(p.messages, { addGenerationPrompt: m.generationPrompt })) : p.ids;
+  return { ids, pieces: m.pieces ? ids.map((t) => codec.decode([t])) : undefined };
+}
+
+async function body<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engine: EngineClient): Promise<T | Response> {
+  const b = await readJson(req, o.maxBody);
+  if (!b.ok) return errorResponse(b.error);
+  const p = schema.safeParse(b.value);
+  if (!p.success) return errorResponse(zodError(p.error));
+  if (engine.state !== "ready") return notReady(engine);
+  return p.data;
+}
+
+export async function tokenize(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const b = await body(req, o, TokenizeRequest, engine);
+  if (b instanceof Response) return b;
+  const prompt: PromptSpec = b.messages ? { kind: "chat", messages: templateMessages(b.messages), enableThinking: false }
+    : { kind: "text", text: (b.content ?? b.prompt)! };
+  const r = await engine.call({ op: "tokenize", prompt, pieces: !!b.with_pieces, generationPrompt: b.add_generation_prompt ?? true });
+  if (!r.ok) return errorResponse(apiError(400, r.detail, b.messages ? "messages" : b.content != null ? "content" : "prompt", "invalid_value"));
+  const { ids, pieces } = r.value as { ids: number[]; pieces?: string[] };
+  return Response.json({ tokens: pieces ? ids.map((id, i) => ({ id, piece: pieces[i] })) : ids, count: ids.length, max_model_len: engine.info!.ctx });
+}
+
+export async function detokenize(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const b = await body(req, o, DetokenizeRequest, engine);
+  if (b instanceof Response) return b;
+  const r = await engine.call({ op: "detokenize", ids: b.tokens });
+  if (!r.ok) return errorResponse(apiError(400, r.detail, "tokens", "invalid_value"));
+  const { text } = r.value as { text: string };
+  return Response.json({ content: text, prompt: text });
+}
