@@ -23,9 +23,10 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
 {"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
  "stats": {"tokens_per_forward", "draft_acceptance", ...}}.
 --draft: speculative decoding, lossless (greedy output is token-identical; sampled output has the same
-  distribution). auto (default) = mtp if the model has an MTP layer, else ngram (prompt lookup).
-  --draft-len: tokens per draft (default 3 for mtp, 4 for ngram). Drafting pauses itself when
-  acceptance is too low.
+  distribution). auto (default) = mtp if the model has an MTP layer whose drafts can pay for themselves at
+  60% kept (by the weight bytes a round reads: a many-layer model), else ngram (prompt lookup).
+  --draft-len: tokens per draft (default 3 for mtp, 4 for ngram). Drafting pauses itself while the
+  fraction of drafts kept is below what a round costs in plain steps.
 --grammar / --json-schema: constrain the output (llama.cpp GBNF, or a JSON schema converted to GBNF);
   the bytes the grammar forces are drafted speculatively.
 --presence-penalty / --frequency-penalty (-2..2, over the output, as OpenAI), --repetition-penalty (> 0,

@@ -8,6 +8,7 @@ import { Session } from "./session.ts";
 import { DRAFT_LEN, GrammarDrafts, MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
 import type { GrammarState } from "./grammar/index.ts";
 import { NgramDrafts } from "./ngram.ts";
+import { costGate } from "./draft-cost.ts";
 import type { Model } from "./model.ts";
 import type { ForwardOpts } from "./forward.ts";
 
@@ -41,12 +42,20 @@ export interface GenerateResult {
   stats: { draft: string; tokens_per_forward: number; draft_acceptance: number; forwards: number; drafted: number; accepted: number };
 }
 
+/** `auto` takes the MTP head when its drafts pay once this fraction of them is kept (engine/draft-cost.ts): a
+ *  trained head keeps most of its drafts, but where its steps cost nearly a main forward (a model of a few layers)
+ *  it cannot pay, and keeping its cache in step costs on every token. The demo model: MTP needs 79% kept (it keeps
+ *  25-39%); 1000 tokens after "The ", three alternated rounds: off 2000 / 2510 / 2165 tok/s, n-gram (now auto's
+ *  choice) 2331 / 2510 / 2470, mtp 1942 / 1838 / 2133. */
+export const AUTO_MTP_MAX = 0.6;
+
 /** The DraftSource for a kind on this model (null = no drafting). */
 export function draftSource(m: Model, kind: DraftKind | DraftSource | undefined): DraftSource | null {
   if (kind === undefined || kind === "off") return null;
   if (typeof kind !== "string") return kind;
   if (kind === "mtp" && !m.w.mtp) throw new Error("--draft mtp: this model has no MTP layer");
-  if (kind === "mtp" || (kind === "auto" && m.w.mtp)) return new MtpDrafts();
+  const mtpPays = () => costGate(m.cfg, m.w, DRAFT_LEN.mtp, true).off! <= AUTO_MTP_MAX;
+  if (kind === "mtp" || (kind === "auto" && m.w.mtp && mtpPays())) return new MtpDrafts();
   return new NgramDrafts();
 }
 
@@ -57,7 +66,9 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   let source = draftSource(m, o.draft);
   if (o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
   const pen = penaltiesFor(o.penalties, prompt);
-  const dec = new SpecDecoder(s, sampler, source, o.draftLen ?? (source?.name === "mtp" ? DRAFT_LEN.mtp : DRAFT_LEN.ngram), o.gate, o.grammar ?? null, pen);
+  const k = o.draftLen ?? (source?.name === "mtp" ? DRAFT_LEN.mtp : DRAFT_LEN.ngram);
+  const gate = { ...(source ? costGate(m.cfg, m.w, k, source.name.endsWith("mtp")) : {}), ...o.gate }; // drafts that pay
+  const dec = new SpecDecoder(s, sampler, source, k, gate, o.grammar ?? null, pen);
   const stop = new Set(o.stopIds ?? m.cfg.stop_ids);
   const t0 = performance.now();
   const cached = s.reuse(prompt);

@@ -121,7 +121,8 @@ export class AcceptGate {
   private idle = 0;
   constructor(o: Partial<GateOpts> = {}) {
     this.o = { ...GATE_DEFAULTS, ...o };
-    this.ema = this.o.on; // optimistic start: drafting begins on
+    this.ema = Math.min(this.o.on, 1); // optimistic start: drafting begins on (unless no acceptance could pay)
+    this.on = this.o.off < 1;
   }
   /** Should this round draft? (counts rounds while off, probing every probeEvery) */
   wants(): boolean {

@@ -22,7 +22,8 @@ import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
-import { AcceptGate, type Draft, type DraftContext, MtpDrafts, verifyDraft } from "../engine/speculative.ts";
+import { AcceptGate, type Draft, type DraftContext, type GateOpts, MtpDrafts, verifyDraft } from "../engine/speculative.ts";
+import { costGate } from "../engine/draft-cost.ts";
 import { forcedDraft } from "../engine/grammar/index.ts";
 import { lookup } from "../engine/ngram.ts";
 import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
@@ -98,6 +99,7 @@ export class Scheduler {
   private think: ThinkIds;
   readonly grammars: GrammarCache;
   private clock = 0;
+  private gateOpts: Partial<GateOpts> | null = null; // each job's AcceptGate (null: no drafting)
   private drafted = 0;   // draft tokens verified
   private accepted = 0;  // of which kept
   private winStart = performance.now();
@@ -114,6 +116,7 @@ export class Scheduler {
     const sessOpts = { ...o.forward, attn: o.attn ?? "absorbed" };
     this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre) }), job: null, used: 0 }));
     if (o.draft?.kind === "mtp" && o.draft.len > 0 && !m.w.mtp) throw new Error("--draft mtp: this model has no MTP layer");
+    if (o.draft && o.draft.len > 0) this.gateOpts = costGate(m.cfg, m.w, o.draft.len, o.draft.kind === "mtp");
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
@@ -149,7 +152,7 @@ export class Scheduler {
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial), grammar,
       pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
-      gate: (this.o.draft?.len ?? 0) > 0 ? new AcceptGate() : null, dctx: draftContext(req),
+      gate: this.gateOpts ? new AcceptGate(this.gateOpts) : null, dctx: draftContext(req),
       plp: req.echo && req.logprobs !== undefined ? [] : null,
     };
     this.jobs.set(rid, j);
