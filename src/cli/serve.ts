@@ -39,7 +39,7 @@ options:
                    ngram (prompt lookup: what followed the latest earlier match of the last 1-3 tokens) |
                    mtp (chained drafts of the model's MTP head) | off (default)
   --draft-len K    draft tokens per step (default 4 for ngram, 3 for mtp); each request pauses drafting by
-                   itself while its drafts are mostly rejected
+                   itself while too few of its drafts are kept to pay for their rounds
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
