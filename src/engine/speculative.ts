@@ -38,6 +38,15 @@ export interface DraftSource {
   propose(s: Session, next: number, k: number, ctx: DraftContext): Draft;
 }
 
+/** How drafts are drawn for a target sampler: argmax when it is greedy, else its sampling transform on a stream
+ *  of their own, seeded from the target's seed (reproducible with a seed; the target's stream is left exactly as
+ *  plain decoding uses it). */
+export function draftContext(target: Sampler): DraftContext {
+  const seed = target.params.seed === undefined ? undefined : (target.params.seed ^ 0x5bd1e995) >>> 0;
+  const ds = new Sampler({ ...target.params, seed });
+  return { greedy: target.greedy, sample: (logits) => { const q = ds.dense(logits); return { token: ds.pick(q), q }; } };
+}
+
 /** Chained MTP drafts from the Session's incremental MTP cache (spec §3.5). */
 export class MtpDrafts implements DraftSource {
   readonly name = "mtp";
@@ -160,14 +169,7 @@ export class SpecDecoder {
     readonly draftLen = 3, gate: Partial<GateOpts> = {}, readonly grammar: GrammarState | null = null,
     readonly pen: Penalties | null = null) {
     this.gate = new AcceptGate(gate);
-    // drafts draw from their own stream, seeded from the target's seed (reproducible with a seed;
-    // the target's stream is left exactly as plain decoding uses it)
-    const seed = sampler.params.seed === undefined ? undefined : (sampler.params.seed ^ 0x5bd1e995) >>> 0;
-    const ds = new Sampler({ ...sampler.params, seed });
-    this.ctx = {
-      greedy: sampler.greedy,
-      sample: (logits) => { const q = ds.dense(logits); return { token: ds.pick(q), q }; },
-    };
+    this.ctx = draftContext(sampler);
   }
 
   /** The token after the prompt, from the prefill's last logits; it becomes pending. */

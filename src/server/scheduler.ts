@@ -11,21 +11,17 @@
 // Echo: a job that asks for its prompt back gets a `prompt` event when its prefill ends; with logprobs its
 // prefill chunks get logits on every row (raw distributions: the prompt was not sampled) and it skips prefix
 // reuse, so every prompt token after the first has its logprob. max_tokens 0 then ends the job right there.
-// Speculative decoding (`draft`): a decoding job may append drafts to its pending token — n-gram prompt lookup,
-// or chained drafts of the model's MTP head (each slot is a Session: its MTP cache absorbs the main model's
-// hidden rows after every prefill chunk and at each draft) — and its segment then gets logits on every row, and the rows are sampled in order as if decoded one by one
-// (penalties, grammar, stops and logprobs see each token in turn), each draft kept while the sampled token
-// equals it (greedy: the argmax; sampled: engine/speculative.ts's rejection rule); the KV rows past the kept
-// ones are dropped. Whether a job drafts depends only on that job (its history and its own AcceptGate), so a
-// greedy or seeded request gives the same tokens whatever runs beside it.
+// Speculative decoding (`draft`, drafter.ts): a decoding job may append drafts to its pending token (each slot
+// is a Session: with MTP drafts its MTP cache absorbs the main model's hidden rows after every prefill chunk and
+// at each draft); its segment then gets logits on every row, and the rows are sampled in order as if decoded one
+// by one (penalties, grammar, stops and logprobs see each token in turn), each draft kept while the sampled
+// token equals it (greedy: the argmax; sampled: engine/speculative.ts's rejection rule); the KV rows past the
+// kept ones are dropped.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
-import { AcceptGate, type Draft, type DraftContext, type GateOpts, MtpDrafts, verifyDraft } from "../engine/speculative.ts";
-import { costGate } from "../engine/draft-cost.ts";
-import { forcedDraft } from "../engine/grammar/index.ts";
-import { lookup } from "../engine/ngram.ts";
+import { type Draft, verifyDraft } from "../engine/speculative.ts";
 import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import { kvRows } from "../engine/experts/budget.ts";
@@ -35,6 +31,7 @@ import type { TextCodec } from "../model/tokenizer.ts";
 import { Detok, thinkIds, type ThinkIds } from "./detok.ts";
 import { GrammarCache } from "./grammar-cache.ts";
 import { logprobsOf, promptIds } from "./prepare.ts";
+import { Drafter, type DraftOptions, type JobDrafts, NO_DRAFT } from "./drafter.ts";
 import type { FinishReason, FromWorker, GenRequest, PromptTok, SlotInfo, Stats } from "./protocol.ts";
 
 /** A KV slot: a conversation (its KV rows, token history and MTP state; shares the scheduler's RunState). */
@@ -51,14 +48,11 @@ interface Job {
   fed: number;              // prompt tokens in the slot's KV
   cached: number; emitted: number;
   next: number;             // sampled, not yet fed
-  gate: AcceptGate | null;  // drafting on/off by this job's acceptance (null: no drafting)
-  dctx: DraftContext;       // how MTP drafts are drawn (argmax when greedy, else the job's own draft stream)
+  drafts: JobDrafts | null; // its drafting state (null: no drafting)
   plp: PromptTok[] | null;  // echo with logprobs: the prompt tokens' entries so far
   tFirst: number; tLast: number;
 }
 
-/** Speculative decoding: up to `len` draft tokens per step from n-gram prompt lookup or the MTP head (len 0: off). */
-export interface DraftOptions { kind: "ngram" | "mtp"; len: number }
 /** Rows a step may hold: the prefill chunk, and each slot's pending token with its drafts. */
 export const stepRows = (o: { chunk: number; slots: number; draft?: DraftOptions }) => o.chunk + o.slots * (1 + (o.draft?.len ?? 0));
 
@@ -69,18 +63,6 @@ export interface SchedOptions {
 }
 
 const PREALLOC = 8192;
-const NO_DRAFT: Draft = { tokens: [] };
-const samplingParams = (req: GenRequest) => ({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed });
-const MTP = new MtpDrafts();
-
-/** A job's way of drawing MTP drafts: argmax when greedy, else its sampling transform on a stream of its own
- *  (seeded from the request's seed, so a seeded request stays reproducible; engine/speculative.ts does the same). */
-function draftContext(req: GenRequest): DraftContext {
-  const greedy = (req.temperature ?? 1) <= 0;
-  if (greedy) return { greedy, sample: () => { throw new Error("greedy drafts are argmax"); } };
-  const ds = new Sampler({ ...samplingParams(req), seed: req.seed === undefined ? undefined : (req.seed ^ 0x5bd1e995) >>> 0 });
-  return { greedy, sample: (logits) => { const q = ds.dense(logits); return { token: ds.pick(q), q }; } };
-}
 
 function lcp(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length);
@@ -99,9 +81,7 @@ export class Scheduler {
   private think: ThinkIds;
   readonly grammars: GrammarCache;
   private clock = 0;
-  private gateOpts: Partial<GateOpts> | null = null; // each job's AcceptGate (null: no drafting)
-  private drafted = 0;   // draft tokens verified
-  private accepted = 0;  // of which kept
+  private drafter: Drafter | null = null; // speculative decoding (null: off)
   private winStart = performance.now();
   private winTokens = 0;
   private tokS = 0;
@@ -115,8 +95,7 @@ export class Scheduler {
     // MTP forwards of a slot run with the server's fixed attention form, so its drafts do not depend on the batch
     const sessOpts = { ...o.forward, attn: o.attn ?? "absorbed" };
     this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre) }), job: null, used: 0 }));
-    if (o.draft?.kind === "mtp" && o.draft.len > 0 && !m.w.mtp) throw new Error("--draft mtp: this model has no MTP layer");
-    if (o.draft && o.draft.len > 0) this.gateOpts = costGate(m.cfg, m.w, o.draft.len, o.draft.kind === "mtp");
+    if (o.draft && o.draft.len > 0) this.drafter = new Drafter(m, o.draft, (t) => codec.encode(t));
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
@@ -146,13 +125,13 @@ export class Scheduler {
       if (!g.ok) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: g.detail });
       grammar = g.gs;
     }
+    const sampler = new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed });
     const j: Job = {
-      rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length),
-      sampler: new Sampler(samplingParams(req)),
+      rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length), sampler,
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial), grammar,
       pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
-      gate: this.gateOpts ? new AcceptGate(this.gateOpts) : null, dctx: draftContext(req),
+      drafts: this.drafter?.forJob(sampler) ?? null,
       plp: req.echo && req.logprobs !== undefined ? [] : null,
     };
     this.jobs.set(rid, j);
@@ -179,7 +158,7 @@ export class Scheduler {
     const segs: Segment[] = [], ids: number[] = [], who: Job[] = [], drafts: Draft[] = [];
     for (const j of this.running) {
       if (j.state !== "decode") continue;
-      const d = this.drafts(j), kv = j.slot!.sess.kv;
+      const kv = j.slot!.sess.kv, d = j.drafts ? this.drafter!.propose(j.drafts, j.slot!.sess, j.next, j.grammar, j.limit - j.emitted - 1) : NO_DRAFT;
       segs.push({ kv, r0: ids.length, n: 1 + d.tokens.length, pos0: kv.len, allLogits: d.tokens.length > 0 });
       ids.push(j.next, ...d.tokens);
       who.push(j);
@@ -233,9 +212,7 @@ export class Scheduler {
       }
       if (d.length > 0) {
         sess.kv.truncate(g.pos0 + 1 + kept); // the rows of rejected drafts go (their MTP rows at the next sync)
-        j.gate?.update(kept, d.length);
-        this.drafted += d.length;
-        this.accepted += kept;
+        this.drafter!.verified(j.drafts!, kept, d.length);
       }
     });
     // after every row is sampled (MTP forwards reuse the step's RunState): the prompt rows' MTP pairs
@@ -258,22 +235,6 @@ export class Scheduler {
   private echo(j: Job): void {
     const p = j.req.prompt;
     this.emit({ t: "prompt", rid: j.rid, text: p.kind === "text" ? p.text : this.codec.decode(j.ids), toks: j.plp });
-  }
-
-  /** drafts to follow j's pending token: what its grammar forces next (as the tokenizer would encode those
-   *  bytes; the model may pick another tokenization), else n-gram / MTP drafts; none when drafting is off,
-   *  paused by the gate, or j is near its limit */
-  private drafts(j: Job): Draft {
-    const k = Math.min(this.o.draft?.len ?? 0, j.limit - j.emitted - 1);
-    if (k <= 0 || !j.gate!.wants()) return NO_DRAFT;
-    if (j.grammar) {
-      const forced = forcedDraft(j.grammar, k, (t) => this.codec.encode(t));
-      if (forced.length > 0) return { tokens: forced };
-    }
-    const sess = j.slot!.sess;
-    if (this.o.draft!.kind === "mtp") return MTP.propose(sess, j.next, k, j.dctx);
-    sess.tokens.push(j.next);
-    try { return { tokens: lookup(sess.tokens, k) }; } finally { sess.tokens.pop(); }
   }
 
   /** Sample j's next token from one row of logits (processed first: penalties, grammar); with `draft` ≥ 0 the
@@ -362,6 +323,6 @@ export class Scheduler {
       const base: SlotInfo = { id: s.id, state: j ? (j.state === "decode" ? "decode" : "prefill") : "idle", tokens: s.sess.kv.len };
       return j ? { ...base, rid: j.rid, prompt_tokens: j.ids.length, cached_tokens: j.cached, emitted: j.emitted } : base;
     });
-    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafted, accepted: this.accepted, slots };
+    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafter?.drafted ?? 0, accepted: this.drafter?.accepted ?? 0, slots };
   }
 }
