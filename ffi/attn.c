@@ -17,8 +17,8 @@ static float dot_ref(const float *a, const float *b, int n) {
   for (int i = 0; i < n; i++) s += a[i] * b[i];
   return s;
 }
-static void dot4x2_ref(const float *const a[4], const float *const b[2], int n, float out[8]) {
-  for (int i = 0; i < 4; i++) for (int j = 0; j < 2; j++) out[2 * i + j] = dot_ref(a[i], b[j], n);
+static void dot4x4_ref(const float *const a[4], const float *const b[4], int n, float out[16]) {
+  for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) out[4 * i + j] = dot_ref(a[i], b[j], n);
 }
 static void dot1x4_ref(const float *a, const float *const b[4], int n, float out[4]) {
   for (int j = 0; j < 4; j++) out[j] = dot_ref(a, b[j], n);
@@ -37,7 +37,7 @@ static void wsum_ref(const float *const p[4], const float *const vb[4], int shar
 }
 
 hb_attn_kern hb_attn_kern_for(int level) {
-  hb_attn_kern k = { dot4x2_ref, dot1x4_ref, wsum_ref };
+  hb_attn_kern k = { dot4x4_ref, dot1x4_ref, wsum_ref };
 #if defined(__x86_64__) || defined(__i386__)
   if (level >= HB_AVX512) k = hb_attn_kern_avx512;
   else if (level >= HB_AVX2) k = hb_attn_kern_avx2;
@@ -70,16 +70,16 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
   if (c->kHead == 0 && ng >= 3) {
     const float *a[4] = { qs + (ptrdiff_t)hh[0] * c->qHead, qs + (ptrdiff_t)hh[1] * c->qHead,
                           qs + (ptrdiff_t)hh[2] * c->qHead, qs + (ptrdiff_t)hh[3] * c->qHead };
-    float d[8];
-    for (int j = 0; j < n; j += 2) {
-      const int j1 = j + 1 < n ? j + 1 : j;
-      for (int a2 = j + PF_KEYS; a2 < j + PF_KEYS + 2 && a2 < n; a2++) pf_floats(c->k + KEY(a2) * c->kRow, c->dk);
-      const float *b[2] = { c->k + KEY(j) * c->kRow, c->k + KEY(j1) * c->kRow };
-      c->kn.dot4x2(a, b, c->dk, d);
+    float d[16];
+    for (int j = 0; j < n; j += 4) {   /* 4 keys at a time (past n: the last key again, its duplicates unused) */
+      const int m = n - j < 4 ? n - j : 4;
+      for (int a2 = j + PF_KEYS; a2 < j + PF_KEYS + 4 && a2 < n; a2++) pf_floats(c->k + KEY(a2) * c->kRow, c->dk);
+      const float *b[4];
+      for (int r = 0; r < 4; r++) b[r] = c->k + KEY(j + (r < m ? r : m - 1)) * c->kRow;
+      c->kn.dot4x4(a, b, c->dk, d);
       for (int i = 0; i < ng; i++) {
         float *pg = p + (size_t)i * c->maxn;
-        pg[j] = c->scale * d[2 * i];
-        if (j1 != j) pg[j1] = c->scale * d[2 * i + 1];
+        for (int r = 0; r < m; r++) pg[j + r] = c->scale * d[4 * i + r];
       }
     }
   } else {
@@ -97,14 +97,22 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
   }
   /* softmax per head: max-subtracted, f32 exp (hb_expm: vectorised, the same bits at every level), double
    * sum in key order; optionally keeping m and l */
+  float mx[4];
+  double sum[4] = { 0.0, 0.0, 0.0, 0.0 };
   for (int i = 0; i < ng; i++) {
-    float *pg = p + (size_t)i * c->maxn, mx = pg[0];
-    for (int j = 1; j < n; j++) if (pg[j] > mx) mx = pg[j];
-    double sum = 0.0;
-    hb_expm(pg, n, mx);
-    for (int j = 0; j < n; j++) sum += pg[j];
-    for (int j = 0; j < n; j++) pg[j] = (float)((double)pg[j] / sum);
-    if (st) { st[2 * i] = mx; st[2 * i + 1] = (float)sum; }
+    float *pg = p + (size_t)i * c->maxn;
+    mx[i] = pg[0];
+    for (int j = 1; j < n; j++) if (pg[j] > mx[i]) mx[i] = pg[j];
+    hb_expm(pg, n, mx[i]);
+  }
+  /* the heads' sums side by side (four independent chains instead of one after the other; each in key order) */
+  const float *p0 = p, *p1 = p + (size_t)(ng > 1) * c->maxn, *p2 = p + (size_t)(ng > 2 ? 2 : 0) * c->maxn,
+              *p3 = p + (size_t)(ng > 3 ? 3 : 0) * c->maxn;
+  for (int j = 0; j < n; j++) { sum[0] += p0[j]; sum[1] += p1[j]; sum[2] += p2[j]; sum[3] += p3[j]; }
+  for (int i = 0; i < ng; i++) {
+    float *pg = p + (size_t)i * c->maxn;
+    for (int j = 0; j < n; j++) pg[j] = (float)((double)pg[j] / sum[i]);
+    if (st) { st[2 * i] = mx[i]; st[2 * i + 1] = (float)sum[i]; }
   }
   /* pass 2: o_h = Σ_j p_j · v_t, j in list order */
   const float *pp[4], *vb[4];

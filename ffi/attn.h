@@ -8,14 +8,14 @@
 #include "hb.h"
 
 /* ---------------- micro-kernels ----------------
- * dot4x2: out[2i+j] = a_i·b_j (4 queries × 2 keys);  dot1x4: out[j] = a·b_j.  Lengths n.
+ * dot4x4: out[4i+j] = a_i·b_j (4 queries × 4 keys);  dot1x4: out[j] = a·b_j.  Lengths n.
  * wsum:   o_g[e] = Σ_j p_g[j] · v_g(key_j)[e], g < 4, e < dv, v_g(t) = vb[g] + t·vRow; shared: vb all equal.
  * Unused lanes of a call get duplicated pointers (the duplicate results are ignored / identical). */
-typedef void (*hb_dot4x2_fn)(const float *const a[4], const float *const b[2], int n, float out[8]);
 typedef void (*hb_dot1x4_fn)(const float *a, const float *const b[4], int n, float out[4]);
 typedef void (*hb_wsum_fn)(const float *const p[4], const float *const vb[4], int shared, ptrdiff_t vRow,
                            const int32_t *keys, int n, int dv, float *const o[4]);
-typedef struct { hb_dot4x2_fn dot4x2; hb_dot1x4_fn dot1x4; hb_wsum_fn wsum; } hb_attn_kern;
+typedef void (*hb_dot4x4_fn)(const float *const a[4], const float *const b[4], int n, float out[16]);
+typedef struct { hb_dot4x4_fn dot4x4; hb_dot1x4_fn dot1x4; hb_wsum_fn wsum; } hb_attn_kern;
 
 /* ---------------- one quad of heads ----------------
  * The operands of an hb_attn-style call (see hb_attn in attn.c for the layout) and the scratch width maxn. */
