@@ -6,7 +6,7 @@
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
@@ -30,10 +30,11 @@ function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest {
 }
 
 interface Lp { tokens: string[]; token_logprobs: (number | null)[]; top_logprobs: (Record<string, number> | null)[]; text_offset: number[] }
-function addLp(lp: Lp, e: Pick<Tok, "tt" | "lp" | "top">, offset: number, first = false): void {
-  lp.tokens.push(e.tt ?? "");
-  lp.token_logprobs.push(first ? null : e.lp ?? 0);
-  lp.top_logprobs.push(first ? null : Object.fromEntries((e.top ?? []).map((t) => [t.text, t.lp])));
+/** one token's entries (an echoed prompt's first token: logprob and alternatives null) */
+function addLp(lp: Lp, tt: string, v: number | null, top: TopLogprob[] | null | undefined, offset: number): void {
+  lp.tokens.push(tt);
+  lp.token_logprobs.push(v);
+  lp.top_logprobs.push(top === null ? null : Object.fromEntries((top ?? []).map((t) => [t.text, t.lp])));
   lp.text_offset.push(offset);
 }
 const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] });
@@ -49,9 +50,9 @@ class TextChoice implements ChoiceView {
     if (this.wantLp && e.toks) {
       lp = emptyLp();
       let at = 0;
-      for (const [i, t] of e.toks.entries()) {
-        addLp(lp, { tt: t.tt, lp: t.lp ?? undefined, top: t.top ?? undefined }, at, i === 0);
-        addLp(this.lp, { tt: t.tt, lp: t.lp ?? undefined, top: t.top ?? undefined }, at, i === 0);
+      for (const t of e.toks) {
+        addLp(lp, t.tt, t.lp, t.top, at);
+        addLp(this.lp, t.tt, t.lp, t.top, at);
         at += t.tt.length;
       }
     }
@@ -62,7 +63,7 @@ class TextChoice implements ChoiceView {
   onTok(e: Tok): object[] {
     const text = literalText(e);
     let lp: Lp | null = null;
-    if (this.wantLp) { addLp((lp = emptyLp()), e, this.text.length); addLp(this.lp, e, this.text.length); }
+    if (this.wantLp) for (const l of [(lp = emptyLp()), this.lp]) addLp(l, e.tt ?? "", e.lp ?? 0, e.top, this.text.length);
     this.text += text;
     return text || lp ? [{ text, logprobs: lp, finish_reason: null }] : [];
   }

@@ -11,7 +11,7 @@ import type { GrammarSpec } from "./protocol.ts";
 import { penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
 import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, type ToolChoice } from "./tools.ts";
 
-const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
+export const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
 
 const sampling = {

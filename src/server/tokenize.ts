@@ -6,12 +6,11 @@ import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse, readJson } from "./http-errors.ts";
 import type { Call, PromptSpec } from "./protocol.ts";
-import { MessagesSchema, zodError } from "./schemas.ts";
+import { MessagesSchema, nullish, zodError } from "./schemas.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
 
-const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const TokenizeRequest = z.object({
   model: nullish(z.string().max(256)),
   content: nullish(z.string()),              // llama-server
