@@ -59,7 +59,7 @@ hb_attn_kern hb_attn_kern_for(int level) {
 static inline void pf_floats(const float *a, int n) {
   for (int i = 0; i < n; i += 16) __builtin_prefetch(a + i);
 }
-void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *st) {
+void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *st, int pf) {
   const int n = c->nsel[s];
   const int32_t *sr = c->sel ? c->sel + (ptrdiff_t)s * c->selRow : NULL;
   const float *qs = c->q + (ptrdiff_t)s * c->qRow;
@@ -73,7 +73,7 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
     float d[16];
     for (int j = 0; j < n; j += 4) {   /* 4 keys at a time (past n: the last key again, its duplicates unused) */
       const int m = n - j < 4 ? n - j : 4;
-      for (int a2 = j + PF_KEYS; a2 < j + PF_KEYS + 4 && a2 < n; a2++) pf_floats(c->k + KEY(a2) * c->kRow, c->dk);
+      if (pf) for (int a2 = j + PF_KEYS; a2 < j + PF_KEYS + 4 && a2 < n; a2++) pf_floats(c->k + KEY(a2) * c->kRow, c->dk);
       const float *b[4];
       for (int r = 0; r < 4; r++) b[r] = c->k + KEY(j + (r < m ? r : m - 1)) * c->kRow;
       c->kn.dot4x4(a, b, c->dk, d);
@@ -144,7 +144,7 @@ static void attn_item(const hb_attn_ops *op, int s, int h0, int G, float *p /* [
     return;
   }
   for (int g0 = 0; g0 < G; g0 += 4)
-    hb_attn_quad(op, s, h0 + g0, G - g0 < 4 ? G - g0 : 4, p + (size_t)g0 * op->maxn, NULL);
+    hb_attn_quad(op, s, h0 + g0, G - g0 < 4 ? G - g0 : 4, p + (size_t)g0 * op->maxn, NULL, g0 == 0);
 }
 
 static void attn_task(void *ctx, int lo, int hi) {

@@ -28,8 +28,9 @@ typedef struct {
 } hb_attn_ops;
 /* Row s (nsel[s] > 0 keys), heads h0..h0+ng-1 (1 <= ng <= 4): p[i][j] = scale · q_h·k_t (p = scratch
  * [ng, maxn]), softmax per head (max-subtracted, f32 exp, double sum), out_h = Σ_j p_j · v_t in list order.
- * st (may be NULL): st[2i] = max score m, st[2i+1] = l = Σ_j exp(score_j − m) of head h0+i. (attn.c) */
-void hb_attn_quad(const hb_attn_ops *o, int s, int h0, int ng, float *p, float *st);
+ * st (may be NULL): st[2i] = max score m, st[2i+1] = l = Σ_j exp(score_j − m) of head h0+i. pf: prefetch the
+ * gathered key rows ahead (the first quad over a row's keys; the next ones find them in the cache). (attn.c) */
+void hb_attn_quad(const hb_attn_ops *o, int s, int h0, int ng, float *p, float *st, int pf);
 
 /* the micro-kernels for a SIMD level (HB_SCALAR: the scalar references) */
 hb_attn_kern hb_attn_kern_for(int level);

@@ -31,7 +31,7 @@ static void stats_item(const stats_ctx *c, int s, int h0, int ng, float *p) {
     }
     return;
   }
-  hb_attn_quad(op, s, h0, ng, p, st); /* scores, softmax keeping m and l, weighted sum */
+  hb_attn_quad(op, s, h0, ng, p, st, 1); /* scores, softmax keeping m and l, weighted sum */
 }
 
 static void stats_task(void *ctx, int lo, int hi) {
