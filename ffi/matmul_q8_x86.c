@@ -3,8 +3,9 @@
  *    fields) by signed activations; int8 weights are signed, so they enter as w + 128 (the sign bit
  *    flipped) and 128·Σq_x (per row of x, from quantization) is taken off at the end. One row of x
  *    (decode, or the last of a batch): four weight rows at a time, software prefetch 6 KiB ahead on the
- *    weight stream (decode is DRAM-bound; never past the matrix). More rows: register tiles of 4 (then 2)
- *    weight rows × up to 4 rows of x (x loads shared; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident
+ *    weight stream (decode is DRAM-bound; never past the matrix). More rows: int8 / int4 in one pass over up
+ *    to 8 rows of x (wide_int: 4 or 2 weight rows, named accumulators); int4g in register tiles of 4 (then
+ *    2) weight rows × up to 4 rows of x (x loads shared; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident
  *    int4g). int8 batches of at least HB_Q8_GEMM_S rows first go through the packed-panel GEMM
  *    (matmul_q8_gemm_x86.c), whole panels of 32 weight rows; the rows left over come here.
  *  - AVX2 (also used at the AVX-512-without-VNNI level): matmul_q8_tile256.h with maddubs + madd.
@@ -123,104 +124,70 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
   }
 }
 
-/* one block of a tile: nr weight rows (w[j], their scales sv[j] for int4g) × x rows s0..s0+3 of the block at
- * x offset xo8 (int8: 64 elements, else 128), accumulated into v (integer formats) or a (int4g) */
-TV INL void tile_block(const int fmt, const int nr, const int ns, const __m512i *w, const __m512 *sv, const int8_t *x0,
-                       size_t xs, const int32_t *c0, size_t cs, int b, __m512i v[4][4], __m512 a[4][4]) {
+/* one block of an int4g tile: nr weight rows (w[j], their scales sv[j]) × x rows s0..s0+ns-1 of block b, their
+ * fused float steps into a */
+TV INL void tile_block(const int nr, const int ns, const __m512i *w, const __m512 *sv, const int8_t *x0, size_t xs,
+                       const int32_t *c0, size_t cs, int b, __m512 a[4][4]) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
-  if (fmt == HB_INT8) {
-    __m512i wu[4];
-    for (int j = 0; j < nr; j++) wu[j] = _mm512_xor_si512(w[j], _mm512_set1_epi8((char)0x80));
-    for (int k = 0; k < ns; k++) {
-      const __m512i x = _mm512_loadu_si512((const void *)(x0 + (size_t)k * xs + 64 * (size_t)b));
-      for (int j = 0; j < nr; j++) v[j][k] = _mm512_dpbusd_epi32(v[j][k], wu[j], x);
-    }
-    return;
-  }
   __m512i lo[4], hi[4];
   for (int j = 0; j < nr; j++) { lo[j] = _mm512_and_si512(w[j], m4); hi[j] = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4); }
   for (int k = 0; k < ns; k++) {
     const int8_t *xb = x0 + (size_t)k * xs + 128 * (size_t)b;
     const __m512i xe = _mm512_loadu_si512((const void *)xb), xo = _mm512_loadu_si512((const void *)(xb + 64));
-    if (fmt == HB_INT4G) {
-      const __m512i c = _mm512_loadu_si512((const void *)(c0 + (size_t)k * cs + 16 * (size_t)b));
-      for (int j = 0; j < nr; j++) {
-        const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo[j], xe), hi[j], xo);
-        a[j][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), sv[j], a[j][k]);
-      }
-    } else
-      for (int j = 0; j < nr; j++) v[j][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[j][k], lo[j], xe), hi[j], xo);
+    const __m512i c = _mm512_loadu_si512((const void *)(c0 + (size_t)k * cs + 16 * (size_t)b));
+    for (int j = 0; j < nr; j++) {
+      const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo[j], xe), hi[j], xo);
+      a[j][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), sv[j], a[j][k]);
+    }
   }
 }
 
-/* Register tile: weight rows o..o+nr-1 (nr = TILE_NR or 2) × activation rows s0..s0+ns-1 (ns ≤ 4)
- * for int8, int4, int4g; each (o, s) in exactly dot_vnni's order
- * (same integer sums, same fused epilogue), with the x loads shared by the weight rows. Full blocks run in a
- * loop of their own (the first pass over these rows prefetches ahead: it streams them from memory), then
- * the partial last block through masked loads. */
-TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, const hb_q8 *m, int o, int s0) {
+/* int4g register tile: weight rows o..o+nr-1 (nr = TILE_NR or 2) × activation rows s0..s0+ns-1 (ns ≤ 4), each
+ * (o, s) in exactly dot_vnni's order (same integer sums, same fused steps, same tree), with the x loads shared by
+ * the weight rows; its float accumulators stay in registers (the integer formats' tiles are wide_int below).
+ * Full blocks run in a loop of their own (the first pass over these rows prefetches ahead: it streams them from
+ * memory), then the partial last block through masked loads. */
+TV INL void tile_vnni(const int GS, const int nr, const int ns, const hb_q8 *m, int o, int s0) {
   const int first = s0 == 0;
   const size_t rb = m->rowb;
   const uint8_t *r0 = hb_q8_row(m, o);
-  const int I = m->I, epb = fmt == HB_INT8 ? 64 : 128, nfull = I / epb;
-  const int tailb = (int)(rb - (size_t)nfull * 64);
+  const int nfull = m->I / 128, tailb = (int)(rb - (size_t)nfull * 64);
   const size_t xs = (size_t)m->Ip, cs = (size_t)m->Ip / 8;
   const int8_t *x0 = m->qx + (size_t)s0 * xs;
-  const int32_t *c0 = fmt == HB_INT4G ? m->corr + (size_t)s0 * cs : NULL;
-  __m512i v[4][4], w[4];
+  const int32_t *c0 = m->corr + (size_t)s0 * cs;
+  __m512i w[4];
   __m512 a[4][4], sv[4];
   for (int j = 0; j < 4; j++)
-    for (int k = 0; k < 4; k++) { v[j][k] = _mm512_setzero_si512(); a[j][k] = _mm512_setzero_ps(); }
-  const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
+    for (int k = 0; k < 4; k++) a[j][k] = _mm512_setzero_ps();
+  const float *sg = m->sc + (size_t)o * m->ng;
   __m512i sidx = _mm512_setzero_si512();
-  if (fmt == HB_INT4G && (GS ? GS : m->gs) < 128)
+  if ((GS ? GS : m->gs) < 128)
     sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                              (unsigned)(__builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3));
   for (int b = 0; b < nfull; b++) {
     for (int j = 0; j < nr; j++) {
       w[j] = _mm512_loadu_si512((const void *)(r0 + j * rb + 64 * (size_t)b));
       if (first) pf(m, r0 + j * rb + 64 * (size_t)b + Q8_PF);
-      if (fmt == HB_INT4G) sv[j] = scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, b, 0, sidx);
+      sv[j] = scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, b, 0, sidx);
     }
-    tile_block(fmt, nr, ns, w, sv, x0, xs, c0, cs, b, v, a);
+    tile_block(nr, ns, w, sv, x0, xs, c0, cs, b, a);
   }
   if (tailb > 0) {
     const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
     for (int j = 0; j < nr; j++) {
       w[j] = _mm512_maskz_loadu_epi8(mk, r0 + j * rb + 64 * (size_t)nfull);
-      if (fmt == HB_INT4G) sv[j] = scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, nfull, 1, sidx);
+      sv[j] = scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, nfull, 1, sidx);
     }
-    tile_block(fmt, nr, ns, w, sv, x0, xs, c0, cs, nfull, v, a);
+    tile_block(nr, ns, w, sv, x0, xs, c0, cs, nfull, a);
   }
+  /* all outputs of the tile at once: matmul_q8.h's tree, then times d */
   const int O = m->O;
   float *y = m->y + (size_t)s0 * O + o;
-  const int off = fmt == HB_INT8 ? 128 : 8;
-  if (fmt != HB_INT4G && I > 32768) {   /* lane sums could pass 2^31: 64-bit totals, one output at a time */
-    for (int j = 0; j < nr; j++)
-      for (int k = 0; k < ns; k++)
-        y[(size_t)k * O + j] = hb_q8_rowfmt_out(hsum64(v[j][k]) - off * m->xsum[s0 + k], m->sc[o + j], m->dx[s0 + k]);
-    return;
-  }
-  /* all outputs of the tile at once; integer formats: exact in int32 here (|Σ| < 2^31), then the conversion
-   * and products of hb_q8_rowfmt_out; int4g: matmul_q8.h's tree, then times d */
-  int32_t xo[4];
   float dd[4];
-  for (int k = 0; k < 4; k++) {
-    const int s = s0 + (k < ns ? k : 0);
-    xo[k] = fmt == HB_INT4G ? 0 : off * (int32_t)m->xsum[s];
-    dd[k] = m->dx[s];
-  }
-  const __m128i xsv = _mm_loadu_si128((const __m128i *)xo);
+  for (int k = 0; k < 4; k++) dd[k] = m->dx[s0 + (k < ns ? k : 0)];
   const __m128 d = _mm_loadu_ps(dd);
   __m128 r[4];   /* r[j] lane k = y[s0 + k, o + j] */
-  for (int j = 0; j < nr; j++) {
-    const int k1 = ns > 1, k2 = ns > 2 ? 2 : 0, k3 = ns > 3 ? 3 : 0;
-    if (fmt == HB_INT4G) r[j] = _mm_mul_ps(hb_tree16x4(a[j][0], a[j][k1], a[j][k2], a[j][k3]), d);
-    else {
-      const __m128i t = _mm_sub_epi32(hb_hsum16x4_i32(v[j][0], v[j][k1], v[j][k2], v[j][k3]), xsv);
-      r[j] = _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_set1_ps(m->sc[o + j])), d);
-    }
-  }
+  for (int j = 0; j < nr; j++) r[j] = _mm_mul_ps(hb_tree16x4(a[j][0], a[j][ns > 1], a[j][ns > 2 ? 2 : 0], a[j][ns > 3 ? 3 : 0]), d);
   if (nr == 4) {
     _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);   /* r[k] lane j = y[s0 + k, o + j] */
     for (int k = 0; k < ns; k++) _mm_storeu_ps(y + (size_t)k * O, r[k]);
@@ -237,8 +204,8 @@ TV INL void tile_vnni(const int fmt, const int GS, const int nr, const int ns, c
  * weight rows o..o+nr-1 × x rows s0..s0+ns-1 (nr·ns ≤ 16 accumulators), each weight block loaded once. The
  * accumulators are named variables, not an array: GCC kept tile_vnni's arrays of int32 accumulators in memory and
  * stored every one of them on every update, so those tiles were bound by stores (one thread, int8 2048×2048 from
- * the cache: S = 8 took 340 us, now 131; S = 4 96 → 58). The same integer sums and epilogue as dot_vnni: the
- * same bits. (int4g keeps tile_vnni: its float accumulators stay in registers.) */
+ * the cache: S = 4 121-131 → 62-71 us, S = 8 208-224 → 146-148). The same integer sums and epilogue as dot_vnni:
+ * the same bits. */
 #define W8_ROW(j) __m512i j##0 = z, j##1 = z, j##2 = z, j##3 = z, j##4 = z, j##5 = z, j##6 = z, j##7 = z
 #define W8_ACC(acc, j) acc = fmt == HB_INT8 ? _mm512_dpbusd_epi32(acc, lo##j, xe) \
                                             : _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, lo##j, xe), hi##j, xo)
@@ -422,7 +389,7 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
 
 TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int hi) {
   const int S = m->S, O = m->O, R = hb_q8_subrows(m->rowb);
-  const int tiles = S > 1 && fmt != HB_INT2;
+  const int tiles = S > 1 && fmt == HB_INT4G;   /* (int8 / int4 batches: wide_int above) */
   float out[4];
   for (int o0 = lo; o0 < hi; o0 += R) {
     const int o1 = hi - o0 < R ? hi : o0 + R;
@@ -436,14 +403,14 @@ TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int h
         for (; o + 4 <= o1; o += 4) dec4_vnni(fmt, GS, m, o, s0);
       if (tiles && ns >= 2) {  /* (one row took the 4-row decode kernel above) */
         for (; o + TILE_NR <= o1; o += TILE_NR) {
-          if (ns == 4) tile_vnni(fmt, GS, TILE_NR, 4, m, o, s0);
-          else if (ns == 3) tile_vnni(fmt, GS, TILE_NR, 3, m, o, s0);
-          else tile_vnni(fmt, GS, TILE_NR, 2, m, o, s0);
+          if (ns == 4) tile_vnni(GS, TILE_NR, 4, m, o, s0);
+          else if (ns == 3) tile_vnni(GS, TILE_NR, 3, m, o, s0);
+          else tile_vnni(GS, TILE_NR, 2, m, o, s0);
         }
         for (; o + 2 <= o1; o += 2) {
-          if (ns == 4) tile_vnni(fmt, GS, 2, 4, m, o, s0);
-          else if (ns == 3) tile_vnni(fmt, GS, 2, 3, m, o, s0);
-          else tile_vnni(fmt, GS, 2, 2, m, o, s0);
+          if (ns == 4) tile_vnni(GS, 2, 4, m, o, s0);
+          else if (ns == 3) tile_vnni(GS, 2, 3, m, o, s0);
+          else tile_vnni(GS, 2, 2, m, o, s0);
         }
       }
       for (; o < o1; o++) {
