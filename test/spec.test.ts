@@ -39,6 +39,13 @@ describe("incremental MTP state", () => {
     l = s.feed([77, 78], true).subarray(s.m.cfg.vocab_size);
     check();
     check(); // a second sync at the same length recomputes only row T-1
+    for (let i = 0; i < 5; i++) { l = s.feed([argmax(l)]); if (i % 2 === 0) s.mtpAbsorb(); } // absorbed ahead (a server's prefill chunks)
+    check();
+    s.truncate(s.tokens.length - 3);
+    s.mtpAbsorb(); // after a cut: the pairs past it are dropped first
+    l = s.feed([5, 6, 7], true).subarray(2 * s.m.cfg.vocab_size);
+    s.mtpAbsorb();
+    check();
   });
 });
 
