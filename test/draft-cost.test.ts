@@ -58,6 +58,8 @@ describe("draft cost model", () => {
     expect(mtp.gen_ids).toEqual(plain.gen_ids);
     expect(ng.stats.tokens_per_forward).toBeGreaterThan(1.5);
     expect(mtp.stats.draft_acceptance).toBeLessThan(g3.off!);
+    expect(mtp.stats.draft_pays_at).toBe(g3.off!); // reported with the stats
+    expect(plain.stats.draft_pays_at).toBeUndefined();
     expect(mtp.stats.drafted).toBeLessThan(mtp.stats.forwards); // off after the first rounds: probes only
   });
 });

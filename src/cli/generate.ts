@@ -128,6 +128,9 @@ export const command: Command = {
         },
       });
       if (kvf && session) kvf.persist(session);
+      const pays = res.stats.draft_pays_at;
+      if (pays !== undefined && pays >= 1)
+        process.stderr.write(`hummingbird generate: --draft ${res.stats.draft}: a round of drafts costs more than the tokens it can yield on this model (see engine/draft-cost.ts), so drafting stayed off\n`);
       if (text) process.stdout.write(stops.push(dec.flush()) + stops.flush() + "\n");
       else process.stdout.write(JSON.stringify(res) + "\n");
     } finally {

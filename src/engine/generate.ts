@@ -39,7 +39,9 @@ export interface GenerateResult {
   finish_reason: "stop" | "length";
   cached_tokens: number;
   timing: { prefill_tok_s: number; decode_tok_s: number; prefill_ms: number; decode_ms: number };
-  stats: { draft: string; tokens_per_forward: number; draft_acceptance: number; forwards: number; drafted: number; accepted: number };
+  /** draft_pays_at: the kept fraction of drafts at which a round pays for itself on this model (≥ 1: never, so
+   *  drafting stays off; engine/draft-cost.ts); absent without a draft source */
+  stats: { draft: string; tokens_per_forward: number; draft_acceptance: number; forwards: number; drafted: number; accepted: number; draft_pays_at?: number };
 }
 
 /** `auto` takes the MTP head when its drafts pay once this fraction of them is kept (engine/draft-cost.ts): a
@@ -105,6 +107,7 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
       tokens_per_forward: st.forwards > 0 ? decodeSteps / st.forwards : 1,
       draft_acceptance: st.drafted > 0 ? st.accepted / st.drafted : 0,
       forwards: st.forwards, drafted: st.drafted, accepted: st.accepted,
+      ...(source ? { draft_pays_at: dec.gate.o.off } : {}),
     },
   };
 }
