@@ -46,7 +46,7 @@ export interface GenerateResult {
 
 /** `auto` takes the MTP head when its drafts pay once this fraction of them is kept (engine/draft-cost.ts): a
  *  trained head keeps most of its drafts, but where its steps cost nearly a main forward (a model of a few layers)
- *  it cannot pay, and keeping its cache in step costs on every token. The demo model: MTP needs 79% kept (it keeps
+ *  it cannot pay, and keeping its cache in step costs on every token. The demo model: MTP needs 78% kept (it keeps
  *  25-39%); 1000 tokens after "The ", three alternated rounds: off 2000 / 2510 / 2165 tok/s, n-gram (now auto's
  *  choice) 2331 / 2510 / 2470, mtp 1942 / 1838 / 2133. */
 export const AUTO_MTP_MAX = 0.6;
