@@ -22,12 +22,18 @@ export interface JobDrafts { gate: AcceptGate; ctx: DraftContext }
 export class Drafter {
   drafted = 0;   // draft tokens verified
   accepted = 0;  // of which kept
-  private readonly gateOpts: Partial<GateOpts>;
+  readonly gateOpts: Partial<GateOpts>;
   private readonly mtp = new MtpDrafts();
 
   constructor(m: Model, readonly o: DraftOptions, private readonly encode: (text: string) => number[]) {
     if (o.kind === "mtp" && !m.w.mtp) throw new Error("--draft mtp: this model has no MTP layer");
     this.gateOpts = costGate(m.cfg, m.w, o.len, o.kind === "mtp");
+  }
+
+  /** One line for the server's log: the kind, and the kept fraction from which a round pays on this model. */
+  describe(): string {
+    const off = this.gateOpts.off!;
+    return `drafting: ${this.o.kind}, up to ${this.o.len} per step; ${off >= 1 ? "a round costs more than it can yield on this model, so it stays off" : `pays once ${Math.ceil(100 * off)}% of drafts are kept (engine/draft-cost.ts)`}`;
   }
 
   /** `target`: the job's sampler */

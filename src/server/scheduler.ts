@@ -81,7 +81,7 @@ export class Scheduler {
   private think: ThinkIds;
   readonly grammars: GrammarCache;
   private clock = 0;
-  private drafter: Drafter | null = null; // speculative decoding (null: off)
+  readonly drafter: Drafter | null = null; // speculative decoding (null: off)
   private winStart = performance.now();
   private winTokens = 0;
   private tokS = 0;

@@ -68,6 +68,7 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts }, post);
+    if (sched.drafter) log(sched.drafter.describe());
     post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });
     postStats(true);
   } catch (e) {
