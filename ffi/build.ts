@@ -76,18 +76,7 @@ export function buildNative(force = false): string {
   const stale = srcs
     .map((s, k) => [s, objs[k]] as const)
     .filter(([s, o]) => force || !existsSync(o) || mtime(o) < Math.max(shared, mtime(s)));
-  if (stale.length > 0) {
-    // one shell runs the compilers in parallel; each object lands by rename
-    const flags = CFLAGS.map(quote).join(" ");
-    const lines = stale.map(([s, o], k) =>
-      `(${quote(cc)} ${flags} -c ${quote(s)} -o ${quote(`${o}.${tag}`)} && mv -f ${quote(`${o}.${tag}`)} ${quote(o)}) & p${k}=$!`);
-    lines.push("rc=0", ...stale.map((_, k) => `wait $p${k} || rc=1`), "exit $rc");
-    try {
-      run(["sh", "-c", lines.join("\n")], `compiling ${stale.map(([s]) => basename(s)).join(", ")} with ${cc}`);
-    } finally {
-      for (const [, o] of stale) rmSync(`${o}.${tag}`, { force: true });
-    }
-  }
+  if (stale.length > 0) compile(cc, stale, tag);
   const tmp = `${libPath}.${tag}`;
   try {
     run([cc, ...LDFLAGS, "-o", tmp, ...objs, "-lm"], "linking");
@@ -96,6 +85,30 @@ export function buildNative(force = false): string {
     rmSync(tmp, { force: true });
   }
   return libPath;
+}
+
+/** (source, object) pairs compiled by one shell running the compilers in parallel; each object lands by rename */
+function compile(cc: string, pairs: (readonly [string, string])[], tag: string): void {
+  const flags = CFLAGS.map(quote).join(" ");
+  const lines = pairs.map(([s, o], k) =>
+    `(${quote(cc)} ${flags} -c ${quote(s)} -o ${quote(`${o}.${tag}`)} && mv -f ${quote(`${o}.${tag}`)} ${quote(o)}) & p${k}=$!`);
+  lines.push("rc=0", ...pairs.map((_, k) => `wait $p${k} || rc=1`), "exit $rc");
+  try {
+    run(["sh", "-c", lines.join("\n")], `compiling ${pairs.map(([s]) => basename(s)).join(", ")} with ${cc}`);
+  } finally {
+    for (const [, o] of pairs) rmSync(`${o}.${tag}`, { force: true });
+  }
+}
+
+/** Compile every *.c of `dir` (another tree's ffi/, e.g. from `git archive`) into the library `out`, with
+ *  the flags of the real build (objects beside the sources, no cache). Throws with the compiler's output. */
+export function buildLibAt(dir: string, out: string): string {
+  const srcs = readdirSync(dir).filter((f) => f.endsWith(".c")).sort().map((f) => join(dir, f));
+  if (srcs.length === 0) throw new Error(`libhb: no C sources in ${dir}`);
+  const cc = process.env.CC || "cc", objs = srcs.map((s) => `${s.slice(0, -2)}.o`);
+  compile(cc, srcs.map((s, k) => [s, objs[k]] as const), `${process.pid}.tmp`);
+  run([cc, ...LDFLAGS, "-o", out, ...objs, "-lm"], "linking");
+  return out;
 }
 
 const checked = new Map<string, string>();

@@ -1,0 +1,81 @@
+// The routed-expert workload of the bench preset, shared by bench/experts.ts (mitata) and bench/ab.ts (two
+// libhb builds alternated): int4g64 gate / up [512, 1024] and down [1024, 512] for 7 MoE layers × 64 experts
+// (~400 MB, so weights come from memory), each expert's six tensors in one slab as the converter writes
+// them, and the two calls the MoE layer makes (every gate ‖ up in one hb_matmul_many, then every down).
+// State: the weights, the activations and a seeded LCG (so two runs draw the same sequence of calls).
+import { ptr } from "bun:ffi";
+import { Fmt, MANY_DESC, type ManyMat } from "../src/engine/hb.ts";
+
+export const D = 1024, F = 512, E = 64, LAYERS = 7, K = 8;
+
+let seed = 12345;
+const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0);
+export const rnd = (n: number) => (next() >>> 8) % n; // high bits (an LCG's low bits repeat with a short period)
+const bytes = (n: number) => { const u = new Uint32Array(Math.ceil(n / 4)); for (let i = 0; i < u.length; i++) u[i] = next(); return new Uint8Array(u.buffer, 0, n); };
+
+const gb = (F * D) / 2, sb = ((F * D) / 64) * 4; // one matrix's packed bytes, its scales' bytes
+/** [gate, gate scales, up, up scales, down, down scales] in one slab per expert */
+function expert() {
+  const slab = bytes(3 * (gb + sb));
+  const mat = (off: number, O: number): ManyMat =>
+    ({ fmt: Fmt.int4g, data: slab.subarray(off, off + gb), scales: new Float32Array(slab.buffer, off + gb, sb / 4).fill(0.01), gs: 64, O });
+  return { gate: mat(0, F), up: mat(gb + sb, F), down: mat(2 * (gb + sb), D) };
+}
+export const experts = Array.from({ length: LAYERS * E }, expert);
+export const perExpert = 3 * (gb + sb);
+
+const maxRows = 64 * 32;
+const x = Float32Array.from({ length: maxRows * D }, () => rnd(2000) / 1000 - 1);
+const h = new Float32Array(maxRows * F), h2 = new Float32Array(maxRows * F), y = new Float32Array(maxRows * D);
+export const output = y;
+
+/** A call's matrices as hb_matmul_many descriptors (MANY_DESC doubles each), with the row width I. */
+export interface Call { desc: Float64Array; n: number; I: number }
+const put = (d: Float64Array, k: number, w: ManyMat, out: Float32Array, xk: Float32Array, S: number) => {
+  d.set([w.fmt, w.gs, w.O, ptr(w.data), ptr(w.scales!), ptr(out), ptr(xk), S, 0, 0], MANY_DESC * k);
+};
+
+/** One MoE layer's two calls for experts `sel` (global ids) with rows[k] rows each. */
+export function layerCalls(sel: number[], rows: number[]): [Call, Call] {
+  const up = new Float64Array(MANY_DESC * 2 * sel.length), down = new Float64Array(MANY_DESC * sel.length);
+  let r0 = 0;
+  sel.forEach((e, k) => {
+    const S = rows[k], w = experts[e], xe = x.subarray(r0 * D, (r0 + S) * D), he = h.subarray(r0 * F, (r0 + S) * F);
+    put(up, 2 * k, w.gate, he, xe, S);
+    put(up, 2 * k + 1, w.up, h2.subarray(r0 * F, (r0 + S) * F), xe, S);
+    put(down, k, w.down, y.subarray(r0 * D, (r0 + S) * D), he, S);
+    r0 += S;
+  });
+  return [{ desc: up, n: 2 * sel.length, I: D }, { desc: down, n: sel.length, I: F }];
+}
+
+/** the entry point both calls go through (a libhb's hb_matmul_many, fast mode) */
+export type ManyFn = (exact: number, n: number, desc: Float64Array, I: number) => void;
+export const runCalls = (fn: ManyFn, calls: [Call, Call]) => { for (const c of calls) fn(0, c.n, c.desc, c.I); };
+
+export interface Shape { name: string; draw: () => { calls: [Call, Call]; bytes: number; macs: number } }
+const all = Array.from({ length: E }, (_, e) => e);
+let li = 0;
+/** the experts of `streams` rows of one layer, each choosing K of E at random: the union, rows per expert */
+function union(streams: number) {
+  li = (li + 1) % LAYERS;
+  const cnt = new Array<number>(E).fill(0);
+  for (let r = 0; r < streams; r++) {
+    const sel = new Set<number>();
+    while (sel.size < K) sel.add(rnd(E));
+    for (const e of sel) cnt[e]++;
+  }
+  const u = all.filter((e) => cnt[e] > 0), rows = u.map((e) => cnt[e]);
+  return { calls: layerCalls(u.map((e) => li * E + e), rows), bytes: u.length * perExpert, macs: 3 * rows.reduce((a, b) => a + b, 0) * F * D };
+}
+const uneven = Array.from({ length: E }, () => { let n = 0; for (let t = 0; t < 128; t++) n += rnd(E) < K ? 1 : 0; return Math.max(1, n); });
+const layerOf = (rows: number[]) => {
+  li = (li + 1) % LAYERS;
+  return { calls: layerCalls(all.map((e) => li * E + e), rows), bytes: E * perExpert, macs: 3 * rows.reduce((a, b) => a + b, 0) * F * D };
+};
+export const shapes: Shape[] = [
+  { name: "decode: 8 experts x 1 row", draw: () => union(1) },
+  { name: "8 streams: the union of 8 rows' experts", draw: () => union(8) },
+  { name: `prefill: 64 experts x ~16 rows (${uneven.reduce((a, b) => a + b)} in all)`, draw: () => layerOf(uneven) },
+  { name: "prefill: 64 experts x 16 rows", draw: () => layerOf(new Array<number>(E).fill(16)) },
+];
