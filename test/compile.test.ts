@@ -1,5 +1,5 @@
 // The single binary (`bun run compile`): built into a temp dir, it runs with no Bun on PATH, serves
-// the embedded demo model when no --model is given (mux over stdio) and generates from it.
+// the embedded demo model when no --model is given (mux over stdio), generates from it and chats with it.
 import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,6 +21,13 @@ test("compiled binary: serve --stdio with the embedded demo model, without Bun o
     const g = Bun.spawnSync({ cmd: [bin, "generate", "--model", join(root, "models/glm-demo-int8"), "--prompt", "The ", "--max-tokens", "12", "--exact"], cwd: dir, env, stdout: "pipe" });
     expect(g.exitCode).toBe(0);
     expect(g.stdout.toString()).toStartWith("entire\nspreted the carp"); // the demo README greedy sample (exact mode)
+    // chat with the embedded model: the same reply as from the checkout (test/chat.test.ts checks the replies)
+    const talk = (cmd: string[], e?: Record<string, string>) =>
+      Bun.spawnSync({ cmd: [...cmd, "chat", "--temperature", "0", "--max-tokens", "8"], cwd: e ? dir : root, env: e, stdin: Buffer.from("Good things\n"), stdout: "pipe", stderr: "pipe" });
+    const c = talk([bin], env), ref = talk(["bun", "src/cli.ts"]);
+    expect(c.exitCode, c.stderr.toString()).toBe(0);
+    expect(c.stdout.toString().length).toBeGreaterThan(2);
+    expect(c.stdout.toString()).toBe(ref.stdout.toString());
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -29,6 +29,7 @@ export const COMMANDS: Record<string, Entry> = {
     summary: "generate tokens from a prompt (greedy or sampled)",
     load: async () => (await import("./generate.ts")).command,
   },
+  chat: { summary: "chat with a model in the terminal (the KV cache kept between turns)", load: async () => (await import("./chat.ts")).command },
   serve: { summary: "serve a model over OpenAI-compatible HTTP and the mux protocol (or --stdio)", load: async () => (await import("./serve.ts")).command },
   score: { summary: "lm-eval loglikelihood scores of (context, continuation) token requests", load: async () => (await import("./score.ts")).command },
   bench: { summary: "prefill / decode throughput, weight bytes per token and the memory roofline", load: async () => (await import("./bench.ts")).command },

@@ -1,6 +1,6 @@
 // `hummingbird serve`: the OpenAI-compatible HTTP server (+ POST /v1/mux), or the mux protocol on
 // stdin/stdout with --stdio. Parses flags, picks the model (--model, else the embedded demo model), says loudly which model is served, and runs until SIGINT/SIGTERM.
-import { demoModelDir } from "../model/demo.ts";
+import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 import { parseDeviceMode } from "../../gpu/device.ts";
 import { DEVICE_HELP, deviceFlags } from "./device.ts";
@@ -58,10 +58,7 @@ const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 function defaultModel(): string {
   let dir: string;
   try { dir = demoModelDir(); } catch (e) { throw new UsageError(`no --model DIR given: ${(e as Error).message}`, help); }
-  log("************************************************************************************");
-  log("* NO --model GIVEN: serving the EMBEDDED DEMO MODEL (glm-demo, 6.5M parameters,   *");
-  log("* int8, trained on fortune cookies). Its output is English-like but rarely sense.  *");
-  log("************************************************************************************");
+  for (const l of demoBanner("serving")) log(l);
   return dir;
 }
 

@@ -10,3 +10,11 @@ export function demoModelDir(): string {
   if (!existsSync(join(dir, "config.json"))) throw new Error(`the embedded demo model is missing at ${dir}`);
   return dir;
 }
+
+/** The banner a command prints when it falls back to the demo model: loudly, because the model is tiny. */
+export function demoBanner(what: string): string[] {
+  const text = [`NO --model GIVEN: ${what} the EMBEDDED DEMO MODEL (glm-demo, 6.5M parameters,`,
+    "int8, trained on fortune cookies). Its output is English-like but rarely sense."];
+  const w = Math.max(...text.map((t) => t.length)), rule = "*".repeat(w + 4);
+  return [rule, ...text.map((t) => `* ${t.padEnd(w)} *`), rule];
+}
