@@ -3,24 +3,27 @@
 // Session holds the KV cache, so a turn prefills only what the previous turns did not (the rendered history's
 // common prefix with the cache is reused). /reset clears the history, /exit (or end of input) quits.
 // State: the messages so far and the Session.
-import { type Command, intOption, parseCli, UsageError } from "./common.ts";
+import { choice, type Command, intOption, parseCli, UsageError } from "./common.ts";
+import { DRAFTS } from "./generate.ts";
 import { loadModel } from "../engine/model.ts";
-import { generate } from "../engine/generate.ts";
+import { type DraftKind, generate } from "../engine/generate.ts";
 import { Session } from "../engine/session.ts";
 import { loadTokenizer, type ChatMessage } from "../model/tokenizer.ts";
 import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
-       [--top-p P] [--seed N] [--think] [--exact] [--timings]
+       [--top-p P] [--seed N] [--draft auto|mtp|ngram|off] [--think] [--exact] [--timings]
 
 Talk to a model in the terminal: every line of stdin is a user message; the reply streams to stdout. The
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn
-prefills only its new tokens). Commands: /reset (forget the conversation), /exit (or end of input).
+prefills only its new tokens). Commands: /reset (forget the conversation), /exit (or end of input;
+Ctrl-C quits at once).
 Without --model: the embedded demo model.
 --max-tokens: the longest reply (default 512); --ctx: the conversation's token limit (default 4096,
   at most the model's); a turn that would pass it is refused (/reset to start over).
 --temperature (default 0.8; 0 = greedy), --top-p (default 0.95), --seed: sampling.
+--draft: speculative decoding as in \`generate\` (lossless; default auto).
 --think: let a thinking model think first (GLM: enable_thinking; default off).
 --exact: f32 activations in every matmul. --timings: each turn's token counts and speed on stderr.
 ${EXPERT_HELP}`;
@@ -37,13 +40,14 @@ export const command: Command = {
   help,
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
-    const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s,
+    const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s,
       think: b, exact: b, timings: b, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const maxTokens = v["max-tokens"] === undefined ? 512 : intOption(v["max-tokens"], "max-tokens", help);
     const sampling = { temperature: num(v.temperature, "temperature", 0, 100, 0.8), top_p: num(v["top-p"], "top-p", 0, 1, 0.95),
       seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
+    const draft: DraftKind = v.draft === undefined ? "auto" : choice(v.draft, "draft", DRAFTS, help);
     const xo = expertOptions(v, help);
     let dir = v.model;
     if (dir === undefined) {
@@ -51,6 +55,7 @@ export const command: Command = {
       for (const l of demoBanner("chatting with")) process.stderr.write(`hummingbird chat: ${l}\n`);
     }
     const m = loadModel(dir), codec = loadTokenizer(dir);
+    if (draft === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
     const ctx = Math.min(v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help), m.cfg.max_position_embeddings);
     const experts = attachExperts(m, { ...xo, ctx, rows: ctx, quiet: true });
     const session = new Session(m, { exact: !!v.exact });
@@ -75,7 +80,7 @@ export const command: Command = {
         }
         const dec = codec.stream();
         let reply = "";
-        const res = generate(m, ids, { maxTokens, ...sampling, session, stopIds, forward: { exact: !!v.exact },
+        const res = generate(m, ids, { maxTokens, ...sampling, draft, session, stopIds, forward: { exact: !!v.exact },
           onToken: (id) => { if (stopIds.includes(id)) return; const t = dec.push(id); reply += t; process.stdout.write(t); } });
         const tail = dec.flush();
         process.stdout.write(tail + "\n" + (tty ? "\n" : ""));
