@@ -41,6 +41,14 @@ test("replies equal fresh generations over the conversation; later turns reuse t
   expect(turns[2][2]).toBeGreaterThan(0); // the template's head, still cached after /reset
 }, 60_000);
 
+test("--stop ends a reply before the stop text", () => {
+  const a1 = reply([{ role: "user", content: "Good things" }]), at = a1.indexOf("Then");
+  expect(at).toBeGreaterThan(0);
+  const r = chat("Good things\n", "--stop", "Then");
+  expect(r.code, r.err).toBe(0);
+  expect(r.out).toBe(`${a1.slice(0, at)}\n`);
+}, 60_000);
+
 test("a turn past --ctx is refused with a message, and /exit ends the chat", () => {
   const r = chat("Once upon a time\n/exit\nnever read\n", "--ctx", "8");
   expect(r.code).toBe(0);

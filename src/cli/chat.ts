@@ -1,7 +1,8 @@
 // `hummingbird chat`: a conversation in the terminal (llama-cli -cnv, ollama run): each line read from stdin is a
 // user turn; the whole conversation goes through the chat template and the reply streams to stdout. One
 // Session holds the KV cache, so a turn prefills only what the previous turns did not (the rendered history's
-// common prefix with the cache is reused). /reset clears the history, /exit (or end of input) quits.
+// common prefix with the cache is reused). /reset clears the history, /exit (or end of input) quits. Replies are
+// decoded as the server's are (server/detok.ts: stop strings, <think> marks; server/think.ts splits reasoning off).
 // State: the messages so far and the Session.
 import { choice, type Command, intOption, parseCli, UsageError } from "./common.ts";
 import { DRAFTS } from "./generate.ts";
@@ -10,10 +11,12 @@ import { type DraftKind, generate } from "../engine/generate.ts";
 import { Session } from "../engine/session.ts";
 import { loadTokenizer, type ChatMessage } from "../model/tokenizer.ts";
 import { demoBanner, demoModelDir } from "../model/demo.ts";
+import { Detok, thinkIds } from "../server/detok.ts";
+import { ThinkSplit } from "../server/think.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
-       [--top-p P] [--seed N] [--draft auto|mtp|ngram|off] [--think] [--exact] [--timings]
+       [--top-p P] [--seed N] [--draft auto|mtp|ngram|off] [--stop STR]... [--think] [--exact] [--timings]
 
 Talk to a model in the terminal: every line of stdin is a user message; the reply streams to stdout. The
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn
@@ -24,7 +27,9 @@ Without --model: the embedded demo model.
   at most the model's); a turn that would pass it is refused (/reset to start over).
 --temperature (default 0.8; 0 = greedy), --top-p (default 0.95), --seed: sampling.
 --draft: speculative decoding as in \`generate\` (lossless; default auto).
---think: let a thinking model think first (GLM: enable_thinking; default off).
+--stop STR: end a reply before this text (repeatable; the template's end-of-turn ids always stop).
+--think: let a thinking model think first (GLM: enable_thinking; default off); its reasoning is shown
+  dimmed on a terminal and left out of the history.
 --exact: f32 activations in every matmul. --timings: each turn's token counts and speed on stderr.
 ${EXPERT_HELP}`;
 
@@ -40,7 +45,7 @@ export const command: Command = {
   help,
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
-    const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s,
+    const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s, stop: { type: "string", multiple: true },
       think: b, exact: b, timings: b, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
@@ -59,7 +64,7 @@ export const command: Command = {
     const ctx = Math.min(v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help), m.cfg.max_position_embeddings);
     const experts = attachExperts(m, { ...xo, ctx, rows: ctx, quiet: true });
     const session = new Session(m, { exact: !!v.exact });
-    const stopIds = codec.stopIds(m.cfg.stop_ids);
+    const stopIds = codec.stopIds(m.cfg.stop_ids), think = thinkIds(codec);
     const system: ChatMessage[] = v.system ? [{ role: "system", content: v.system }] : [];
     let messages = [...system];
     const tty = process.stdin.isTTY;
@@ -78,13 +83,23 @@ export const command: Command = {
           ask();
           continue;
         }
-        const dec = codec.stream();
+        const detok = new Detok(codec, v.stop ?? [], think), split = new ThinkSplit(!!v.think, ids[ids.length - 1] === think.open);
         let reply = "";
+        const show = (text: string, mark?: "think" | "/think") => {
+          const d = split.take(text, mark);
+          if (d.reasoning_content) process.stdout.write(tty ? `\x1b[2m${d.reasoning_content}\x1b[0m` : d.reasoning_content);
+          if (d.content) { reply += d.content; process.stdout.write(d.content); }
+        };
         const res = generate(m, ids, { maxTokens, ...sampling, draft, session, stopIds, forward: { exact: !!v.exact },
-          onToken: (id) => { if (stopIds.includes(id)) return; const t = dec.push(id); reply += t; process.stdout.write(t); } });
-        const tail = dec.flush();
-        process.stdout.write(tail + "\n" + (tty ? "\n" : ""));
-        messages = [...turn, { role: "assistant", content: (reply + tail).trim() }];
+          onToken: (id) => {
+            if (stopIds.includes(id)) return;
+            const p = detok.push(id);
+            show(p.text, p.mark);
+            return !detok.stopped;
+          } });
+        show(detok.finish().text);
+        process.stdout.write("\n" + (tty ? "\n" : ""));
+        messages = [...turn, { role: "assistant", content: reply.trim() }];
         if (v.timings) {
           const t = res.timing;
           process.stderr.write(`turn ${(messages.length - system.length) / 2}: ${ids.length} prompt tokens (${res.cached_tokens} cached), ${res.gen_ids.length} generated (${res.finish_reason}); prefill ${t.prefill_tok_s.toFixed(1)} tok/s, decode ${t.decode_tok_s.toFixed(1)} tok/s\n`);
