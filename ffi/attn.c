@@ -36,8 +36,13 @@ static void wsum_ref(const float *const p[4], const float *const vb[4], int shar
   }
 }
 
+static void wcont_ref(const float *p, const float *v, ptrdiff_t vRow, int n, int dv, float *o) {
+  for (int j = 0; j < n; j++)
+    for (int e = 0; e < dv; e++) o[e] += p[j] * v[(ptrdiff_t)j * vRow + e];
+}
+
 hb_attn_kern hb_attn_kern_for(int level) {
-  hb_attn_kern k = { dot4x4_ref, dot1x4_ref, wsum_ref };
+  hb_attn_kern k = { dot4x4_ref, dot1x4_ref, wsum_ref, wcont_ref };
 #if defined(__x86_64__) || defined(__i386__)
   if (level >= HB_AVX512) k = hb_attn_kern_avx512;
   else if (level >= HB_AVX2) k = hb_attn_kern_avx2;
@@ -59,6 +64,78 @@ hb_attn_kern hb_attn_kern_for(int level) {
 static inline void pf_floats(const float *a, int n) {
   for (int i = 0; i < n; i += 16) __builtin_prefetch(a + i);
 }
+/* Softmax of ng (≤ 4) score rows p + i·stride of n[i] (> 0) entries each: max-subtracted, f32 exp (hb_expm:
+ * vectorised, the same bits at every level), double sum in key order, each entry divided by it; st (may be
+ * NULL): st[2i] = max, st[2i+1] = sum. The rows' sums run side by side (independent chains, each in key order). */
+static void softmax4(float *p, size_t stride, int ng, const int n[4], float *st) {
+  float mx[4];
+  double sum[4] = { 0.0, 0.0, 0.0, 0.0 };
+  int nmin = n[0];
+  for (int i = 0; i < ng; i++) {
+    float *pg = p + (size_t)i * stride;
+    mx[i] = hb_maxf(pg, n[i]);
+    hb_expm(pg, n[i], mx[i]);
+    if (n[i] < nmin) nmin = n[i];
+  }
+  const float *p0 = p, *p1 = p + (size_t)(ng > 1) * stride, *p2 = p + (size_t)(ng > 2 ? 2 : 0) * stride,
+              *p3 = p + (size_t)(ng > 3 ? 3 : 0) * stride;
+  for (int j = 0; j < nmin; j++) { sum[0] += p0[j]; sum[1] += p1[j]; sum[2] += p2[j]; sum[3] += p3[j]; }
+  for (int i = 0; i < ng; i++) {
+    float *pg = p + (size_t)i * stride;
+    for (int j = nmin; j < n[i]; j++) sum[i] += pg[j];
+    hb_divd(pg, n[i], sum[i]);
+    if (st) { st[2 * i] = mx[i]; st[2 * i + 1] = (float)sum[i]; }
+  }
+}
+
+/* Four query rows s..s+3 of head h with per-head keys, each over keys 0..n_r-1 (no selection, or one that is the
+ * identity): scores 4 rows × 4 keys per dot4x4 call (each key row loaded once for the four; per pair the sum
+ * of dot1x4), the softmax per row, then o_r = Σ_j p_r[j] v_j with each value row loaded once for the four up to
+ * the smallest key count (wsum's shared-values form) and each longer row's chains continued alone with the
+ * level's multiply-add. The same bits as hb_attn_quad on each row. p: scratch [4, maxn]. */
+static void attn_rows4(const hb_attn_ops *c, int s, int h, float *p) {
+  int n[4], nmax = 0, nmin = INT32_MAX;
+  const float *a[4], *pp[4], *vb[4];
+  float *oo[4];
+  const float *kh = c->k + (ptrdiff_t)h * c->kHead, *vh = c->v + (ptrdiff_t)h * c->vHead;
+  for (int r = 0; r < 4; r++) {
+    n[r] = c->nsel[s + r];
+    if (n[r] > nmax) nmax = n[r];
+    if (n[r] < nmin) nmin = n[r];
+    a[r] = c->q + (ptrdiff_t)(s + r) * c->qRow + (ptrdiff_t)h * c->qHead;
+    pp[r] = p + (size_t)r * c->maxn;
+    vb[r] = vh;
+    oo[r] = c->out + (ptrdiff_t)(s + r) * c->oRow + (ptrdiff_t)h * c->oHead;
+  }
+  float d[16];
+  for (int j = 0; j < nmax; j += 4) {
+    const int m = nmax - j < 4 ? nmax - j : 4;
+    const float *b[4];
+    for (int t = 0; t < 4; t++) b[t] = kh + (ptrdiff_t)(j + (t < m ? t : m - 1)) * c->kRow;
+    c->kn.dot4x4(a, b, c->dk, d);
+    for (int r = 0; r < 4; r++)
+      for (int t = 0; t < m && j + t < n[r]; t++) p[(size_t)r * c->maxn + j + t] = c->scale * d[4 * r + t];
+  }
+  softmax4(p, c->maxn, 4, n, NULL);
+  c->kn.wsum(pp, vb, 1, c->vRow, NULL, nmin, c->dv, oo);
+  for (int r = 0; r < 4; r++)
+    if (n[r] > nmin) c->kn.wcont(pp[r] + nmin, vh + (ptrdiff_t)nmin * c->vRow, c->vRow, n[r] - nmin, c->dv, oo[r]);
+}
+
+/* rows s..s+3 can take attn_rows4: per-head keys, every row with keys, none selected other than 0..n-1 in order */
+static int rows4_ok(const hb_attn_ops *c, int s) {
+  if (c->kHead == 0 || c->vHead == 0) return 0;
+  for (int r = 0; r < 4; r++) {
+    const int n = c->nsel[s + r];
+    if (n <= 0) return 0;
+    if (c->sel) {
+      const int32_t *sr = c->sel + (ptrdiff_t)(s + r) * c->selRow;
+      for (int j = 0; j < n; j++) if (sr[j] != j) return 0;
+    }
+  }
+  return 1;
+}
+
 void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *st, int pf) {
   const int n = c->nsel[s];
   const int32_t *sr = c->sel ? c->sel + (ptrdiff_t)s * c->selRow : NULL;
@@ -95,25 +172,8 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
       }
     }
   }
-  /* softmax per head: max-subtracted, f32 exp (hb_expm: vectorised, the same bits at every level), double
-   * sum in key order; optionally keeping m and l */
-  float mx[4];
-  double sum[4] = { 0.0, 0.0, 0.0, 0.0 };
-  for (int i = 0; i < ng; i++) {
-    float *pg = p + (size_t)i * c->maxn;
-    mx[i] = pg[0];
-    for (int j = 1; j < n; j++) if (pg[j] > mx[i]) mx[i] = pg[j];
-    hb_expm(pg, n, mx[i]);
-  }
-  /* the heads' sums side by side (four independent chains instead of one after the other; each in key order) */
-  const float *p0 = p, *p1 = p + (size_t)(ng > 1) * c->maxn, *p2 = p + (size_t)(ng > 2 ? 2 : 0) * c->maxn,
-              *p3 = p + (size_t)(ng > 3 ? 3 : 0) * c->maxn;
-  for (int j = 0; j < n; j++) { sum[0] += p0[j]; sum[1] += p1[j]; sum[2] += p2[j]; sum[3] += p3[j]; }
-  for (int i = 0; i < ng; i++) {
-    float *pg = p + (size_t)i * c->maxn;
-    for (int j = 0; j < n; j++) pg[j] = (float)((double)pg[j] / sum[i]);
-    if (st) { st[2 * i] = mx[i]; st[2 * i + 1] = (float)sum[i]; }
-  }
+  const int nn[4] = { n, n, n, n };
+  softmax4(p, c->maxn, ng, nn, st);
   /* pass 2: o_h = Σ_j p_j · v_t, j in list order */
   const float *pp[4], *vb[4];
   float *oo[4];
@@ -127,43 +187,52 @@ void hb_attn_quad(const hb_attn_ops *c, int s, int h0, int ng, float *p, float *
 #undef KEY
 
 /* ---------------- hb_attn, hb_attn_segs ---------------- */
-/* Work item = (segment, row s, group of G consecutive heads), run as quads of heads. Each segment's operands
- * are offset to its first row; items are numbered segment by segment, head group by head group, so that
- * neighbouring items (a thread's next claim) read the same heads' keys and values (prefill of 128 rows,
+/* Work item = (segment, block of `blk` rows, group of G consecutive heads). With per-head keys (the naive MLA
+ * form: prefill) blocks are 4 rows, run by attn_rows4 when they qualify (else row by row); with shared keys
+ * (absorbed) 1 row, run as quads of heads. Items are numbered segment by segment, head group by head group,
+ * so that neighbouring items (a thread's next claim) read the same heads' keys and values (prefill of 128 rows,
  * bench shape: ~8% faster than row-major numbering). */
 typedef struct {
   const hb_attn_ops *seg;              /* [nseg] (maxn: the largest key count of all rows, the scratch width) */
   const int *first;                    /* [nseg + 1] first item of each segment; first[nseg] = all items */
-  int nseg, H, G, ngroups;
+  const int *rows;                     /* [nseg] rows of each segment */
+  int nseg, H, G, ngroups, blk;
 } attn_ctx;
 
-static void attn_item(const hb_attn_ops *op, int s, int h0, int G, float *p /* [G, maxn] */) {
-  if (op->nsel[s] <= 0) {
-    float *os = op->out + (ptrdiff_t)s * op->oRow;
-    for (int g = 0; g < G; g++) memset(os + (ptrdiff_t)(h0 + g) * op->oHead, 0, sizeof(float) * (size_t)op->dv);
+static void attn_item(const hb_attn_ops *op, int s, int nr, int h0, int G, float *p /* [max(G, 4), maxn] */) {
+  if (nr == 4 && rows4_ok(op, s)) {
+    for (int g = 0; g < G; g++) attn_rows4(op, s, h0 + g, p);
     return;
   }
-  for (int g0 = 0; g0 < G; g0 += 4)
-    hb_attn_quad(op, s, h0 + g0, G - g0 < 4 ? G - g0 : 4, p + (size_t)g0 * op->maxn, NULL, g0 == 0);
+  for (int r = s; r < s + nr; r++) {
+    if (op->nsel[r] <= 0) {
+      float *os = op->out + (ptrdiff_t)r * op->oRow;
+      for (int g = 0; g < G; g++) memset(os + (ptrdiff_t)(h0 + g) * op->oHead, 0, sizeof(float) * (size_t)op->dv);
+      continue;
+    }
+    for (int g0 = 0; g0 < G; g0 += 4)
+      hb_attn_quad(op, r, h0 + g0, G - g0 < 4 ? G - g0 : 4, p + (size_t)g0 * op->maxn, NULL, g0 == 0);
+  }
 }
 
 static void attn_task(void *ctx, int lo, int hi) {
   const attn_ctx *c = ctx;
   const int maxn = c->seg[0].maxn;
-  float *p = malloc(sizeof(float) * (size_t)c->G * (size_t)(maxn > 0 ? maxn : 1));
+  float *p = malloc(sizeof(float) * (size_t)(c->G > 4 ? c->G : 4) * (size_t)(maxn > 0 ? maxn : 1));
   int a = 0, b = c->nseg - 1;          /* the segment holding item lo */
   while (a < b) { const int m = (a + b + 1) / 2; if (c->first[m] <= lo) a = m; else b = m - 1; }
   for (int it = lo, g = a; it < hi; it++) {
     while (it >= c->first[g + 1]) g++;
     const hb_attn_ops *op = &c->seg[g];
-    const int local = it - c->first[g], rows = (c->first[g + 1] - c->first[g]) / c->ngroups;
-    const int s = local % rows, h0 = (local / rows) * c->G;
-    const int G = c->H - h0 < c->G ? c->H - h0 : c->G;
-    if (p) { attn_item(op, s, h0, G, p); continue; }
-    for (int k = 0; k < G; k++) { /* out of memory: make the failure visible instead of silent */
-      float *o = op->out + (ptrdiff_t)s * op->oRow + (ptrdiff_t)(h0 + k) * op->oHead;
-      for (int e = 0; e < op->dv; e++) o[e] = NAN;
-    }
+    const int local = it - c->first[g], blocks = (c->first[g + 1] - c->first[g]) / c->ngroups;
+    const int s = (local % blocks) * c->blk, h0 = (local / blocks) * c->G;
+    const int G = c->H - h0 < c->G ? c->H - h0 : c->G, nr = c->rows[g] - s < c->blk ? c->rows[g] - s : c->blk;
+    if (p) { attn_item(op, s, nr, h0, G, p); continue; }
+    for (int r = s; r < s + nr; r++) /* out of memory: make the failure visible instead of silent */
+      for (int k = 0; k < G; k++) {
+        float *o = op->out + (ptrdiff_t)r * op->oRow + (ptrdiff_t)(h0 + k) * op->oHead;
+        for (int e = 0; e < op->dv; e++) o[e] = NAN;
+      }
   }
   free(p);
 }
@@ -177,15 +246,16 @@ static void attn_jobs(hb_attn_ops *segs, const int *rows, int nseg, int H) {
   }
   if (S <= 0) return;
   for (int g = 0; g < nseg; g++) segs[g].maxn = maxn;
+  const int blk = segs[0].kHead != 0 && segs[0].vHead != 0 ? 4 : 1;
   /* groups of 8 heads (two quads), or 4, while that still leaves >= 2 items per thread */
   int G = H < 8 ? H : 8;
-  while (G > 4 && (long)S * ((H + G - 1) / G) < 2L * hb_nthreads()) G = 4;
+  while (G > 4 && (long)((S + blk - 1) / blk) * ((H + G - 1) / G) < 2L * hb_nthreads()) G = 4;
   const int ngroups = (H + G - 1) / G;
   int one[2], *first = nseg == 1 ? one : malloc(sizeof(int) * (size_t)(nseg + 1));
   if (!first) return;
   first[0] = 0;
-  for (int g = 0; g < nseg; g++) first[g + 1] = first[g] + rows[g] * ngroups;
-  attn_ctx c = { segs, first, nseg, H, G, ngroups };
+  for (int g = 0; g < nseg; g++) first[g + 1] = first[g] + (rows[g] + blk - 1) / blk * ngroups;
+  attn_ctx c = { segs, first, rows, nseg, H, G, ngroups, blk };
   hb_parallel_for(first[nseg], 1, attn_task, &c);
   if (first != one) free(first);
 }

@@ -10,12 +10,16 @@
 /* ---------------- micro-kernels ----------------
  * dot4x4: out[4i+j] = a_i·b_j (4 queries × 4 keys);  dot1x4: out[j] = a·b_j.  Lengths n.
  * wsum:   o_g[e] = Σ_j p_g[j] · v_g(key_j)[e], g < 4, e < dv, v_g(t) = vb[g] + t·vRow; shared: vb all equal.
+ * wcont:  continues one such chain (below).
  * Unused lanes of a call get duplicated pointers (the duplicate results are ignored / identical). */
 typedef void (*hb_dot1x4_fn)(const float *a, const float *const b[4], int n, float out[4]);
 typedef void (*hb_wsum_fn)(const float *const p[4], const float *const vb[4], int shared, ptrdiff_t vRow,
                            const int32_t *keys, int n, int dv, float *const o[4]);
 typedef void (*hb_dot4x4_fn)(const float *const a[4], const float *const b[4], int n, float out[16]);
-typedef struct { hb_dot4x4_fn dot4x4; hb_dot1x4_fn dot1x4; hb_wsum_fn wsum; } hb_attn_kern;
+/* wcont: o[e] += p[j] · v(j)[e] for j < n in order, v(j) = v + j·vRow, e < dv: more keys of one wsum chain (the
+ * same multiply-add as the level's wsum: fused at the SIMD levels, a product then a sum in the reference) */
+typedef void (*hb_wcont_fn)(const float *p, const float *v, ptrdiff_t vRow, int n, int dv, float *o);
+typedef struct { hb_dot4x4_fn dot4x4; hb_dot1x4_fn dot1x4; hb_wsum_fn wsum; hb_wcont_fn wcont; } hb_attn_kern;
 
 /* ---------------- one quad of heads ----------------
  * The operands of an hb_attn-style call (see hb_attn in attn.c for the layout) and the scratch width maxn. */

@@ -183,6 +183,23 @@ T256 static void dot4x4_avx2(const float *const a[4], const float *const b[4], i
     for (int i = 0; i < 4; i++) { out[4 * i + 2 * h] = d[2 * i]; out[4 * i + 2 * h + 1] = d[2 * i + 1]; }
   }
 }
-const hb_attn_kern hb_attn_kern_avx512 = { dot4x4_avx512, dot1x4_avx512, wsum_avx512 };
-const hb_attn_kern hb_attn_kern_avx2 = { dot4x4_avx2, dot1x4_avx2, wsum_avx2 };
+T512 static void wcont_avx512(const float *p, const float *v, ptrdiff_t vRow, int n, int dv, float *o) {
+  for (int e0 = 0; e0 < dv; e0 += 16) {
+    const __mmask16 m = tailmask(dv - e0);
+    __m512 a = _mm512_maskz_loadu_ps(m, o + e0);
+    for (int j = 0; j < n; j++) a = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, v + j * vRow + e0), a);
+    _mm512_mask_storeu_ps(o + e0, m, a);
+  }
+}
+T256 static void wcont_avx2(const float *p, const float *v, ptrdiff_t vRow, int n, int dv, float *o) {
+  int e0 = 0;
+  for (; e0 + 8 <= dv; e0 += 8) {
+    __m256 a = _mm256_loadu_ps(o + e0);
+    for (int j = 0; j < n; j++) a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v + j * vRow + e0), a);
+    _mm256_storeu_ps(o + e0, a);
+  }
+  for (; e0 < dv; e0++) for (int j = 0; j < n; j++) o[e0] = fmaf(p[j], v[j * vRow + e0], o[e0]); /* tail */
+}
+const hb_attn_kern hb_attn_kern_avx512 = { dot4x4_avx512, dot1x4_avx512, wsum_avx512, wcont_avx512 };
+const hb_attn_kern hb_attn_kern_avx2 = { dot4x4_avx2, dot1x4_avx2, wsum_avx2, wcont_avx2 };
 #endif

@@ -108,7 +108,11 @@ T512 static int expm_avx512(float *x, int n, float m) {
   const __m512 mv = _mm512_set1_ps(m);
   int i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
-  return i;
+  if (i < n) {   /* the tail in masked lanes (each lane's bits are exp_ref's) */
+    const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(x + i, k, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv)));
+  }
+  return n;
 }
 T256 static int expm_avx2(float *x, int n, float m) {
   const __m256 mv = _mm256_set1_ps(m);
@@ -128,6 +132,54 @@ void hb_expm(float *x, int n, float m) {
   else if (lvl >= HB_AVX2) i = expm_avx2(x, n, m);
 #endif
   for (; i < n; i++) x[i] = exp_ref(x[i] - m);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+T512 static int divd_avx512(float *x, int n, double d) {
+  const __m512d dv = _mm512_set1_pd(d);
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm512_cvtpd_ps(_mm512_div_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), dv)));
+  return i;
+}
+/* the lanes' running maxima (a lane takes x only when x > its value: NaN never does), then their maximum */
+T512 static float maxf_avx512(const float *x, int n) {
+  __m512 acc = _mm512_set1_ps(x[0]);
+  int i = 0;
+  for (; i + 16 <= n; i += 16) { const __m512 v = _mm512_loadu_ps(x + i); acc = _mm512_mask_mov_ps(acc, _mm512_cmp_ps_mask(v, acc, _CMP_GT_OQ), v); }
+  if (i < n) {
+    const __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    acc = _mm512_mask_mov_ps(acc, _mm512_mask_cmp_ps_mask(k, v, acc, _CMP_GT_OQ), v);
+  }
+  float l[16], m = x[0];
+  _mm512_storeu_ps(l, acc);
+  for (int j = 0; j < 16; j++) if (l[j] > m) m = l[j];
+  return m;
+}
+#endif
+/* max of x[0..n) as `m = x[0]; if (x[j] > m) m = x[j]` finds it (NaN only when x[0] is, the first of equal
+ * values): the vector lanes give the maximum's value, whose bits are unique unless it is ±0 (then the scan) */
+float hb_maxf(const float *x, int n) {
+  if (!x || n <= 0) return -INFINITY;
+#if defined(__x86_64__) || defined(__i386__)
+  if (n >= 16 && hb_simd_level() >= HB_AVX512) {
+    const float m = maxf_avx512(x, n);
+    if (m != 0.0f) return m;
+  }
+#endif
+  float m = x[0];
+  for (int j = 1; j < n; j++) if (x[j] > m) m = x[j];
+  return m;
+}
+
+/* x[n] <- (float)((double)x[j] / d): softmax normalisation; IEEE division, so the same bits at every level */
+void hb_divd(float *x, int n, double d) {
+  int i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (hb_simd_level() >= HB_AVX512) i = divd_avx512(x, n, d);
+#endif
+  for (; i < n; i++) x[i] = (float)((double)x[i] / d);
 }
 
 static void swiglu_run(const float *g, const float *u, float *out, int n) {

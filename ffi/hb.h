@@ -94,6 +94,8 @@ void hb_layernorm(const float *x, const float *w, const float *b, float *y, int 
 /* elt.c */
 void hb_swiglu(const float *g, const float *u, float *out, int n);
 void hb_expm(float *x, int n, float m);              /* x <- e^(x − m), elt.c's polynomial (same bits everywhere) */
+void hb_divd(float *x, int n, double d);            /* x <- (float)((double)x / d): softmax normalisation (elt.c) */
+float hb_maxf(const float *x, int n);                 /* max as a forward scan with > finds it (elt.c) */
 void hb_add(float *y, const float *x, int n);
 void hb_axpy(float *y, float a, const float *x, int n);
 void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta);

@@ -182,6 +182,34 @@ describe("hb_attn", () => {
     }
   });
 
+  test("per-head keys (prefill): rows in blocks of four equal each row alone, bit for bit, at every level", () => {
+    // causal key counts (the blocks' continuation chains), random ones, a zero row and a non-identity selection
+    // inside blocks (those blocks run row by row), and a last partial block
+    const S = 11, T = 40, r = rng(77);
+    for (const level of [Simd.avx512vnni, ...LOWER_LEVELS])
+      for (const kind of ["causal", "random", "sel"] as const) {
+        const c = makeAttn(90 + S, { S, H: 5, dk: 37, dv: 21, T, shared: false, useSel: false });
+        for (let s = 0; s < S; s++) c.nsel[s] = kind === "causal" ? T - S + s + 1 : 1 + randInt(r, T);
+        if (kind !== "causal") c.nsel[6] = 0;
+        if (kind === "sel") {
+          c.sel = new Int32Array(S * c.selRow);
+          for (let s = 0; s < S; s++) for (let j = 0; j < c.nsel[s]; j++) c.sel[s * c.selRow + j] = j; // the identity ...
+          c.sel[1 * c.selRow] = 1; c.sel[1 * c.selRow + 1] = 0;                                        // ... but row 1
+        }
+        atLevel(level, () => runAttn(c));
+        for (let s = 0; s < S; s++) {
+          const one: AttnCase = {
+            ...c, S: 1, q: { ...c.q, a: c.q.a.slice(s * c.q.row, (s + 1) * c.q.row) },
+            sel: c.sel ? c.sel.slice(s * c.selRow, (s + 1) * c.selRow) : null, nsel: c.nsel.slice(s, s + 1),
+            out: { ...c.out, a: new Float32Array(c.out.row).fill(NaN) },
+          };
+          atLevel(level, () => runAttn(one));
+          expect(Array.from(one.out.a)).toEqual(Array.from(c.out.a.subarray(s * c.out.row, (s + 1) * c.out.row)));
+        }
+        expect(relErr(c.out.a, attnRef(c))).toBeLessThan(1e-5);
+      }
+  });
+
   test("large scores stay finite (max-subtracted softmax)", () => {
     const c = makeAttn(44, { S: 2, H: 2, dk: 8, dv: 8, T: 16, shared: false, useSel: false });
     c.scale = 200; // scores of order ±hundreds: exp would overflow without the max shift

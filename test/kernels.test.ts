@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNative } from "../ffi/build.ts";
 import {
-  add, axpy, Conv, convert, copyHeads, expm, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
+  add, axpy, Conv, convert, copyHeads, expm, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
   swiglu,
 } from "../src/engine/hb.ts";
 import { rng } from "./helpers/rng.ts";
@@ -305,6 +305,21 @@ describe("norms and element-wise", () => {
       const want = Math.exp(Math.fround(x[i] - m));
       expect(Math.abs(runs[0][i] - want)).toBeLessThanOrEqual(3 * 1.2e-7 * want + 1.2e-38); // (flushed below 2^-125)
       if (i % 97 === 0) { one[0] = x[i]; expm(one, 1, m); expect(one[0]).toBe(runs[0][i]); }
+    }
+  });
+  test("maxf (softmax max): the forward scan's bits at every level: NaN only first, the first of ±0, tails", () => {
+    const scan = (x: Float32Array) => { let m = x[0]; for (let j = 1; j < x.length; j++) if (x[j] > m) m = x[j]; return m; };
+    const bits = (v: number) => new Uint32Array(Float32Array.of(v).buffer)[0];
+    const cases: Float32Array[] = [];
+    for (const n of [1, 5, 16, 17, 40, 333]) cases.push(randF32(r, n, 8));
+    cases.push(Float32Array.from({ length: 37 }, (_, i) => (i === 9 ? NaN : -i)));     // a NaN inside: ignored
+    cases.push(Float32Array.from({ length: 37 }, (_, i) => (i === 0 ? NaN : i)));      // NaN first: the result
+    cases.push(Float32Array.from({ length: 37 }, (_, i) => (i < 20 ? -1 - i : i === 20 ? -0 : 0))); // -0 first
+    cases.push(Float32Array.from({ length: 37 }, (_, i) => (i === 3 ? 0 : i === 30 ? -0 : -5)));    // +0 first
+    cases.push(Float32Array.from({ length: 50 }, (_, i) => (i % 7 === 0 ? -Infinity : -100 + i))); // the last lane's tail
+    for (const x of cases) {
+      const want = bits(scan(x));
+      for (const level of levels) expect(atLevel(level, () => bits(maxf(x, x.length)))).toBe(want);
     }
   });
   test("copy_heads: strided per-head copies, a shared source head, nothing else written", () => {

@@ -43,6 +43,7 @@ const symbols = {
   hb_layernorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u (large n on the pool)
   hb_expm: { args: [ptr, i32, FFIType.f32], returns: FFIType.void }, // x[n] <- e^(x − m) (f32, one polynomial)
+  hb_maxf: { args: [ptr, i32], returns: f32 }, // max of x[n] as a forward scan with > finds it (softmax; tests)
   hb_add: { args: [ptr, ptr, i32], returns: FFIType.void }, // y[n] += x
   hb_axpy: { args: [ptr, f32, ptr, i32], returns: FFIType.void }, // y[n] += a·x
   // interleaved RoPE in place: x[s*rowStride + v*vecStride + 2j, 2j+1], j < dr/2, angle pos[s]·theta^(-2j/dr)
@@ -199,6 +200,7 @@ export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, 
   hb().hb_layernorm(x, w, b, y, S, D, eps);
 /** x[n] <- e^(x − m) in f32 (the softmax numerators' exp: 0 below e^-87.3, NaN passes through) */
 export const expm = (x: F32, n: number, m: number) => hb().hb_expm(x, n, m);
+export const maxf = (x: F32, n: number): number => hb().hb_maxf(x, n);
 export const swiglu = (g: F32, u: F32, out: F32, n: number) => hb().hb_swiglu(g, u, out, n);
 export const add = (y: F32, x: F32, n: number) => hb().hb_add(y, x, n);
 export const axpy = (y: F32, a: number, x: F32, n: number) => hb().hb_axpy(y, a, x, n);

@@ -1,0 +1,33 @@
+// Micro-benchmarks of the attention core (mitata), hb_attn: the naive MLA form of a prefill (per-head keys
+// [k_nope ‖ k_pe] and values, causal: row s sees keys 0..s) with the bench preset's heads (16 × dk 96, dv 64) and
+// GLM-5's (64 × dk 256, dv 256), and the absorbed form of one decoded row (keys [c_kv ‖ k_pe] shared by the
+// heads, the values their first 512 columns) over a long context. Keys and values stay in the cache (compute,
+// not memory, is measured). Reports GMAC/s (p50: score and value multiply-adds over the keys each row sees).
+// Holds no state. Usage: bun bench/attn.ts     (HB_THREADS=n to pin the pool size)
+import { bench, do_not_optimize, run } from "mitata";
+import { attn, hb } from "../src/engine/hb.ts";
+
+const lib = hb();
+const rand = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
+interface Case { name: string; macs: number; fn: () => void }
+const cases: Case[] = [];
+for (const [S, H, dk, dv] of [[128, 16, 96, 64], [1024, 16, 96, 64], [512, 64, 256, 256]]) {
+  const q = rand(S * H * dk), k = rand(S * H * dk), v = rand(S * H * dv), out = new Float32Array(S * H * dv);
+  const nsel = Int32Array.from({ length: S }, (_, s) => s + 1);
+  cases.push({ name: `prefill S=${S} H=${H} dk=${dk} dv=${dv} (causal)`, macs: (H * (dk + dv) * S * (S + 1)) / 2,
+    fn: () => attn(S, H, dk, dv, { a: q, row: H * dk, head: dk }, { a: k, row: H * dk, head: dk }, { a: v, row: H * dv, head: dv },
+      null, nsel, 0, 1 / Math.sqrt(dk), { a: out, row: H * dv, head: dv }) });
+}
+for (const [H, T] of [[16, 4096], [64, 4096]]) {
+  const dk = 576, dv = 512, q = rand(H * dk), kv = rand(T * dk), out = new Float32Array(H * dv), nsel = Int32Array.of(T);
+  cases.push({ name: `decode H=${H} T=${T} (absorbed, shared keys)`, macs: H * (dk + dv) * T,
+    fn: () => attn(1, H, dk, dv, { a: q, row: H * dk, head: dk }, { a: kv, row: dk, head: 0 }, { a: kv, row: dk, head: 0 },
+      null, nsel, 0, 0.05, { a: out, row: H * dv, head: dv }) });
+}
+for (const c of cases) bench(c.name, () => { c.fn(); do_not_optimize(c); });
+const { benchmarks } = await run();
+console.log(`\nthreads=${lib.hb_nthreads()} simd=${lib.hb_simd_name()} (p50)`);
+for (const t of benchmarks) for (const r of t.runs) {
+  const c = cases.find((k) => k.name === r.name);
+  if (c && r.stats) console.log(`${r.name.padEnd(48)} ${(r.stats.p50 / 1e6).toFixed(3).padStart(9)} ms ${(c.macs / r.stats.p50).toFixed(1).padStart(7)} GMAC/s`);
+}
