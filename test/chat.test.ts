@@ -1,6 +1,7 @@
 // `hummingbird chat` on the embedded demo model (always in the tree): greedy replies streamed for each stdin
-// line equal a fresh generation over the whole conversation rendered by the chat template, while later turns
-// reuse the cached prefix (--timings reports it); /reset starts over; a turn past --ctx is refused.
+// line (by the engine worker, one slot) equal a fresh generation over the whole conversation rendered by the
+// chat template, while later turns reuse the cached prefix (--timings reports it); /reset starts over; --stop
+// cuts a reply; a turn past --ctx is refused.
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { demoModelDir } from "../src/model/demo.ts";
@@ -49,11 +50,34 @@ test("--stop ends a reply before the stop text", () => {
   expect(r.out).toBe(`${a1.slice(0, at)}\n`);
 }, 60_000);
 
+test("Ctrl-C stops a reply (kept in the history), and the chat goes on", async () => {
+  // greedy "Good things" runs to --max-tokens on the demo model (~1 s): interrupted after its first text
+  const p = Bun.spawn({ cmd: ["bun", "src/cli.ts", "chat", "--temperature", "0", "--max-tokens", "3000", "--timings"], cwd: root,
+    stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  p.stdin.write("Good things\n");
+  p.stdin.flush();
+  const rd = p.stdout.getReader();
+  let out = new TextDecoder().decode((await rd.read()).value);
+  p.kill("SIGINT");
+  await Bun.sleep(300);
+  p.stdin.write("Why?\n");
+  p.stdin.end();
+  for (;;) { const { done, value } = await rd.read(); if (done) break; out += new TextDecoder().decode(value); }
+  expect(await p.exited).toBe(0);
+  const err = await new Response(p.stderr).text();
+  const turns = [...err.matchAll(/turn (\d+): \d+ prompt tokens \((\d+) cached\), (\d+) generated \((\w+)\)/g)];
+  expect(turns).toHaveLength(2);
+  expect(turns[0][4]).toBe("stopped");
+  expect(Number(turns[0][3])).toBeLessThan(3000);
+  expect(Number(turns[1][2])).toBeGreaterThan(0); // the second turn reuses the first one's rows
+  expect(out.split("\n").length).toBeGreaterThan(2);
+}, 60_000);
+
 test("a turn past --ctx is refused with a message, and /exit ends the chat", () => {
   const r = chat("Once upon a time\n/exit\nnever read\n", "--ctx", "8");
   expect(r.code).toBe(0);
   expect(r.out).toBe("");
-  expect(r.err).toContain("would pass --ctx 8 tokens");
+  expect(r.err).toMatch(/the conversation \(\d+ tokens\) has reached --ctx 8; \/reset to start over/);
   const bad = chat("", "--top-p", "2");
   expect(bad.code).toBe(2);
   expect(bad.err).toContain("--top-p must be a number in [0, 1]");

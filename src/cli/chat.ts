@@ -1,32 +1,28 @@
-// `hummingbird chat`: a conversation in the terminal (llama-cli -cnv, ollama run): each line read from stdin is a
-// user turn; the whole conversation goes through the chat template and the reply streams to stdout. One
-// Session holds the KV cache, so a turn prefills only what the previous turns did not (the rendered history's
-// common prefix with the cache is reused). /reset clears the history, /exit (or end of input) quits. Replies are
-// decoded as the server's are (server/detok.ts: stop strings, <think> marks; server/think.ts splits reasoning off).
-// State: the messages so far and the Session.
+// `hummingbird chat`: a conversation in the terminal (llama-cli -cnv, ollama run): each line read from stdin is a user
+// turn, sent through the chat template to the server's engine worker (one KV slot: a turn prefills only what the
+// slot does not hold yet, by prefix reuse), and the reply streams back, reasoning shown dimmed. The engine runs off
+// this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits. /reset clears
+// the history, /exit (or the end of input) quits. State: the messages so far and the engine.
 import { choice, type Command, intOption, parseCli, UsageError } from "./common.ts";
-import { DRAFTS } from "./generate.ts";
-import { loadModel } from "../engine/model.ts";
-import { type DraftKind, generate } from "../engine/generate.ts";
-import { Session } from "../engine/session.ts";
-import { loadTokenizer, type ChatMessage } from "../model/tokenizer.ts";
-import { demoBanner, demoModelDir } from "../model/demo.ts";
-import { Detok, thinkIds } from "../server/detok.ts";
+import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
-import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { PREFILL_CHUNK } from "../server/server.ts";
+import type { ReqEvent } from "../server/protocol.ts";
+import type { ChatMessage } from "../model/tokenizer.ts";
+import { demoBanner, demoModelDir } from "../model/demo.ts";
+import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
-       [--top-p P] [--seed N] [--draft auto|mtp|ngram|off] [--stop STR]... [--think] [--exact] [--timings]
+       [--top-p P] [--seed N] [--draft ngram|mtp|off] [--stop STR]... [--think] [--exact] [--timings]
 
 Talk to a model in the terminal: every line of stdin is a user message; the reply streams to stdout. The
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn
-prefills only its new tokens). Commands: /reset (forget the conversation), /exit (or end of input;
-Ctrl-C quits at once).
-Without --model: the embedded demo model.
---max-tokens: the longest reply (default 512); --ctx: the conversation's token limit (default 4096,
-  at most the model's); a turn that would pass it is refused (/reset to start over).
+prefills only its new tokens). Ctrl-C stops a reply; /reset forgets the conversation; /exit, the end of
+input or Ctrl-C at the prompt quits. Without --model: the embedded demo model.
+--max-tokens: the longest reply (default 512); --ctx: the conversation's token limit (default 4096, at
+  most the model's): a reply stops there, and a turn whose prompt alone passes it is refused (/reset).
 --temperature (default 0.8; 0 = greedy), --top-p (default 0.95), --seed: sampling.
---draft: speculative decoding as in \`generate\` (lossless; default auto).
+--draft: speculative decoding, as \`serve --draft\` (lossless; default off).
 --stop STR: end a reply before this text (repeatable; the template's end-of-turn ids always stop).
 --think: let a thinking model think first (GLM: enable_thinking; default off); its reasoning is shown
   dimmed on a terminal and left out of the history.
@@ -45,29 +41,36 @@ export const command: Command = {
   help,
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
-    const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s, stop: { type: "string", multiple: true },
-      think: b, exact: b, timings: b, ...expertFlags }, help);
+    const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s,
+      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const maxTokens = v["max-tokens"] === undefined ? 512 : intOption(v["max-tokens"], "max-tokens", help);
     const sampling = { temperature: num(v.temperature, "temperature", 0, 100, 0.8), top_p: num(v["top-p"], "top-p", 0, 1, 0.95),
-      seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
-    const draft: DraftKind = v.draft === undefined ? "auto" : choice(v.draft, "draft", DRAFTS, help);
-    const xo = expertOptions(v, help);
+      min_p: 0, top_k: 0, seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
+    const kind = v.draft === undefined ? "off" : choice(v.draft, "draft", ["ngram", "mtp", "off"] as const, help);
+    const ctx = v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help);
+    const experts = expertOptions(v, help);
     let dir = v.model;
     if (dir === undefined) {
       try { dir = demoModelDir(); } catch (e) { throw new UsageError(`no --model DIR given: ${(e as Error).message}`, help); }
       for (const l of demoBanner("chatting with")) process.stderr.write(`hummingbird chat: ${l}\n`);
     }
-    const m = loadModel(dir), codec = loadTokenizer(dir);
-    if (draft === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
-    const ctx = Math.min(v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help), m.cfg.max_position_embeddings);
-    const experts = attachExperts(m, { ...xo, ctx, rows: ctx, quiet: true });
-    const session = new Session(m, { exact: !!v.exact });
-    const stopIds = codec.stopIds(m.cfg.stop_ids), think = thinkIds(codec);
+    // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
+    const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts,
+      draft: kind === "off" ? undefined : { kind, len: kind === "mtp" ? 3 : 4 } });
+    try {
+      await engine.ready;
+    } catch (e) {
+      engine.close();
+      throw new UsageError(`${dir}: ${(e as Error).message}`, help);
+    }
     const system: ChatMessage[] = v.system ? [{ role: "system", content: v.system }] : [];
     let messages = [...system];
     const tty = process.stdin.isTTY;
+    let current: ReturnType<EngineClient["submit"]> | null = null;
+    const onInt = () => { if (current) current.stop(); else { engine.close(); process.exit(130); } };
+    process.on("SIGINT", onInt);
     const ask = () => { if (tty) process.stdout.write("> "); };
     try {
       ask();
@@ -76,38 +79,39 @@ export const command: Command = {
         if (line === "/exit" || line === "/quit") break;
         if (line === "/reset") { messages = [...system]; process.stderr.write("(conversation cleared)\n"); ask(); continue; }
         if (line === "") { ask(); continue; }
-        const turn = [...messages, { role: "user", content: line }];
-        const ids = codec.encode(codec.chat(turn, { enableThinking: !!v.think }));
-        if (ids.length + maxTokens > ctx) {
-          process.stderr.write(`hummingbird chat: the conversation would pass --ctx ${ctx} tokens (${ids.length} + a reply of up to ${maxTokens}); /reset to start over\n`);
-          ask();
-          continue;
-        }
-        const detok = new Detok(codec, v.stop ?? [], think), split = new ThinkSplit(!!v.think, ids[ids.length - 1] === think.open);
-        let reply = "";
+        const turn: ChatMessage[] = [...messages, { role: "user", content: line }];
+        const split = new ThinkSplit(!!v.think, false);
+        const t0 = performance.now();
+        let reply = "", tFirst = 0, cached = 0, prompt = 0;
         const show = (text: string, mark?: "think" | "/think") => {
           const d = split.take(text, mark);
           if (d.reasoning_content) process.stdout.write(tty ? `\x1b[2m${d.reasoning_content}\x1b[0m` : d.reasoning_content);
           if (d.content) { reply += d.content; process.stdout.write(d.content); }
         };
-        const res = generate(m, ids, { maxTokens, ...sampling, draft, session, stopIds, forward: { exact: !!v.exact },
-          onToken: (id) => {
-            if (stopIds.includes(id)) return;
-            const p = detok.push(id);
-            show(p.text, p.mark);
-            return !detok.stopped;
-          } });
-        show(detok.finish().text);
-        process.stdout.write("\n" + (tty ? "\n" : ""));
-        messages = [...turn, { role: "assistant", content: reply.trim() }];
-        if (v.timings) {
-          const t = res.timing;
-          process.stderr.write(`turn ${(messages.length - system.length) / 2}: ${ids.length} prompt tokens (${res.cached_tokens} cached), ${res.gen_ids.length} generated (${res.finish_reason}); prefill ${t.prefill_tok_s.toFixed(1)} tok/s, decode ${t.decode_tok_s.toFixed(1)} tok/s\n`);
+        const end = await new Promise<Extract<ReqEvent, { t: "done" | "error" }>>((res) => {
+          current = engine.submit({ prompt: { kind: "chat", messages: turn, enableThinking: !!v.think }, slot: 0, max_tokens: maxTokens,
+            ...sampling, stop: v.stop ?? [] }, (ev) => {
+            if (ev.t === "accept") { split.inThink = !!v.think && ev.think; prompt = ev.prompt_tokens; cached = ev.cached_tokens; }
+            else if (ev.t === "tok") { if (!tFirst) tFirst = performance.now(); show(ev.text, ev.mark); }
+            else if (ev.t === "done") { show(ev.text); res(ev); }
+            else if (ev.t === "error") res(ev);
+          });
+        });
+        current = null;
+        if (end.t === "error") {
+          const why = end.code === "CONTEXT_EXCEEDED" ? `the conversation (${end.detail.split(" ")[0]} tokens) has reached --ctx ${ctx}; /reset to start over` : end.detail;
+          process.stderr.write(`hummingbird chat: ${why}\n`);
+        } else {
+          process.stdout.write("\n" + (tty ? "\n" : ""));
+          messages = [...turn, { role: "assistant", content: reply.trim() }];
+          if (v.timings)
+            process.stderr.write(`turn ${(messages.length - system.length) / 2}: ${prompt} prompt tokens (${cached} cached), ${end.emitted} generated (${end.reason}); first token after ${((tFirst || performance.now()) - t0).toFixed(0)} ms, decode ${end.decode_tok_s.toFixed(1)} tok/s\n`);
         }
         ask();
       }
     } finally {
-      experts.close();
+      process.off("SIGINT", onInt);
+      engine.close();
     }
     return 0;
   },
