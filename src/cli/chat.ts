@@ -3,10 +3,12 @@
 // slot does not hold yet, by prefix reuse), and the reply streams back, reasoning shown dimmed. The engine runs off
 // this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits. /reset clears
 // the history, /exit (or the end of input) quits. State: the messages so far and the engine.
+import { existsSync } from "node:fs";
 import { choice, type Command, intOption, parseCli, UsageError } from "./common.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
 import { PREFILL_CHUNK } from "../server/server.ts";
+import { DRAFT_LEN } from "../engine/speculative.ts";
 import type { ReqEvent } from "../server/protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
 import { demoBanner, demoModelDir } from "../model/demo.ts";
@@ -52,13 +54,14 @@ export const command: Command = {
     const ctx = v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help);
     const experts = expertOptions(v, help);
     let dir = v.model;
+    if (dir !== undefined && !existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
     if (dir === undefined) {
       try { dir = demoModelDir(); } catch (e) { throw new UsageError(`no --model DIR given: ${(e as Error).message}`, help); }
       for (const l of demoBanner("chatting with")) process.stderr.write(`hummingbird chat: ${l}\n`);
     }
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
     const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts,
-      draft: kind === "off" ? undefined : { kind, len: kind === "mtp" ? 3 : 4 } });
+      draft: kind === "off" ? undefined : { kind, len: DRAFT_LEN[kind] } });
     try {
       await engine.ready;
     } catch (e) {

@@ -47,7 +47,7 @@ function num(v: unknown, name: string, lo: number, hi: number): number | undefin
   return x;
 }
 
-export const DRAFTS = ["auto", "mtp", "ngram", "off"] as const;
+const DRAFTS = ["auto", "mtp", "ngram", "off"] as const;
 
 /** --grammar FILE (GBNF) or --json-schema FILE -> a grammar state over the model's vocabulary. */
 function grammarOption(v: { grammar?: string; "json-schema"?: string }, dir: string, stopIds: number[]): GrammarState | undefined {
