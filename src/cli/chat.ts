@@ -102,7 +102,7 @@ export const command: Command = {
         });
         current = null;
         if (end.t === "error") {
-          const why = end.code === "CONTEXT_EXCEEDED" ? `the conversation (${end.detail.split(" ")[0]} tokens) has reached --ctx ${ctx}; /reset to start over` : end.detail;
+          const why = end.code === "CONTEXT_EXCEEDED" ? `the conversation (${end.detail.split(" ")[0]} tokens) has reached --ctx ${engine.info?.ctx ?? ctx}; /reset to start over` : end.detail;
           process.stderr.write(`hummingbird chat: ${why}\n`);
         } else {
           process.stdout.write("\n" + (tty ? "\n" : ""));
