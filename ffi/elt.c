@@ -118,7 +118,11 @@ T256 static int expm_avx2(float *x, int n, float m) {
   const __m256 mv = _mm256_set1_ps(m);
   int i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv)));
-  return i;
+  if (i < n) {   /* the tail in masked lanes */
+    const __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - i), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(x + i, k, exp256(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), mv)));
+  }
+  return n;
 }
 #endif
 
@@ -157,14 +161,31 @@ T512 static float maxf_avx512(const float *x, int n) {
   for (int j = 0; j < 16; j++) if (l[j] > m) m = l[j];
   return m;
 }
+T256 static int divd_avx2(float *x, int n, double d) {
+  const __m256d dv = _mm256_set1_pd(d);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(x + i, _mm256_cvtpd_ps(_mm256_div_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), dv)));
+  return i;
+}
+T256 static float maxf_avx2(const float *x, int n) {
+  __m256 acc = _mm256_set1_ps(x[0]);
+  int i = 0;
+  for (; i + 8 <= n; i += 8) { const __m256 v = _mm256_loadu_ps(x + i); acc = _mm256_blendv_ps(acc, v, _mm256_cmp_ps(v, acc, _CMP_GT_OQ)); }
+  float l[8], m = x[0];
+  _mm256_storeu_ps(l, acc);
+  for (int j = 0; j < 8; j++) if (l[j] > m) m = l[j];
+  for (; i < n; i++) if (x[i] > m) m = x[i];
+  return m;
+}
 #endif
 /* max of x[0..n) as `m = x[0]; if (x[j] > m) m = x[j]` finds it (NaN only when x[0] is, the first of equal
  * values): the vector lanes give the maximum's value, whose bits are unique unless it is ±0 (then the scan) */
 float hb_maxf(const float *x, int n) {
   if (!x || n <= 0) return -INFINITY;
 #if defined(__x86_64__) || defined(__i386__)
-  if (n >= 16 && hb_simd_level() >= HB_AVX512) {
-    const float m = maxf_avx512(x, n);
+  const int lvl = n >= 16 ? hb_simd_level() : HB_SCALAR;
+  if (lvl >= HB_AVX2) {
+    const float m = lvl >= HB_AVX512 ? maxf_avx512(x, n) : maxf_avx2(x, n);
     if (m != 0.0f) return m;
   }
 #endif
@@ -177,7 +198,9 @@ float hb_maxf(const float *x, int n) {
 void hb_divd(float *x, int n, double d) {
   int i = 0;
 #if defined(__x86_64__) || defined(__i386__)
-  if (hb_simd_level() >= HB_AVX512) i = divd_avx512(x, n, d);
+  const int lvl = hb_simd_level();
+  if (lvl >= HB_AVX512) i = divd_avx512(x, n, d);
+  else if (lvl >= HB_AVX2) i = divd_avx2(x, n, d);
 #endif
   for (; i < n; i++) x[i] = (float)((double)x[i] / d);
 }
