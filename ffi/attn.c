@@ -1,7 +1,7 @@
 /* libhb attention core: the MLA/DSA attention (hb_attn, hb_attn_ref), spec §3.1, and the micro-kernel
- * dispatch shared with dsa.c (scalar references here, SIMD ones in attn_x86.c). Holds no state: each
- * task mallocs its own score scratch. SIMD: AVX-512 / AVX2+FMA micro-kernels picked per call from
- * hb_simd_level(); scalar reference kernels at HB_SCALAR (and on non-x86 builds). Every dot product of
+ * dispatch shared with dsa.c (scalar references here, SIMD ones in attn_x86.c and attn_neon.c). Holds no
+ * state: each task mallocs its own score scratch. SIMD: AVX-512 / AVX2+FMA / NEON micro-kernels picked per
+ * call from hb_simd_level(); scalar reference kernels at HB_SCALAR. Every dot product of
  * one (query, key) pair is summed the same way whatever kernel computes it (one accumulator over 16- or
  * 8-wide chunks, tail last), and every output element is one FMA chain over keys in list order, so a
  * result does not depend on batch size, head grouping, key blocking or thread count — only on the SIMD
@@ -46,6 +46,8 @@ hb_attn_kern hb_attn_kern_for(int level) {
 #if defined(__x86_64__) || defined(__i386__)
   if (level >= HB_AVX512) k = hb_attn_kern_avx512;
   else if (level >= HB_AVX2) k = hb_attn_kern_avx2;
+#elif defined(__aarch64__)
+  if (level == HB_NEON) k = hb_attn_kern_neon;
 #else
   (void)level;
 #endif

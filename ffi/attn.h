@@ -40,5 +40,7 @@ void hb_attn_quad(const hb_attn_ops *o, int s, int h0, int ng, float *p, float *
 hb_attn_kern hb_attn_kern_for(int level);
 #if defined(__x86_64__) || defined(__i386__)
 extern const hb_attn_kern hb_attn_kern_avx512, hb_attn_kern_avx2; /* attn_x86.c */
+#elif defined(__aarch64__)
+extern const hb_attn_kern hb_attn_kern_neon; /* attn_neon.c */
 #endif
 #endif

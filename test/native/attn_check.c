@@ -1,0 +1,74 @@
+/* Cross-architecture check of libhb's attention at the level in use (NEON on aarch64, built and run under qemu
+ * by test/neon.test.ts): hb_attn against the scalar reference hb_attn_ref (relative error ≤ 1e-5: the levels
+ * sum differently), and every row of a batch equal to the same row alone, bit for bit — per-head keys (the
+ * prefill blocks of four rows, causal and random key counts, a selection that is the identity or not) and
+ * shared keys (the absorbed form), dk and dv with every tail width. Prints "ok <cases> <level>", or the first
+ * failure and exits 1. Random data from a fixed LCG; no state. */
+#include "../../ffi/hb.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void hb_attn(int S, int H, int dk, int dv, const float *q, int qRow, int qHead, const float *k, int kRow, int kHead,
+             const float *v, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow, float scale,
+             float *out, int oRow, int oHead);
+void hb_attn_ref(int S, int H, int dk, int dv, const float *q, int qRow, int qHead, const float *k, int kRow, int kHead,
+                 const float *v, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow, float scale,
+                 float *out, int oRow, int oHead);
+
+static unsigned long long seed = 88172645463325252ull;
+static unsigned rnd(void) { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return (unsigned)(seed >> 33); }
+static float rndf(void) { return (float)rnd() / 2147483648.0f - 1.0f; }
+static float *randv(size_t n) { float *a = malloc(n * sizeof *a); for (size_t i = 0; i < n; i++) a[i] = rndf(); return a; }
+
+int main(void) {
+  hb_init(2);
+  const int shapes[][5] = { /* S, H, dk, dv, T */
+    { 9, 3, 37, 21, 40 }, { 4, 5, 17, 64, 33 }, { 6, 2, 96, 64, 70 }, { 1, 4, 1, 5, 7 }, { 8, 16, 48, 29, 24 } };
+  long cases = 0;
+  for (int si = 0; si < 5; si++)
+    for (int shared = 0; shared < 2; shared++)
+      for (int mode = 0; mode < 3; mode++) { /* 0 causal, no sel; 1 random counts, a permuted sel; 2 causal, identity sel */
+        const int S = shapes[si][0], H = shapes[si][1], T = shapes[si][4];
+        const int dk = shapes[si][2], dv = shared && shapes[si][3] > dk ? dk : shapes[si][3];
+        const int qRow = H * dk + 3, kRow = shared ? dk + 1 : H * (dk + dv), kHead = shared ? 0 : dk + dv;
+        const int oRow = H * (dv + 2) + 1, selRow = T + 2;
+        float *q = randv((size_t)S * qRow), *kv = randv((size_t)T * kRow);
+        const float *k = kv, *v = shared ? kv : kv + dk;
+        int32_t *nsel = malloc(S * sizeof *nsel), *sel = mode ? malloc((size_t)S * selRow * sizeof *sel) : NULL;
+        for (int s = 0; s < S; s++) {
+          nsel[s] = mode == 1 ? 1 + (int)(rnd() % T) : T - S + s + 1;
+          if (!sel) continue;
+          for (int j = 0; j < selRow; j++) sel[s * selRow + j] = j < T ? j : -1;
+          if (mode == 1) for (int j = T - 1; j > 0; j--) { const int r = (int)(rnd() % (j + 1)), t = sel[s * selRow + j]; sel[s * selRow + j] = sel[s * selRow + r]; sel[s * selRow + r] = t; }
+        }
+        const size_t on = (size_t)S * oRow;
+        float *out = malloc(on * sizeof *out), *ref = malloc(on * sizeof *ref), *one = malloc((size_t)oRow * sizeof *one);
+        for (size_t i = 0; i < on; i++) out[i] = ref[i] = NAN;
+        const float scale = 1.0f / sqrtf((float)dk);
+        hb_attn(S, H, dk, dv, q, qRow, dk, k, kRow, kHead, v, kRow, kHead, sel, nsel, selRow, scale, out, oRow, dv + 2);
+        hb_attn_ref(S, H, dk, dv, q, qRow, dk, k, kRow, kHead, v, kRow, kHead, sel, nsel, selRow, scale, ref, oRow, dv + 2);
+        double d = 0, m = 1e-30;
+        for (size_t i = 0; i < on; i++) {
+          if (isnan(out[i]) != isnan(ref[i])) { printf("shape %d shared %d mode %d: NaN pattern differs at %zu\n", si, shared, mode, i); return 1; }
+          if (isnan(ref[i])) continue;
+          d = fmax(d, fabs((double)out[i] - ref[i]));
+          m = fmax(m, fabs((double)ref[i]));
+        }
+        if (d / m > 1e-5) { printf("shape %d shared %d mode %d: relative error %g against the reference\n", si, shared, mode, d / m); return 1; }
+        for (int s = 0; s < S; s++) {
+          for (int i = 0; i < oRow; i++) one[i] = NAN;
+          hb_attn(1, H, dk, dv, q + (size_t)s * qRow, qRow, dk, k, kRow, kHead, v, kRow, kHead, sel ? sel + (size_t)s * selRow : NULL,
+                  nsel + s, selRow, scale, one, oRow, dv + 2);
+          if (memcmp(one, out + (size_t)s * oRow, (size_t)oRow * sizeof *one) != 0) {
+            printf("shape %d shared %d mode %d: row %d alone differs from the batch\n", si, shared, mode, s);
+            return 1;
+          }
+        }
+        free(q); free(kv); free(nsel); free(sel); free(out); free(ref); free(one);
+        cases++;
+      }
+  printf("ok %ld %s\n", cases, hb_simd_name());
+  return 0;
+}
