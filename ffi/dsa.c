@@ -72,6 +72,8 @@ static idx_block_fn idx_block_for(int level, int hd) {
 #if defined(__x86_64__) || defined(__i386__)
   if (hd <= IDX_MAXHD && level >= HB_AVX512) return hb_idx_block_avx512;
   if (hd <= IDX_MAXHD && level >= HB_AVX2) return hb_idx_block_avx2;
+#elif defined(__aarch64__)
+  if (hd <= IDX_MAXHD && level == HB_NEON) return hb_idx_block_neon;
 #endif
   (void)level; (void)hd;
   return idx_block_ref;

@@ -1,4 +1,4 @@
-/* libhb lightning-indexer scores (dsa.c: scalar reference, dispatch; dsa_x86.c: AVX-512 / AVX2 kernels).
+/* libhb lightning-indexer scores (dsa.c: scalar reference, dispatch; dsa_x86.c: AVX-512 / AVX2 kernels; dsa_neon.c).
  * score(s, t) = Σ_h w[s,h] · ReLU(scale · qI[s,h]·kI[t]) in one order at every SIMD level: each dot product
  * is a fused multiply-add chain over i ascending from 0, then x = dot · scale, ReLU (x > 0 ? x : +0), and
  * the heads are added ascending by fused multiply-adds from 0. Vector kernels put keys in lanes (a block
@@ -34,5 +34,7 @@ void hb_idx_block_q8_vnni(const idx_ctx *c, int t0, int t1, int s0, int s1);
  * that share `prefix` in bits ≥ hs, and the ascending collection of the selected keys */
 int hb_sel_hist_avx512(const float *x, int n, uint32_t prefix, int hs, int sh, int nb, uint32_t *hist, int *lo, int *hi);
 int hb_sel_collect_avx512(const float *x, int n, uint32_t thr, int need, int32_t *sel);
+#elif defined(__aarch64__)
+void hb_idx_block_neon(const idx_ctx *c, int t0, int t1, int s0, int s1); /* dsa_neon.c */
 #endif
 #endif

@@ -2,7 +2,8 @@
 // (ffi/attn_neon.c): libhb and a C driver from test/native are cross-compiled for aarch64 (static) and run under
 // qemu-aarch64 with a CPU that has the dot-product extension. q8_check.c: hb_matmul_q8 against the scalar
 // reference, bit for bit, for every weight format and a spread of shapes, and rows alone against rows in a batch.
-// attn_check.c: hb_attn near hb_attn_ref and every row of a batch equal to the row alone. On an arm64 host the
+// attn_check.c: hb_attn near hb_attn_ref and every row of a batch equal to the row alone, and the indexer scores
+// (ffi/dsa_neon.c) equal to the forced-scalar ones. On an arm64 host the
 // drivers are built with the native compiler and run directly. Skipped, saying so, where neither the cross tools
 // nor an arm64 host are there (.ci/run installs them).
 import { expect, test } from "bun:test";
@@ -42,6 +43,6 @@ test.skipIf(!usable)("NEON + SDOT fast-mode kernels equal the scalar reference b
   expect(Number(out.split(" ")[1])).toBe(495);
 }, 120_000);
 
-test.skipIf(!usable)("NEON attention kernels: near the scalar reference, every row of a batch equal to the row alone (aarch64)", () => {
-  expect(runDriver("attn_check")).toBe("ok 30 neon");
+test.skipIf(!usable)("NEON attention and indexer kernels: attention near the scalar reference and every row of a batch equal to the row alone, indexer scores equal to the scalar ones (aarch64)", () => {
+  expect(runDriver("attn_check")).toBe("ok 33 neon");
 }, 120_000);

@@ -2,7 +2,8 @@
  * by test/neon.test.ts): hb_attn against the scalar reference hb_attn_ref (relative error ≤ 1e-5: the levels
  * sum differently), and every row of a batch equal to the same row alone, bit for bit — per-head keys (the
  * prefill blocks of four rows, causal and random key counts, a selection that is the identity or not) and
- * shared keys (the absorbed form), dk and dv with every tail width. Prints "ok <cases> <level>", or the first
+ * shared keys (the absorbed form), dk and dv with every tail width; and the indexer's f32 scores equal to the
+ * forced-scalar run, bit for bit. Prints "ok <cases> <level>", or the first
  * failure and exits 1. Random data from a fixed LCG; no state. */
 #include "../../ffi/hb.h"
 #include <math.h>
@@ -13,6 +14,8 @@
 void hb_attn(int S, int H, int dk, int dv, const float *q, int qRow, int qHead, const float *k, int kRow, int kHead,
              const float *v, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow, float scale,
              float *out, int oRow, int oHead);
+void hb_index_scores(int S, int nh, int hd, const float *qI, const float *w, const float *kI, const int32_t *nk, float *out,
+                     int outRow, float scale);
 void hb_attn_ref(int S, int H, int dk, int dv, const float *q, int qRow, int qHead, const float *k, int kRow, int kHead,
                  const float *v, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow, float scale,
                  float *out, int oRow, int oHead);
@@ -69,6 +72,25 @@ int main(void) {
         free(q); free(kv); free(nsel); free(sel); free(out); free(ref); free(one);
         cases++;
       }
+  /* the indexer's f32 scores: the same bits as the forced-scalar run (dsa.h's one order), a NaN key element too */
+  const int ish[][4] = { { 5, 8, 64, 37 }, { 3, 3, 20, 9 }, { 1, 32, 128, 70 } }; /* S, nh, hd, T */
+  for (int c = 0; c < 3; c++) {
+    const int S = ish[c][0], nh = ish[c][1], hd = ish[c][2], T = ish[c][3];
+    float *qI = randv((size_t)S * nh * hd), *w = randv((size_t)S * nh), *kI = randv((size_t)T * hd);
+    kI[3 * hd + 1] = NAN;
+    int32_t *nk = malloc(S * sizeof *nk);
+    for (int s = 0; s < S; s++) nk[s] = T - S + s + 1;
+    float *a = malloc((size_t)S * T * sizeof *a), *b = malloc((size_t)S * T * sizeof *b);
+    for (int i = 0; i < S * T; i++) a[i] = b[i] = -1.0f;
+    hb_index_scores(S, nh, hd, qI, w, kI, nk, a, T, 0.125f);
+    const int lvl = hb_simd_level();
+    hb_simd_force(0);
+    hb_index_scores(S, nh, hd, qI, w, kI, nk, b, T, 0.125f);
+    hb_simd_force(lvl == HB_SCALAR ? 0 : 1);
+    if (memcmp(a, b, (size_t)S * T * sizeof *a) != 0) { printf("index scores case %d differ from the scalar reference\n", c); return 1; }
+    free(qI); free(w); free(kI); free(nk); free(a); free(b);
+    cases++;
+  }
   printf("ok %ld %s\n", cases, hb_simd_name());
   return 0;
 }
