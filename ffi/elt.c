@@ -126,6 +126,58 @@ T256 static int expm_avx2(float *x, int n, float m) {
 }
 #endif
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+/* exp_ref on 4 lanes: the same fused steps, so the same bits */
+static inline float32x4_t exp4(float32x4_t v0) {
+  const float32x4_t hi = vdupq_n_f32(EXP_HI);
+  const float32x4_t v = vmaxq_f32(vdupq_n_f32(EXP_LO), vminq_f32(hi, v0));   /* NaN stays NaN */
+  const float32x4_t nf = vrndnq_f32(vmulq_f32(v, vdupq_n_f32(LOG2E)));
+  float32x4_t r = vfmaq_f32(v, nf, vdupq_n_f32(-LN2_C1));
+  r = vfmaq_f32(r, nf, vdupq_n_f32(-LN2_C2));
+  float32x4_t p = vfmaq_f32(vdupq_n_f32(EP1), vdupq_n_f32(EP0), r);
+  p = vfmaq_f32(vdupq_n_f32(EP2), p, r); p = vfmaq_f32(vdupq_n_f32(EP3), p, r);
+  p = vfmaq_f32(vdupq_n_f32(EP4), p, r); p = vfmaq_f32(vdupq_n_f32(EP5), p, r);
+  float32x4_t y = vaddq_f32(vfmaq_f32(r, p, vmulq_f32(r, r)), vdupq_n_f32(1.0f));
+  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(nf), vdupq_n_s32(127)), 23);
+  y = vbslq_f32(vceqq_f32(nf, nf), vmulq_f32(y, vreinterpretq_f32_s32(e)), y);
+  y = vbslq_f32(vcltq_f32(v0, vdupq_n_f32(EXP_LO)), vdupq_n_f32(0.0f), y);
+  return vbslq_f32(vcgtq_f32(v0, hi), vdupq_n_f32(INFINITY), y);
+}
+static int expm_neon(float *x, int n, float m) {
+  const float32x4_t mv = vdupq_n_f32(m);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(x + i, exp4(vsubq_f32(vld1q_f32(x + i), mv)));
+  return i;
+}
+static int swiglu_neon(const float *g, const float *u, float *out, int n) {
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t gv = vld1q_f32(g + i);
+    const float32x4_t s = vdivq_f32(one, vaddq_f32(one, exp4(vnegq_f32(gv))));
+    vst1q_f32(out + i, vmulq_f32(vmulq_f32(gv, s), vld1q_f32(u + i)));
+  }
+  return i;
+}
+static int divd_neon(float *x, int n, double d) {
+  const float64x2_t dv = vdupq_n_f64(d);
+  int i = 0;
+  for (; i + 2 <= n; i += 2) vst1_f32(x + i, vcvt_f32_f64(vdivq_f64(vcvt_f64_f32(vld1_f32(x + i)), dv)));
+  return i;
+}
+static float maxf_neon(const float *x, int n) {   /* lanes as maxf_avx512; the tail by the scan */
+  float32x4_t acc = vdupq_n_f32(x[0]);
+  int i = 0;
+  for (; i + 4 <= n; i += 4) { const float32x4_t v = vld1q_f32(x + i); acc = vbslq_f32(vcgtq_f32(v, acc), v, acc); }
+  float l[4], m = x[0];
+  vst1q_f32(l, acc);
+  for (int j = 0; j < 4; j++) if (l[j] > m) m = l[j];
+  for (; i < n; i++) if (x[i] > m) m = x[i];
+  return m;
+}
+#endif
+
 /* x[n] <- e^(x − m) with the polynomial above (softmax numerators); same bits at every SIMD level */
 void hb_expm(float *x, int n, float m) {
   if (!x || n <= 0) return;
@@ -134,6 +186,8 @@ void hb_expm(float *x, int n, float m) {
   const int lvl = hb_simd_level();
   if (lvl >= HB_AVX512) i = expm_avx512(x, n, m);
   else if (lvl >= HB_AVX2) i = expm_avx2(x, n, m);
+#elif defined(__aarch64__)
+  if (hb_simd_level() == HB_NEON) i = expm_neon(x, n, m);
 #endif
   for (; i < n; i++) x[i] = exp_ref(x[i] - m);
 }
@@ -188,6 +242,11 @@ float hb_maxf(const float *x, int n) {
     const float m = lvl >= HB_AVX512 ? maxf_avx512(x, n) : maxf_avx2(x, n);
     if (m != 0.0f) return m;
   }
+#elif defined(__aarch64__)
+  if (n >= 16 && hb_simd_level() == HB_NEON) {
+    const float m = maxf_neon(x, n);
+    if (m != 0.0f) return m;
+  }
 #endif
   float m = x[0];
   for (int j = 1; j < n; j++) if (x[j] > m) m = x[j];
@@ -201,6 +260,8 @@ void hb_divd(float *x, int n, double d) {
   const int lvl = hb_simd_level();
   if (lvl >= HB_AVX512) i = divd_avx512(x, n, d);
   else if (lvl >= HB_AVX2) i = divd_avx2(x, n, d);
+#elif defined(__aarch64__)
+  if (hb_simd_level() == HB_NEON) i = divd_neon(x, n, d);
 #endif
   for (; i < n; i++) x[i] = (float)((double)x[i] / d);
 }
@@ -211,6 +272,8 @@ static void swiglu_run(const float *g, const float *u, float *out, int n) {
   const int lvl = hb_simd_level();
   if (lvl >= HB_AVX512) i = swiglu_avx512(g, u, out, n);
   else if (lvl >= HB_AVX2) i = swiglu_avx2(g, u, out, n);
+#elif defined(__aarch64__)
+  if (hb_simd_level() == HB_NEON) i = swiglu_neon(g, u, out, n);
 #endif
   swiglu_ref(g + i, u + i, out + i, n - i);
 }

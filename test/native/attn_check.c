@@ -3,7 +3,7 @@
  * sum differently), and every row of a batch equal to the same row alone, bit for bit — per-head keys (the
  * prefill blocks of four rows, causal and random key counts, a selection that is the identity or not) and
  * shared keys (the absorbed form), dk and dv with every tail width; and the indexer's f32 scores equal to the
- * forced-scalar run, bit for bit. Prints "ok <cases> <level>", or the first
+ * forced-scalar run, bit for bit, as are e^(x−m), SwiGLU and the softmax max / normalisation. Prints "ok <cases> <level>", or the first
  * failure and exits 1. Random data from a fixed LCG; no state. */
 #include "../../ffi/hb.h"
 #include <math.h>
@@ -89,6 +89,30 @@ int main(void) {
     hb_simd_force(lvl == HB_SCALAR ? 0 : 1);
     if (memcmp(a, b, (size_t)S * T * sizeof *a) != 0) { printf("index scores case %d differ from the scalar reference\n", c); return 1; }
     free(qI); free(w); free(kI); free(nk); free(a); free(b);
+    cases++;
+  }
+  /* the softmax helpers and SwiGLU (elt.c): the same bits as the forced-scalar run, extremes and NaN included */
+  {
+    enum { N = 1003 };
+    static float x[N], a[N], b[N], g[N], u[N], ya[N], yb[N];
+    for (int i = 0; i < N; i++) { x[i] = rndf() * 120.0f; g[i] = rndf() * 100.0f; u[i] = rndf(); }
+    x[5] = NAN; x[6] = INFINITY; x[7] = -INFINITY; x[8] = 88.25f; x[9] = -87.35f; x[10] = -0.0f; g[11] = NAN; g[12] = 0.0f;
+    const int lvl = hb_simd_level();
+    for (int pass = 0; pass < 2; pass++) {
+      float *e = pass ? b : a, *y = pass ? yb : ya;
+      hb_simd_force(pass ? 0 : (lvl == HB_SCALAR ? 0 : 1));
+      memcpy(e, x, sizeof x);
+      hb_expm(e, N, 3.5f);
+      hb_swiglu(g, u, y, N);
+      e[0] = hb_maxf(x + 11, N - 11);            /* (x[11..] holds no NaN first) */
+      hb_divd(e + 1, 500, 3.0);
+    }
+    hb_simd_force(lvl == HB_SCALAR ? 0 : 1);
+    for (int i = 0; i < N; i++) /* bit for bit, except that a NaN's sign and payload are the compiler's to choose */
+      if ((memcmp(a + i, b + i, 4) != 0 && !(isnan(a[i]) && isnan(b[i]))) || (memcmp(ya + i, yb + i, 4) != 0 && !(isnan(ya[i]) && isnan(yb[i])))) {
+        printf("expm / swiglu / maxf / divd differ from the scalar reference at %d\n", i);
+        return 1;
+      }
     cases++;
   }
   printf("ok %ld %s\n", cases, hb_simd_name());
