@@ -119,6 +119,8 @@ hb_mm_rows_fn hb_mm_prepare(hb_mm *m, int fmt, const void *W, const float *scale
   /* SIMD int4g needs whole 16-wide vectors per group */
   if (lvl >= HB_AVX2 && !(fmt == HB_INT4G && gs % 16 != 0))
     fn = lvl >= HB_AVX512 ? hb_mm_rows_avx512 : hb_mm_rows_avx2;
+#elif defined(__aarch64__)
+  if (hb_simd_level() == HB_NEON && !(fmt == HB_INT4G && gs % 8 != 0)) fn = hb_mm_rows_neon;
 #endif
   return fn;
 }

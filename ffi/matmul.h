@@ -1,5 +1,5 @@
 /* libhb matmul internals shared by matmul.c (dispatch, scalar reference), matmul_x86.c (AVX2 /
- * AVX-512 kernels) and mla.c (packed row sizes). Holds no state. One call is described by hb_mm; kernels
+ * AVX-512 kernels), matmul_neon.c and mla.c (packed row sizes). Holds no state. One call is described by hb_mm; kernels
  * fill y[:, lo..hi). */
 #ifndef HB_MATMUL_H
 #define HB_MATMUL_H
@@ -22,6 +22,8 @@ void hb_mm_rows_ref(const hb_mm *m, int lo, int hi);
 #if defined(__x86_64__) || defined(__i386__)
 void hb_mm_rows_avx2(const hb_mm *m, int lo, int hi);
 void hb_mm_rows_avx512(const hb_mm *m, int lo, int hi);
+#elif defined(__aarch64__)
+void hb_mm_rows_neon(const hb_mm *m, int lo, int hi);   /* matmul_neon.c */
 #endif
 int64_t hb_mm_wbytes(const hb_mm *m);
 hb_mm_rows_fn hb_mm_prepare(hb_mm *m, int fmt, const void *W, const float *scales, int gs, int O, int I,
