@@ -26,8 +26,11 @@ const root = resolve(import.meta.dir, "..");
 let tmp: string | null = null;
 function libAt(rev: string): string {
   tmp = mkdtempSync(join(tmpdir(), "hb-ab-"));
-  const r = Bun.spawnSync({ cmd: ["sh", "-c", `git -C '${root}' archive '${rev.replaceAll("'", "")}' ffi | tar -x -C '${tmp}'`], stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`--base ${rev}: ${r.stderr.toString().trim()}`);
+  const tar = join(tmp, "ffi.tar");
+  for (const cmd of [["git", "-C", root, "archive", "-o", tar, rev, "ffi"], ["tar", "-xf", tar, "-C", tmp]]) {
+    const r = Bun.spawnSync({ cmd, stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`--base ${rev}: ${r.stderr.toString().trim()}`);
+  }
   return buildLibAt(join(tmp, "ffi"), join(tmp, "libhb.so"));
 }
 const sym = {
