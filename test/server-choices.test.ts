@@ -1,6 +1,7 @@
 // `n` choices: n generations (seed + i when a seed is given), index-ordered choices, usage with the prompt
 // counted once; streamed chunks carry each choice's index; choice i equals the same request alone with
-// seed + i (both routes).
+// seed + i (both routes). A batch of prompts on /v1/completions: each prompt's n choices in turn, each equal
+// to that prompt alone, usage counting each prompt once; its limits answered with a 400 naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
@@ -21,6 +22,39 @@ describe.skipIf(!hasTiny)("serve: n choices", () => {
     expect(new Set(r.choices.map((c: any) => c.message.content)).size).toBeGreaterThan(1); // different seeds, different text
     expect(r.usage.prompt_tokens).toBe(alone[0].usage.prompt_tokens);
     expect(r.usage.completion_tokens).toBe(alone.reduce((a: number, x: any) => a + x.usage.completion_tokens, 0));
+  });
+
+  test("completions: a batch of prompts gives each its n choices in turn, each equal to that prompt alone", async () => {
+    const prompts = ["Once upon a time", "The weather today"], body = { max_tokens: 6, temperature: 1, seed: 3, n: 2 };
+    const r = await json("/v1/completions", { ...body, prompt: prompts });
+    expect(r.choices.map((c: any) => c.index)).toEqual([0, 1, 2, 3]);
+    const alone = await Promise.all(prompts.flatMap((p) => [0, 1].map((i) => json("/v1/completions", { ...body, n: 1, prompt: p, seed: 3 + i }))));
+    for (let k = 0; k < 4; k++) expect(r.choices[k].text).toBe(alone[k].choices[0].text);
+    expect(r.usage.prompt_tokens).toBe(alone[0].usage.prompt_tokens + alone[2].usage.prompt_tokens);
+    expect(r.usage.completion_tokens).toBe(alone.reduce((a: number, x: any) => a + x.usage.completion_tokens, 0));
+    // token-id lists, and echo with prompt logprobs (lm-evaluation-harness sends its batches so)
+    const ids = [[5, 6, 7, 8], [9, 10, 11]];
+    const e = await json("/v1/completions", { prompt: ids, max_tokens: 0, echo: true, logprobs: 1, temperature: 0 });
+    const eAlone = await Promise.all(ids.map((p) => json("/v1/completions", { prompt: p, max_tokens: 0, echo: true, logprobs: 1, temperature: 0 })));
+    expect(e.choices.map((c: any) => c.logprobs.token_logprobs)).toEqual(eAlone.map((x: any) => x.choices[0].logprobs.token_logprobs));
+    expect(e.usage.prompt_tokens).toBe(7);
+    // streamed: every choice's chunks under its index
+    const res = await post(s.url, "/v1/completions", { ...body, prompt: prompts, stream: true });
+    const seen = new Set<number>();
+    for (const d of sseData(await res.text()).slice(0, -1)) for (const ch of JSON.parse(d).choices) seen.add(ch.index);
+    expect([...seen].sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  test("completions: batch limits and a pinned slot are refused with a 400 naming the field", async () => {
+    const bad = async (body: object, param: string) => {
+      const res = await post(s.url, "/v1/completions", { max_tokens: 2, ...body });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as any).error.param).toBe(param);
+    };
+    await bad({ prompt: Array.from({ length: 65 }, () => "a") }, "prompt");
+    await bad({ prompt: Array.from({ length: 40 }, () => "a"), n: 4 }, "n");
+    await bad({ prompt: ["a", "b"], slot: 0 }, "prompt");
+    await bad({ prompt: [] }, "prompt");
   });
 
   test("completions streamed: chunks of both choices, each choice's text equal to the non-streamed one", async () => {

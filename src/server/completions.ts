@@ -2,7 +2,9 @@
 // chunks. Think tags appear literally in the text. Legacy logprobs (`logprobs: k`) as
 // {tokens, token_logprobs, top_logprobs, text_offset}; `echo` puts the prompt first (its tokens' logprobs too,
 // the first one null, as lm-evaluation-harness's local-completions reads them; max_tokens 0: the prompt alone). `response_format` / `grammar` constrain the
-// output as on the chat route; `n` choices as there. State: per request only (each choice's text).
+// output as on the chat route; `n` choices as there. A batch of prompts (a list of strings or of token-id lists, as
+// vLLM takes them) gives each prompt its `n` choices, indexed prompt by prompt. State: per request only (each
+// choice's text).
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
@@ -11,22 +13,22 @@ import { CompletionRequest, penaltiesOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
 
-function promptOf(p: CompletionRequest["prompt"]): PromptSpec {
-  if (typeof p === "string") return { kind: "text", text: p };
-  const one = p[0];
-  if (typeof one === "string") return { kind: "text", text: one };
-  if (typeof one === "number") return { kind: "ids", ids: p as number[] };
-  return { kind: "ids", ids: one };
+/** the request's prompts: one, or a batch (a list of strings or of token-id lists) */
+function promptsOf(p: CompletionRequest["prompt"]): PromptSpec[] {
+  if (typeof p === "string") return [{ kind: "text", text: p }];
+  if (typeof p[0] === "number") return [{ kind: "ids", ids: p as number[] }];
+  return (p as (string | number[])[]).map((q) => (typeof q === "string" ? { kind: "text", text: q } : { kind: "ids", ids: q }));
 }
 
-function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest {
-  return {
-    prompt: promptOf(b.prompt), slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default
+/** one generation request per prompt (startGeneration adds the `n` choices of each) */
+function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest[] {
+  return promptsOf(b.prompt).map((prompt) => ({
+    prompt, slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined, echo: b.echo ?? false,
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b),
-  };
+  }));
 }
 
 interface Lp { tokens: string[]; token_logprobs: (number | null)[]; top_logprobs: (Record<string, number> | null)[]; text_offset: number[] }
@@ -90,12 +92,12 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
     return sseResponse(async (send) => {
       const r = await streamChoices(runs, views, abandon, (choices) => send({ ...base, choices, ...(withUsage ? { usage: null } : {}) }));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "prompt"))); return false; }
-      if (withUsage) send({ ...base, choices: [], usage: usageAll(r) });
+      if (withUsage) send({ ...base, choices: [], usage: usageAll(r, data.n ?? 1) });
       return true;
     }, abandon);
   }
 
   const r = await collectChoices(runs, views, abandon);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));
-  return Response.json({ ...base, choices: r.choices, usage: usageAll(r.dones) });
+  return Response.json({ ...base, choices: r.choices, usage: usageAll(r.dones, data.n ?? 1) });
 }

@@ -114,9 +114,12 @@ export interface ChoiceView {
 }
 
 /** usage over all choices: the prompt counted once, the completions summed */
-export function usageAll(ds: Done[]) {
-  const u = usage(ds[0]), c = ds.reduce((a, d) => a + d.emitted, 0);
-  return { ...u, completion_tokens: c, total_tokens: u.prompt_tokens + c };
+/** usage of a request's choices, `n` per prompt (each prompt's tokens counted once) */
+export function usageAll(ds: Done[], n = ds.length) {
+  let prompt = 0, cached = 0;
+  for (let i = 0; i < ds.length; i += n) { prompt += ds[i].prompt_tokens; cached += ds[i].cached_tokens; }
+  const c = ds.reduce((a, d) => a + d.emitted, 0);
+  return { prompt_tokens: prompt, completion_tokens: c, total_tokens: prompt + c, prompt_tokens_details: { cached_tokens: cached } };
 }
 
 /** Feed each choice's events to its view until done; the first error abandons the rest and is returned. */

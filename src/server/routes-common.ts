@@ -24,19 +24,18 @@ export interface Run { gen: GenRequest; r: Running; first: ReqEvent }
 export interface Started<T> { data: T; runs: Run[]; abandon(): void }
 
 /**
- * Read and validate the body, resolve its grammar, submit its `n` choices (seed + i each when a seed is
- * given) and wait for their first events. Any failure on the way is answered as a Response (OpenAI error
+ * Read and validate the body, resolve its grammar, submit the `n` choices of each of its prompts (seed + i each
+ * when a seed is given) and wait for their first events. Any failure on the way is answered as a Response (OpenAI error
  * shape; `promptField` names the prompt's field); a failed choice abandons the others.
  */
 export async function startGeneration<T extends Parameters<typeof grammarOf>[0] & Parameters<typeof biasOutside>[0] & { n?: number | null; slot?: number | null }>(
-  req: Request, engine: EngineClient, o: RouteOptions, schema: z.ZodType<T>, toGen: (b: T, g: GrammarSpec | null) => GenRequest,
+  req: Request, engine: EngineClient, o: RouteOptions, schema: z.ZodType<T>, toGen: (b: T, g: GrammarSpec | null) => GenRequest | GenRequest[],
   promptField: string, check: (b: T) => ApiError | null = () => null): Promise<Response | Started<T>> {
   const body = await readJson(req, o.maxBody);
   if (!body.ok) return errorResponse(body.error);
   const p = schema.safeParse(body.value);
   if (!p.success) return errorResponse(zodError(p.error));
   const n = p.data.n ?? 1;
-  if (n > 1 && p.data.slot != null) return errorResponse(apiError(400, "n: several choices cannot share one pinned slot", "n", "invalid_value"));
   const bad = check(p.data);
   if (bad) return errorResponse(bad);
   const grammar = grammarOf(p.data);
@@ -44,8 +43,11 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0] 
   if (engine.state !== "ready") return notReady(engine);
   const outside = biasOutside(p.data, engine.info!.vocab);
   if (outside) return errorResponse(outside);
-  const gen = toGen(p.data, grammar);
-  const gens = Array.from({ length: n }, (_, i) => (i > 0 && gen.seed !== undefined ? { ...gen, seed: gen.seed + i } : gen));
+  const perPrompt = [toGen(p.data, grammar)].flat();
+  if (perPrompt.length * n > 1 && p.data.slot != null)
+    return errorResponse(apiError(400, `${n > 1 ? "n" : "prompt"}: several choices cannot share one pinned slot`, n > 1 ? "n" : promptField, "invalid_value"));
+  // each prompt's choices in turn (choice index = prompt · n + i), seed + i for the i-th when a seed is given
+  const gens = perPrompt.flatMap((gen) => Array.from({ length: n }, (_, i) => (i > 0 && gen.seed !== undefined ? { ...gen, seed: gen.seed + i } : gen)));
   const rs = gens.map((g) => run(engine, g, req.signal));
   const abandon = () => { for (const r of rs) r.abandon(); };
   const firsts = await Promise.all(rs.map((r) => r.q.next()));

@@ -75,15 +75,22 @@ export const ChatRequest = z.object({
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
 const Ids = z.array(z.int().min(0)).min(1);
+/** prompts of one /v1/completions request (a batch: each its own `n` choices), and choices in all */
+export const MAX_PROMPTS = 64, MAX_CHOICES = 128;
 export const CompletionRequest = z.object({
   ...sampling,
   max_tokens: nullish(z.int().min(0, "must be ≥ 0")), // 0: with echo, the prompt's logprobs alone (scoring)
-  prompt: z.union([z.string(), z.array(z.string()).length(1, "only one prompt per request"), Ids, z.array(Ids).length(1, "only one prompt per request")]),
+  prompt: z.union([z.string(), z.array(z.string()).min(1).max(MAX_PROMPTS), Ids, z.array(Ids).min(1).max(MAX_PROMPTS)]),
   logprobs: nullish(z.int().min(0).max(20)),
   echo: nullish(z.boolean()),
   suffix: nullish(unsupported("suffix")),
   best_of: nullish(z.literal(1, { message: "only best_of = 1 is supported" })),
-}).refine((b) => b.max_tokens !== 0 || b.echo === true, { message: "0 needs echo: true", path: ["max_tokens"] });
+}).refine((b) => b.max_tokens !== 0 || b.echo === true, { message: "0 needs echo: true", path: ["max_tokens"] })
+  .refine((b) => promptCount(b.prompt) * (b.n ?? 1) <= MAX_CHOICES, { message: `prompts × n must be at most ${MAX_CHOICES} choices`, path: ["n"] });
+/** how many prompts a completions `prompt` holds (a list of strings or of token-id lists: a batch) */
+export function promptCount(p: string | string[] | number[] | number[][]): number {
+  return typeof p === "string" || typeof p[0] === "number" ? 1 : p.length;
+}
 export type CompletionRequest = z.infer<typeof CompletionRequest>;
 
 /** A zod failure as an OpenAI 400 naming the first bad field. */
