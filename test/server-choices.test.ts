@@ -43,6 +43,10 @@ describe.skipIf(!hasTiny)("serve: n choices", () => {
     const seen = new Set<number>();
     for (const d of sseData(await res.text()).slice(0, -1)) for (const ch of JSON.parse(d).choices) seen.add(ch.index);
     expect([...seen].sort()).toEqual([0, 1, 2, 3]);
+    // a batch past the slots and the queue (4 + 16 here) is queued, not refused with a 429
+    const big = await post(s.url, "/v1/completions", { prompt: Array.from({ length: 30 }, (_, i) => `Item ${i}`), max_tokens: 2, temperature: 0 });
+    expect(big.status).toBe(200);
+    expect(((await big.json()) as any).choices).toHaveLength(30);
   });
 
   test("completions: batch limits and a pinned slot are refused with a 400 naming the field", async () => {

@@ -25,6 +25,7 @@ export interface GenRequest {
   grammar?: GrammarSpec;   // constrained output: every sampled token must continue this grammar
   penalties?: PenaltyParams; // presence / frequency / repetition penalties and logit_bias (engine/penalties.ts)
   keepSpecial?: boolean;   // special tokens stay in the text (tool calls: GLM's <tool_call> tags are special)
+  joined?: boolean;        // a later choice of a request whose first one was accepted: queued even past the queue limit
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */

@@ -47,7 +47,9 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0] 
   if (perPrompt.length * n > 1 && p.data.slot != null)
     return errorResponse(apiError(400, `${n > 1 ? "n" : "prompt"}: several choices cannot share one pinned slot`, n > 1 ? "n" : promptField, "invalid_value"));
   // each prompt's choices in turn (choice index = prompt · n + i), seed + i for the i-th when a seed is given
-  const gens = perPrompt.flatMap((gen) => Array.from({ length: n }, (_, i) => (i > 0 && gen.seed !== undefined ? { ...gen, seed: gen.seed + i } : gen)));
+  // every choice after the first joins it in the queue (a batch is not refused for its own size: ≤ MAX_CHOICES)
+  const gens = perPrompt.flatMap((gen) => Array.from({ length: n }, (_, i) => (i > 0 && gen.seed !== undefined ? { ...gen, seed: gen.seed + i } : gen)))
+    .map((g, k) => (k > 0 ? { ...g, joined: true } : g));
   const rs = gens.map((g) => run(engine, g, req.signal));
   const abandon = () => { for (const r of rs) r.abandon(); };
   const firsts = await Promise.all(rs.map((r) => r.q.next()));

@@ -116,7 +116,7 @@ export class Scheduler {
       const s = this.slots[req.slot];
       if (!s) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: `slot ${req.slot} is outside [0, ${this.slots.length})` });
       if (s.job) return this.emit({ t: "error", rid, code: "SLOT_BUSY", detail: `slot ${req.slot} is busy` });
-    } else if (this.queue.length >= this.o.queue + this.slots.filter((s) => !s.job).length) {
+    } else if (!req.joined && this.queue.length >= this.o.queue + this.slots.filter((s) => !s.job).length) {
       return this.emit({ t: "error", rid, code: "OVERLOADED", detail: `all ${this.slots.length} slots busy and ${this.queue.length} requests waiting` });
     }
     let grammar: GrammarState | null = null;
