@@ -1,6 +1,6 @@
 // `hummingbird serve` over HTTP on the glm-tiny fixture: /health while loading, the openai SDK
 // (streaming and not), raw SSE, prefix reuse, logprobs, stop strings, validation errors naming the
-// field, 413, auth, 429, /v1/models, /metrics, /slots.
+// field, 413, auth, 429, /v1/models (and one model by id), /metrics, /slots.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { startServer, type Server } from "../src/server/server.ts";
@@ -211,6 +211,11 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
   test("/v1/models, /metrics and /slots", async () => {
     const models = await (await fetch(`${s.url}/v1/models`, { headers: auth })).json() as any;
     expect(models.data[0].id).toBe("glm-tiny");
+    const one = await fetch(`${s.url}/v1/models/glm-tiny`, { headers: auth });
+    expect(await one.json()).toEqual(models.data[0]);
+    const other = await fetch(`${s.url}/v1/models/org/other-model`, { headers: auth });
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as any).error).toMatchObject({ code: "model_not_found", param: "model" });
     const metrics = await (await fetch(`${s.url}/metrics`, { headers: auth })).text();
     for (const name of ["requests_total", "prompt_tokens_total", "generated_tokens_total", "decode_tokens_per_second", "queue_depth", "slots_busy"]) {
       expect(metrics).toMatch(new RegExp(`^hummingbird_${name} \\d`, "m"));

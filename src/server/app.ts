@@ -38,10 +38,16 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
     return c.json({ status: "error", message: engine.error }, 503);
   });
 
-  app.get("/v1/models", (c) => {
-    if (engine.state !== "ready") return notReady(engine);
+  const model = () => {
     const i = engine.info!;
-    return c.json({ object: "list", data: [{ id: i.model, object: "model", created: 0, owned_by: "hummingbird", meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab } }] });
+    return { id: i.model, object: "model", created: 0, owned_by: "hummingbird", meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab } };
+  };
+  app.get("/v1/models", (c) => (engine.state !== "ready" ? notReady(engine) : c.json({ object: "list", data: [model()] })));
+  app.get("/v1/models/:id{.+}", (c) => { // OpenAI's "retrieve model" (ids may hold slashes)
+    if (engine.state !== "ready") return notReady(engine);
+    const id = c.req.param("id");
+    return id === engine.info!.model ? c.json(model())
+      : errorResponse(apiError(404, `The model '${id}' does not exist (this server serves '${engine.info!.model}')`, "model", "model_not_found"));
   });
 
   app.get("/metrics", () => new Response(metricsText(engine, httpRequests), { headers: { "content-type": "text/plain; version=0.0.4" } }));
