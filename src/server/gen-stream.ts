@@ -113,8 +113,7 @@ export interface ChoiceView {
   final(e: Done): object;
 }
 
-/** usage over all choices: the prompt counted once, the completions summed */
-/** usage of a request's choices, `n` per prompt (each prompt's tokens counted once) */
+/** usage of a request's choices, `n` per prompt: each prompt's tokens counted once, the completions summed */
 export function usageAll(ds: Done[], n = ds.length) {
   let prompt = 0, cached = 0;
   for (let i = 0; i < ds.length; i += n) { prompt += ds[i].prompt_tokens; cached += ds[i].cached_tokens; }
