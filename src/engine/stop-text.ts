@@ -5,6 +5,7 @@
 export class StopMatcher {
   private held = "";
   stopped = false;
+  matched: string | null = null; // the stop string that ended the stream
 
   constructor(private readonly stops: string[]) {}
 
@@ -16,7 +17,7 @@ export class StopMatcher {
     let cut = -1;
     for (const stop of this.stops) {
       const at = s.indexOf(stop);
-      if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+      if (at >= 0 && (cut < 0 || at < cut)) { cut = at; this.matched = stop; }
     }
     if (cut >= 0) {
       this.stopped = true;

@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import { timingSafeEqual } from "node:crypto";
 import { chatCompletions } from "./chat.ts";
+import { anthropicError, messages } from "./messages.ts";
 import { completions } from "./completions.ts";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
@@ -13,10 +14,11 @@ import { detokenize, tokenize } from "./tokenize.ts";
 
 export interface AppOptions extends RouteOptions { apiKey?: string }
 
-function keyMatches(header: string | undefined, key: string): boolean {
-  const m = /^Bearer (.+)$/.exec(header ?? "");
-  if (!m) return false;
-  const a = Buffer.from(m[1]), b = Buffer.from(key);
+/** the key as `Authorization: Bearer <key>` (OpenAI clients) or `x-api-key: <key>` (Anthropic's) */
+function keyMatches(bearer: string | undefined, xKey: string | undefined, key: string): boolean {
+  const given = /^Bearer (.+)$/.exec(bearer ?? "")?.[1] ?? xKey;
+  if (given === undefined) return false;
+  const a = Buffer.from(given), b = Buffer.from(key);
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
@@ -26,8 +28,9 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
 
   app.use("*", async (c, next) => {
     httpRequests++;
-    if (o.apiKey && c.req.path !== "/health" && !keyMatches(c.req.header("authorization"), o.apiKey)) {
-      return errorResponse(apiError(401, "missing or invalid API key (Authorization: Bearer <key>)", null, "invalid_api_key"));
+    if (o.apiKey && c.req.path !== "/health" && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
+      const e = apiError(401, "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)", null, "invalid_api_key");
+      return c.req.path === "/v1/messages" ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
     }
     await next();
   });
@@ -54,6 +57,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   app.get("/slots", (c) => c.json({ slots: engine.stats.slots, busy: engine.stats.busy, queue: engine.stats.queue }));
   app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));
   app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));
+  app.post("/v1/messages", (c) => messages(c.req.raw, engine, o));
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
   app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));
   app.post("/detokenize", (c) => detokenize(c.req.raw, engine, o));

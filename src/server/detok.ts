@@ -45,6 +45,11 @@ export class Detok {
     return this.stop.stopped;
   }
 
+  /** the stop string that ended the output, if one did */
+  get stopText(): string | null {
+    return this.stop.matched;
+  }
+
   /** One generated token: its text delta (possibly empty), its bytes, and its mark when it is a think tag. */
   push(id: number): Piece {
     if (id === this.think.open || id === this.think.close) {

@@ -42,21 +42,27 @@ const enc = new TextEncoder();
 
 /**
  * An SSE response: `produce` sends JSON objects (each one `data:` line) and returns when done; then
- * `data: [DONE]` closes the stream unless `produce` returned false (after an error event).
+ * `data: [DONE]` closes the stream unless `produce` returned false (after an error event). style "anthropic":
+ * each data line after `event: <its type>`, no [DONE].
  * A client disconnect calls `onCancel`.
  */
-export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<boolean>, onCancel: () => void): Response {
+export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<boolean>, onCancel: () => void, style: "openai" | "anthropic" = "openai"): Response {
   let closed = false;
   const body = new ReadableStream<Uint8Array>({
     async start(ctl) {
+      // Anthropic's events name themselves (`event: <type>` before the data line) and end without [DONE]
       const send = (obj: unknown) => {
-        if (!closed) ctl.enqueue(enc.encode(`data: ${JSON.stringify(obj)}\n\n`));
+        if (closed) return;
+        const name = style === "anthropic" ? `event: ${(obj as { type: string }).type}\n` : "";
+        ctl.enqueue(enc.encode(`${name}data: ${JSON.stringify(obj)}\n\n`));
       };
       try {
         const ok = await produce(send);
-        if (!closed && ok) ctl.enqueue(enc.encode("data: [DONE]\n\n"));
+        if (!closed && ok && style === "openai") ctl.enqueue(enc.encode("data: [DONE]\n\n"));
       } catch (e) {
-        send({ error: { message: `internal error: ${(e as Error).message}`, type: "server_error", param: null, code: "internal_error" } });
+        const message = `internal error: ${(e as Error).message}`;
+        send(style === "anthropic" ? { type: "error", error: { type: "api_error", message } }
+          : { error: { message, type: "server_error", param: null, code: "internal_error" } });
       }
       if (!closed) { closed = true; ctl.close(); }
     },

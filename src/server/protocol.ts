@@ -102,7 +102,7 @@ export type ReqEvent =
     lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
   }
   | { t: "prompt"; rid: number; text: string; toks: PromptTok[] | null } // echo: after the prefill, before any tok
-  | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number }
+  | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number; stop_text?: string /* the stop string that ended it */ }
   | { t: "error"; rid: number; code: ErrorCode; detail: string };
 
 export type FromWorker =

@@ -292,7 +292,8 @@ export class Scheduler {
     const { text, bytes } = j.detok.finish();
     const tokS = j.emitted >= 2 && j.tLast > j.tFirst ? (j.emitted - 1) / ((j.tLast - j.tFirst) / 1000) : 0;
     this.release(j);
-    this.emit({ t: "done", rid: j.rid, reason, text, bytes, emitted: j.emitted, prompt_tokens: j.ids.length, cached_tokens: j.cached, decode_tok_s: tokS });
+    const stop_text = j.detok.stopText;
+    this.emit({ t: "done", rid: j.rid, reason, text, bytes, emitted: j.emitted, prompt_tokens: j.ids.length, cached_tokens: j.cached, decode_tok_s: tokS, ...(stop_text !== null ? { stop_text } : {}) });
   }
 
   private fail(j: Job, e: unknown): void {

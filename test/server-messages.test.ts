@@ -1,0 +1,76 @@
+// POST /v1/messages (Anthropic's Messages API) on the shared fixture: the reply equals /v1/chat/completions' for
+// the same conversation (greedy), with Anthropic's shapes (content blocks, stop_reason, usage); streamed as named
+// events whose text deltas add up to the same text; stop_sequences reported; Anthropic-shaped errors; the API key
+// as x-api-key.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
+  let s: Server;
+  const KEY = "sk-msg";
+  beforeAll(async () => { s = await startTiny({ slots: 2, apiKey: KEY }); });
+  afterAll(() => s.stop());
+  const auth = { "x-api-key": KEY };
+  const system = "You are terse.", turns = [{ role: "user", content: "Hello" }, { role: "assistant", content: "Hi." }, { role: "user", content: [{ type: "text", text: "Tell me a story." }] }];
+  const chat = async (max: number, stop?: string[]) => (await (await post(s.url, "/v1/chat/completions", {
+    messages: [{ role: "system", content: system }, ...turns.map((t) => ({ role: t.role, content: typeof t.content === "string" ? t.content : t.content[0].text }))],
+    max_tokens: max, temperature: 0, ...(stop ? { stop } : {}),
+  }, { authorization: `Bearer ${KEY}` })).json()) as any;
+
+  test("a reply equal to the chat route's, in Anthropic's shape", async () => {
+    const want = await chat(10);
+    const res = await post(s.url, "/v1/messages", { model: "any", system, messages: turns, max_tokens: 10, temperature: 0 }, auth);
+    expect(res.status).toBe(200);
+    const m = (await res.json()) as any;
+    expect(m).toMatchObject({ type: "message", role: "assistant", stop_sequence: null });
+    expect(m.id).toMatch(/^msg-/);
+    expect(m.content).toEqual([{ type: "text", text: want.choices[0].message.content }]);
+    expect(m.stop_reason).toBe(want.choices[0].finish_reason === "length" ? "max_tokens" : "end_turn");
+    expect(m.usage).toMatchObject({ input_tokens: want.usage.prompt_tokens, output_tokens: want.usage.completion_tokens });
+  });
+
+  test("streamed: named events in Anthropic's order, text deltas adding up to the reply", async () => {
+    const whole = (await (await post(s.url, "/v1/messages", { system, messages: turns, max_tokens: 10, temperature: 0 }, auth)).json()) as any;
+    const res = await post(s.url, "/v1/messages", { system, messages: turns, max_tokens: 10, temperature: 0, stream: true }, auth);
+    const events = (await res.text()).split("\n\n").filter(Boolean).map((b) => {
+      const [ev, data] = b.split("\n");
+      return { name: ev.slice("event: ".length), data: JSON.parse(data.slice("data: ".length)) };
+    });
+    for (const e of events) expect(e.data.type).toBe(e.name);
+    const names = events.map((e) => e.name);
+    expect(names[0]).toBe("message_start");
+    expect(names.slice(-2)).toEqual(["message_delta", "message_stop"]);
+    expect(names[1]).toBe("content_block_start");
+    expect(names.at(-3)).toBe("content_block_stop");
+    expect(events.filter((e) => e.name === "content_block_delta").map((e) => e.data.delta.text).join("")).toBe(whole.content[0].text);
+    expect(events.at(-2)!.data).toMatchObject({ delta: { stop_reason: whole.stop_reason }, usage: { output_tokens: whole.usage.output_tokens } });
+  });
+
+  test("stop_sequences end the reply before the stop text and are reported", async () => {
+    const text = (await chat(24)).choices[0].message.content as string;
+    const stop = text.slice(4, 7);
+    expect(stop.trim().length).toBeGreaterThan(0);
+    const m = (await (await post(s.url, "/v1/messages", { system, messages: turns, max_tokens: 24, temperature: 0, stop_sequences: ["\u0001never", stop] }, auth)).json()) as any;
+    expect(m.content[0].text).toBe(text.slice(0, text.indexOf(stop)));
+    expect(m).toMatchObject({ stop_reason: "stop_sequence", stop_sequence: stop });
+  });
+
+  test("bad requests and a missing key: Anthropic-shaped errors naming the field", async () => {
+    const bad = async (body: object, headers: Record<string, string>, status: number, type: string, says: string) => {
+      const res = await post(s.url, "/v1/messages", body, headers);
+      expect(res.status).toBe(status);
+      const e = (await res.json()) as any;
+      expect(e.type).toBe("error");
+      expect(e.error.type).toBe(type);
+      expect(e.error.message).toContain(says);
+    };
+    await bad({ messages: turns }, auth, 400, "invalid_request_error", "max_tokens");
+    await bad({ messages: [], max_tokens: 4 }, auth, 400, "invalid_request_error", "messages");
+    await bad({ messages: turns, max_tokens: 4, tools: [{ name: "x" }] }, auth, 400, "invalid_request_error", "tools");
+    await bad({ messages: [{ role: "system", content: "x" }], max_tokens: 4 }, auth, 400, "invalid_request_error", "messages.0.role");
+    await bad({ messages: turns, max_tokens: 4 }, {}, 401, "authentication_error", "x-api-key");
+    await bad({ messages: turns, max_tokens: 4 }, { "x-api-key": "wrong" }, 401, "authentication_error", "API key");
+  });
+});
