@@ -41,6 +41,7 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
     for (const e of events) expect(e.data.type).toBe(e.name);
     const names = events.map((e) => e.name);
     expect(names[0]).toBe("message_start");
+    expect(events[0].data.message.usage.input_tokens).toBe(whole.usage.input_tokens);
     expect(names.slice(-2)).toEqual(["message_delta", "message_stop"]);
     expect(names[1]).toBe("content_block_start");
     expect(names.at(-3)).toBe("content_block_stop");

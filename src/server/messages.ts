@@ -59,7 +59,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   const b = p.data, r = run(engine, toGen(b), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "messages")); }
   const id = responseId("msg"), model = engine.info!.model, thinking = b.thinking?.type === "enabled";
-  let split = new ThinkSplit(thinking, false), inputTokens = 0;
+  let split = new ThinkSplit(thinking, false);
   // blocks in order of appearance: [kind, text]; a kind change opens the next block
   const blocks: ["thinking" | "text", string][] = [];
   const add = (kind: "thinking" | "text", s: string, emit: (ev: object) => void) => {
@@ -73,10 +73,11 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
     blocks[blocks.length - 1][1] += s;
     emit({ type: "content_block_delta", index: blocks.length - 1, delta: kind === "text" ? { type: "text_delta", text: s } : { type: "thinking_delta", thinking: s } });
   };
-  /** every event until done (or an error) through `emit`; the done event */
-  const drive = async (emit: (ev: object) => void): Promise<Done | Extract<ReqEvent, { t: "error" }>> => {
+  /** every event until done (or an error) through `emit` (`started` once the prompt is accepted); the done event */
+  const drive = async (emit: (ev: object) => void, started: (e: Extract<ReqEvent, { t: "accept" }>) => void = () => {}):
+    Promise<Done | Extract<ReqEvent, { t: "error" }>> => {
     for (let e: ReqEvent = first; ; e = await r.q.next()) {
-      if (e.t === "accept") { split = new ThinkSplit(thinking, e.think); inputTokens = e.prompt_tokens; }
+      if (e.t === "accept") { split = new ThinkSplit(thinking, e.think); started(e); }
       else if (e.t === "tok" || e.t === "done") {
         const d = split.take(e.text, e.t === "tok" ? e.mark : undefined);
         add("thinking", d.reasoning_content ?? "", emit);
@@ -90,8 +91,8 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
 
   if (b.stream) {
     return sseResponse(async (send) => {
-      send({ type: "message_start", message: { id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 0 } } });
-      const d = await drive(send);
+      const d = await drive(send, (a) => send({ type: "message_start", message: { id, type: "message", role: "assistant", model, content: [],
+        stop_reason: null, stop_sequence: null, usage: { input_tokens: a.prompt_tokens, output_tokens: 0, cache_read_input_tokens: a.cached_tokens } } }));
       if (d.t === "error") { send(anthropicError(fromWorker(d.code, d.detail, "messages"))); return false; }
       if (blocks.length) send({ type: "content_block_stop", index: blocks.length - 1 });
       send({ type: "message_delta", delta: { stop_reason: stopReason(d), stop_sequence: d.stop_text ?? null }, usage: { output_tokens: d.emitted } });
