@@ -49,6 +49,18 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
     expect(events.at(-2)!.data).toMatchObject({ delta: { stop_reason: whole.stop_reason }, usage: { output_tokens: whole.usage.output_tokens } });
   });
 
+  test("count_tokens: the input tokens /v1/messages reports, thinking on or off", async () => {
+    for (const thinking of [undefined, { type: "enabled", budget_tokens: 16 }]) {
+      const body = { system, messages: turns, ...(thinking ? { thinking } : {}) };
+      const n = (await (await post(s.url, "/v1/messages/count_tokens", body, auth)).json()) as any;
+      const m = (await (await post(s.url, "/v1/messages", { ...body, max_tokens: 1, temperature: 0 }, auth)).json()) as any;
+      expect(n).toEqual({ input_tokens: m.usage.input_tokens });
+    }
+    const bad = await post(s.url, "/v1/messages/count_tokens", { messages: "x" }, auth);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error.type).toBe("invalid_request_error");
+  });
+
   test("stop_sequences end the reply before the stop text and are reported", async () => {
     const text = (await chat(24)).choices[0].message.content as string;
     const stop = text.slice(4, 7);

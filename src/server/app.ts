@@ -3,7 +3,7 @@
 import { Hono } from "hono";
 import { timingSafeEqual } from "node:crypto";
 import { chatCompletions } from "./chat.ts";
-import { anthropicError, messages } from "./messages.ts";
+import { anthropicError, countTokens, messages } from "./messages.ts";
 import { completions } from "./completions.ts";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
@@ -30,7 +30,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
     httpRequests++;
     if (o.apiKey && c.req.path !== "/health" && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
       const e = apiError(401, "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)", null, "invalid_api_key");
-      return c.req.path === "/v1/messages" ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
+      return c.req.path.startsWith("/v1/messages") ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
     }
     await next();
   });
@@ -58,6 +58,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));
   app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));
   app.post("/v1/messages", (c) => messages(c.req.raw, engine, o));
+  app.post("/v1/messages/count_tokens", (c) => countTokens(c.req.raw, engine, o));
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
   app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));
   app.post("/detokenize", (c) => detokenize(c.req.raw, engine, o));

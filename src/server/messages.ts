@@ -2,8 +2,8 @@
 // llama-server offers it): `system` and user / assistant turns (string or text-block content) through the chat
 // template, `max_tokens` (required), `stop_sequences`, `temperature` / `top_p` / `top_k`, `thinking` (GLM's
 // enable_thinking: a `thinking` content block before the text), and `stream` as Anthropic's named SSE events
-// (message_start, content_block_start / _delta / _stop, message_delta, message_stop). Tools are refused (the
-// OpenAI route has them). Errors in Anthropic's shape {type: "error", error: {type, message}}. State: per request.
+// (message_start, content_block_start / _delta / _stop, message_delta, message_stop); /v1/messages/count_tokens.
+// Tools are refused (the OpenAI route has them). Errors in Anthropic's shape {type: "error", error: {type, message}}. State: per request.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
@@ -38,13 +38,25 @@ export const anthropicError = (e: ApiError) => ({ type: "error", error: { type: 
 const errorResponse = (e: ApiError) => Response.json(anthropicError(e), { status: e.status });
 const text = (c: string | { text: string }[]) => (typeof c === "string" ? c : c.map((b) => b.text).join(""));
 
-function toGen(b: MessagesRequest): GenRequest {
+function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number }): GenRequest {
   const system = b.system == null ? [] : [{ role: "system", content: text(b.system) }];
   return {
     prompt: { kind: "chat", messages: [...system, ...b.messages.map((m) => ({ role: m.role, content: text(m.content) }))], enableThinking: b.thinking?.type === "enabled" },
     slot: "auto", max_tokens: b.max_tokens, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: 0, top_k: b.top_k ?? 0,
     stop: b.stop_sequences ?? [],
   };
+}
+
+/** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it ({input_tokens}) */
+export async function countTokens(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const body = await readJson(req, o.maxBody);
+  if (!body.ok) return errorResponse(body.error);
+  const p = MessagesRequest.partial({ max_tokens: true }).safeParse(body.value);
+  if (!p.success) return errorResponse(zodError(p.error));
+  if (engine.state !== "ready") return errorResponse({ status: 503, message: "the model is not loaded", type: "", param: null, code: null });
+  const r = await engine.call({ op: "tokenize", prompt: toGen(p.data).prompt, pieces: false, generationPrompt: true });
+  if (!r.ok) return errorResponse({ status: 400, message: r.detail, type: "", param: "messages", code: null });
+  return Response.json({ input_tokens: (r.value as { ids: number[] }).ids.length });
 }
 
 const stopReason = (d: Done) => (d.reason === "length" ? "max_tokens" : d.stop_text !== undefined ? "stop_sequence" : "end_turn");

@@ -30,7 +30,8 @@ export function tokenizeCall(m: Call, codec: TextCodec, vocab: number): unknown 
     return { text: codec.decode(m.ids) };
   }
   const p = m.prompt;
-  const ids = p.kind === "text" ? codec.encode(p.text) : p.kind === "chat" ? codec.encode(codec.chat(p.messages, { addGenerationPrompt: m.generationPrompt })) : p.ids;
+  const ids = p.kind === "text" ? codec.encode(p.text)
+    : p.kind === "chat" ? codec.encode(codec.chat(p.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: p.enableThinking })) : p.ids;
   return { ids, pieces: m.pieces ? ids.map((t) => codec.decode([t])) : undefined };
 }
 
