@@ -4,7 +4,7 @@
 // this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits. /reset clears
 // the history, /exit (or the end of input) quits. State: the messages so far and the engine.
 import { existsSync } from "node:fs";
-import { choice, type Command, intOption, parseCli, UsageError } from "./common.ts";
+import { choice, type Command, intOption, numOption, parseCli, UsageError } from "./common.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
 import { PREFILL_CHUNK } from "../server/server.ts";
@@ -31,13 +31,6 @@ input or Ctrl-C at the prompt quits. Without --model: the embedded demo model.
 --exact: f32 activations in every matmul. --timings: each turn's token counts and speed on stderr.
 ${EXPERT_HELP}`;
 
-function num(v: string | undefined, name: string, lo: number, hi: number, d: number): number {
-  if (v === undefined) return d;
-  const x = Number(v);
-  if (!Number.isFinite(x) || x < lo || x > hi) throw new UsageError(`--${name} must be a number in [${lo}, ${hi}], got ${JSON.stringify(v)}`, help);
-  return x;
-}
-
 export const command: Command = {
   summary: "chat with a model in the terminal (the KV cache kept between turns)",
   help,
@@ -48,7 +41,7 @@ export const command: Command = {
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const maxTokens = v["max-tokens"] === undefined ? 512 : intOption(v["max-tokens"], "max-tokens", help);
-    const sampling = { temperature: num(v.temperature, "temperature", 0, 100, 0.8), top_p: num(v["top-p"], "top-p", 0, 1, 0.95),
+    const sampling = { temperature: numOption(v.temperature, "temperature", 0, 100, help) ?? 0.8, top_p: numOption(v["top-p"], "top-p", 0, 1, help) ?? 0.95,
       min_p: 0, top_k: 0, seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
     const kind = v.draft === undefined ? "off" : choice(v.draft, "draft", ["ngram", "mtp", "off"] as const, help);
     const ctx = v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help);
@@ -83,7 +76,7 @@ export const command: Command = {
         if (line === "/reset") { messages = [...system]; process.stderr.write("(conversation cleared)\n"); ask(); continue; }
         if (line === "") { ask(); continue; }
         const turn: ChatMessage[] = [...messages, { role: "user", content: line }];
-        const split = new ThinkSplit(!!v.think, false);
+        let split = new ThinkSplit(!!v.think, false);
         const t0 = performance.now();
         let reply = "", tFirst = 0, cached = 0, prompt = 0;
         const show = (text: string, mark?: "think" | "/think") => {
@@ -94,7 +87,7 @@ export const command: Command = {
         const end = await new Promise<Extract<ReqEvent, { t: "done" | "error" }>>((res) => {
           current = engine.submit({ prompt: { kind: "chat", messages: turn, enableThinking: !!v.think }, slot: 0, max_tokens: maxTokens,
             ...sampling, stop: v.stop ?? [] }, (ev) => {
-            if (ev.t === "accept") { split.inThink = !!v.think && ev.think; prompt = ev.prompt_tokens; cached = ev.cached_tokens; }
+            if (ev.t === "accept") { split = new ThinkSplit(!!v.think, ev.think); prompt = ev.prompt_tokens; cached = ev.cached_tokens; }
             else if (ev.t === "tok") { if (!tFirst) tFirst = performance.now(); show(ev.text, ev.mark); }
             else if (ev.t === "done") { show(ev.text); res(ev); }
             else if (ev.t === "error") res(ev);

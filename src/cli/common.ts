@@ -50,6 +50,14 @@ export function intOption(v: string, name: string, help: string): number {
   return Number(v);
 }
 
+/** Parse a number option in [lo, hi] (undefined when absent). */
+export function numOption(v: string | undefined, name: string, lo: number, hi: number, help: string): number | undefined {
+  if (v === undefined) return undefined;
+  const x = Number(v);
+  if (!Number.isFinite(x) || x < lo || x > hi) throw new UsageError(`--${name} must be a number in [${lo}, ${hi}], got ${JSON.stringify(v)}`, help);
+  return x;
+}
+
 /** Parse one of a fixed set of option values. */
 export function choice<T extends string>(v: string, name: string, allowed: readonly T[], help: string): T {
   if (!(allowed as readonly string[]).includes(v)) throw new UsageError(`--${name} must be one of ${allowed.join("|")}, got ${JSON.stringify(v)}`, help);

@@ -3,7 +3,7 @@
 // conversation lives in DIR/slot-N.kv: its cached prefix is reused and the history saved after.
 import { mkdirSync, readFileSync } from "node:fs";
 import { compileGrammar, GrammarError, loadTokenVocab, schemaToGbnf, type GrammarState } from "../engine/grammar/index.ts";
-import { type Command, parseCli, required, intOption, choice, UsageError } from "./common.ts";
+import { type Command, parseCli, required, intOption, choice, numOption, UsageError } from "./common.ts";
 import { promptIds } from "./ids.ts";
 import { loadModel } from "../engine/model.ts";
 import { generate, type DraftKind } from "../engine/generate.ts";
@@ -40,12 +40,7 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
 ${EXPERT_HELP}
 ${DEVICE_HELP}`;
 
-function num(v: unknown, name: string, lo: number, hi: number): number | undefined {
-  if (v === undefined) return undefined;
-  const x = Number(v);
-  if (!Number.isFinite(x) || x < lo || x > hi) throw new UsageError(`--${name} must be a number in [${lo}, ${hi}], got ${JSON.stringify(v)}`, help);
-  return x;
-}
+const num = (v: string | undefined, name: string, lo: number, hi: number) => numOption(v, name, lo, hi, help);
 
 const DRAFTS = ["auto", "mtp", "ngram", "off"] as const;
 
