@@ -48,7 +48,6 @@ export function forwardBytes(cfg: Config, w: Weights, rows: number, mtp = false)
   return b;
 }
 
-
 /** A round of k drafts in plain decode steps: (verify forward of k+1 rows + k MTP steps) / one-row forward. */
 export function roundCost(cfg: Config, w: Weights, k: number, mtp: boolean): number {
   const step = mtp && w.mtp ? forwardBytes(cfg, w, 1, true) : 0;

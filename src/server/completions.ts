@@ -1,10 +1,10 @@
 // POST /v1/completions: a raw prompt (text or token ids) continued as one text_completion or as SSE
 // chunks. Think tags appear literally in the text. Legacy logprobs (`logprobs: k`) as
 // {tokens, token_logprobs, top_logprobs, text_offset}; `echo` puts the prompt first (its tokens' logprobs too,
-// the first one null, as lm-evaluation-harness's local-completions reads them; max_tokens 0: the prompt alone). `response_format` / `grammar` constrain the
-// output as on the chat route; `n` choices as there. A batch of prompts (a list of strings or of token-id lists, as
-// vLLM takes them) gives each prompt its `n` choices, indexed prompt by prompt. State: per request only (each
-// choice's text).
+// the first one null, as lm-evaluation-harness's local-completions reads them; max_tokens 0: the prompt alone).
+// `response_format` / `grammar` constrain the output as on the chat route; `n` choices as there. A batch of
+// prompts (a list of strings or of token-id lists, as vLLM takes them) gives each prompt its `n` choices,
+// indexed prompt by prompt. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";

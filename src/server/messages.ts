@@ -7,10 +7,10 @@
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
-import { fromWorker, readJson, type ApiError } from "./http-errors.ts";
+import { fromWorker, type ApiError } from "./http-errors.ts";
 import type { GenRequest, ReqEvent } from "./protocol.ts";
-import { nullish, zodError } from "./schemas.ts";
-import type { RouteOptions } from "./routes-common.ts";
+import { nullish } from "./schemas.ts";
+import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
 
 const TextBlock = z.object({ type: z.literal("text"), text: z.string() });
@@ -49,11 +49,8 @@ function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number })
 
 /** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it ({input_tokens}) */
 export async function countTokens(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const body = await readJson(req, o.maxBody);
-  if (!body.ok) return errorResponse(body.error);
-  const p = MessagesRequest.partial({ max_tokens: true }).safeParse(body.value);
-  if (!p.success) return errorResponse(zodError(p.error));
-  if (engine.state !== "ready") return errorResponse({ status: 503, message: "the model is not loaded", type: "", param: null, code: null });
+  const p = await readRequest(req, o, MessagesRequest.partial({ max_tokens: true }), engine);
+  if (!p.ok) return errorResponse(p.error);
   const r = await engine.call({ op: "tokenize", prompt: toGen(p.data).prompt, pieces: false, generationPrompt: true });
   if (!r.ok) return errorResponse({ status: 400, message: r.detail, type: "", param: "messages", code: null });
   return Response.json({ input_tokens: (r.value as { ids: number[] }).ids.length });
@@ -62,12 +59,8 @@ export async function countTokens(req: Request, engine: EngineClient, o: RouteOp
 const stopReason = (d: Done) => (d.reason === "length" ? "max_tokens" : d.stop_text !== undefined ? "stop_sequence" : "end_turn");
 
 export async function messages(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const body = await readJson(req, o.maxBody);
-  if (!body.ok) return errorResponse(body.error);
-  const p = MessagesRequest.safeParse(body.value);
-  if (!p.success) return errorResponse(zodError(p.error));
-  if (engine.state !== "ready")
-    return errorResponse({ status: 503, message: engine.state === "failed" ? `the model failed to load: ${engine.error}` : "the model is still loading; retry when GET /health answers 200", type: "", param: null, code: null });
+  const p = await readRequest(req, o, MessagesRequest, engine);
+  if (!p.ok) return errorResponse(p.error);
   const b = p.data, r = run(engine, toGen(b), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "messages")); }
   const id = responseId("msg"), model = engine.info!.model, thinking = b.thinking?.type === "enabled";

@@ -12,11 +12,24 @@ export interface RouteOptions {
   fingerprint: string;    // system_fingerprint of responses
 }
 
-/** 503 while the model loads (or after it failed to load). */
-export function notReady(engine: EngineClient): Response {
+/** The 503 while the model loads (or after it failed to load). */
+export function notReadyError(engine: EngineClient): ApiError {
   return engine.state === "failed"
-    ? errorResponse(apiError(503, `the model failed to load: ${engine.error}`, null, "model_failed"))
-    : errorResponse(apiError(503, "the model is still loading; retry when GET /health answers 200", null, "model_loading"));
+    ? apiError(503, `the model failed to load: ${engine.error}`, null, "model_failed")
+    : apiError(503, "the model is still loading; retry when GET /health answers 200", null, "model_loading");
+}
+export const notReady = (engine: EngineClient): Response => errorResponse(notReadyError(engine));
+
+/** A request body read, validated by `schema` and checked against a loaded model, or the ApiError why not (each
+ *  route answers it in its own error shape). */
+export async function readRequest<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engine: EngineClient):
+  Promise<{ ok: true; data: T } | { ok: false; error: ApiError }> {
+  const b = await readJson(req, o.maxBody);
+  if (!b.ok) return b;
+  const p = schema.safeParse(b.value);
+  if (!p.success) return { ok: false, error: zodError(p.error) };
+  if (engine.state !== "ready") return { ok: false, error: notReadyError(engine) };
+  return { ok: true, data: p.data };
 }
 
 /** One choice of a request: its generation request, its events (`first` already taken from the queue). */

@@ -4,10 +4,10 @@
 // tokens added); `messages` go through the chat template as a chat request's would. No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
-import { apiError, errorResponse, readJson } from "./http-errors.ts";
+import { apiError, errorResponse } from "./http-errors.ts";
 import type { Call, PromptSpec } from "./protocol.ts";
-import { MessagesSchema, nullish, zodError } from "./schemas.ts";
-import { notReady, type RouteOptions } from "./routes-common.ts";
+import { MessagesSchema, nullish } from "./schemas.ts";
+import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
 
@@ -36,12 +36,8 @@ export function tokenizeCall(m: Call, codec: TextCodec, vocab: number): unknown 
 }
 
 async function body<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engine: EngineClient): Promise<T | Response> {
-  const b = await readJson(req, o.maxBody);
-  if (!b.ok) return errorResponse(b.error);
-  const p = schema.safeParse(b.value);
-  if (!p.success) return errorResponse(zodError(p.error));
-  if (engine.state !== "ready") return notReady(engine);
-  return p.data;
+  const r = await readRequest(req, o, schema, engine);
+  return r.ok ? r.data : errorResponse(r.error);
 }
 
 export async function tokenize(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
