@@ -6,6 +6,7 @@
  * forced-scalar run, bit for bit, as are e^(x−m), SwiGLU and the softmax max / normalisation. Prints "ok <cases> <level>", or the first
  * failure and exits 1. Random data from a fixed LCG; no state. */
 #include "../../ffi/hb.h"
+#include "lcg.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,6 @@ void hb_attn_ref(int S, int H, int dk, int dv, const float *q, int qRow, int qHe
                  const float *v, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow, float scale,
                  float *out, int oRow, int oHead);
 
-static unsigned long long seed = 88172645463325252ull;
-static unsigned rnd(void) { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return (unsigned)(seed >> 33); }
-static float rndf(void) { return (float)rnd() / 2147483648.0f - 1.0f; }
 static float *randv(size_t n) { float *a = malloc(n * sizeof *a); for (size_t i = 0; i < n; i++) a[i] = rndf(); return a; }
 
 int main(void) {

@@ -4,24 +4,13 @@
  * sizes (one the NEON kernel leaves to the reference), and every row of a batch equal to the same row alone, bit
  * for bit. Prints "ok <cases> <level>", or the first failure and exits 1. Random data from a fixed LCG. */
 #include "../../ffi/hb.h"
+#include "lcg.h"
+#include "../../ffi/matmul.h" /* hb_mm_row_bytes */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned long long seed = 88172645463325252ull;
-static unsigned rnd(void) { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return (unsigned)(seed >> 33); }
-static float rndf(void) { return (float)rnd() / 2147483648.0f - 1.0f; }
-
-static size_t row_bytes(int fmt, int I) {
-  switch (fmt) {
-  case HB_F32: return 4 * (size_t)I;
-  case HB_INT8: return (size_t)I;
-  case HB_INT4: case HB_INT4G: return ((size_t)I + 1) / 2;
-  case HB_INT2: return ((size_t)I + 3) / 4;
-  default: return 2 * (size_t)I; /* bf16, f16 */
-  }
-}
 
 int main(void) {
   hb_init(2);
@@ -36,7 +25,7 @@ int main(void) {
         for (int oi = 0; oi < 3; oi++)
           for (int si = 0; si < 3; si++) {
             const int fmt = fmts[f], I = Is[ii], O = Os[oi], S = Ss[si], gs = gss[gi];
-            const size_t rb = row_bytes(fmt, I), ng = (size_t)(I + gs - 1) / gs;
+            const size_t rb = hb_mm_row_bytes(fmt, I), ng = (size_t)(I + gs - 1) / gs;
             uint8_t *W = malloc((size_t)O * rb + 8);
             for (size_t b = 0; b < (size_t)O * rb; b++) W[b] = (uint8_t)rnd();
             if (fmt == HB_F32) for (size_t k = 0; k < (size_t)O * I; k++) { const float v = rndf(); memcpy(W + 4 * k, &v, 4); }

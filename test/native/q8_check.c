@@ -4,6 +4,7 @@
  * batch's rows must equal the same rows alone. Prints "ok <cases> <level> dotprod=<0|1>", or the first
  * mismatch and exits 1. Random data from a fixed LCG; no state. */
 #include "../../ffi/hb.h"
+#include "lcg.h"
 #include "../../ffi/matmul.h" /* hb_mm_row_bytes */
 #include <math.h>
 #include <stdio.h>
@@ -11,9 +12,6 @@
 #include <string.h>
 
 extern int hb_cpu_dotprod;
-static unsigned long long seed = 88172645463325252ull;
-static unsigned rnd(void) { seed = seed * 6364136223846793005ull + 1442695040888963407ull; return (unsigned)(seed >> 33); }
-static float rndf(float amp) { return ((float)rnd() / 2147483648.0f - 1.0f) * amp; }
 
 int main(void) {
   hb_init(2);
@@ -34,8 +32,8 @@ int main(void) {
           float *sc = malloc(ns * sizeof(float)), *x = malloc((size_t)S * I * sizeof(float));
           float *ref = malloc((size_t)S * O * sizeof(float)), *got = malloc((size_t)S * O * sizeof(float));
           for (size_t i = 0; i < (size_t)O * rb; i++) W[i] = (uint8_t)rnd();
-          for (size_t i = 0; i < ns; i++) sc[i] = 0.001f + fabsf(rndf(0.05f));
-          for (int i = 0; i < S * I; i++) x[i] = rndf(3.0f);
+          for (size_t i = 0; i < ns; i++) sc[i] = 0.001f + fabsf(rndf() * 0.05f);
+          for (int i = 0; i < S * I; i++) x[i] = rndf() * 3.0f;
           x[5 % (S * I)] = 0.0f;
           if (I > 3) memset(x + 2 * I, 0, (size_t)I * sizeof(float));   /* an all-zero row */
           hb_matmul_q8_ref(fmt, W, sc, gs, O, I, x, S, ref);
