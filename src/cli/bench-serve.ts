@@ -2,12 +2,12 @@
 // streams (continuous batching), on the bench preset unless --model is given. Reports tok/s and the
 // ratio against one stream, measured in the same run (best of --reps rounds, the counts interleaved, as
 // `hummingbird bench` takes the best of its reps: the machine may be shared).
-import { choice, type Command, intOption, parseCli } from "./common.ts";
-import { DRAFT_LEN } from "../engine/speculative.ts";
+import { type Command, intOption, parseCli } from "./common.ts";
+import { draftOption } from "./serve.ts";
 import { startServer } from "../server/server.ts";
 import { benchModelDir } from "../model/bench-model.ts";
 
-const help = `usage: hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8] [--reps 3] [--draft ngram|mtp [--draft-len K]] [--json]
+const help = `usage: hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8] [--reps 3] [--draft ngram|mtp|off [--draft-len K]] [--json]
 
 Starts the server in-process (8 slots, ephemeral port), runs one untimed warm-up round, then --reps
 rounds (default 3) in which each stream count in turn sends that many concurrent greedy
@@ -34,8 +34,7 @@ export const command: Command = {
     const tokens = r.values.tokens === undefined ? 64 : intOption(r.values.tokens, "tokens", help);
     const counts = (r.values.streams ?? "1,4,8").split(",").map((s) => intOption(s, "streams", help));
     const reps = r.values.reps === undefined ? 3 : intOption(r.values.reps, "reps", help);
-    const kind = r.values.draft === undefined ? undefined : choice(r.values.draft, "draft", ["ngram", "mtp"] as const, help);
-    const draft = kind && { kind, len: r.values["draft-len"] === undefined ? DRAFT_LEN[kind] : intOption(r.values["draft-len"], "draft-len", help) };
+    const draft = draftOption(r.values.draft, r.values["draft-len"], help);
     const dir = r.values.model ?? benchModelDir();
     const s = startServer({ dir, slots: Math.max(...counts), port: 0, attn: "absorbed", draft });
     try {

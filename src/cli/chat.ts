@@ -4,11 +4,11 @@
 // this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits. /reset clears
 // the history, /exit (or the end of input) quits. State: the messages so far and the engine.
 import { existsSync } from "node:fs";
-import { choice, type Command, intOption, numOption, parseCli, UsageError } from "./common.ts";
+import { type Command, intOption, numOption, parseCli, UsageError } from "./common.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
 import { PREFILL_CHUNK } from "../server/server.ts";
-import { DRAFT_LEN } from "../engine/speculative.ts";
+import { draftOption } from "./serve.ts";
 import type { ReqEvent } from "../server/protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
 import { demoBanner, demoModelDir } from "../model/demo.ts";
@@ -43,7 +43,7 @@ export const command: Command = {
     const maxTokens = v["max-tokens"] === undefined ? 512 : intOption(v["max-tokens"], "max-tokens", help);
     const sampling = { temperature: numOption(v.temperature, "temperature", 0, 100, help) ?? 0.8, top_p: numOption(v["top-p"], "top-p", 0, 1, help) ?? 0.95,
       min_p: 0, top_k: 0, seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
-    const kind = v.draft === undefined ? "off" : choice(v.draft, "draft", ["ngram", "mtp", "off"] as const, help);
+    const draft = draftOption(v.draft, undefined, help);
     const ctx = v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help);
     const experts = expertOptions(v, help);
     let dir = v.model;
@@ -54,7 +54,7 @@ export const command: Command = {
     }
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
     const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts,
-      draft: kind === "off" ? undefined : { kind, len: DRAFT_LEN[kind] } });
+      draft });
     try {
       await engine.ready;
     } catch (e) {

@@ -52,6 +52,17 @@ function deviceMode(s: string | undefined) {
   try { return parseDeviceMode(s); } catch (e) { throw new UsageError((e as Error).message, help); }
 }
 
+/** --draft ngram|mtp|off and --draft-len K (1..16, default DRAFT_LEN) as the engine's draft options (off: none);
+ *  also `chat`'s and `bench serve`'s */
+export function draftOption(draft: string | undefined, len: string | undefined, help: string): { kind: "ngram" | "mtp"; len: number } | undefined {
+  const kind = draft === undefined ? "off" : choice(draft, "draft", ["ngram", "mtp", "off"] as const, help);
+  if (kind === "off" && len !== undefined) throw new UsageError("--draft-len needs --draft ngram or mtp", help);
+  if (kind === "off") return undefined;
+  const k = len === undefined ? DRAFT_LEN[kind] : intOption(len, "draft-len", help);
+  if (k < 1 || k > 16) throw new UsageError("--draft-len must be in [1, 16]", help);
+  return { kind, len: k };
+}
+
 const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 
 /** The embedded demo model, announced loudly: it is tiny, and no --model was given. */
@@ -84,12 +95,8 @@ async function run(argv: string[]): Promise<number> {
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = v["api-key"];
-  const kind = v.draft === undefined ? "off" : choice(v.draft, "draft", ["ngram", "mtp", "off"] as const, help);
-  if (kind === "off" && v["draft-len"] !== undefined) throw new UsageError("--draft-len needs --draft ngram or mtp", help);
-  const len = v["draft-len"] === undefined ? DRAFT_LEN[kind === "mtp" ? "mtp" : "ngram"] : intOption(v["draft-len"], "draft-len", help);
-  if (len < 1 || len > 16) throw new UsageError("--draft-len must be in [1, 16]", help);
   const engineOpts = {
-    draft: kind === "off" ? undefined : { kind, len }, exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
+    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
   };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
