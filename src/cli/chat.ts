@@ -8,10 +8,9 @@ import { type Command, intOption, numOption, parseCli, UsageError } from "./comm
 import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
 import { PREFILL_CHUNK } from "../server/server.ts";
-import { draftOption } from "./serve.ts";
+import { defaultModel, draftOption } from "./serve.ts";
 import type { ReqEvent } from "../server/protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
-import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
@@ -46,12 +45,8 @@ export const command: Command = {
     const draft = draftOption(v.draft, undefined, help);
     const ctx = v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help);
     const experts = expertOptions(v, help);
-    let dir = v.model;
-    if (dir !== undefined && !existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
-    if (dir === undefined) {
-      try { dir = demoModelDir(); } catch (e) { throw new UsageError(`no --model DIR given: ${(e as Error).message}`, help); }
-      for (const l of demoBanner("chatting with")) process.stderr.write(`hummingbird chat: ${l}\n`);
-    }
+    if (v.model !== undefined && !existsSync(v.model)) throw new UsageError(`model directory ${v.model} does not exist`, help);
+    const dir = v.model ?? defaultModel("chatting with", (l) => process.stderr.write(`hummingbird chat: ${l}\n`), help);
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
     const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts,
       draft });

@@ -65,11 +65,12 @@ export function draftOption(draft: string | undefined, len: string | undefined, 
 
 const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 
-/** The embedded demo model, announced loudly: it is tiny, and no --model was given. */
-function defaultModel(): string {
+/** The embedded demo model, announced loudly (`what`: "serving", "chatting with"; each banner line through
+ *  `say`): it is tiny, and no --model was given. Also `chat`'s. */
+export function defaultModel(what: string, say: (line: string) => void, help: string): string {
   let dir: string;
   try { dir = demoModelDir(); } catch (e) { throw new UsageError(`no --model DIR given: ${(e as Error).message}`, help); }
-  for (const l of demoBanner("serving")) log(l);
+  for (const l of demoBanner(what)) say(l);
   return dir;
 }
 
@@ -91,7 +92,7 @@ async function run(argv: string[]): Promise<number> {
   const queue = v.queue === undefined ? undefined : intOption(v.queue, "queue", help);
   const chunk = v["prefill-chunk"] === undefined ? PREFILL_CHUNK : intOption(v["prefill-chunk"], "prefill-chunk", help);
   if (chunk < 1 || chunk > 65536) throw new UsageError("--prefill-chunk must be in [1, 65536]", help);
-  const dir = resolve(v.model ?? defaultModel());
+  const dir = resolve(v.model ?? defaultModel("serving", log, help));
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = v["api-key"];
