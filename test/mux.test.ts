@@ -109,8 +109,9 @@ describe.skipIf(!hasTiny)("mux over HTTP", () => {
     await idle();
     const c = new MuxClient(s.url);
     c.send(submit(30, "first", LONG, "", 0) + submit(31, "second", LONG, "", 1));
-    await c.waitFor((f) => f.words[0] === "DATA" && f.words[1] === "31");
-    await c.waitFor((f) => f.words[0] === "DATA" && f.words[1] === "30");
+    const first31 = c.frames.indexOf(await c.waitFor((f) => f.words[0] === "DATA" && f.words[1] === "31"));
+    // a DATA of 30 after 31's first (not one from before it: then STOP could land before 30 decodes again)
+    await c.waitFor((f) => f.words[0] === "DATA" && f.words[1] === "30" && c.frames.indexOf(f) > first31);
     c.send(submit(32, "busy", 1, "", 0) + submit(33, "waits", LONG) + submit(34, "refused", 1));
     expect((await c.end(32)).words[2]).toBe("SLOT_BUSY");
     expect((await c.end(34)).words[2]).toBe("OVERLOADED");
