@@ -1,6 +1,8 @@
 // Shared CLI plumbing: the Command shape every subcommand module implements, UsageError (bad
 // arguments → exit 2 with the command's help) and a strict `util.parseArgs` wrapper. No state.
+import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { readChatTemplate } from "../model/tokenizer.ts";
 
 /** What a subcommand module (`src/cli/<name>.ts`) exports as its `command`. */
 export interface Command {
@@ -73,4 +75,11 @@ export function fmtBytes(n: number): string {
     u++;
   }
   return u === 0 ? `${n} B` : `${v.toFixed(2)} ${units[u]}`;
+}
+
+/** --threads N and --chat-template FILE as engine options (serve, chat, generate) */
+export function threadsAndTemplate(v: { threads?: string; "chat-template"?: string }, help: string): { threads?: number; chatTemplate?: string } {
+  const threads = v.threads === undefined ? undefined : intOption(v.threads, "threads", help);
+  if (threads !== undefined && (threads < 1 || threads > 256)) throw new UsageError("--threads must be in [1, 256]", help);
+  return { threads, chatTemplate: v["chat-template"] === undefined ? undefined : readChatTemplate(resolve(v["chat-template"])) };
 }

@@ -3,7 +3,8 @@
 // conversation lives in DIR/slot-N.kv: its cached prefix is reused and the history saved after.
 import { mkdirSync, readFileSync } from "node:fs";
 import { compileGrammar, GrammarError, loadTokenVocab, schemaToGbnf, type GrammarState } from "../engine/grammar/index.ts";
-import { type Command, parseCli, required, intOption, choice, numOption, UsageError } from "./common.ts";
+import { type Command, parseCli, required, intOption, choice, numOption, UsageError, threadsAndTemplate } from "./common.ts";
+import { hb } from "../engine/hb.ts";
 import { promptIds } from "./ids.ts";
 import { loadModel } from "../engine/model.ts";
 import { generate, type DraftKind } from "../engine/generate.ts";
@@ -13,11 +14,11 @@ import { StopMatcher } from "../engine/stop-text.ts";
 import { DEVICE_HELP, deviceFlags, openDeviceFor } from "./device.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
-const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat]) --max-tokens N
+const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat [--chat-template FILE]]) --max-tokens N
        [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed N] [--json] [--exact]
        [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID:B,...]
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
-       [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]...
+       [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]... [--threads N]
 
 Greedy at --temperature 0 (the default). Without --json, streams the decoded text; with --json prints
 {"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
@@ -35,6 +36,8 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
   for quantized weights; float weights are exact either way).
 --stop STR: end the output before this text (repeatable); eos ids of config.json, generation_config.json
   and the tokenizer always stop.
+--chat-template FILE: a Jinja chat template instead of the model's. --threads N: compute threads (default:
+  HB_THREADS, else the physical cores).
 --state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
   prefix with the saved history is not prefilled again, and the history is saved afterwards.
 ${EXPERT_HELP}
@@ -77,7 +80,7 @@ export const command: Command = {
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, ...expertFlags, ...deviceFlags }, help);
+      "top-k": s, "min-p": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "chat-template": s, threads: s, ...expertFlags, ...deviceFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -95,12 +98,13 @@ export const command: Command = {
     const draftLen = v["draft-len"] === undefined ? undefined : intOption(v["draft-len"], "draft-len", help);
     if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
     const slot = v.slot === undefined ? 0 : intOption(v.slot, "slot", help);
-    const xo = expertOptions(v, help);
+    const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help);
+    if (threads !== undefined) hb().hb_init(threads);
     const m = loadModel(dir);
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
     const far = penalties.bias?.find(([t]) => t >= m.cfg.vocab_size);
     if (far) throw new UsageError(`--logit-bias: token id ${far[0]} is outside the vocabulary [0, ${m.cfg.vocab_size})`, help);
-    const prompt = promptIds(dir, v, m.cfg.vocab_size, help);
+    const prompt = promptIds(dir, v, m.cfg.vocab_size, help, chatTemplate);
     const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length });
     const dev = openDeviceFor(m, v, help);
     let kvf: KvFile | null = null;

@@ -14,12 +14,14 @@ export function parseIds(s: string, vocab: number, help: string): number[] {
   });
 }
 
-/** The prompt's ids from --ids, or --prompt through the tokenizer (with --chat: the chat template). */
-export function promptIds(dir: string, v: { ids?: string; prompt?: string; chat?: boolean }, vocab: number, help: string): number[] {
+/** The prompt's ids from --ids, or --prompt through the tokenizer (with --chat: the chat template, `template`'s text
+ *  when given). */
+export function promptIds(dir: string, v: { ids?: string; prompt?: string; chat?: boolean }, vocab: number, help: string, template?: string): number[] {
   if (v.ids !== undefined && v.prompt !== undefined) throw new UsageError("give --ids or --prompt, not both", help);
   if (v.ids !== undefined) return parseIds(v.ids, vocab, help);
   if (v.prompt === undefined) throw new UsageError("missing --ids or --prompt", help);
-  const tok = loadTokenizer(dir);
+  if (template !== undefined && !v.chat) throw new UsageError("--chat-template needs --chat", help);
+  const tok = loadTokenizer(dir, template);
   const text = v.chat ? tok.chat([{ role: "user", content: v.prompt }]) : v.prompt;
   const ids = tok.encode(text);
   if (ids.length === 0) throw new UsageError("--prompt encodes to no tokens", help);

@@ -10,11 +10,12 @@ import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
-import { choice, intOption, parseCli, UsageError, type Command } from "./common.ts";
+import { choice, threadsAndTemplate, intOption, parseCli, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
-                         [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact]
+                         [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
+                         [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
@@ -41,6 +42,11 @@ options:
   --draft-len K    draft tokens per step (default 4 for ngram, 3 for mtp); each request pauses drafting by
                    itself while too few of its drafts are kept to pay for their rounds
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
+  --alias NAME     the model id /v1/models reports and responses carry (default: the directory's name)
+  --chat-template FILE  a Jinja chat template used instead of the model's tokenizer_config.json one
+  --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
+                   * = any origin); default: no CORS headers at all
+  --threads N      compute threads (default: HB_THREADS, else the physical cores)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -63,6 +69,19 @@ export function draftOption(draft: string | undefined, len: string | undefined, 
   return { kind, len: k };
 }
 
+/** --cors: "*" or comma-separated origins (scheme://host[:port], as browsers send them) */
+function corsOption(s: string | undefined, help: string): string[] | undefined {
+  if (s === undefined) return undefined;
+  const list = s.split(",").map((x) => x.trim()).filter(Boolean);
+  if (list.length === 0) throw new UsageError("--cors needs at least one origin (or *)", help);
+  for (const o of list) {
+    let ok = o === "*";
+    try { ok ||= new URL(o).origin === o; } catch { /* not a URL */ }
+    if (!ok) throw new UsageError(`--cors: ${JSON.stringify(o)} is not an origin (scheme://host[:port], no path) or *`, help);
+  }
+  return list;
+}
+
 const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 
 /** The embedded demo model, announced loudly (`what`: "serving", "chatting with"; each banner line through
@@ -78,8 +97,8 @@ async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
-    draft: { type: "string" }, "draft-len": { type: "string" },
-    exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
+    draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "chat-template": { type: "string" },
+    cors: { type: "string" }, threads: { type: "string" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -99,24 +118,27 @@ async function run(argv: string[]): Promise<number> {
   const engineOpts = {
     draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
+    ...threadsAndTemplate(v, help),
   };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
+  if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
-    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, ...engineOpts });
+    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, alias: v.alias, ...engineOpts });
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
     engine.close();
     return engine.state === "failed" ? 2 : 0;
   }
 
-  const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, ...engineOpts });
+  const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias,
+    cors: corsOption(v.cors, help), ...engineOpts });
   log(`listening on ${s.url}`);
   log(`SERVING MODEL ${dir} with ${slots} slots${apiKey ? ", API key required" : ""}; loading…`);
   try {
     const i = await s.engine.ready;
-    log(`model ${i.model} ready on ${s.url} (ctx ${i.ctx}, vocab ${i.vocab}, ${i.slots} slots)`);
+    log(`model ${i.model} ready on ${s.url} (ctx ${i.ctx}, vocab ${i.vocab}, ${i.slots} slots, ${i.threads} threads)`);
   } catch (e) {
     log(`model failed to load: ${(e as Error).message}`);
     await s.stop();

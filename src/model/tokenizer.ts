@@ -26,9 +26,10 @@ export class TextCodec {
   private vocabs = new Map<string, TokenVocab>();
   private byteVocab: TokenVocab | null | undefined; // undefined: not tried yet; null: unsupported tokenizer
 
-  constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>) {
+  /** chatTemplate: a Jinja chat template used instead of tokenizer_config.json's (`--chat-template FILE`) */
+  constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, chatTemplate?: string) {
     this.tok = new Tokenizer(tokenizerJson as object, tokenizerConfig as object);
-    const t = tokenizerConfig.chat_template;
+    const t = chatTemplate ?? tokenizerConfig.chat_template;
     this.template = typeof t === "string" ? new Template(t) : null;
     const eos = tokenizerConfig.eos_token;
     const name = typeof eos === "string" ? eos : typeof (eos as { content?: unknown })?.content === "string" ? (eos as { content: string }).content : null;
@@ -118,8 +119,17 @@ function readJson(dir: string, name: string): Record<string, unknown> {
   catch (e) { throw new ModelError((e as Error).message, { file: p }); }
 }
 
-export function loadTokenizer(dir: string): TextCodec {
+/** The codec of model directory `dir`; `chatTemplate` (the text of a template) replaces its own chat template. */
+export function loadTokenizer(dir: string, chatTemplate?: string): TextCodec {
   if (!existsSync(join(dir, "tokenizer.json"))) throw new ModelError("missing", { file: join(dir, "tokenizer.json") });
   const cfg = existsSync(join(dir, "tokenizer_config.json")) ? readJson(dir, "tokenizer_config.json") : {};
-  return new TextCodec(readJson(dir, "tokenizer.json"), cfg);
+  return new TextCodec(readJson(dir, "tokenizer.json"), cfg, chatTemplate);
+}
+
+/** The text of a chat template file, parsed once so that a syntax error names the file (a ModelError). */
+export function readChatTemplate(file: string): string {
+  let text: string;
+  try { text = readFileSync(file, "utf8"); } catch (e) { throw new ModelError((e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message, { file }); }
+  try { new Template(text); } catch (e) { throw new ModelError(`not a valid Jinja chat template: ${(e as Error).message}`, { file }); }
+  return text;
 }

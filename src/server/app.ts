@@ -1,6 +1,8 @@
-// The Hono app: routes, bearer auth (--api-key; /health stays open), OpenAI-shaped 404/500s. No CORS
-// middleware: browsers on other origins get no Access-Control headers. State: an HTTP request count.
+// The Hono app: routes, bearer auth (--api-key; /health stays open), OpenAI-shaped 404/500s, and CORS only
+// for the origins --cors names (otherwise browsers on other origins get no Access-Control headers).
+// State: an HTTP request count.
 import { Hono } from "hono";
+import { cors } from "hono/cors";
 import { timingSafeEqual } from "node:crypto";
 import { chatCompletions } from "./chat.ts";
 import { anthropicError, countTokens, messages } from "./messages.ts";
@@ -12,7 +14,8 @@ import { muxHttp } from "./mux-http.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
 import { detokenize, tokenize } from "./tokenize.ts";
 
-export interface AppOptions extends RouteOptions { apiKey?: string }
+/** cors: origins allowed to call from a browser ("*": any); absent or empty: none */
+export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[] }
 
 /** the key as `Authorization: Bearer <key>` (OpenAI clients) or `x-api-key: <key>` (Anthropic's) */
 function keyMatches(bearer: string | undefined, xKey: string | undefined, key: string): boolean {
@@ -26,6 +29,14 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   const app = new Hono();
   let httpRequests = 0;
 
+  if (o.cors?.length) { // before the key check: preflights carry no credentials, and errors need the headers too
+    app.use("*", cors({
+      origin: o.cors.includes("*") ? "*" : o.cors,
+      allowMethods: ["GET", "POST", "OPTIONS"],
+      allowHeaders: ["Authorization", "Content-Type", "x-api-key", "anthropic-version"],
+      maxAge: 600,
+    }));
+  }
   app.use("*", async (c, next) => {
     httpRequests++;
     if (o.apiKey && c.req.path !== "/health" && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
@@ -43,7 +54,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
 
   const model = () => {
     const i = engine.info!;
-    return { id: i.model, object: "model", created: 0, owned_by: "hummingbird", meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab } };
+    return { id: i.model, object: "model", created: 0, owned_by: "hummingbird", meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab, threads: i.threads } };
   };
   app.get("/v1/models", (c) => (engine.state !== "ready" ? notReady(engine) : c.json({ object: "list", data: [model()] })));
   app.get("/v1/models/:id{.+}", (c) => { // OpenAI's "retrieve model" (ids may hold slashes)

@@ -48,9 +48,12 @@ export interface WorkerOptions {
   experts?: ExpertOptions; // expert streaming: cache slots, RAM budget, O_DIRECT / mmap (engine/experts)
   device?: DeviceMode;     // where the dense layers run (gpu/device.ts); default auto
   deviceLayers?: number;   // a partial chain: layers [0, N) on the device
+  alias?: string;          // the model id the API reports and accepts (default: the directory's name)
+  chatTemplate?: string;   // a Jinja chat template replacing the model's (the text of --chat-template FILE)
+  threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
 }
 
-export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number }
+export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number }
 
 export interface TopLogprob { id: number; lp: number; text: string }
 /** One prompt token of an echo: its logprob given the tokens before it (null for the first). */

@@ -11,6 +11,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   queue?: number;          // waiting requests beyond the slots (default max(16, 4·slots))
   chunk?: number;          // prefill tokens per scheduler step (default PREFILL_CHUNK)
   apiKey?: string;
+  cors?: string[];         // origins browsers may call from ("*": any; default none)
   maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
 }
 
@@ -36,9 +37,9 @@ export function startServer(o: ServeOptions): Server {
     idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
     fetch: (req) => app!.fetch(req),
   });
-  const { host: _h, port: _p, apiKey: _k, maxBody: _b, ...w } = o;
+  const { host: _h, port: _p, apiKey: _k, cors: _c, maxBody: _b, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK });
-  app = makeApp(engine, { apiKey: o.apiKey, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
+  app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `http://${host}:${server.port}`, engine,

@@ -11,6 +11,7 @@ import { tokenizeCall } from "./tokenize.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
 import { attachExperts, type ExpertStore } from "../engine/experts/index.ts";
 import { openDevice } from "../../gpu/device.ts";
+import { hb } from "../engine/hb.ts";
 
 declare const self: Worker;
 
@@ -58,8 +59,9 @@ async function loop(): Promise<void> {
 async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> {
   try {
     if (o.loadDelayMs) await Bun.sleep(o.loadDelayMs);
+    const threads = o.threads ? hb().hb_init(o.threads) : hb().hb_nthreads();
     const m = loadModel(o.dir);
-    codec = loadTokenizer(o.dir);
+    codec = loadTokenizer(o.dir, o.chatTemplate);
     vocab = m.cfg.vocab_size;
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     const log = (s: string) => console.error(s);
@@ -69,7 +71,7 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts }, post);
     if (sched.drafter) log(sched.drafter.describe());
-    post({ t: "ready", info: { model: basename(o.dir.replace(/\/+$/, "")) || "model", dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size } });
+    post({ t: "ready", info: { model: o.alias ?? (basename(o.dir.replace(/\/+$/, "")) || "model"), dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size, threads } });
     postStats(true);
   } catch (e) {
     post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });

@@ -1,0 +1,122 @@
+// `serve` flags a llama-server / vLLM user reaches for: --alias (the model id reported and accepted), --threads,
+// --chat-template FILE (replacing the model's template) and --cors (browser origins; none by default) — one
+// `bun src/cli.ts serve` child process with all four on the shared fixture — plus their bad values (exit 2 naming
+// the flag or the file), --chat-template on generate, and readChatTemplate / loadTokenizer's override.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { loadTokenizer, readChatTemplate } from "../src/model/tokenizer.ts";
+import { ModelError } from "../src/model/errors.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+
+const REPO = resolve(import.meta.dir, "..");
+const root = mkdtempSync(join(tmpdir(), "hb-serve-opts-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const TEMPLATE = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}";
+const templateFile = join(root, "chat.jinja");
+writeFileSync(templateFile, TEMPLATE);
+const badTemplate = join(root, "bad.jinja");
+writeFileSync(badTemplate, "{% for m in messages %}{{ m.content }");
+
+async function cli(...args: string[]) {
+  const p = Bun.spawn(["bun", "src/cli.ts", ...args], { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+}
+
+describe("chat template override", () => {
+  test("readChatTemplate: a missing file and a syntax error are ModelErrors naming the file", () => {
+    expect(() => readChatTemplate(join(root, "none.jinja"))).toThrow(ModelError);
+    expect(() => readChatTemplate(join(root, "none.jinja"))).toThrow("none.jinja");
+    expect(() => readChatTemplate(badTemplate)).toThrow(/bad\.jinja.*not a valid Jinja chat template|not a valid Jinja chat template.*bad\.jinja/);
+    expect(readChatTemplate(templateFile)).toBe(TEMPLATE);
+  });
+
+  test.skipIf(!hasTiny)("loadTokenizer renders the given template instead of the model's", () => {
+    const msgs = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }];
+    const own = loadTokenizer(TINY).chat(msgs), other = loadTokenizer(TINY, TEMPLATE).chat(msgs);
+    expect(other).toBe("[system] Be brief.\n[user] Hi\n[assistant]");
+    expect(own).not.toBe(other);
+  });
+
+  test("bad values exit 2 naming the flag or the file", async () => {
+    const runs = await Promise.all([
+      cli("serve", "--cors", "http://ui.example/app"), cli("serve", "--cors", ","), cli("serve", "--threads", "0"),
+      cli("serve", "--alias", " "), cli("serve", "--chat-template", badTemplate), cli("chat", "--threads", "x"),
+      cli("generate", "--model", TINY, "--prompt", "hi", "--max-tokens", "1", "--chat-template", templateFile),
+    ]);
+    for (const r of runs) expect(r.code).toBe(2);
+    expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
+    expect(runs[1].err).toContain("--cors needs at least one origin");
+    expect(runs[2].err).toContain("--threads must be in [1, 256]");
+    expect(runs[3].err).toContain("--alias must not be empty");
+    expect(runs[4].err).toContain("bad.jinja");
+    expect(runs[4].err).toContain("not a valid Jinja chat template");
+    expect(runs[5].err).toContain("--threads must be a non-negative integer");
+    if (hasTiny) expect(runs[6].err).toContain("--chat-template needs --chat");
+  }, 60_000);
+
+  test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {
+    const r = await cli("generate", "--model", TINY, "--prompt", "Hi", "--chat", "--chat-template", templateFile, "--max-tokens", "1", "--json", "--threads", "1");
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out).prompt_ids).toEqual(loadTokenizer(TINY).encode("[user] Hi\n[assistant]"));
+  }, 60_000);
+});
+
+describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-key", () => {
+  const UI = "http://ui.example:3000", KEY = "sk-opts";
+  let proc: ReturnType<typeof Bun.spawn>, url = "", log = "";
+  beforeAll(async () => {
+    proc = Bun.spawn(["bun", "src/cli.ts", "serve", "--model", TINY, "--port", "0", "--slots", "1", "--alias", "tiny-chat",
+      "--threads", "1", "--chat-template", templateFile, "--cors", `${UI},http://other.example`, "--api-key", KEY],
+    { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+    const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
+    while (!/ready on /.test(log)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`serve exited early:\n${log}`);
+      log += dec.decode(value);
+    }
+    url = /listening on (\S+)/.exec(log)![1];
+  }, 60_000);
+  afterAll(() => { proc?.kill(); });
+  const auth = { authorization: `Bearer ${KEY}` };
+
+  test("the alias is the model id; the pool has the threads asked for", async () => {
+    expect(log).toMatch(/model tiny-chat ready on .*1 threads\)/);
+    const list = (await (await fetch(`${url}/v1/models`, { headers: auth })).json()) as any;
+    expect(list.data.map((m: any) => m.id)).toEqual(["tiny-chat"]);
+    expect(list.data[0].meta.threads).toBe(1);
+    expect((await fetch(`${url}/v1/models/tiny-chat`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${url}/v1/models/glm-tiny`, { headers: auth })).status).toBe(404);
+    const r = (await (await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 2, temperature: 0 }) })).json()) as any;
+    expect(r.model).toBe("tiny-chat");
+    expect(r.usage.prompt_tokens).toBe(loadTokenizer(TINY).encode("[user] Hi\n[assistant]").length);
+  });
+
+  test("messages go through the given template", async () => {
+    const j = (await (await fetch(`${url}/tokenize`, { method: "POST", headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "Hello there" }] }) })).json()) as any;
+    expect(j.tokens).toEqual(loadTokenizer(TINY).encode("[user] Hello there\n[assistant]"));
+  });
+
+  test("CORS: preflights of listed origins answered without the key; others get no headers", async () => {
+    const pre = await fetch(`${url}/v1/chat/completions`, { method: "OPTIONS", headers: {
+      origin: UI, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" } });
+    expect(pre.status).toBe(204);
+    expect(pre.headers.get("access-control-allow-origin")).toBe(UI);
+    expect(pre.headers.get("access-control-allow-headers")!.toLowerCase()).toContain("authorization");
+    expect(pre.headers.get("access-control-allow-methods")).toContain("POST");
+    const ok = await fetch(`${url}/v1/models`, { headers: { ...auth, origin: "http://other.example" } });
+    expect(ok.headers.get("access-control-allow-origin")).toBe("http://other.example");
+    const denied = await fetch(`${url}/v1/models`, { headers: { origin: UI } }); // no key: 401 the browser can read
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get("access-control-allow-origin")).toBe(UI);
+    for (const origin of ["http://evil.example", "http://ui.example"]) { // an unlisted origin; the right host, wrong port
+      const r = await fetch(`${url}/v1/models`, { headers: { ...auth, origin } });
+      expect(r.status).toBe(200);
+      expect(r.headers.get("access-control-allow-origin")).toBeNull();
+    }
+  });
+});
