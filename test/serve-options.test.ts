@@ -1,7 +1,8 @@
 // `serve` flags a llama-server / vLLM user reaches for: --alias (the model id reported and accepted), --threads,
 // --chat-template FILE (replacing the model's template) and --cors (browser origins; none by default) — one
 // `bun src/cli.ts serve` child process with all four on the shared fixture — plus their bad values (exit 2 naming
-// the flag or the file), --chat-template on generate, and readChatTemplate / loadTokenizer's override.
+// the flag or the file), --chat-template on generate, and readChatTemplate / loadTokenizer's override; the chat
+// page at / (open without the key, its script parses, its SSE reader rebuilds the server's reply; --no-ui).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +10,7 @@ import { join, resolve } from "node:path";
 import { loadTokenizer, readChatTemplate } from "../src/model/tokenizer.ts";
 import { ModelError } from "../src/model/errors.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { startTiny } from "./server.helpers.ts";
 
 const REPO = resolve(import.meta.dir, "..");
 const root = mkdtempSync(join(tmpdir(), "hb-serve-opts-"));
@@ -119,4 +121,30 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
       expect(r.headers.get("access-control-allow-origin")).toBeNull();
     }
   });
+});
+
+describe.skipIf(!hasTiny)("the chat page at /", () => {
+  test("served without the key; its script parses; its SSE reader rebuilds the streamed reply; --no-ui: 404", async () => {
+    const KEY = "sk-ui", s = await startTiny({ slots: 1, apiKey: KEY }), off = await startTiny({ slots: 1, ui: false });
+    try {
+      const page = await fetch(`${s.url}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toContain("text/html");
+      const html = await page.text();
+      expect(html).toContain('fetch("/v1/chat/completions"');
+      const script = /<script>([\s\S]*)<\/script>/.exec(html)![1];
+      expect(() => new Function(script)).not.toThrow(); // syntax only: it needs a DOM to run
+      expect((await fetch(`${s.url}/v1/models`)).status).toBe(401);
+      const readSse = new Function(`${/async function readSse[\s\S]*?\n}\n/.exec(script)![0]}; return readSse;`)();
+      const body = { messages: [{ role: "user", content: "Hi" }], max_tokens: 8, temperature: 0 };
+      const auth = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
+      const whole = (await (await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify(body) })).json()) as any;
+      const r = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: auth, body: JSON.stringify({ ...body, stream: true }) });
+      let text = "", chunks = 0;
+      await readSse(r.body, (c: any) => { chunks++; text += c.choices?.[0]?.delta?.content ?? ""; });
+      expect(chunks).toBeGreaterThan(1);
+      expect(text).toBe(whole.choices[0].message.content);
+      expect((await fetch(`${off.url}/`)).status).toBe(404);
+    } finally { await s.stop(); await off.stop(); }
+  }, 60_000);
 });

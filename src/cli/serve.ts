@@ -15,11 +15,11 @@ import { choice, threadsAndTemplate, intOption, parseCli, UsageError, type Comma
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
-                         [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]]
+                         [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
-/health, /metrics, /slots) and the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux).
+/health, /metrics, /slots), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page at /.
 The port is bound before the model loads: /health answers 503 {"status":"loading"} until ready.
 
 options:
@@ -47,6 +47,7 @@ options:
   --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
                    * = any origin); default: no CORS headers at all
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
+  --no-ui          no chat page at / (it holds no data; its requests carry the API key typed into it)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -98,7 +99,7 @@ async function run(argv: string[]): Promise<number> {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "chat-template": { type: "string" },
-    cors: { type: "string" }, threads: { type: "string" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
+    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -133,8 +134,8 @@ async function run(argv: string[]): Promise<number> {
   }
 
   const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias,
-    cors: corsOption(v.cors, help), ...engineOpts });
-  log(`listening on ${s.url}`);
+    cors: corsOption(v.cors, help), ui: !v["no-ui"], ...engineOpts });
+  log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
   log(`SERVING MODEL ${dir} with ${slots} slots${apiKey ? ", API key required" : ""}; loading…`);
   try {
     const i = await s.engine.ready;

@@ -1,6 +1,6 @@
-// The Hono app: routes, bearer auth (--api-key; /health stays open), OpenAI-shaped 404/500s, and CORS only
-// for the origins --cors names (otherwise browsers on other origins get no Access-Control headers).
-// State: an HTTP request count.
+// The Hono app: routes, bearer auth (--api-key; /health and the chat page at / stay open), OpenAI-shaped
+// 404/500s, and CORS only for the origins --cors names (otherwise browsers on other origins get no
+// Access-Control headers). State: an HTTP request count.
 import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { timingSafeEqual } from "node:crypto";
@@ -13,9 +13,10 @@ import { metricsText } from "./metrics.ts";
 import { muxHttp } from "./mux-http.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
 import { detokenize, tokenize } from "./tokenize.ts";
+import chatPage from "./ui.html" with { type: "text" };
 
-/** cors: origins allowed to call from a browser ("*": any); absent or empty: none */
-export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[] }
+/** cors: origins allowed to call from a browser ("*": any; absent or empty: none); ui: the chat page at / (default on) */
+export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean }
 
 /** the key as `Authorization: Bearer <key>` (OpenAI clients) or `x-api-key: <key>` (Anthropic's) */
 function keyMatches(bearer: string | undefined, xKey: string | undefined, key: string): boolean {
@@ -37,9 +38,11 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
       maxAge: 600,
     }));
   }
+  const ui = o.ui !== false;
   app.use("*", async (c, next) => {
     httpRequests++;
-    if (o.apiKey && c.req.path !== "/health" && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
+    const open = c.req.path === "/health" || (ui && c.req.path === "/"); // the page holds no data: its calls carry the key
+    if (o.apiKey && !open && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
       const e = apiError(401, "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)", null, "invalid_api_key");
       return c.req.path.startsWith("/v1/messages") ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
     }
@@ -64,6 +67,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
       : errorResponse(apiError(404, `The model '${id}' does not exist (this server serves '${engine.info!.model}')`, "model", "model_not_found"));
   });
 
+  if (ui) app.get("/", (c) => c.html(chatPage as unknown as string)); // (a text import: a string, whatever bun-types says of .html)
   app.get("/metrics", () => new Response(metricsText(engine, httpRequests), { headers: { "content-type": "text/plain; version=0.0.4" } }));
   app.get("/slots", (c) => c.json({ slots: engine.stats.slots, busy: engine.stats.busy, queue: engine.stats.queue }));
   app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));

@@ -12,6 +12,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   chunk?: number;          // prefill tokens per scheduler step (default PREFILL_CHUNK)
   apiKey?: string;
   cors?: string[];         // origins browsers may call from ("*": any; default none)
+  ui?: boolean;            // the chat page at / (default true; --no-ui)
   maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
 }
 
@@ -37,9 +38,9 @@ export function startServer(o: ServeOptions): Server {
     idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
     fetch: (req) => app!.fetch(req),
   });
-  const { host: _h, port: _p, apiKey: _k, cors: _c, maxBody: _b, ...w } = o;
+  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, maxBody: _b, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK });
-  app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
+  app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `http://${host}:${server.port}`, engine,
