@@ -14,10 +14,12 @@ import { benchCold } from "../engine/experts/bench-cold.ts";
 import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
 import { benchDevice, formatDeviceBench } from "../../gpu/bench.ts";
 import { command as serveBench } from "./bench-serve.ts";
+import { command as profileBench } from "./bench-profile.ts";
 
 const help = `usage: hummingbird bench [--model DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--warmup 8] [--threads N]
        [--exact] [--json] [--cold [--expert-cache N]] [--device vulkan [--kv-budget ROWS]]
        hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8]
+       hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128]   (time per kind of libhb call)
 
 Without --model: the bench preset (seed 1; int4g64 experts, int8 dense), made once into a cache folder.
 --cold: expert streaming from a dropped page cache: the experts' read GB/s against the disk's own
@@ -114,6 +116,7 @@ export const command: Command = {
   help,
   run(argv) {
     if (argv[0] === "serve") return serveBench.run(argv.slice(1));
+    if (argv[0] === "profile") return profileBench.run(argv.slice(1));
     const s = { type: "string" } as const;
     const r = parseCli(argv, { model: s, "prompt-tokens": s, gen: s, reps: s, warmup: s, threads: s, exact: { type: "boolean" },
       json: { type: "boolean" }, cold: { type: "boolean" }, device: s, "kv-budget": s, ...expertFlags }, help);

@@ -1,0 +1,48 @@
+// `hummingbird bench profile` (src/cli/bench-profile.ts) on a generated tiny model: every libhb call of the
+// profiled steps is accounted for (kinds' time + the TypeScript between them ≈ the step), the ragged batch of N
+// streams decodes, the symbol table is restored afterwards, and the CLI prints the table.
+import { afterAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { formatProfile, profileDecode } from "../src/cli/bench-profile.ts";
+import { hb } from "../src/engine/hb.ts";
+import { loadModel } from "../src/engine/model.ts";
+import { makeModel } from "../src/model/make-model.ts";
+
+const root = mkdtempSync(join(tmpdir(), "hb-profile-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const dir = join(root, "tiny");
+makeModel(dir, { preset: "tiny", seed: 3 });
+
+test("kinds and the time between them add up to the step; symbols restored", () => {
+  const m = loadModel(dir), before = hb().hb_rmsnorm;
+  for (const streams of [1, 3]) {
+    const p = profileDecode(m, { streams, steps: 6, warmup: 2 });
+    expect(p.streams).toBe(streams);
+    const kinds = p.rows.map((r) => r.kind);
+    expect(kinds).toContain("hb_attn_segs");
+    expect(kinds.some((k) => k.startsWith("hb_matmul_many f32"))).toBe(true);
+    expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(2 * m.cfg.num_hidden_layers);
+    const inside = p.rows.reduce((a, r) => a + r.us, 0), ts = p.rows.reduce((a, r) => a + r.beforeUs, 0);
+    expect(ts).toBeCloseTo(p.betweenUs, 6);
+    const all = inside + p.betweenUs + p.overheadUs; // only the step's head before its first call is left out
+    expect(all).toBeLessThanOrEqual(p.stepUs * 1.001);
+    expect(all).toBeGreaterThan(p.stepUs * 0.9);
+    expect(p.tokS).toBeCloseTo((streams * 1e6) / p.stepUs, 6);
+    expect(formatProfile(p)).toContain("between libhb calls");
+  }
+  expect(hb().hb_rmsnorm).toBe(before);
+});
+
+test("the CLI prints a table per stream count; bad --streams exit 2", async () => {
+  const run = (...a: string[]) => Bun.spawnSync({ cmd: ["bun", "src/cli.ts", "bench", "profile", "--model", dir, ...a], cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+  const ok = run("--streams", "1,2", "--steps", "3", "--warmup", "1");
+  expect(ok.exitCode).toBe(0);
+  const out = ok.stdout.toString();
+  expect(out).toContain("1 stream(s):");
+  expect(out).toContain("2 stream(s):");
+  const bad = run("--streams", "0");
+  expect(bad.exitCode).toBe(2);
+  expect(bad.stderr.toString()).toContain("--streams");
+}, 60_000);
