@@ -87,6 +87,9 @@ int64_t hb_wbytes(int reset);
 double hb_membw(int64_t bytes, int reps);
 /* moe.c: rows of one expert: gather, and y[rows[j]] += gates[j]·ye[j] (as hb_axpy per row) */
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
+/* MLA cache rows of nseg segments: desc[3g] = address of segment g's first new cache row, desc[3g+1] = its first
+ * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr] */
+void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr);
 void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n);
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);

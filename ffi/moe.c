@@ -1,5 +1,5 @@
-/* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, and strided per-head
- * copies (the naive MLA form's keys). Copies of decode size run on the caller, prefill-sized ones on the
+/* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, strided per-head
+ * copies (the naive MLA form's keys) and the MLA cache rows of every segment of a batch in one call. Copies of decode size run on the caller, prefill-sized ones on the
  * pool. hb_scatter_axpy is hb_axpy per row (y += g·ye as a multiply then an add: -std=c11, no contraction),
  * so it equals its serial counterpart bit for bit.
  * Holds no state. */
@@ -25,6 +25,22 @@ void hb_copy_heads(float *dst, int dRow, int dHead, const float *src, int sRow, 
   const size_t per = (size_t)H * n;
   if ((size_t)S * per >= PAR_MIN) hb_parallel_for(S, 1 + (int)(16384 / per), copy_task, &j);
   else copy_task(&j, 0, S);
+}
+
+/* Segment g (desc[3g..3g+2] = address of its cache row pos0, r0, n): cache row r = [lat[r0+r] (kvr) ‖
+ * kpe[(r0+r)·kpeRow .. + dr]] for r < n, cache rows kvr + dr wide. */
+void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr) {
+  if (nseg <= 0 || !desc || !lat || !kpe || kvr < 0 || dr < 0) return;
+  const size_t W = (size_t)kvr + (size_t)dr;
+  for (int g = 0; g < nseg; g++) {
+    float *dst = (float *)(uintptr_t)desc[3 * g];
+    const int r0 = (int)desc[3 * g + 1], n = (int)desc[3 * g + 2];
+    if (!dst || r0 < 0) continue;
+    for (int r = 0; r < n; r++) {
+      memcpy(dst + (size_t)r * W, lat + (size_t)(r0 + r) * kvr, (size_t)kvr * sizeof(float));
+      memcpy(dst + (size_t)r * W + kvr, kpe + (size_t)(r0 + r) * kpeRow, (size_t)dr * sizeof(float));
+    }
+  }
 }
 
 typedef struct { const float *x; const int32_t *rows; float *out; int D; } gather_job;

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNative } from "../ffi/build.ts";
 import {
-  add, axpy, Conv, convert, copyHeads, expm, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
+  add, axpy, Conv, convert, copyHeads, expm, kvWrite, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
   swiglu,
 } from "../src/engine/hb.ts";
 import { rng } from "./helpers/rng.ts";
@@ -331,6 +331,21 @@ describe("norms and element-wise", () => {
     copyHeads({ a: dst, row: 40, head: 9 }, { a: src, row: 20, head: 6 }, S, H, 3);
     for (let s = 0; s < S; s++) for (let h = 0; h < H; h++) for (let i = 0; i < 3; i++) want[s * 40 + h * 9 + i] = src[s * 20 + h * 6 + i];
     expect(dst).toEqual(want);
+  });
+  test("kv_write: each segment's rows [lat ‖ k_pe] into its own cache at pos0, nothing else written; bounds", () => {
+    const kvr = 6, dr = 4, W = kvr + dr, S = 5, lat = randF32(r, S * kvr), a = randF32(r, S * W);
+    const c0 = new Float32Array(8 * W).fill(7), c1 = new Float32Array(8 * W).fill(7);
+    kvWrite([{ cache: c0, pos0: 2, r0: 0, n: 3 }, { cache: c1, pos0: 5, r0: 3, n: 2 }], lat, kvr, a.subarray(kvr), W, dr);
+    const w0 = new Float32Array(8 * W).fill(7), w1 = new Float32Array(8 * W).fill(7);
+    const put = (c: Float32Array, pos: number, row: number) => {
+      for (let i = 0; i < kvr; i++) c[pos * W + i] = lat[row * kvr + i];
+      for (let j = 0; j < dr; j++) c[pos * W + kvr + j] = a[row * W + kvr + j];
+    };
+    for (let k = 0; k < 3; k++) put(w0, 2 + k, k);
+    for (let k = 0; k < 2; k++) put(w1, 5 + k, 3 + k);
+    expect(c0).toEqual(w0);
+    expect(c1).toEqual(w1);
+    expect(() => kvWrite([{ cache: c1, pos0: 7, r0: 0, n: 2 }], lat, kvr, a.subarray(kvr), W, dr)).toThrow("outside the cache of 8");
   });
   test("rope: interleaved pairs, strided rows/vectors, other elements untouched", () => {
     const S = 3, nvec = 4, dr = 64, vecStride = dr + 3, rowStride = nvec * vecStride + 5, theta = 1e6;

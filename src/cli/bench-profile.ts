@@ -15,12 +15,13 @@ import { type Command, intOption, parseCli, UsageError } from "./common.ts";
 const help = `usage: hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128] [--warmup 64] [--exact] [--json]
 
 Decodes --streams sequences at once (each stream count in turn; one ragged batch per step, as the server's
-continuous batching runs them) after a 16-token prompt each and --warmup untimed steps, with every libhb call
+continuous batching runs them) after a 16-token prompt each, --steps steps replayed after an untimed pass over
+the same positions (at least --warmup steps: caches grown and mapped, as a server's reused slots), every libhb call
 timed, and prints per kind of call (symbol; matmuls: the formats and shapes of their matrices, so the routed
-experts' batched calls are one kind whatever the union) its calls and microseconds per step and share of the
+experts' batched calls are one kind whatever the union; S is the stream count) its calls and microseconds per step and share of the
 step, the TypeScript time before its calls (since the previous libhb call), then the total time between libhb
-calls and the expert bytes read from disk meanwhile. The timing
-adds ~0.1 us per call; compare kinds within one run. Without --model: the bench preset.
+calls, the profiler's own bookkeeping, and the expert bytes read from disk meanwhile. Compare kinds within one
+run. Without --model: the bench preset.
 ${EXPERT_HELP}`;
 
 /** per step: calls, microseconds inside them, and microseconds of TypeScript since the previous libhb call before them */
@@ -29,13 +30,44 @@ export interface ProfileRow { kind: string; calls: number; us: number; beforeUs:
 export interface Profile { streams: number; steps: number; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number }
 
 const FMT = Object.fromEntries(Object.entries(Fmt).map(([k, v]) => [v, k]));
-/** the kind of a libhb call, from its symbol and arguments (matmuls: formats and shape) */
-function kindOf(name: string, a: unknown[]): string {
-  if (name === "hb_matmul_q8" || name === "hb_matmul") return `${name} ${FMT[a[0] as number]} ${a[4]}x${a[5]} S=${a[7]}`;
-  if (name !== "hb_matmul_many") return name;
-  const n = a[1] as number, d = a[2] as Float64Array, I = a[3] as number, shapes = new Set<string>();
-  for (let k = 0; k < n; k++) shapes.add(`${FMT[d[MANY_DESC * k]]} ${d[MANY_DESC * k + 2]}x${I}`);
-  return `${name} ${[...shapes].join(", ")}`;
+
+/**
+ * Call kinds without allocating per call (garbage would bring collections into the timed gaps): a numeric
+ * signature per call — the symbol, and for matmuls the formats and shapes of their matrices (a batched call: its
+ * distinct (format, rows) pairs in order of appearance, so the routed experts' calls are one kind whatever the
+ * union) — mapped to a kind index; its label is made once, on first sight.
+ */
+class Kinds {
+  readonly labels: string[] = [];
+  readonly calls: number[] = [];
+  readonly ms: number[] = [];
+  readonly before: number[] = [];
+  private ids = new Map<number, number>();
+  private pairs = new Float64Array(64);
+  id(sym: number, name: string, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown): number {
+    let sig = sym, np = 0;
+    const mm = name === "hb_matmul_q8" || name === "hb_matmul", many = name === "hb_matmul_many";
+    if (mm) sig = ((sym * 8 + (a0 as number)) * 2 ** 20 + (a4 as number)) * 2 ** 20 + (a5 as number);
+    else if (many) {
+      const n = a1 as number, d = a2 as Float64Array;
+      for (let k = 0; k < n && np < 64; k++) {
+        const p = d[MANY_DESC * k] * 2 ** 24 + d[MANY_DESC * k + 2];
+        let seen = false;
+        for (let j = 0; j < np && !seen; j++) seen = this.pairs[j] === p;
+        if (!seen) { this.pairs[np++] = p; sig = (sig * 1000003 + p) % 2 ** 52; }
+      }
+      sig = (sig * 1000003 + (a3 as number)) % 2 ** 52;
+    }
+    let id = this.ids.get(sig);
+    if (id === undefined) {
+      id = this.labels.length;
+      this.ids.set(sig, id);
+      this.labels.push(mm ? `${name} ${FMT[a0 as number]} ${a4}x${a5}`
+        : many ? `${name} ${Array.from(this.pairs.subarray(0, np), (p) => `${FMT[Math.floor(p / 2 ** 24)]} ${p % 2 ** 24}x${a3}`).join(", ")}` : name);
+      this.calls.push(0); this.ms.push(0); this.before.push(0);
+    }
+    return id;
+  }
 }
 
 /** Profile `steps` greedy decode steps of `streams` sequences at once on m (its experts attached by the caller). */
@@ -44,28 +76,34 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
   st.exact = !!o.exact;
   const ss = Array.from({ length: N }, () => new Session(m, { exact: o.exact }, { st }));
   const argmax = (l: Float32Array) => { let b = 0; for (let i = 1; i < l.length; i++) if (l[i] > l[b]) b = i; return b; };
-  const toks = ss.map((s, i) => argmax(s.feed(benchPrompt(V, 16 + i)).slice()));
+  const first = ss.map((s, i) => argmax(s.feed(benchPrompt(V, 16 + i)).slice())), toks = first.slice();
   const step = () => {
     forward(m, st, ss.map((s, i) => ({ kv: s.kv, r0: i, n: 1, pos0: s.kv.len })), toks, { logits: "last", exact: o.exact });
     for (let i = 0; i < N; i++) toks[i] = argmax(st.logits.subarray(i * V, (i + 1) * V));
   };
-  for (let i = 0; i < o.warmup; i++) step();
-  const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = { ...L };
-  const acc = new Map<string, { calls: number; ms: number; before: number }>();
-  let last = 0, between = 0, overhead = 0;
-  for (const [name, f] of Object.entries(saved)) {
-    if (typeof f !== "function") continue;
-    L[name] = (...a: unknown[]) => {
-      const t0 = performance.now(), gap = last ? t0 - last : 0;
-      between += gap;
-      const r = f(...a), t1 = performance.now(), k = kindOf(name, a), e = acc.get(k) ?? { calls: 0, ms: 0, before: 0 };
-      e.calls++; e.ms += t1 - t0; e.before += gap;
-      acc.set(k, e);
-      last = performance.now();
-      overhead += last - t1;
+  // warm-up over the positions the timed steps will use, then back to the prompts: the KV caches have grown and
+  // their pages are mapped (as a server's reused slots are), so page faults stay out of the profile
+  for (let i = 0; i < Math.max(o.warmup, o.steps); i++) step();
+  ss.forEach((s, i) => { s.truncate(16 + i); toks[i] = first[i]; });
+  const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = { ...L }, K = new Kinds();
+  const t = { last: 0, between: 0, overhead: 0 };
+  /** after a call of symbol `sym` that ran from t0 to t1 */
+  const note = (sym: number, name: string, t0: number, t1: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown) => {
+    const gap = t.last ? t0 - t.last : 0, k = K.id(sym, name, a0, a1, a2, a3, a4, a5);
+    t.between += gap; K.calls[k]++; K.ms[k] += t1 - t0; K.before[k] += gap;
+    t.last = performance.now();
+    t.overhead += t.last - t1;
+  };
+  Object.entries(saved).forEach(([name, f], sym) => {
+    if (typeof f !== "function") return;
+    // a wrapper of the symbol's own arity: rest parameters would allocate an array per call
+    const args = Array.from({ length: f.length }, (_, i) => `a${i}`), pad = [...args, "u", "u", "u", "u", "u", "u"].slice(0, 6);
+    L[name] = new Function("f", "note", "sym", "name", `const u = undefined; return function (${args.join(", ")}) {
+      const t0 = performance.now(), r = f(${args.join(", ")}), t1 = performance.now();
+      note(sym, name, t0, t1, ${pad.join(", ")});
       return r;
-    };
-  }
+    };`)(f, note, sym, name) as (...a: unknown[]) => unknown;
+  });
   let ms = 0;
   o.experts?.resetStats();
   try {
@@ -74,8 +112,9 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
     ms = performance.now() - t0;
   } finally { Object.assign(L, saved); }
   const per = (x: number) => (1000 * x) / o.steps;
-  const rows = [...acc].map(([kind, e]) => ({ kind, calls: e.calls / o.steps, us: per(e.ms), beforeUs: per(e.before) })).sort((p, q) => q.us + q.beforeUs - p.us - p.beforeUs);
-  return { streams: N, steps: o.steps, stepUs: per(ms), tokS: (N * o.steps) / (ms / 1000), betweenUs: per(between), overheadUs: per(overhead), rows,
+  const rows = K.labels.map((kind, k) => ({ kind, calls: K.calls[k] / o.steps, us: per(K.ms[k]), beforeUs: per(K.before[k]) }))
+    .sort((p, q) => q.us + q.beforeUs - p.us - p.beforeUs);
+  return { streams: N, steps: o.steps, stepUs: per(ms), tokS: (N * o.steps) / (ms / 1000), betweenUs: per(t.between), overheadUs: per(t.overhead), rows,
     ...(o.experts ? { expertMBRead: o.experts.stats().bytesRead / 1e6 } : {}) };
 }
 

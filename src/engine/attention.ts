@@ -7,7 +7,7 @@
 // Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, attnSegs, copyHeads, Fmt, type HeadsW, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { attn, attnSegs, copyHeads, Fmt, type HeadsW, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -84,16 +84,12 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   }
   rope(st.q.subarray(dn), S, Q, H, dn + dr, dr, st.pos, theta);
   // cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]: both over every row of the batch at once (the
-  // latents gathered into st.o_lat, free until the attention core), then each row copied to its cache
+  // latents gathered into st.o_lat, free until the attention core), then every segment's rows written to its cache
   const lat = st.o_lat;
   copyHeads({ a: lat, row: kvr, head: 0 }, { a: st.a, row: W, head: 0 }, S, 1, kvr);
   rmsnorm(lat, w.kv_a_norm, lat, S, kvr, eps);
   rope(st.a.subarray(kvr), S, W, 1, 0, dr, st.pos, theta);
-  for (const g of segs) {
-    const cache = g.kv.kv[kvLayer];
-    copyHeads({ a: cache.subarray(g.pos0 * W), row: W, head: 0 }, { a: lat.subarray(g.r0 * kvr), row: kvr, head: 0 }, g.n, 1, kvr);
-    copyHeads({ a: cache.subarray(g.pos0 * W + kvr), row: W, head: 0 }, { a: st.a.subarray(g.r0 * W + kvr), row: W, head: 0 }, g.n, 1, dr);
-  }
+  kvWrite(segs.map((g) => ({ cache: g.kv.kv[kvLayer], pos0: g.pos0, r0: g.r0, n: g.n })), lat, kvr, st.a.subarray(kvr), W, dr);
   // keys per row
   if (ix) indexerSelect(cfg, st, ix, layer, kvLayer, segs, S, hook, !!(w.q_a && w.q_b && w.q_a_norm));
   const useSel = keys !== "dense";

@@ -34,6 +34,7 @@ const symbols = {
   hb_gather_rows: { args: [ptr, i32, ptr, i32, ptr], returns: FFIType.void }, // (x, D, rows i32[n], n, out [n,D])
   // (dst, dRow, dHead, src, sRow, sHead, S, H, n): dst[s,h][0..n) = src[s,h][0..n) (sHead 0: shared by all heads)
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
+  hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32], returns: FFIType.void },
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
@@ -209,6 +210,19 @@ export const gatherRows = (x: F32, D: number, rows: Int32Array, n: number, out: 
 /** dst[s·dst.row + h·dst.head + i] = src[s·src.row + h·src.head + i] for s < S, h < H, i < n (src.head 0: shared) */
 export const copyHeads = (dst: Strided, src: Strided, S: number, H: number, n: number) =>
   hb().hb_copy_heads(dst.a, dst.row, dst.head, src.a, src.row, src.head, S, H, n);
+let kvDesc = new Float64Array(3 * 8);
+/** One segment of `kvWrite`: its cache [*, kvr + dr], the first cache row to write (pos0), batch rows [r0, r0+n). */
+export interface KvSeg { cache: F32; pos0: number; r0: number; n: number }
+/** For each segment, cache row pos0 + r = [lat row r0+r (kvr) ‖ kpe row r0+r (dr, rows kpeRow apart)], r < n: one call */
+export function kvWrite(segs: readonly KvSeg[], lat: F32, kvr: number, kpe: F32, kpeRow: number, dr: number) {
+  if (kvDesc.length < 3 * segs.length) kvDesc = new Float64Array(6 * segs.length);
+  for (let i = 0; i < segs.length; i++) {
+    const g = segs[i];
+    if ((g.pos0 + g.n) * (kvr + dr) > g.cache.length) throw new Error(`kvWrite: rows [${g.pos0}, ${g.pos0 + g.n}) outside the cache of ${g.cache.length / (kvr + dr)}`);
+    kvDesc[3 * i] = ptr_(g.cache) + 4 * g.pos0 * (kvr + dr); kvDesc[3 * i + 1] = g.r0; kvDesc[3 * i + 2] = g.n;
+  }
+  hb().hb_kv_write(segs.length, kvDesc, lat, kvr, kpe, kpeRow, dr);
+}
 /** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
 export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
 /** interleaved RoPE in place over S rows × nvec vectors of width dr */
