@@ -91,6 +91,12 @@ void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *ou
  * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr] */
 void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr);
 void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n);
+/* MoE router (route.c): S rows of logits z [S, E] -> experts / gates [S, K]; with off [E+1] (else NULL: no grouping)
+ * the pairs grouped by expert (rows / rgates [S·K], each expert's at [off[e], off[e+1]), rows ascending) and the
+ * union uni / cnt [E] (experts with rows, ascending, and their row counts); returns the union's size, -1 on bad sizes */
+int hb_moe_route(int S, int E, int K, const float *z, const float *bias, int nGroup, int topkGroup, int norm,
+                 double scale, int32_t *experts, float *gates, int32_t *off, int32_t *rows, float *rgates,
+                 int32_t *uni, int32_t *cnt);
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);

@@ -1,7 +1,8 @@
-// The router (spec §3.4) against a direct implementation: sigmoid scores, bias only for choosing,
+// The router (spec §3.4, ffi/route.c) against a direct implementation: sigmoid scores, bias only for choosing,
 // group-limited selection, ties to the lower expert id, norm_topk_prob and the routed scale.
 import { expect, test } from "bun:test";
 import { route } from "../src/engine/moe.ts";
+import { moeRoute } from "../src/engine/hb.ts";
 import type { Config } from "../src/model/config.ts";
 
 function direct(c: Pick<Config, "n_routed_experts" | "num_experts_per_tok" | "n_group" | "topk_group" | "norm_topk_prob" | "routed_scaling_factor">,
@@ -51,4 +52,33 @@ test("route matches the direct §3.4 implementation, grouped and ungrouped, with
     if (n_group > 1 && c.topk_group < n_group) grouped++;
   }
   expect(grouped).toBeGreaterThan(50);
+});
+
+test("moeRoute over S rows: each row as route alone; pairs grouped by expert (rows ascending) and the union", () => {
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+  const c = { n_routed_experts: 16, num_experts_per_tok: 3, n_group: 4, topk_group: 2, norm_topk_prob: true, routed_scaling_factor: 2.5 } as Config;
+  const E = 16, K = 3, S = 9, z = Float32Array.from({ length: S * E }, () => Math.round((rnd() - 0.5) * 8) / 2);
+  const bias = Float32Array.from({ length: E }, () => Math.round((rnd() - 0.5) * 4) / 8);
+  const ex = new Int32Array(S * K), g = new Float32Array(S * K);
+  const grp = { off: new Int32Array(E + 1), rows: new Int32Array(S * K), gates: new Float32Array(S * K), uni: new Int32Array(E), cnt: new Int32Array(E) };
+  const nu = moeRoute(S, E, K, z, bias, c.n_group, c.topk_group, true, 2.5, ex, g, grp);
+  const pairs: [number, number, number][] = []; // (expert, row, gate) in expert then row order
+  for (let s = 0; s < S; s++) {
+    const out = { experts: new Int32Array(K), weights: new Float32Array(K) };
+    route(c, z.subarray(s * E, (s + 1) * E), bias, out);
+    expect(ex.subarray(s * K, (s + 1) * K)).toEqual(out.experts);
+    expect(g.subarray(s * K, (s + 1) * K)).toEqual(out.weights);
+    for (let k = 0; k < K; k++) pairs.push([out.experts[k], s, out.weights[k]]);
+  }
+  pairs.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  expect([...grp.rows]).toEqual(pairs.map((p) => p[1]));
+  expect([...grp.gates]).toEqual(pairs.map((p) => p[2]));
+  const uni = [...new Set(pairs.map((p) => p[0]))];
+  expect(nu).toBe(uni.length);
+  expect([...grp.uni.subarray(0, nu)]).toEqual(uni);
+  expect([...grp.cnt.subarray(0, nu)]).toEqual(uni.map((e) => pairs.filter((p) => p[0] === e).length));
+  for (let e = 0; e < E; e++) expect(grp.off[e + 1] - grp.off[e]).toBe(pairs.filter((p) => p[0] === e).length);
+  expect(() => moeRoute(S, E, 17, z, bias, 1, 1, true, 1, new Int32Array(S * 17), new Float32Array(S * 17))).toThrow("bad sizes");
+  expect(() => moeRoute(S, E, K, z.subarray(1), bias, 1, 1, true, 1, ex, g)).toThrow("buffers too small");
 });

@@ -36,6 +36,7 @@ const symbols = {
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
   hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32], returns: FFIType.void },
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
+  hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
@@ -158,6 +159,18 @@ export function matmulMany(exact: boolean, ws: readonly ManyMat[], ys: readonly 
   b.run(exact, I);
 }
 const addr = (a: F32 | Weight) => (a.byteLength > 0 ? ptr_(a) : 0);
+/** An address that stays valid while `a` lives, to keep across calls: a small typed array's elements may live inline
+ *  in the engine's heap until its ArrayBuffer is first asked for, when they move to the buffer; ask first. */
+function stableAddr(a: F32 | Weight | Int32Array): number {
+  if (a.byteLength === 0) return 0;
+  void a.buffer;
+  return ptr_(a);
+}
+/** doubles of a matrix's constant part in a ManyBuilder entry: fmt, gs, O, address of W, of its scales */
+export const MANY_W = 5;
+export function packMat(w: Omit<ManyMat, "x" | "S">, out: Float64Array, at: number): void {
+  out[at] = w.fmt; out[at + 1] = w.gs; out[at + 2] = w.O; out[at + 3] = stableAddr(w.data); out[at + 4] = w.scales ? stableAddr(w.scales) : 0;
+}
 
 /**
  * matmulMany's descriptor written in place, one matrix at a time, for callers that give each matrix its own
@@ -167,14 +180,28 @@ const addr = (a: F32 | Weight) => (a.byteLength > 0 ? ptr_(a) : 0);
 export class ManyBuilder {
   private desc = new Float64Array(MANY_DESC * 64);
   private n = 0;
+  // the last x, y and rows buffers and their (stable) addresses: the adds of one call share them
+  private bufs: (F32 | Int32Array | null)[] = [null, null, null];
+  private addrs = [0, 0, 0];
+  private at(i: number, a: F32 | Int32Array): number {
+    if (this.bufs[i] !== a) { this.bufs[i] = a; this.addrs[i] = stableAddr(a); }
+    return this.addrs[i];
+  }
   reset(): this { this.n = 0; return this; }
   /**
    * y[yOff, yOff + S·O) = W [O, I] · x_rows, x_rows = x[xOff, xOff + S·I), or with `rows`: the rows
    * rows[rOff + s] (s < S) of x [*, I] (no copy in fast mode: they are quantized where they are)
    */
   add(w: Omit<ManyMat, "x" | "S">, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number, rows?: Int32Array, rOff = 0): void {
-    if (S <= 0 || xOff < 0 || yOff < 0 || yOff + S * w.O > y.length || (rows ? rOff < 0 || rOff + S > rows.length : xOff + S * I > x.length))
-      throw new Error(`ManyBuilder: ${S} rows of ${I} at ${xOff} (of ${x.length}) -> ${w.O} at ${yOff} (of ${y.length})`);
+    packMat(w, this.one, 0);
+    this.addPacked(this.one, 0, I, x, xOff, S, y, yOff, rows, rOff);
+  }
+  private one = new Float64Array(MANY_W);
+  /** `add` of a matrix packed by `packMat` into w[at, at + MANY_W) (callers keep packed copies of matrices they reuse) */
+  addPacked(w: Float64Array, at: number, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number, rows?: Int32Array, rOff = 0): void {
+    const O = w[at + 2];
+    if (S <= 0 || xOff < 0 || yOff < 0 || yOff + S * O > y.length || (rows ? rOff < 0 || rOff + S > rows.length : xOff + S * I > x.length))
+      throw new Error(`ManyBuilder: ${S} rows of ${I} at ${xOff} (of ${x.length}) -> ${O} at ${yOff} (of ${y.length})`);
     if (rows) for (let s = 0; s < S; s++) {
       const r = rows[rOff + s];
       if (!(r >= 0 && xOff + (r + 1) * I <= x.length)) throw new Error(`ManyBuilder: row ${r} outside the ${x.length / I} rows of x`);
@@ -182,9 +209,9 @@ export class ManyBuilder {
     if (this.n === 4096) throw new Error("ManyBuilder: more than 4096 matrices");
     if (this.desc.length < MANY_DESC * (this.n + 1)) { const d = new Float64Array(2 * this.desc.length); d.set(this.desc); this.desc = d; }
     const d = this.desc, k = MANY_DESC * this.n++;
-    d[k] = w.fmt; d[k + 1] = w.gs; d[k + 2] = w.O; d[k + 3] = addr(w.data); d[k + 4] = w.scales ? addr(w.scales) : 0;
-    d[k + 5] = ptr_(y) + 4 * yOff; d[k + 6] = ptr_(x) + 4 * xOff; d[k + 7] = S;
-    d[k + 8] = rows ? ptr_(rows) + 4 * rOff : 0; d[k + 9] = 0;
+    for (let i = 0; i < MANY_W; i++) d[k + i] = w[at + i];
+    d[k + 5] = this.at(0, y) + 4 * yOff; d[k + 6] = this.at(1, x) + 4 * xOff; d[k + 7] = S;
+    d[k + 8] = rows ? this.at(2, rows) + 4 * rOff : 0; d[k + 9] = 0;
   }
   /** every matrix added since reset(), in one call (rows of I elements) */
   run(exact: boolean, I: number): void {
@@ -225,6 +252,20 @@ export function kvWrite(segs: readonly KvSeg[], lat: F32, kvr: number, kpe: F32,
 }
 /** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
 export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
+/** The router's choice for S rows (ffi/route.c, spec §3.4): z [S, E] -> experts / gates [S, K]; with `group`, the
+ *  pairs grouped by expert (off [E+1]; rows / gates of each expert's pairs) and the union with its row counts
+ *  (uni / cnt [E]). Returns the union's size (0 without `group`). */
+export function moeRoute(S: number, E: number, K: number, z: F32, bias: F32 | null, nGroup: number, topkGroup: number, norm: boolean,
+  scale: number, experts: Int32Array, gates: F32,
+  group: { off: Int32Array; rows: Int32Array; gates: F32; uni: Int32Array; cnt: Int32Array } | null = null): number {
+  if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E) ||
+    (group && (group.off.length < E + 1 || group.rows.length < S * K || group.gates.length < S * K || group.uni.length < E || group.cnt.length < E)))
+    throw new Error(`moeRoute: buffers too small for ${S} rows of ${E} experts, top ${K}`);
+  const n = hb().hb_moe_route(S, E, K, z, bias, nGroup, topkGroup, norm ? 1 : 0, scale, experts, gates,
+    group?.off ?? null, group?.rows ?? null, group?.gates ?? null, group?.uni ?? null, group?.cnt ?? null);
+  if (n < 0) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${nGroup}, topk_group ${topkGroup})`);
+  return n;
+}
 /** interleaved RoPE in place over S rows × nvec vectors of width dr */
 export function rope(x: F32, S: number, rowStride: number, nvec: number, vecStride: number, dr: number, pos: Int32Array, theta: number) {
   hb().hb_rope(x, S, rowStride, nvec, vecStride, dr, pos, theta);

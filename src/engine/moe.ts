@@ -9,7 +9,7 @@
 // are module-level (grown as needed).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, Fmt, gatherRows, ManyBuilder, scatterAxpy, swiglu } from "./hb.ts";
+import { add, Fmt, gatherRows, ManyBuilder, MANY_W, moeRoute, packMat, scatterAxpy, swiglu } from "./hb.ts";
 import { mm, mmMany } from "./mat.ts";
 import type { RunState } from "./state.ts";
 
@@ -23,50 +23,10 @@ export function mlp(st: RunState, w: Mlp, x: Float32Array, S: number, y: Float32
 
 export interface Route { experts: Int32Array; weights: Float32Array } // [K] each
 
-let rs = new Float64Array(0), rc = new Float64Array(0), top = new Int32Array(0); // router scratch
-
-/** Router for one row: z [E] logits -> the K chosen experts and their gates (spec §3.4). */
+/** Router for one row: z [E] logits -> the K chosen experts and their gates (spec §3.4; ffi/route.c). */
 export function route(cfg: Config, z: Float32Array, bias: Float32Array | null, out: Route): void {
-  const E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
-  if (rs.length < E) { rs = new Float64Array(E); rc = new Float64Array(E); top = new Int32Array(E); }
-  const s = rs, c = rc;
-  for (let e = 0; e < E; e++) {
-    s[e] = 1 / (1 + Math.exp(-z[e]));
-    c[e] = s[e] + (bias ? bias[e] : 0);
-  }
-  if (cfg.n_group > 1) limitGroups(cfg, c);
-  // top-K of c in descending order, ties -> lower expert id (insertion into a sorted list of K)
-  let n = 0;
-  for (let e = 0; e < E; e++) {
-    const v = c[e];
-    if (n === K && !(v > c[top[K - 1]])) continue; // not better than the K-th (equal: the lower id stays)
-    let i = n < K ? n++ : K - 1;
-    while (i > 0 && v > c[top[i - 1]]) { top[i] = top[i - 1]; i--; }
-    top[i] = e;
-  }
-  let sum = 0;
-  for (let k = 0; k < K; k++) { out.experts[k] = top[k]; sum += s[top[k]]; }
-  for (let k = 0; k < K; k++) {
-    let g = s[top[k]];
-    if (cfg.norm_topk_prob) g /= sum + 1e-20;
-    out.weights[k] = g * cfg.routed_scaling_factor;
-  }
-}
-
-/** Group-limited routing: keep the topk_group groups with the largest sum of their top-2 c. */
-export function limitGroups(cfg: Config, c: Float64Array): void {
-  const E = cfg.n_routed_experts, G = cfg.n_group, per = E / G;
-  const gscore: number[] = [];
-  for (let g = 0; g < G; g++) {
-    let m1 = -Infinity, m2 = -Infinity;
-    for (let e = g * per; e < (g + 1) * per; e++) {
-      if (c[e] > m1) { m2 = m1; m1 = c[e]; } else if (c[e] > m2) m2 = c[e];
-    }
-    gscore.push(per > 1 ? m1 + m2 : m1);
-  }
-  const keep = gscore.map((v, g) => g).sort((a, b) => (gscore[b] - gscore[a]) || (a - b)).slice(0, cfg.topk_group);
-  const kept = new Set(keep);
-  for (let g = 0; g < G; g++) if (!kept.has(g)) for (let e = g * per; e < (g + 1) * per; e++) c[e] = -Infinity;
+  moeRoute(1, cfg.n_routed_experts, cfg.num_experts_per_tok, z, bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob,
+    cfg.routed_scaling_factor, out.experts, out.weights);
 }
 
 /**
@@ -92,27 +52,12 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
   shared: Mlp | null = null, zReady = false): void {
   const D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
   if (!zReady) mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
-  // route each row, then group the (row, gate) pairs by expert: rows ascending within each expert
+  // route each row; its (row, gate) pairs grouped by expert (rows ascending within each) and the union, in one call
   const off = st.moff, mrows = st.mrows, mgates = st.mgates;
-  off.fill(0);
-  for (let s = 0; s < S; s++) {
-    route(cfg, st.z.subarray(s * E, (s + 1) * E), w.bias, { experts: st.mexp.subarray(s * K, (s + 1) * K), weights: st.mgate.subarray(s * K, (s + 1) * K) });
-    for (let k = 0; k < K; k++) off[st.mexp[s * K + k] + 1]++;
-  }
-  for (let e = 0; e < E; e++) off[e + 1] += off[e];
-  for (let s = 0; s < S; s++)
-    for (let k = 0; k < K; k++) {
-      const e = st.mexp[s * K + k], at = off[e]++; // off[e] walks to the start of e + 1 ...
-      mrows[at] = s; mgates[at] = st.mgate[s * K + k];
-    }
-  for (let e = E; e > 0; e--) off[e] = off[e - 1]; // ... so shift back: e's rows are [off[e], off[e+1])
-  off[0] = 0;
+  const nu = moeRoute(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
+    st.mexp, st.mgate, { off, rows: mrows, gates: mgates, uni: st.muni, cnt: st.mcnt });
   y.fill(0, 0, S * D);
-  const union: number[] = [], counts: number[] = [];
-  for (let e = 0; e < E; e++) {
-    const n = off[e + 1] - off[e];
-    if (n > 0) { union.push(e); counts.push(n); }
-  }
+  const union = Array.from(st.muni.subarray(0, nu)), counts = Array.from(st.mcnt.subarray(0, nu));
   const batch = w.resolve?.(union, counts);
   if (!batch) {
     batched(st, union.map((e) => w.expert(e)), union, x, D, y, shared, S);
@@ -142,6 +87,20 @@ function sharedDown(st: RunState, sh: Mlp, S: number, D: number, y: Float32Array
 }
 
 const upMany = new ManyBuilder(), downMany = new ManyBuilder(); // descriptors of batched()'s two calls
+/** each expert's gate, up and down packed for ManyBuilder.addPacked, then down.I: one small array read per expert and
+ *  step instead of its nine matrix and array objects (cold by then: the weights streamed through the caches). Keyed by
+ *  the Mlp object: a cache slot that takes another expert makes a new one. */
+const packed = new WeakMap<Mlp, Float64Array>();
+function packOf(w: Mlp): Float64Array {
+  let p = packed.get(w);
+  if (!p) {
+    p = new Float64Array(3 * MANY_W + 1);
+    packMat(w.gate, p, 0); packMat(w.up, p, MANY_W); packMat(w.down, p, 2 * MANY_W);
+    p[3 * MANY_W] = w.down.I;
+    packed.set(w, p);
+  }
+  return p;
+}
 
 /**
  * Every expert of the union at once: every gate ‖ up in one batched call on its rows of x (by index, grouped
@@ -153,11 +112,11 @@ function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D:
   const off = st.moff, n = off[off.length - 1], F = mlps[0].gate.O;
   const up = upMany.reset(), down = downMany.reset();
   for (let u = 0; u < union.length; u++) { // each expert's rows of x by index (st.mrows): no gathered copy
-    const e = union[u], r0 = off[e], k = off[e + 1] - r0, w = mlps[u];
-    if (w.gate.O !== F || w.up.O !== F || w.down.I !== F) throw new Error(`${w.gate.name}: experts of one layer differ in shape`);
-    up.add(w.gate, D, x, 0, k, st.ehg, r0 * F, st.mrows, r0);
-    up.add(w.up, D, x, 0, k, st.ehu, r0 * F, st.mrows, r0);
-    down.add(w.down, F, st.ehg, r0 * F, k, st.eye, r0 * D);
+    const e = union[u], r0 = off[e], k = off[e + 1] - r0, p = packOf(mlps[u]);
+    if (p[2] !== F || p[MANY_W + 2] !== F || p[3 * MANY_W] !== F) throw new Error(`${mlps[u].gate.name}: experts of one layer differ in shape`);
+    up.addPacked(p, 0, D, x, 0, k, st.ehg, r0 * F, st.mrows, r0);
+    up.addPacked(p, MANY_W, D, x, 0, k, st.ehu, r0 * F, st.mrows, r0);
+    down.addPacked(p, 2 * MANY_W, F, st.ehg, r0 * F, k, st.eye, r0 * D);
   }
   up.run(st.exact, D);
   swiglu(st.ehg, st.ehu, st.ehg, n * F);

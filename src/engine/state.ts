@@ -41,6 +41,8 @@ export class RunState {
   mrows!: Int32Array;    // [S·K] rows grouped by expert (ascending expert, rows ascending within)
   mgates!: Float32Array; // [S·K] the gates in that order
   moff!: Int32Array;     // [E + 1] expert e's rows are mrows[moff[e] .. moff[e+1])
+  muni!: Int32Array;     // [E] the experts with rows (the union), ascending
+  mcnt!: Int32Array;     // [E] their row counts
   eye!: Float32Array;    // [S·K, D] their outputs
   ehg!: Float32Array;    // [S·K, moe_inter] gate activations
   ehu!: Float32Array;    // [S·K, moe_inter] up activations
@@ -76,7 +78,7 @@ export class RunState {
     this.z = f(S * c.n_routed_experts);
     const SK = S * Math.max(1, c.num_experts_per_tok);
     this.mexp = new Int32Array(SK); this.mgate = f(SK); this.mrows = new Int32Array(SK); this.mgates = f(SK);
-    this.moff = new Int32Array(c.n_routed_experts + 1);
+    this.moff = new Int32Array(c.n_routed_experts + 1); this.muni = new Int32Array(c.n_routed_experts); this.mcnt = new Int32Array(c.n_routed_experts);
     const SKe = c.n_routed_experts > 0 ? SK : 0;
     this.eye = f(SKe * D); this.ehg = f(SKe * c.moe_intermediate_size); this.ehu = f(SKe * c.moe_intermediate_size); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
     this.rows = S; this.ctx = T;
