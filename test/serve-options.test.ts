@@ -74,10 +74,11 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
       "--threads", "1", "--chat-template", templateFile, "--cors", `${UI},http://other.example`, "--api-key", KEY],
     { cwd: REPO, stdout: "pipe", stderr: "pipe" });
     const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
+    let ended = false;
+    (async () => { for (;;) { const { value, done } = await reader.read(); if (done) { ended = true; return; } log += dec.decode(value); } })();
     while (!/ready on /.test(log)) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`serve exited early:\n${log}`);
-      log += dec.decode(value);
+      if (ended) throw new Error(`serve exited early:\n${log}`);
+      await Bun.sleep(20);
     }
     url = /listening on (\S+)/.exec(log)![1];
   }, 60_000);
@@ -94,7 +95,18 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
     const r = (await (await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { ...auth, "content-type": "application/json" },
       body: JSON.stringify({ model: "tiny-chat", messages: [{ role: "user", content: "Hi" }], max_tokens: 2, temperature: 0 }) })).json()) as any;
     expect(r.model).toBe("tiny-chat");
-    expect(r.usage.prompt_tokens).toBe(loadTokenizer(TINY).encode("[user] Hi\n[assistant]").length);
+    const prompt = loadTokenizer(TINY).encode("[user] Hi\n[assistant]").length;
+    expect(r.usage.prompt_tokens).toBe(prompt);
+    // one line per finished request on stderr
+    for (let i = 0; i < 100 && !log.includes(" generated in "); i++) await Bun.sleep(20);
+    expect(log).toMatch(new RegExp(`request \\d+: ${prompt} prompt tokens \\(0 cached\\) \\+ 2 generated in [\\d.]+ s, decode [\\d.]+ tok/s, length`));
+  });
+
+  test("/props: llama-server's fields (context, slots, chat template, alias)", async () => {
+    expect((await fetch(`${url}/props`)).status).toBe(401);
+    const p = (await (await fetch(`${url}/props`, { headers: auth })).json()) as any;
+    expect(p).toMatchObject({ model_alias: "tiny-chat", model_path: TINY, total_slots: 1, chat_template: TEMPLATE });
+    expect(p.default_generation_settings.n_ctx).toBeGreaterThan(1);
   });
 
   test("messages go through the given template", async () => {

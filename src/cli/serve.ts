@@ -15,11 +15,12 @@ import { choice, threadsAndTemplate, intOption, parseCli, UsageError, type Comma
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
-                         [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui]
+                         [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
-/health, /metrics, /slots), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page at /.
+/health, /metrics, /slots, /props), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page
+at /. Each finished request is logged on stderr (its tokens, speed and finish reason) unless --quiet.
 The port is bound before the model loads: /health answers 503 {"status":"loading"} until ready.
 
 options:
@@ -48,6 +49,7 @@ options:
                    * = any origin); default: no CORS headers at all
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
   --no-ui          no chat page at / (it holds no data; its requests carry the API key typed into it)
+  --quiet          no line per finished request on stderr
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -99,7 +101,7 @@ async function run(argv: string[]): Promise<number> {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "chat-template": { type: "string" },
-    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
+    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -126,7 +128,8 @@ async function run(argv: string[]): Promise<number> {
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
-    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, alias: v.alias, ...engineOpts });
+    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, alias: v.alias, ...engineOpts },
+      v.quiet ? undefined : log);
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
     engine.close();
@@ -134,7 +137,7 @@ async function run(argv: string[]): Promise<number> {
   }
 
   const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias,
-    cors: corsOption(v.cors, help), ui: !v["no-ui"], ...engineOpts });
+    cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, ...engineOpts });
   log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
   log(`SERVING MODEL ${dir} with ${slots} slots${apiKey ? ", API key required" : ""}; loading…`);
   try {

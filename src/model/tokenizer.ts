@@ -21,6 +21,8 @@ export interface ChatMessage {
 export class TextCodec {
   private tok: Tokenizer;
   private template: Template | null;
+  /** the chat template's source (null: none) */
+  readonly templateText: string | null;
   /** the id of tokenizer_config.json's eos_token, when it names a token */
   readonly eosId: number | null;
   private vocabs = new Map<string, TokenVocab>();
@@ -30,7 +32,8 @@ export class TextCodec {
   constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, chatTemplate?: string) {
     this.tok = new Tokenizer(tokenizerJson as object, tokenizerConfig as object);
     const t = chatTemplate ?? tokenizerConfig.chat_template;
-    this.template = typeof t === "string" ? new Template(t) : null;
+    this.templateText = typeof t === "string" ? t : null;
+    this.template = this.templateText === null ? null : new Template(this.templateText);
     const eos = tokenizerConfig.eos_token;
     const name = typeof eos === "string" ? eos : typeof (eos as { content?: unknown })?.content === "string" ? (eos as { content: string }).content : null;
     this.eosId = name === null ? null : this.tok.token_to_id(name) ?? null;

@@ -68,6 +68,16 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   });
 
   if (ui) app.get("/", (c) => c.html(chatPage as unknown as string)); // (a text import: a string, whatever bun-types says of .html)
+  // llama-server's /props (its web UI and some clients read the context size and chat template there)
+  app.get("/props", (c) => {
+    if (engine.state !== "ready") return notReady(engine);
+    const i = engine.info!;
+    return c.json({
+      model_alias: i.model, model_path: i.dir, total_slots: i.slots, chat_template: i.chatTemplate ?? "",
+      default_generation_settings: { n_ctx: i.ctx, params: { temperature: 1, top_p: 1, min_p: 0, top_k: 0 } },
+      modalities: { vision: false, audio: false }, build_info: o.fingerprint,
+    });
+  });
   app.get("/metrics", () => new Response(metricsText(engine, httpRequests), { headers: { "content-type": "text/plain; version=0.0.4" } }));
   app.get("/slots", (c) => c.json({ slots: engine.stats.slots, busy: engine.stats.busy, queue: engine.stats.queue }));
   app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));

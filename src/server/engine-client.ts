@@ -1,6 +1,7 @@
 // The HTTP side's handle on the engine worker: starts it (the model loads there), routes request
-// events to their subscribers by request id and keeps the counters /metrics reports. State: the
-// worker, load status, the live request callbacks, the latest worker stats and the totals.
+// events to their subscribers by request id, keeps the counters /metrics reports and, given a log,
+// writes one line per finished request. State: the worker, load status, the live request callbacks, the
+// latest worker stats, the totals and the accepted requests' prompt sizes (for their log lines).
 import type { Call, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
 
 export type Reply = { ok: true; value: unknown } | { ok: false; detail: string };
@@ -31,8 +32,10 @@ export class EngineClient {
   private subs = new Map<number, (ev: ReqEvent) => void>();
   private calls = new Map<number, (r: Reply) => void>();
   private nextRid = 1;
+  private accepted = new Map<number, { prompt: number; cached: number; t0: number }>();
 
-  constructor(opts: EngineOptions) {
+  /** log: one line per finished request (tokens, speed, why it ended), as llama-server and vLLM print them */
+  constructor(opts: EngineOptions, private readonly log?: (line: string) => void) {
     let ok!: (i: ReadyInfo) => void, fail!: (e: Error) => void;
     this.ready = new Promise((a, b) => { ok = a; fail = b; });
     this.ready.catch(() => {}); // observed through `state`; callers that await it handle it
@@ -65,13 +68,25 @@ export class EngineClient {
       case "stats": this.stats = ev.stats; return;
       case "reply": this.calls.get(ev.rid)?.(ev); this.calls.delete(ev.rid); return;
     }
-    if (ev.t === "accept") { this.totals.prompt_tokens += ev.prompt_tokens; this.totals.cached_tokens += ev.cached_tokens; }
-    else if (ev.t === "tok") this.totals.generated_tokens++;
+    if (ev.t === "accept") {
+      this.totals.prompt_tokens += ev.prompt_tokens; this.totals.cached_tokens += ev.cached_tokens;
+      if (this.log) this.accepted.set(ev.rid, { prompt: ev.prompt_tokens, cached: ev.cached_tokens, t0: performance.now() });
+    } else if (ev.t === "tok") this.totals.generated_tokens++;
     else if (ev.t === "done") this.totals.finished++;
     else if (ev.t === "error") this.totals.failed++;
+    if (this.log && (ev.t === "done" || ev.t === "error")) this.logEnd(ev);
     const cb = this.subs.get(ev.rid);
     if (ev.t === "done" || ev.t === "error") this.subs.delete(ev.rid);
     cb?.(ev);
+  }
+
+  private logEnd(ev: Extract<ReqEvent, { t: "done" | "error" }>): void {
+    const a = this.accepted.get(ev.rid);
+    this.accepted.delete(ev.rid);
+    if (ev.t === "error") { this.log!(`request ${ev.rid}: ${ev.code === "CANCELLED" ? "cancelled" : `failed (${ev.code}: ${ev.detail})`}`); return; }
+    const s = a ? (performance.now() - a.t0) / 1000 : 0;
+    this.log!(`request ${ev.rid}: ${ev.prompt_tokens} prompt tokens (${ev.cached_tokens} cached) + ${ev.emitted} generated in ${s.toFixed(2)} s, ` +
+      `decode ${ev.decode_tok_s.toFixed(1)} tok/s, ${ev.reason}`);
   }
 
   /** Ask the worker's tokenizer (answered between two scheduler steps). */

@@ -53,7 +53,7 @@ export interface WorkerOptions {
   threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
 }
 
-export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number }
+export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number; chatTemplate: string | null }
 
 export interface TopLogprob { id: number; lp: number; text: string }
 /** One prompt token of an echo: its logprob given the tokens before it (null for the first). */

@@ -13,6 +13,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   apiKey?: string;
   cors?: string[];         // origins browsers may call from ("*": any; default none)
   ui?: boolean;            // the chat page at / (default true; --no-ui)
+  log?: (line: string) => void; // one line per finished request (serve: stderr unless --quiet)
   maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
 }
 
@@ -38,8 +39,8 @@ export function startServer(o: ServeOptions): Server {
     idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
     fetch: (req) => app!.fetch(req),
   });
-  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, maxBody: _b, ...w } = o;
-  const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK });
+  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, ...w } = o;
+  const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
