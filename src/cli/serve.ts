@@ -4,7 +4,7 @@ import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 import { parseDeviceMode } from "../../gpu/device.ts";
 import { DEVICE_HELP, deviceFlags } from "./device.ts";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, startServer } from "../server/server.ts";
@@ -16,6 +16,7 @@ const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
+                         [--slot-save-path DIR]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
@@ -50,6 +51,9 @@ options:
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
   --no-ui          no chat page at / (it holds no data; its requests carry the API key typed into it)
   --quiet          no line per finished request on stderr
+  --slot-save-path DIR  allow POST /slots/{id}?action=save|restore {"filename"} (a slot's KV cache to DIR/filename
+                   and back into any idle slot: later prompts with that prefix prefill only the rest) and
+                   ?action=erase; created if missing (llama-server's flag and API)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -85,6 +89,15 @@ function corsOption(s: string | undefined, help: string): string[] | undefined {
   return list;
 }
 
+/** --slot-save-path DIR: an absolute folder, created if missing */
+function slotSavePath(dir: string | undefined, help: string): string | undefined {
+  if (dir === undefined) return undefined;
+  if (dir === "") throw new UsageError("--slot-save-path must not be empty", help);
+  const abs = resolve(dir);
+  try { mkdirSync(abs, { recursive: true }); } catch (e) { throw new UsageError(`--slot-save-path ${abs}: ${(e as Error).message}`, help); }
+  return abs;
+}
+
 const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 
 /** The embedded demo model, announced loudly (`what`: "serving", "chatting with"; each banner line through
@@ -101,7 +114,7 @@ async function run(argv: string[]): Promise<number> {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "chat-template": { type: "string" },
-    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
+    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -121,7 +134,7 @@ async function run(argv: string[]): Promise<number> {
   const engineOpts = {
     draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
-    ...threadsAndTemplate(v, help),
+    ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
   };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);

@@ -125,7 +125,17 @@ export class KvFile {
    * failing its CRC ends the load there (the count is cut to match).
    */
   load(opts: ForwardOpts = {}): Session {
-    const s = new Session(this.m, opts), R = this.recordBytes, N = this.count;
+    const s = new Session(this.m, opts);
+    this.loadInto(s);
+    return s;
+  }
+
+  /** `load` into an existing Session (emptied first; a server's slot keeps its buffers); returns the rows loaded. */
+  loadInto(s: Session): number {
+    if (s.m !== this.m && modelShape(s.m).weights !== this.shape.weights) throw new Error(`${this.path}: load into another model`);
+    const R = this.recordBytes, N = this.count;
+    s.truncate(0);
+    s.kv.truncate(0);
     s.kv.reserve(N);
     const hidden = this.shape.hidden_rows ? new Float32Array(N * this.shape.hidden_size) : null;
     const CH = Math.max(1, Math.floor((8 << 20) / R)); // records per read (~8 MiB)
@@ -149,6 +159,6 @@ export class KvFile {
     s.kv.len = ok;
     s.kv.wrote(0);
     s.adopt(this.tokens.slice(0, ok), hidden);
-    return s;
+    return ok;
   }
 }

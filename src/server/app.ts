@@ -13,6 +13,7 @@ import { metricsText } from "./metrics.ts";
 import { muxHttp } from "./mux-http.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
 import { detokenize, tokenize } from "./tokenize.ts";
+import { slotAction } from "./slot-files.ts";
 import chatPage from "./ui.html" with { type: "text" };
 
 /** cors: origins allowed to call from a browser ("*": any; absent or empty: none); ui: the chat page at / (default on) */
@@ -79,6 +80,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
     });
   });
   app.get("/metrics", () => new Response(metricsText(engine, httpRequests), { headers: { "content-type": "text/plain; version=0.0.4" } }));
+  app.post("/slots/:id", (c) => slotAction(c.req.raw, c.req.param("id"), c.req.query("action"), engine, o));
   app.get("/slots", (c) => c.json({ slots: engine.stats.slots, busy: engine.stats.busy, queue: engine.stats.queue }));
   app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));
   app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));

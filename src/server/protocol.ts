@@ -51,6 +51,7 @@ export interface WorkerOptions {
   alias?: string;          // the model id the API reports and accepts (default: the directory's name)
   chatTemplate?: string;   // a Jinja chat template replacing the model's (the text of --chat-template FILE)
   threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
+  slotSavePath?: string;   // folder of the slots' KV files (POST /slots/{id}?action=save|restore); absent: off
 }
 
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number; chatTemplate: string | null }
@@ -85,7 +86,8 @@ export interface Stats {
 /** A question for the worker's tokenizer (POST /tokenize, /detokenize), answered by a `reply`. */
 export type Call =
   | { op: "tokenize"; prompt: PromptSpec; pieces: boolean; generationPrompt: boolean }
-  | { op: "detokenize"; ids: number[] };
+  | { op: "detokenize"; ids: number[] }
+  | { op: "slot"; action: "save" | "restore" | "erase"; id: number; filename: string | null };
 
 export type ToWorker =
   | { t: "init"; opts: WorkerOptions }

@@ -23,7 +23,7 @@ const TokenizeRequest = z.object({
 const DetokenizeRequest = z.object({ model: nullish(z.string().max(256)), tokens: z.array(z.int().min(0)).max(1 << 20) });
 
 /** Worker side: the reply to a tokenize / detokenize call (an Error's message names the bad field). */
-export function tokenizeCall(m: Call, codec: TextCodec, vocab: number): unknown {
+export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec, vocab: number): unknown {
   if (m.op === "detokenize") {
     const bad = m.ids.findIndex((t) => t >= vocab);
     if (bad >= 0) throw new Error(`tokens.${bad}: ${m.ids[bad]} is outside [0, ${vocab})`);

@@ -1,13 +1,15 @@
 // The engine worker (a Bun Worker): loads the model and tokenizer, owns the Scheduler (KV slots,
 // queue) and runs its steps off the HTTP thread. Messages (protocol.ts) are handled between steps,
 // so a cancel frees its slot within one step. Posts `ready` (or `fatal`), request events and stats.
-// Grammars of constrained requests are compiled here (Scheduler → GrammarCache, an LRU by text).
+// Grammars of constrained requests are compiled here (Scheduler → GrammarCache, an LRU by text); slot files
+// (POST /slots/{id}) are saved and restored here too, on idle slots.
 import { basename } from "node:path";
-import { loadModel } from "../engine/model.ts";
+import { loadModel, type Model } from "../engine/model.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
 import type { FromWorker, ToWorker } from "./protocol.ts";
 import { Scheduler, stepRows } from "./scheduler.ts";
 import { tokenizeCall } from "./tokenize.ts";
+import { slotCall } from "./slot-files.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
 import { attachExperts, type ExpertStore } from "../engine/experts/index.ts";
 import { openDevice } from "../../gpu/device.ts";
@@ -19,6 +21,8 @@ const STATS_MS = 250;
 let sched: Scheduler | null = null;
 let codec: TextCodec | null = null;
 let vocab = 0;
+let model: Model | null = null;
+let slotSavePath: string | undefined;
 let store: ExpertStore | null = null;
 let running = false;
 let lastStats = 0;
@@ -61,6 +65,8 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     if (o.loadDelayMs) await Bun.sleep(o.loadDelayMs);
     const threads = o.threads ? hb().hb_init(o.threads) : hb().hb_nthreads();
     const m = loadModel(o.dir);
+    model = m;
+    slotSavePath = o.slotSavePath;
     codec = loadTokenizer(o.dir, o.chatTemplate);
     vocab = m.cfg.vocab_size;
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
@@ -83,8 +89,12 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   if (msg.t === "init") return void init(msg.opts);
   if (msg.t === "call") {
     try {
-      if (!codec || !sched) throw new Error("the model is not loaded");
-      post({ t: "reply", rid: msg.rid, ok: true, value: tokenizeCall(msg.call, codec, vocab) });
+      if (!codec || !sched || !model) throw new Error("the model is not loaded");
+      const c = msg.call;
+      const value = c.op === "slot" ? slotCall(c, model, sched.slots.map((s) => ({ sess: s.sess, busy: s.job !== null })), slotSavePath)
+        : tokenizeCall(c, codec, vocab);
+      if (c.op === "slot") postStats(true); // /slots shows the slot's new length by the time the reply arrives
+      post({ t: "reply", rid: msg.rid, ok: true, value });
     } catch (e) { post({ t: "reply", rid: msg.rid, ok: false, detail: e instanceof Error ? e.message : String(e) }); }
     return;
   }
