@@ -50,6 +50,7 @@ interface Job {
   next: number;             // sampled, not yet fed
   drafts: JobDrafts | null; // its drafting state (null: no drafting)
   plp: PromptTok[] | null;  // echo with logprobs: the prompt tokens' entries so far
+  stops: Set<number>;       // ids that end it: the model's end ids (unless ignore_eos) and its stop_ids
   tFirst: number; tLast: number;
 }
 
@@ -133,6 +134,7 @@ export class Scheduler {
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
       drafts: this.drafter?.forJob(sampler) ?? null,
       plp: req.echo && req.logprobs !== undefined ? [] : null,
+      stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -243,9 +245,13 @@ export class Scheduler {
     const g = j.grammar;
     j.pen?.apply(logits);
     if (g && g.mask(logits) === 0) return (this.finish(j, "stop"), false); // nothing can continue the grammar
+    if (j.emitted < (j.req.min_tokens ?? 0)) { // min_tokens: no end yet (and when nothing else is left, it ends here)
+      for (const t of j.stops) if (t < logits.length) logits[t] = -Infinity;
+      if (g && !logits.some((v) => v > -Infinity)) return (this.finish(j, "stop"), false); // (only a grammar leaves none)
+    }
     const id = draft < 0 ? j.sampler.sample(logits) : verifyDraft(logits, draft, q, j.sampler).token;
     j.pen?.accept(id);
-    if (this.stopIds.has(id)) return (this.finish(j, "stop"), false);
+    if (j.stops.has(id)) return (this.finish(j, "stop"), false);
     g?.accept(id); // (cannot throw: the mask allowed it; if it did, the caller fails the job)
     const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, (t) => this.codec.decode([t]));
     const d = j.detok.push(id);

@@ -48,6 +48,11 @@ const sampling = {
     }),
   ], { message: "type must be text, json_object or json_schema" })),
   grammar: nullish(z.string().min(1, "must not be empty")), // extension (llama-server): GBNF, start rule `root`
+  // vLLM's (ignore_eos also llama-server's): the model's end ids do not stop; more ids that stop; end and stop ids
+  // banned until min_tokens tokens are out
+  ignore_eos: nullish(z.boolean()),
+  stop_token_ids: nullish(z.array(z.int().min(0)).max(64)),
+  min_tokens: nullish(z.int().min(0)),
 };
 
 const Part = z.object({ type: z.literal("text", { message: "only text content parts are supported" }), text: z.string() });
@@ -150,8 +155,17 @@ export function penaltiesOf(b: Penalized): PenaltyParams | undefined {
   return penaltiesOff(p) ? undefined : p;
 }
 
-/** An ApiError naming logit_bias when one of its token ids is outside the vocabulary [0, V). */
-export function biasOutside(b: Penalized, V: number): ApiError | null {
+type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens">;
+/** The request's end-of-output controls as GenRequest fields (absent when at their defaults). */
+export const stoppingOf = (b: Stopping) => ({
+  ...(b.ignore_eos ? { ignore_eos: true } : {}), ...(b.stop_token_ids?.length ? { stop_ids: b.stop_token_ids } : {}),
+  ...(b.min_tokens ? { min_tokens: b.min_tokens } : {}),
+});
+
+/** An ApiError naming logit_bias or stop_token_ids when one of their token ids is outside the vocabulary [0, V). */
+export function biasOutside(b: Penalized & Stopping, V: number): ApiError | null {
+  const i = (b.stop_token_ids ?? []).findIndex((t) => t >= V);
+  if (i >= 0) return apiError(400, `stop_token_ids: token id ${b.stop_token_ids![i]} is outside the vocabulary [0, ${V})`, `stop_token_ids.${i}`, "invalid_value");
   const t = Object.keys(b.logit_bias ?? {}).find((k) => Number(k) >= V);
   return t === undefined ? null : apiError(400, `logit_bias: token id ${t} is outside the vocabulary [0, ${V})`, `logit_bias.${t}`, "invalid_value");
 }

@@ -1,0 +1,62 @@
+// vLLM's end-of-output controls on the OpenAI routes (shared fixture): ignore_eos (the model's end ids do not
+// end the output), stop_token_ids (more ids that do, not emitted), min_tokens (end and stop ids banned until that
+// many tokens are out); logit_bias makes the model pick the id in question at every step, so each rule decides
+// alone how long the output is. Ids outside the vocabulary are refused naming the field.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 2 }); });
+  afterAll(() => s.stop());
+  const eos = hasTiny ? [JSON.parse(readFileSync(join(TINY, "config.json"), "utf8")).eos_token_id].flat()[0] as number : 0;
+  const run = async (extra: Record<string, unknown>, path = "/v1/completions") => {
+    const body = path === "/v1/completions" ? { prompt: "Once upon a time", max_tokens: 12, temperature: 0, ...extra }
+      : { messages: [{ role: "user", content: "Hi" }], max_tokens: 12, temperature: 0, ...extra };
+    const r = await post(s.url, path, body);
+    const j = (await r.json()) as any;
+    return { status: r.status, j, n: j.usage?.completion_tokens as number, reason: j.choices?.[0]?.finish_reason as string };
+  };
+
+  test("an end id the model always picks: stops at once; ignore_eos runs to max_tokens; min_tokens holds it off", async () => {
+    const bias = { logit_bias: { [eos]: 100 } };
+    expect(await run(bias)).toMatchObject({ n: 0, reason: "stop" });
+    expect(await run({ ...bias, ignore_eos: true })).toMatchObject({ n: 12, reason: "length" });
+    expect(await run({ ...bias, min_tokens: 5 })).toMatchObject({ n: 5, reason: "stop" });
+    expect(await run({ ...bias, min_tokens: 50 })).toMatchObject({ n: 12, reason: "length" });
+    // stop_token_ids brings the end id back after ignore_eos; on the chat route too
+    expect(await run({ ...bias, ignore_eos: true, stop_token_ids: [eos] })).toMatchObject({ n: 0, reason: "stop" });
+    expect(await run({ ...bias, ignore_eos: true }, "/v1/chat/completions")).toMatchObject({ n: 12, reason: "length" });
+  });
+
+  test("stop_token_ids: a plain id that ends the output (not emitted), after min_tokens if asked", async () => {
+    const plain = await run({});
+    expect(plain).toMatchObject({ n: 12, reason: "length" });
+    const id = 77, bias = { logit_bias: { [id]: 100 } };
+    const forced = await run(bias);
+    expect(forced).toMatchObject({ n: 12, reason: "length" });
+    expect(await run({ ...bias, stop_token_ids: [id] })).toMatchObject({ n: 0, reason: "stop" });
+    const held = await run({ ...bias, stop_token_ids: [id], min_tokens: 3 });
+    expect(held).toMatchObject({ n: 3, reason: "stop" });
+    // with the stop id banned, each of the 3 tokens is the plain greedy one (the bias only raised the banned id)
+    expect(held.j.choices[0].text.length).toBeGreaterThan(0);
+    expect(plain.j.choices[0].text.startsWith(held.j.choices[0].text)).toBe(true);
+  });
+
+  test("bad values name the field", async () => {
+    const V = JSON.parse(readFileSync(join(TINY, "config.json"), "utf8")).vocab_size as number;
+    const a = await run({ stop_token_ids: [3, V] });
+    expect(a.status).toBe(400);
+    expect(a.j.error.param).toBe("stop_token_ids.1");
+    const b = await run({ min_tokens: -1 });
+    expect(b.status).toBe(400);
+    expect(b.j.error.param).toBe("min_tokens");
+    const c = await run({ ignore_eos: "yes" });
+    expect(c.status).toBe(400);
+    expect(c.j.error.param).toBe("ignore_eos");
+  });
+});
