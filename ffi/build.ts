@@ -8,7 +8,7 @@
 // binary); HB_NATIVE_EXCLUDE = comma-separated ffi/*.c names to leave out (development only).
 // Script: `bun ffi/build.ts [--force]` (package.json postinstall / build:native).
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 
 const ffiDir = import.meta.dir;
 const root = resolve(ffiDir, "..");
@@ -101,11 +101,11 @@ function compile(cc: string, pairs: (readonly [string, string])[], tag: string):
 }
 
 /** Compile every *.c of `dir` (another tree's ffi/, e.g. from `git archive`) into the library `out`, with
- *  the flags of the real build (objects beside the sources, no cache). Throws with the compiler's output. */
+ *  the flags of the real build (objects beside `out`, no cache). Throws with the compiler's output. */
 export function buildLibAt(dir: string, out: string): string {
   const srcs = readdirSync(dir).filter((f) => f.endsWith(".c")).sort().map((f) => join(dir, f));
   if (srcs.length === 0) throw new Error(`libhb: no C sources in ${dir}`);
-  const cc = process.env.CC || "cc", objs = srcs.map((s) => `${s.slice(0, -2)}.o`);
+  const cc = process.env.CC || "cc", objs = srcs.map((s) => join(dirname(out), `${basename(s, ".c")}.o`)); // beside the library, never in `dir`
   compile(cc, srcs.map((s, k) => [s, objs[k]] as const), `${process.pid}.tmp`);
   run([cc, ...LDFLAGS, "-o", out, ...objs, "-lm"], "linking");
   return out;
