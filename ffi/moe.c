@@ -1,7 +1,8 @@
 /* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, strided per-head
- * copies (the naive MLA form's keys) and the MLA cache rows of every segment of a batch in one call. Copies of decode size run on the caller, prefill-sized ones on the
- * pool. hb_scatter_axpy is hb_axpy per row (y += g·ye as a multiply then an add: -std=c11, no contraction),
- * so it equals its serial counterpart bit for bit.
+ * copies (the naive MLA form's keys) and the MLA cache rows of every segment of a batch in one call. Copies
+ * of decode size run on the caller, prefill-sized ones on the pool. hb_scatter_axpy is hb_axpy per row
+ * (y += g·ye as a multiply then an add: -std=c11, no contraction), so it equals its serial counterpart bit
+ * for bit.
  * Holds no state. */
 #include "hb.h"
 #include <string.h>

@@ -1,12 +1,12 @@
 // The FFNs (spec §3.4): the dense SwiGLU MLP, and the MoE with the sigmoid router (bias only for
-// choosing, optional group-limited routing, norm_topk_prob, routed_scaling_factor), batch-union
+// choosing, optional group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c), batch-union
 // expert execution (each chosen expert runs once over all its rows) and the ungated shared expert
 // (its gate ‖ up in the router's call, its down in the routed experts' one, added after them).
 // A streamed Moe (src/engine/experts/) resolves the union first and hands experts out resident-first;
 // outputs are still added in ascending expert order, so results do not depend on the cache.
-// Reads x = st.xb [S, D], writes st.ao [S, D]. Allocation-free per call: routes, the rows grouped by
-// expert and the gates live in RunState; the router's per-row scratch and the experts' matmul descriptors
-// are module-level (grown as needed).
+// Reads x = st.xb [S, D], writes st.ao [S, D]. Routes, the rows grouped by expert, their gates and the
+// union live in RunState; the experts' matmul descriptors and their packed copies per expert are
+// module-level (grown as needed).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
 import { add, Fmt, gatherRows, ManyBuilder, MANY_W, moeRoute, packMat, scatterAxpy, swiglu } from "./hb.ts";
