@@ -1,6 +1,6 @@
 // Fuzz of the serving layer on glm-tiny (seeded, bounded): 2000 HTTP bodies (random bytes, random JSON, truncated
-// and mutated valid requests; the OpenAI routes and /v1/messages) get a 2xx or a 4xx in the route's error shape
-// (both have error.type and error.message), never a
+// and mutated valid requests; the OpenAI routes, /v1/messages and llama-server's /completion) get a 2xx or a 4xx
+// in the route's error shape (all have error.type and error.message), never a
 // 5xx; 2000+ mux frames (valid, mutated, garbage) get only well-formed server frames. The server still
 // answers /health afterwards and its slots drain.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -39,10 +39,10 @@ function mutate(base: Record<string, unknown>): Record<string, unknown> {
 }
 
 function httpCase(): { path: string; body: string | Uint8Array } {
-  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages"]);
+  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages", "/completion"]);
   const chat = { messages: [{ role: "user", content: "hi" }], max_tokens: 2, temperature: 0 };
-  const comp = { prompt: "hi", max_tokens: 2, temperature: 0 };
-  const base = path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
+  const comp = { prompt: "hi", max_tokens: 2, n_predict: 2, temperature: 0 };
+  const base = path.endsWith("completion") || path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
   switch (rnd(5)) {
     case 0: return { path, body: Uint8Array.from({ length: rnd(200) }, () => rnd(256)) };
     case 1: return { path, body: JSON.stringify(randJson()) };

@@ -43,10 +43,10 @@ const enc = new TextEncoder();
 /**
  * An SSE response: `produce` sends JSON objects (each one `data:` line) and returns when done; then
  * `data: [DONE]` closes the stream unless `produce` returned false (after an error event). style "anthropic":
- * each data line after `event: <its type>`, no [DONE].
+ * each data line after `event: <its type>`, no [DONE]; "plain" (llama-server's /completion): no [DONE].
  * A client disconnect calls `onCancel`.
  */
-export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<boolean>, onCancel: () => void, style: "openai" | "anthropic" = "openai"): Response {
+export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<boolean>, onCancel: () => void, style: "openai" | "anthropic" | "plain" = "openai"): Response {
   let closed = false;
   const body = new ReadableStream<Uint8Array>({
     async start(ctl) {

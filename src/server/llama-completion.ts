@@ -1,0 +1,106 @@
+// POST /completion: llama-server's own completion endpoint (llama.cpp tools and front ends call it) over the same
+// engine: its request fields (n_predict, id_slot, top_k / min_p defaults of 40 / 0.05, logit_bias as [id, bias]
+// pairs, grammar or json_schema, ignore_eos, cache_prompt — prefix reuse is always on) mapped onto a completion,
+// and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
+// stopping_word, timings, ...}, streamed as `data:` lines of {content, stop: false} and a last one with
+// stop: true (no [DONE]). One prompt per request (text or token ids). State: per request only.
+import { z } from "zod";
+import type { EngineClient } from "./engine-client.ts";
+import { collectChoices, literalText, sseResponse, streamChoices, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
+import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
+import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import { nullish, penaltiesOf, stoppingOf } from "./schemas.ts";
+import { startGeneration, type RouteOptions } from "./routes-common.ts";
+
+const Bias = z.union([
+  z.array(z.tuple([z.int().min(0), z.union([z.number().min(-100).max(100), z.literal(false)])])).max(1024),
+  z.record(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.union([z.number().min(-100).max(100), z.literal(false)])),
+]);
+
+/** the request as llama-server reads it, turned into the OpenAI completion fields the rest of the server takes */
+const LlamaCompletion = z.object({
+  prompt: z.union([z.string(), z.array(z.int().min(0)).min(1)]),
+  n_predict: nullish(z.int().min(-1)),
+  temperature: nullish(z.number().min(0).max(2)),
+  top_k: nullish(z.int().min(0)),
+  top_p: nullish(z.number().gt(0).max(1)),
+  min_p: nullish(z.number().min(0).max(1)),
+  seed: nullish(z.int().min(-1).max(2 ** 53)),
+  stop: nullish(z.array(z.string().min(1, "stop strings must not be empty")).max(16)),
+  stream: nullish(z.boolean()),
+  id_slot: nullish(z.int().min(-1)),
+  cache_prompt: nullish(z.boolean()),
+  ignore_eos: nullish(z.boolean()),
+  repeat_penalty: nullish(z.number().gt(0).max(10)),
+  presence_penalty: nullish(z.number().min(-2).max(2)),
+  frequency_penalty: nullish(z.number().min(-2).max(2)),
+  logit_bias: nullish(Bias),
+  grammar: nullish(z.string().min(1, "must not be empty")),
+  json_schema: nullish(z.record(z.string(), z.unknown())),
+  n_probs: nullish(z.literal(0, { message: "token probabilities are not supported here (use /v1/completions logprobs)" })),
+}).transform((b) => ({
+  ...b,
+  // false: the token is banned (llama-server's spelling), as a bias of -100 is here
+  logit_bias: b.logit_bias == null ? undefined
+    : Object.fromEntries((Array.isArray(b.logit_bias) ? b.logit_bias : Object.entries(b.logit_bias)).map(([t, v]) => [String(t), v === false ? -100 : v])),
+  response_format: b.json_schema ? { type: "json_schema" as const, json_schema: { name: "json_schema", schema: b.json_schema } } : undefined,
+  slot: b.id_slot == null || b.id_slot < 0 ? undefined : b.id_slot,
+}));
+type LlamaCompletion = z.infer<typeof LlamaCompletion>;
+
+function toGen(b: LlamaCompletion, grammar: GrammarSpec | null): GenRequest {
+  return {
+    prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt } : { kind: "ids", ids: b.prompt },
+    slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
+    temperature: b.temperature ?? 0.8, top_p: b.top_p ?? 0.95, min_p: b.min_p ?? 0.05, top_k: b.top_k ?? 40, // llama-server's defaults
+    seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [],
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b),
+  };
+}
+
+/** The one choice: the text so far and llama-server's closing fields. */
+class LlamaChoice implements ChoiceView {
+  private content = "";
+  private slot = -1;
+  constructor(private readonly model: string, private readonly stops: string[]) {}
+  onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.slot = e.slot; }
+  onTok(e: Tok): object[] {
+    const text = literalText(e);
+    this.content += text;
+    return [{ content: text, stop: false, id_slot: this.slot, tokens: [e.id] }]; // every token (text "" while a character is incomplete)
+  }
+  onDone(e: Done): object[] {
+    this.content += e.text;
+    return [{ ...this.closing(e), content: e.text }];
+  }
+  final(e: Done): object {
+    return { ...this.closing(e), content: this.content };
+  }
+  private closing(e: Done) {
+    const word = e.stop_text ?? "", limit = e.reason === "length";
+    return {
+      stop: true, id_slot: this.slot, model: this.model, tokens_predicted: e.emitted, tokens_evaluated: e.prompt_tokens,
+      tokens_cached: e.cached_tokens, truncated: false, stop_type: limit ? "limit" : word ? "word" : e.reason === "stopped" ? "none" : "eos",
+      stopping_word: word, timings: { predicted_n: e.emitted, predicted_per_second: e.decode_tok_s },
+      generation_settings: { stop: this.stops },
+    };
+  }
+}
+
+export async function llamaCompletion(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const started = await startGeneration(req, engine, o, LlamaCompletion, toGen, "prompt");
+  if (started instanceof Response) return started;
+  const { data, runs, abandon } = started;
+  const views = [new LlamaChoice(engine.info!.model, data.stop ?? [])];
+  if (data.stream) {
+    return sseResponse(async (send) => {
+      const r = await streamChoices(runs, views, abandon, (choices) => { for (const c of choices) { const { index: _, ...rest } = c as { index: number }; send(rest); } });
+      if (!Array.isArray(r)) send(errorJson(fromWorker(r.code, r.detail, "prompt")));
+      return Array.isArray(r);
+    }, abandon, "plain");
+  }
+  const r = await collectChoices(runs, views, abandon);
+  if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));
+  const { index: _, ...one } = r.choices[0] as { index: number };
+  return Response.json(one);
+}

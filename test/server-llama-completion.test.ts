@@ -1,0 +1,53 @@
+// POST /completion (llama-server's own endpoint) on the shared fixture: the same greedy text as /v1/completions
+// with llama-server's response fields, streamed as data lines whose contents add up (the last with stop: true, no
+// [DONE]); stop words, [id, false] bans, id_slot, and refusals naming the field.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 2 }); });
+  afterAll(() => s.stop());
+  const prompt = "Once upon a time";
+  const lines = async (r: Response) => (await r.text()).split("\n\n").filter(Boolean).map((l) => {
+    expect(l.startsWith("data: ")).toBe(true);
+    return JSON.parse(l.slice(6));
+  });
+
+  test("the /v1/completions text, llama-server's fields; streamed: the contents add up, the last stops", async () => {
+    const v1 = (await (await post(s.url, "/v1/completions", { prompt, max_tokens: 8, temperature: 0 })).json()) as any;
+    const r = (await (await post(s.url, "/completion", { prompt, n_predict: 8, temperature: 0 })).json()) as any;
+    expect(r).toMatchObject({ content: v1.choices[0].text, stop: true, tokens_predicted: 8, tokens_evaluated: v1.usage.prompt_tokens,
+      stop_type: "limit", stopping_word: "", model: "glm-tiny" });
+    expect(r.id_slot).toBeGreaterThanOrEqual(0);
+    const res = await post(s.url, "/completion", { prompt, n_predict: 8, temperature: 0, stream: true });
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const ev = await lines(res);
+    expect(ev.at(-1)).toMatchObject({ stop: true, tokens_predicted: 8, stop_type: "limit" });
+    expect(ev.slice(0, -1).every((e) => e.stop === false && e.tokens.length === 1)).toBe(true);
+    expect(ev.map((e) => e.content).join("")).toBe(r.content);
+  });
+
+  test("stop words, [id, false] bans, id_slot", async () => {
+    const ev = await lines(await post(s.url, "/completion", { prompt, n_predict: 8, temperature: 0, stream: true }));
+    const text = ev.map((e) => e.content).join(""), firstId = ev[0].tokens[0];
+    const word = text.slice(3, 6);
+    const stopped = (await (await post(s.url, "/completion", { prompt, n_predict: 8, temperature: 0, stop: [word] })).json()) as any;
+    expect(stopped).toMatchObject({ stop_type: "word", stopping_word: word, content: text.slice(0, text.indexOf(word)) });
+    const banned = await lines(await post(s.url, "/completion", { prompt, n_predict: 2, temperature: 0, stream: true, logit_bias: [[firstId, false]] }));
+    expect(banned[0].tokens[0]).not.toBe(firstId);
+    const pinned = (await (await post(s.url, "/completion", { prompt: [5, 6, 7], n_predict: 2, temperature: 0, id_slot: 1 })).json()) as any;
+    expect(pinned).toMatchObject({ id_slot: 1, tokens_evaluated: 3, tokens_predicted: 2 });
+  });
+
+  test("refusals name the field", async () => {
+    for (const [body, param] of [[{ prompt, n_probs: 3 }, "n_probs"], [{ n_predict: 3 }, "prompt"], [{ prompt, n_predict: -2 }, "n_predict"],
+      [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"]] as const) {
+      const r = await post(s.url, "/completion", body);
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as any).error.param).toStartWith(param);
+    }
+  });
+});
