@@ -1,7 +1,8 @@
 // Sampler: seeded determinism, greedy = argmax without drawing, the processed distribution
 // (temperature, top-k, top-p, min-p) and the dense/pick helpers used by speculative decoding.
 import { describe, expect, test } from "bun:test";
-import { Rng, Sampler } from "../src/engine/sampler.ts";
+import { argmax, Rng, Sampler } from "../src/engine/sampler.ts";
+import { hb, Simd } from "../src/engine/hb.ts";
 
 function logits(n: number, seed: number): Float32Array {
   const r = new Rng(seed);
@@ -113,4 +114,23 @@ describe("Sampler", () => {
     expect(cnt[1] / 4000).toBeLessThan(0.78);
     expect(() => s.pick([0, 0])).toThrow(/zero/);
   });
+});
+
+test("argmax is the forward scan's index at every SIMD level: ties to the first, NaN at 0 wins, ±0 tie, tails", () => {
+  const lib = hb(), best = lib.hb_simd_force(1), levels = [Simd.scalar, ...(best > Simd.avx2 ? [Simd.avx2] : []), ...(best > Simd.scalar ? [best] : [])];
+  const scan = (x: Float32Array) => { let b = 0; for (let i = 1; i < x.length; i++) if (x[i] > x[b]) b = i; return b; };
+  const r = new Rng(11), pick = [0, -0, 1, -1, 2, NaN, Infinity, -Infinity, 1e-30, -1e-30];
+  const cases: Float32Array[] = [];
+  for (let k = 0; k < 600; k++) cases.push(Float32Array.from({ length: 1 + Math.floor(r.next() * 300) }, () => pick[Math.floor(r.next() * pick.length)]));
+  cases.push(Float32Array.from({ length: 200 }, (_, i) => (i === 0 ? NaN : i))); // NaN first: the scan keeps 0
+  cases.push(Float32Array.from({ length: 200 }, (_, i) => (i === 150 ? 0 : i === 70 ? -0 : -5))); // -0 then +0: the first
+  cases.push(Float32Array.from({ length: 199 }, (_, i) => (i === 198 ? 9 : 1))); // the maximum in the tail
+  cases.push(logits(154880, 4));
+  try {
+    for (const level of levels) {
+      expect(lib.hb_simd_force(level)).toBe(level);
+      for (const x of cases) expect(argmax(x)).toBe(scan(x));
+      expect(argmax(cases.at(-1)!, 1000)).toBe(scan(cases.at(-1)!.subarray(0, 1000)));
+    }
+  } finally { lib.hb_simd_force(1); }
 });

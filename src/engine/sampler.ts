@@ -3,15 +3,23 @@
 // `dense`/`pick`/`random` expose the same distribution and PRNG to speculative decoding (rejection
 // sampling needs p as a dense [V] vector and uniform draws from the seeded stream).
 
-import { expm } from "./hb.ts";
+import { expm, maxf } from "./hb.ts";
 
 const NO_TOKEN = "sampling: no token has a positive probability (non-finite logits)";
 
-/** index of the largest of x[0..n) (the first on ties): greedy decoding */
+/** index of the largest of x[0..n) (the first on ties): greedy decoding. As the scan `if (x[i] > x[best]) best = i`
+ *  finds it (0 when x[0] is NaN; NaN elsewhere never wins; −0 and +0 tie): hb_maxf gives that scan's maximum (SIMD),
+ *  then the first element equal to it is the scan's index (an earlier equal one would have stopped the scan taking
+ *  a later one). Over a vocabulary 3-5× the plain loop (warm, throwaway harness: 7.7 → 1.5 us at V = 8192, 141 → 44 at
+ *  V = 154880). */
 export function argmax(x: Float32Array, n = x.length): number {
-  let best = 0;
-  for (let i = 1; i < n; i++) if (x[i] > x[best]) best = i;
-  return best;
+  if (n < 64) {
+    let best = 0;
+    for (let i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+    return best;
+  }
+  const v = n === x.length ? x : x.subarray(0, n), m = maxf(v, n);
+  return m !== m ? 0 : v.indexOf(m);
 }
 
 export interface SamplingParams { temperature?: number; top_k?: number; top_p?: number; min_p?: number; seed?: number }
