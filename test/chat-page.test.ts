@@ -10,7 +10,8 @@ import { post, startTiny } from "./server.helpers.ts";
 describe.skipIf(!hasTiny)("the chat page in a DOM", () => {
   const KEY = "sk-page";
   let s: Server, window: Window;
-  const $ = (id: string) => window.document.getElementById(id) as unknown as HTMLInputElement & HTMLElement;
+  type El = { value: string; textContent: string | null; disabled: boolean; click(): void; dispatchEvent(e: unknown): boolean };
+  const $ = (id: string) => window.document.getElementById(id) as unknown as El;
   const texts = (cls: string) => [...window.document.querySelectorAll(`.${cls}`)].map((e) => e.textContent ?? "");
   const until = async (what: string, ok: () => boolean) => {
     for (let i = 0; i < 400 && !ok(); i++) await Bun.sleep(25);

@@ -42,6 +42,18 @@ describe("chat template override", () => {
     expect(own).not.toBe(other);
   });
 
+  test("a server reachable from other hosts without --api-key says so loudly", async () => {
+    const p = Bun.spawn(["bun", "src/cli.ts", "serve", "--model", TINY, "--host", "0.0.0.0", "--port", "0", "--slots", "1", "--quiet"],
+      { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+    let err = "";
+    const reader = (p.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
+    try {
+      while (!err.includes("listening on")) { const { value, done } = await reader.read(); if (done) break; err += dec.decode(value); }
+      for (let i = 0; i < 20 && !err.includes("WARNING"); i++) { const { value, done } = await reader.read(); if (done) break; err += dec.decode(value); }
+    } finally { p.kill(); }
+    expect(err).toContain("WARNING: listening on 0.0.0.0 without --api-key");
+  }, 60_000);
+
   test("bad values exit 2 naming the flag or the file", async () => {
     const runs = await Promise.all([
       cli("serve", "--cors", "http://ui.example/app"), cli("serve", "--cors", ","), cli("serve", "--threads", "0"),

@@ -152,6 +152,9 @@ async function run(argv: string[]): Promise<number> {
   const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias,
     cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, ...engineOpts });
   log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
+  const host = v.host ?? "127.0.0.1";
+  if (!apiKey && !["127.0.0.1", "::1", "localhost"].includes(host) && !host.startsWith("127."))
+    log(`WARNING: listening on ${host} without --api-key: anyone who can reach this port can use the model`);
   log(`SERVING MODEL ${dir} with ${slots} slots${apiKey ? ", API key required" : ""}; loading…`);
   try {
     const i = await s.engine.ready;
