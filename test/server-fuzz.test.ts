@@ -1,6 +1,6 @@
 // Fuzz of the serving layer on glm-tiny (seeded, bounded): 2000 HTTP bodies (random bytes, random JSON, truncated
-// and mutated valid requests; the OpenAI routes, /v1/messages and llama-server's /completion) get a 2xx or a 4xx
-// in the route's error shape (all have error.type and error.message), never a
+// and mutated valid requests; the OpenAI routes (Responses too), /v1/messages and llama-server's /completion) get a
+// 2xx or a 4xx in the route's error shape (all have error.type and error.message), never a
 // 5xx; 2000+ mux frames (valid, mutated, garbage) get only well-formed server frames. The server still
 // answers /health afterwards and its slots drain.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -25,7 +25,7 @@ function randJson(depth = 0): unknown {
 const KEYS = ["messages", "prompt", "role", "content", "max_tokens", "max_completion_tokens", "temperature", "top_p", "min_p", "top_k",
   "seed", "stop", "stream", "stream_options", "n", "logprobs", "top_logprobs", "response_format", "tools", "echo", "slot", "model",
   "chat_template_kwargs", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias", "tool_choice", "tool_calls", "junk",
-  "system", "stop_sequences", "thinking"];
+  "system", "stop_sequences", "thinking", "input", "instructions", "max_output_tokens", "reasoning", "n_predict", "id_slot"];
 
 function mutate(base: Record<string, unknown>): Record<string, unknown> {
   const b: Record<string, unknown> = structuredClone(base);
@@ -39,10 +39,11 @@ function mutate(base: Record<string, unknown>): Record<string, unknown> {
 }
 
 function httpCase(): { path: string; body: string | Uint8Array } {
-  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages", "/completion"]);
+  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages", "/completion", "/v1/responses"]);
   const chat = { messages: [{ role: "user", content: "hi" }], max_tokens: 2, temperature: 0 };
   const comp = { prompt: "hi", max_tokens: 2, n_predict: 2, temperature: 0 };
-  const base = path.endsWith("completion") || path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
+  const resp = { input: "hi", max_output_tokens: 2, temperature: 0 };
+  const base = path === "/v1/responses" ? resp : path.endsWith("completion") || path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
   switch (rnd(5)) {
     case 0: return { path, body: Uint8Array.from({ length: rnd(200) }, () => rnd(256)) };
     case 1: return { path, body: JSON.stringify(randJson()) };

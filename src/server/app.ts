@@ -15,6 +15,7 @@ import { notReady, type RouteOptions } from "./routes-common.ts";
 import { detokenize, tokenize } from "./tokenize.ts";
 import { slotAction } from "./slot-files.ts";
 import { llamaCompletion } from "./llama-completion.ts";
+import { responses } from "./responses.ts";
 import chatPage from "./ui.html" with { type: "text" };
 
 /** cors: origins allowed to call from a browser ("*": any; absent or empty: none); ui: the chat page at / (default on) */
@@ -87,6 +88,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));
   app.post("/completion", (c) => llamaCompletion(c.req.raw, engine, o)); // llama-server's own
   app.post("/v1/messages", (c) => messages(c.req.raw, engine, o));
+  app.post("/v1/responses", (c) => responses(c.req.raw, engine, o));
   app.post("/v1/messages/count_tokens", (c) => countTokens(c.req.raw, engine, o));
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
   app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));

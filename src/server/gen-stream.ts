@@ -42,18 +42,19 @@ const enc = new TextEncoder();
 
 /**
  * An SSE response: `produce` sends JSON objects (each one `data:` line) and returns when done; then
- * `data: [DONE]` closes the stream unless `produce` returned false (after an error event). style "anthropic":
- * each data line after `event: <its type>`, no [DONE]; "plain" (llama-server's /completion): no [DONE].
+ * `data: [DONE]` closes the stream unless `produce` returned false (after an error event). style "named"
+ * (Anthropic's Messages, OpenAI's Responses): each data line after `event: <its type>`, no [DONE]; "plain"
+ * (llama-server's /completion): no [DONE].
  * A client disconnect calls `onCancel`.
  */
-export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<boolean>, onCancel: () => void, style: "openai" | "anthropic" | "plain" = "openai"): Response {
+export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<boolean>, onCancel: () => void, style: "openai" | "named" | "plain" = "openai"): Response {
   let closed = false;
   const body = new ReadableStream<Uint8Array>({
     async start(ctl) {
-      // Anthropic's events name themselves (`event: <type>` before the data line) and end without [DONE]
+      // named events (Anthropic's, the Responses API's): `event: <type>` before the data line, no [DONE] at the end
       const send = (obj: unknown) => {
         if (closed) return;
-        const name = style === "anthropic" ? `event: ${(obj as { type: string }).type}\n` : "";
+        const name = style === "named" ? `event: ${(obj as { type: string }).type}\n` : "";
         ctl.enqueue(enc.encode(`${name}data: ${JSON.stringify(obj)}\n\n`));
       };
       try {
@@ -61,7 +62,7 @@ export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<b
         if (!closed && ok && style === "openai") ctl.enqueue(enc.encode("data: [DONE]\n\n"));
       } catch (e) {
         const message = `internal error: ${(e as Error).message}`;
-        send(style === "anthropic" ? { type: "error", error: { type: "api_error", message } }
+        send(style === "named" ? { type: "error", error: { type: "api_error", message } }
           : { error: { message, type: "server_error", param: null, code: "internal_error" } });
       }
       if (!closed) { closed = true; ctl.close(); }

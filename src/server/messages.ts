@@ -103,7 +103,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
       send({ type: "message_delta", delta: { stop_reason: stopReason(d), stop_sequence: d.stop_text ?? null }, usage: { output_tokens: d.emitted } });
       send({ type: "message_stop" });
       return true;
-    }, r.abandon, "anthropic");
+    }, r.abandon, "named");
   }
   const d = await drive(() => {});
   if (d.t === "error") return errorResponse(fromWorker(d.code, d.detail, "messages"));

@@ -1,0 +1,71 @@
+// POST /v1/responses (OpenAI's Responses API) through the official `openai` SDK on the shared fixture: the reply
+// equals the chat route's for the same conversation (instructions as the system turn, message items), usage and
+// incomplete_details; streamed, the SDK's events come in the API's order with increasing sequence numbers and
+// deltas adding up to the text; reasoning renders the prompt with thinking on, as the chat route does; tools and
+// other formats are refused naming the field.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
+  let s: Server, client: OpenAI;
+  beforeAll(async () => {
+    s = await startTiny({ slots: 2 });
+    client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: "x", maxRetries: 0, timeout: 20000 });
+  });
+  afterAll(() => s.stop());
+  const chat = async (messages: { role: string; content: string }[], max: number, think = false) =>
+    ((await (await post(s.url, "/v1/chat/completions", { messages, max_tokens: max, temperature: 0, chat_template_kwargs: { enable_thinking: think } })).json()) as any);
+
+  test("a reply equal to the chat route's, in the Responses shape", async () => {
+    const want = await chat([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }, { role: "assistant", content: "Hello." }, { role: "user", content: "More?" }], 8);
+    const r = await client.responses.create({ model: "glm-tiny", instructions: "Be brief.", max_output_tokens: 8, temperature: 0,
+      input: [{ role: "user", content: "Hi" }, { role: "assistant", content: [{ type: "output_text", text: "Hello." }] } as any, { role: "user", content: [{ type: "input_text", text: "More?" }] }] });
+    expect(r.object).toBe("response");
+    expect(r.id).toMatch(/^resp-/);
+    expect(r.output_text).toBe(want.choices[0].message.content);
+    expect(r.status).toBe(want.choices[0].finish_reason === "length" ? "incomplete" : "completed");
+    if (r.status === "incomplete") expect(r.incomplete_details).toEqual({ reason: "max_output_tokens" });
+    expect(r.usage).toMatchObject({ input_tokens: want.usage.prompt_tokens, output_tokens: want.usage.completion_tokens });
+    expect(r.output.map((o) => o.type)).toEqual(["message"]);
+  });
+
+  test("streamed: the API's events in order, sequence numbers rising, deltas adding up", async () => {
+    const whole = await client.responses.create({ model: "m", input: "Tell me a story.", max_output_tokens: 10, temperature: 0 });
+    const stream = await client.responses.create({ model: "m", input: "Tell me a story.", max_output_tokens: 10, temperature: 0, stream: true });
+    const types: string[] = [], seqs: number[] = [];
+    let text = "", last: any = null;
+    for await (const ev of stream) {
+      types.push(ev.type); seqs.push(ev.sequence_number);
+      if (ev.type === "response.output_text.delta") text += ev.delta;
+      last = ev;
+    }
+    expect(types.slice(0, 4)).toEqual(["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]);
+    expect(types.slice(-4)).toEqual(["response.output_text.done", "response.content_part.done", "response.output_item.done", `response.${whole.status}`]);
+    expect(seqs).toEqual(seqs.map((_, i) => i));
+    expect(text).toBe(whole.output_text);
+    expect(last.response.output[0].content[0].text).toBe(whole.output_text);
+  });
+
+  // (the random fixture never emits think tags, so its reasoning text is empty on both routes; ThinkSplit itself is
+  // tested in server-units.test.ts)
+  test("reasoning: the reply of the chat route with enable_thinking, the reasoning text in a reasoning item", async () => {
+    const want = await chat([{ role: "user", content: "Think." }], 24, true);
+    const r = await client.responses.create({ model: "m", input: "Think.", max_output_tokens: 24, temperature: 0, reasoning: { effort: "medium" } });
+    const reasoning = r.output.find((o) => o.type === "reasoning") as any;
+    expect(reasoning?.content?.[0]?.text ?? "").toBe(want.choices[0].message.reasoning_content ?? "");
+    expect(r.output_text).toBe(want.choices[0].message.content ?? "");
+  });
+
+  test("refusals name the field", async () => {
+    for (const [body, param] of [[{ input: "x", tools: [{ type: "function", name: "f" }] }, "tools"], [{ input: [] }, "input"],
+      [{ input: "x", text: { format: { type: "json_schema" } } }, "text.format.type"], [{ input: "x", previous_response_id: "r1" }, "previous_response_id"],
+      [{ input: [{ role: "user", content: [{ type: "input_image", image_url: "u" }] }] }, "input"]] as const) {
+      const r = await post(s.url, "/v1/responses", body);
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as any).error.param).toStartWith(param);
+    }
+  });
+});
