@@ -58,6 +58,7 @@ describe("chat template override", () => {
     const runs = await Promise.all([
       cli("serve", "--cors", "http://ui.example/app"), cli("serve", "--cors", ","), cli("serve", "--threads", "0"),
       cli("serve", "--alias", " "), cli("serve", "--chat-template", badTemplate), cli("chat", "--threads", "x"),
+      cli("serve", "--alias", "a", "--served-model-name", "b"),
       cli("generate", "--model", TINY, "--prompt", "hi", "--max-tokens", "1", "--chat-template", templateFile),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
@@ -68,7 +69,8 @@ describe("chat template override", () => {
     expect(runs[4].err).toContain("bad.jinja");
     expect(runs[4].err).toContain("not a valid Jinja chat template");
     expect(runs[5].err).toContain("--threads must be a non-negative integer");
-    if (hasTiny) expect(runs[6].err).toContain("--chat-template needs --chat");
+    if (hasTiny) expect(runs[7].err).toContain("--chat-template needs --chat");
+    expect(runs[6].err).toContain("give --alias or --served-model-name, not both");
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {
@@ -102,6 +104,8 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
     const list = (await (await fetch(`${url}/v1/models`, { headers: auth })).json()) as any;
     expect(list.data.map((m: any) => m.id)).toEqual(["tiny-chat"]);
     expect(list.data[0].meta.threads).toBe(1);
+    expect(list.data[0].max_model_len).toBe(list.data[0].meta.ctx);
+    expect(((await (await fetch(`${url}/version`, { headers: auth })).json()) as any).version).toMatch(/^\d+\.\d+\.\d+$/);
     expect((await fetch(`${url}/v1/models/tiny-chat`, { headers: auth })).status).toBe(200);
     expect((await fetch(`${url}/v1/models/glm-tiny`, { headers: auth })).status).toBe(404);
     const r = (await (await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { ...auth, "content-type": "application/json" },

@@ -44,7 +44,8 @@ options:
   --draft-len K    draft tokens per step (default 4 for ngram, 3 for mtp); each request pauses drafting by
                    itself while too few of its drafts are kept to pay for their rounds
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
-  --alias NAME     the model id /v1/models reports and responses carry (default: the directory's name)
+  --alias NAME     the model id /v1/models reports and responses carry (default: the directory's name; also
+                   spelled --served-model-name, as vLLM does)
   --chat-template FILE  a Jinja chat template used instead of the model's tokenizer_config.json one
   --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
                    * = any origin); default: no CORS headers at all
@@ -113,11 +114,15 @@ async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
-    draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "chat-template": { type: "string" },
+    draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "served-model-name": { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
+  if (v["served-model-name"] !== undefined) {
+    if (v.alias !== undefined) throw new UsageError("give --alias or --served-model-name, not both", help);
+    v.alias = v["served-model-name"];
+  }
   const port = v.port === undefined ? 8080 : intOption(v.port, "port", help);
   if (port > 65535) throw new UsageError("--port must be ≤ 65535", help);
   const slots = v.slots === undefined ? 4 : intOption(v.slots, "slots", help);

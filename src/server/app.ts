@@ -60,7 +60,8 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
 
   const model = () => {
     const i = engine.info!;
-    return { id: i.model, object: "model", created: 0, owned_by: "hummingbird", meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab, threads: i.threads } };
+    return { id: i.model, object: "model", created: 0, owned_by: "hummingbird", max_model_len: i.ctx, // (vLLM's field)
+      meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab, threads: i.threads } };
   };
   app.get("/v1/models", (c) => (engine.state !== "ready" ? notReady(engine) : c.json({ object: "list", data: [model()] })));
   app.get("/v1/models/:id{.+}", (c) => { // OpenAI's "retrieve model" (ids may hold slashes)
@@ -71,6 +72,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   });
 
   if (ui) app.get("/", (c) => c.html(chatPage as unknown as string)); // (a text import: a string, whatever bun-types says of .html)
+  app.get("/version", (c) => c.json({ version: o.fingerprint.replace(/^hummingbird-/, "") })); // vLLM's
   // llama-server's /props (its web UI and some clients read the context size and chat template there)
   app.get("/props", (c) => {
     if (engine.state !== "ready") return notReady(engine);
