@@ -1,8 +1,10 @@
 // POST /v1/responses (OpenAI's Responses API) through the official `openai` SDK on the shared fixture: the reply
 // equals the chat route's for the same conversation (instructions as the system turn, message items), usage and
 // incomplete_details; streamed, the SDK's events come in the API's order with increasing sequence numbers and
-// deltas adding up to the text; reasoning renders the prompt with thinking on, as the chat route does; tools and
-// other formats are refused naming the field.
+// deltas adding up to the text; reasoning renders the prompt with thinking on, as the chat route does; a forced
+// function gives a function_call item (streamed as the call events) with the chat route's arguments, earlier call /
+// output items render as the chat route's tool turns; other tools, stored responses and formats are refused naming
+// the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { Server } from "../src/server/server.ts";
@@ -59,8 +61,51 @@ describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
     expect(r.output_text).toBe(want.choices[0].message.content ?? "");
   });
 
+  const weather = { type: "function" as const, name: "get_weather", description: "Weather of a city", strict: true,
+    parameters: { type: "object", properties: { city: { type: "string", enum: ["Paris", "Rome", "Oslo"] } }, required: ["city"], additionalProperties: false } };
+  const chatTools = [{ type: "function", function: { name: weather.name, description: weather.description, parameters: weather.parameters } }];
+
+  test("a forced function: a function_call item with the chat route's arguments; streamed as the API's call events", async () => {
+    const want = ((await (await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "Weather?" }], max_tokens: 48, temperature: 0,
+      tools: chatTools, tool_choice: { type: "function", function: { name: "get_weather" } } })).json()) as any).choices[0].message.tool_calls[0];
+    const r = await client.responses.create({ model: "m", input: "Weather?", max_output_tokens: 48, temperature: 0, tools: [weather],
+      tool_choice: { type: "function", name: "get_weather" } });
+    const call = r.output.find((o) => o.type === "function_call") as any;
+    expect(call).toMatchObject({ type: "function_call", name: "get_weather", arguments: want.function.arguments, status: "completed" });
+    expect(typeof JSON.parse(call.arguments).city).toBe("string");
+    expect(call.call_id).toMatch(/^call_/);
+    const stream = await client.responses.create({ model: "m", input: "Weather?", max_output_tokens: 48, temperature: 0, tools: [weather],
+      tool_choice: { type: "function", name: "get_weather" }, stream: true });
+    const types: string[] = [];
+    let args = "";
+    for await (const ev of stream) { types.push(ev.type); if (ev.type === "response.function_call_arguments.delta") args += ev.delta; }
+    expect(types).toEqual(["response.created", "response.in_progress", "response.output_item.added", "response.function_call_arguments.delta",
+      "response.function_call_arguments.done", "response.output_item.done", "response.completed"]);
+    expect(args).toBe(call.arguments);
+  });
+
+  test("earlier function_call / function_call_output items render as the chat route's tool turns", async () => {
+    // a template that shows tools, calls and results (the fixture's own ignores them)
+    const T = "{%- for t in tools -%}[tool {{ t.function.name }}]{%- endfor -%}{%- for m in messages -%}<{{ m.role }}>{{ m.content }}"
+      + "{%- for c in m.tool_calls or [] -%}(call {{ c.function.name }} city={{ c.function.arguments.city }}){%- endfor -%}"
+      + "{%- if m.tool_call_id -%}(for {{ m.tool_call_id }}){%- endif -%}{%- endfor -%}<assistant>";
+    const t = await startTiny({ slots: 1, chatTemplate: T });
+    try {
+      const args = JSON.stringify({ city: "Paris" });
+      const want = ((await (await post(t.url, "/v1/chat/completions", { max_tokens: 8, temperature: 0, tools: chatTools, messages: [
+        { role: "user", content: "Weather?" }, { role: "assistant", content: "", tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: args } }] },
+        { role: "tool", content: "sunny", tool_call_id: "call_1" }] })).json()) as any);
+      const c = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "x", maxRetries: 0, timeout: 20000 });
+      const r = await c.responses.create({ model: "m", max_output_tokens: 8, temperature: 0, tools: [weather], input: [
+        { role: "user", content: "Weather?" }, { type: "function_call", call_id: "call_1", name: "get_weather", arguments: args },
+        { type: "function_call_output", call_id: "call_1", output: "sunny" }] });
+      expect(r.usage?.input_tokens).toBe(want.usage.prompt_tokens);
+      expect(r.output_text).toBe(want.choices[0].message.content ?? "");
+    } finally { await t.stop(); }
+  });
+
   test("refusals name the field", async () => {
-    for (const [body, param] of [[{ input: "x", tools: [{ type: "function", name: "f" }] }, "tools"], [{ input: [] }, "input"],
+    for (const [body, param] of [[{ input: "x", tools: [{ type: "web_search" }] }, "tools.0.type"], [{ input: [] }, "input"],
       [{ input: "x", text: { format: { type: "json_schema" } } }, "text.format.type"], [{ input: "x", previous_response_id: "r1" }, "previous_response_id"],
       [{ input: [{ role: "user", content: [{ type: "input_image", image_url: "u" }] }] }, "input"]] as const) {
       const r = await post(s.url, "/v1/responses", body);

@@ -1,26 +1,35 @@
 // POST /v1/responses: OpenAI's Responses API over the same engine (vLLM and llama-server offer it; newer OpenAI SDK
-// clients call it): `input` as a string or message items (input_text / output_text parts), `instructions` (the system
-// turn), `max_output_tokens`, `temperature` / `top_p`, `reasoning` (GLM thinking: a reasoning item before the
-// message), and `stream` as the API's named SSE events (response.created ... response.output_text.delta ...
-// response.completed / response.incomplete, each with its sequence_number). Tools, previous_response_id and
-// non-text formats are refused with a 400 naming them (the chat route has tools). Errors in the OpenAI shape. State:
-// per request.
+// clients and agents call it): `input` as a string or items — messages (input_text / output_text parts), earlier
+// function_call and function_call_output items — `instructions` (the system turn), `max_output_tokens`,
+// `temperature` / `top_p`, `reasoning` (GLM thinking: a reasoning item before the message), function `tools` with
+// `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned on "auto", the arguments
+// constrained when forced; each call a function_call item), and `stream` as the API's named SSE events
+// (response.created ... output_text / function_call_arguments deltas ... response.completed / response.incomplete,
+// each with its sequence_number). previous_response_id (nothing is stored), other tool types and non-text formats
+// are refused with a 400 naming them. Errors in the OpenAI shape. State: per request.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, ReqEvent } from "./protocol.ts";
-import { nullish } from "./schemas.ts";
+import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import { grammarOf, nullish, type ChatRequest } from "./schemas.ts";
+import { templateMessages } from "./chat.ts";
+import { scansForCalls, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
 
-const refused = (what: string) => z.unknown().refine((v) => v == null || (Array.isArray(v) && v.length === 0),
-  { message: `${what} is not supported on /v1/responses (use /v1/chat/completions)` });
+const refused = (what: string) => z.unknown().refine((v) => v == null, { message: `${what} is not supported on /v1/responses` });
 const Part = z.object({ type: z.enum(["input_text", "output_text"], { message: "only input_text / output_text parts are supported" }), text: z.string() });
-const Item = z.object({
-  type: nullish(z.literal("message", { message: "only message items are supported" })),
-  role: z.enum(["user", "assistant", "system", "developer"]),
-  content: z.union([z.string(), z.array(Part)]),
+const Message = z.object({
+  type: nullish(z.literal("message")), role: z.enum(["user", "assistant", "system", "developer"]), content: z.union([z.string(), z.array(Part)]),
+});
+const Call = z.object({ type: z.literal("function_call"), call_id: z.string().max(256), name: z.string().max(256), arguments: z.string() });
+const CallOutput = z.object({ type: z.literal("function_call_output"), call_id: z.string().max(256), output: z.string() });
+const Item = z.union([Message, Call, CallOutput], { message: "items are messages, function_call or function_call_output" });
+const FunctionTool = z.object({
+  type: z.literal("function", { message: "only function tools are supported" }),
+  name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
+  description: nullish(z.string()), parameters: nullish(z.record(z.string(), z.unknown())), strict: nullish(z.boolean()),
 });
 const ResponsesRequest = z.object({
   model: nullish(z.string().max(256)),
@@ -32,18 +41,46 @@ const ResponsesRequest = z.object({
   stream: nullish(z.boolean()),
   reasoning: nullish(z.object({ effort: nullish(z.enum(["none", "minimal", "low", "medium", "high"])) })),
   text: nullish(z.object({ format: nullish(z.object({ type: z.literal("text", { message: "only text output is supported here" }) })) })),
+  tools: nullish(z.array(FunctionTool).max(128)),
+  tool_choice: nullish(z.union([z.enum(["none", "auto", "required"]), z.object({ type: z.literal("function"), name: z.string() })],
+    { message: 'must be "none", "auto", "required" or {type: "function", name}' })),
+  parallel_tool_calls: nullish(z.boolean()),
   store: nullish(z.boolean()), metadata: nullish(z.record(z.string(), z.unknown())), user: nullish(z.string()),
-  tools: nullish(refused("tools")), previous_response_id: nullish(refused("previous_response_id")),
+  previous_response_id: nullish(refused("previous_response_id (nothing is stored: send the earlier items in input)")),
 });
 type ResponsesRequest = z.infer<typeof ResponsesRequest>;
 
 const partsText = (c: string | { text: string }[]) => (typeof c === "string" ? c : c.map((p) => p.text).join(""));
 const thinks = (b: ResponsesRequest) => b.reasoning != null && b.reasoning.effort !== "none" && b.reasoning.effort !== "minimal";
-
-function toGen(b: ResponsesRequest): GenRequest {
-  const items = typeof b.input === "string" ? [{ role: "user", content: b.input }] : b.input.map((m) => ({ role: m.role === "developer" ? "system" : m.role, content: partsText(m.content) }));
+/** the request's tools and tool_choice as the chat route takes them */
+const toolsOf = (b: ResponsesRequest): { tools: Tool[]; choice: ToolChoice } => {
+  const c = b.tool_choice ?? "auto";
   return {
-    prompt: { kind: "chat", messages: [...(b.instructions ? [{ role: "system", content: b.instructions }] : []), ...items], enableThinking: thinks(b) },
+    tools: (b.tools ?? []).map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters, strict: t.strict } })),
+    choice: typeof c === "object" ? { type: "function", function: { name: c.name } } : c,
+  };
+};
+
+/** the items as chat messages: function_call items join one assistant turn's tool_calls, outputs become tool turns */
+function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
+  const out: ChatRequest["messages"] = b.instructions ? [{ role: "system", content: b.instructions }] : [];
+  if (typeof b.input === "string") return [...out, { role: "user", content: b.input }];
+  for (const it of b.input) {
+    if (it.type === "function_call") {
+      const last = out.at(-1), call = { id: it.call_id, type: "function" as const, function: { name: it.name, arguments: it.arguments } };
+      if (last?.role === "assistant" && (last.tool_calls || !last.content)) (last.tool_calls ??= []).push(call);
+      else out.push({ role: "assistant", content: "", tool_calls: [call] });
+    } else if (it.type === "function_call_output") out.push({ role: "tool", content: it.output, tool_call_id: it.call_id });
+    else out.push({ role: it.role, content: partsText(it.content) });
+  }
+  return out;
+}
+
+function toGen(b: ResponsesRequest, grammar: GrammarSpec | null): GenRequest {
+  const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools;
+  return {
+    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), enableThinking: grammar ? false : thinks(b), ...(rendered.length ? { tools: rendered } : {}) },
+    keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_output_tokens ?? undefined, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: 0, top_k: 0, stop: [],
   };
 }
@@ -51,30 +88,45 @@ function toGen(b: ResponsesRequest): GenRequest {
 export async function responses(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const p = await readRequest(req, o, ResponsesRequest, engine);
   if (!p.ok) return errorResponse(p.error);
-  const b = p.data, r = run(engine, toGen(b), req.signal), first = await r.q.next();
+  const b = p.data, { tools, choice } = toolsOf(b);
+  const grammar = grammarOf({ tools, tool_choice: choice });
+  if (grammar && "status" in grammar) return errorResponse(grammar);
+  const r = run(engine, toGen(b, grammar), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
-  let split = new ThinkSplit(thinks(b), false), seq = 0;
-  // output items in order of appearance: a reasoning item, then the message (each opened by its first text)
-  const items: { kind: "reasoning" | "message"; id: string; text: string }[] = [];
-  const item = (it: (typeof items)[number], done: boolean) => it.kind === "reasoning"
-    ? { type: "reasoning", id: it.id, summary: [], content: done ? [{ type: "reasoning_text", text: it.text }] : [] }
-    : { type: "message", id: it.id, status: done ? "completed" : "in_progress", role: "assistant", content: done ? [{ type: "output_text", text: it.text, annotations: [] }] : [] };
+  let split = new ThinkSplit(thinks(b) && !grammar, false), seq = 0;
+  const calls = new ToolOutput(tools, choice);
+  // output items in order of appearance: reasoning, message text, function calls (a text item opened by its first text)
+  type Out = { kind: "reasoning" | "message"; id: string; text: string } | { kind: "function_call"; id: string; call: ToolCall };
+  const items: Out[] = [];
+  const item = (it: Out, done: boolean) => it.kind === "function_call"
+    ? { type: "function_call", id: it.id, call_id: it.call.id, name: it.call.function.name, arguments: done ? it.call.function.arguments : "", status: done ? "completed" : "in_progress" }
+    : it.kind === "reasoning"
+      ? { type: "reasoning", id: it.id, summary: [], content: done ? [{ type: "reasoning_text", text: it.text }] : [] }
+      : { type: "message", id: it.id, status: done ? "completed" : "in_progress", role: "assistant", content: done ? [{ type: "output_text", text: it.text, annotations: [] }] : [] };
   const response = (status: string, d: Done | null) => ({
     id, object: "response", created_at: created, status, model, output: d ? items.map((it) => item(it, true)) : [],
     usage: d ? { input_tokens: d.prompt_tokens, input_tokens_details: { cached_tokens: d.cached_tokens }, output_tokens: d.emitted,
       output_tokens_details: { reasoning_tokens: 0 }, total_tokens: d.prompt_tokens + d.emitted } : null,
     incomplete_details: d?.reason === "length" ? { reason: "max_output_tokens" } : null, error: null,
     instructions: b.instructions ?? null, max_output_tokens: b.max_output_tokens ?? null, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1,
-    parallel_tool_calls: false, tool_choice: "auto", tools: [],
+    parallel_tool_calls: b.parallel_tool_calls ?? true, tool_choice: b.tool_choice ?? "auto", tools: b.tools ?? [],
   });
   const closeItem = (emit: (ev: object) => void) => {
     const at = items.length - 1, it = items[at];
-    if (it.kind === "message") {
+    if (it.kind === "function_call") {
+      emit({ type: "response.function_call_arguments.done", item_id: it.id, output_index: at, arguments: it.call.function.arguments });
+    } else if (it.kind === "message") {
       emit({ type: "response.output_text.done", item_id: it.id, output_index: at, content_index: 0, text: it.text });
       emit({ type: "response.content_part.done", item_id: it.id, output_index: at, content_index: 0, part: { type: "output_text", text: it.text, annotations: [] } });
     } else emit({ type: "response.reasoning_text.done", item_id: it.id, output_index: at, content_index: 0, text: it.text });
     emit({ type: "response.output_item.done", output_index: at, item: item(it, true) });
+  };
+  const addCall = (call: ToolCall, emit: (ev: object) => void) => {
+    if (items.length) closeItem(emit);
+    const it: Out = { kind: "function_call", id: responseId("fc"), call }, at = items.push(it) - 1;
+    emit({ type: "response.output_item.added", output_index: at, item: item(it, false) });
+    emit({ type: "response.function_call_arguments.delta", item_id: it.id, output_index: at, delta: call.function.arguments });
   };
   const add = (kind: "reasoning" | "message", s: string, emit: (ev: object) => void) => {
     if (!s) return;
@@ -85,17 +137,20 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
       emit({ type: "response.output_item.added", output_index: at, item: item(it, false) });
       if (kind === "message") emit({ type: "response.content_part.added", item_id: it.id, output_index: at, content_index: 0, part: { type: "output_text", text: "", annotations: [] } });
     }
-    const at = items.length - 1, it = items[at];
+    const at = items.length - 1, it = items[at] as Extract<Out, { text: string }>;
     it.text += s;
     emit({ type: kind === "message" ? "response.output_text.delta" : "response.reasoning_text.delta", item_id: it.id, output_index: at, content_index: 0, delta: s });
   };
   const drive = async (emit: (ev: object) => void): Promise<Done | Extract<ReqEvent, { t: "error" }>> => {
     for (let e: ReqEvent = first; ; e = await r.q.next()) {
-      if (e.t === "accept") split = new ThinkSplit(thinks(b), e.think);
+      if (e.t === "accept") split = new ThinkSplit(thinks(b) && !grammar, e.think);
       else if (e.t === "tok" || e.t === "done") {
         const d = split.take(e.text, e.t === "tok" ? e.mark : undefined);
         add("reasoning", d.reasoning_content ?? "", emit);
-        add("message", d.content ?? "", emit);
+        const out = d.content !== undefined ? calls.push(d.content) : { content: "", calls: [] as ToolCall[] };
+        if (e.t === "done") { const f = calls.finish(); out.content += f.content; out.calls.push(...f.calls); }
+        add("message", out.content, emit);
+        for (const c of out.calls) addCall(c, emit);
         if (e.t === "done") return e;
       } else if (e.t === "error") return e;
     }
