@@ -1,7 +1,8 @@
 // POST /v1/responses: OpenAI's Responses API over the same engine (vLLM and llama-server offer it; newer OpenAI SDK
 // clients and agents call it): `input` as a string or items — messages (input_text / output_text parts), earlier
-// function_call and function_call_output items — `instructions` (the system turn), `max_output_tokens`,
-// `temperature` / `top_p`, `reasoning` (GLM thinking: a reasoning item before the message), function `tools` with
+// function_call and function_call_output items; reasoning items sent back are left out — `instructions` (the system
+// turn), `max_output_tokens`, `temperature` / `top_p`, `reasoning` (GLM thinking: a reasoning item before the
+// message), function `tools` with
 // `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned on "auto", the arguments
 // constrained when forced; each call a function_call item), and `stream` as the API's named SSE events
 // (response.created ... output_text / function_call_arguments deltas ... response.completed / response.incomplete,
@@ -25,7 +26,9 @@ const Message = z.object({
 });
 const Call = z.object({ type: z.literal("function_call"), call_id: z.string().max(256), name: z.string().max(256), arguments: z.string() });
 const CallOutput = z.object({ type: z.literal("function_call_output"), call_id: z.string().max(256), output: z.string() });
-const Item = z.union([Message, Call, CallOutput], { message: "items are messages, function_call or function_call_output" });
+// reasoning items a client sends back from earlier turns are accepted and left out (templates drop earlier reasoning)
+const Reasoning = z.looseObject({ type: z.literal("reasoning") });
+const Item = z.union([Message, Call, CallOutput, Reasoning], { message: "items are messages, function_call, function_call_output or reasoning" });
 const FunctionTool = z.object({
   type: z.literal("function", { message: "only function tools are supported" }),
   name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
@@ -71,7 +74,7 @@ function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
       if (last?.role === "assistant" && (last.tool_calls || !last.content)) (last.tool_calls ??= []).push(call);
       else out.push({ role: "assistant", content: "", tool_calls: [call] });
     } else if (it.type === "function_call_output") out.push({ role: "tool", content: it.output, tool_call_id: it.call_id });
-    else out.push({ role: it.role, content: partsText(it.content) });
+    else if (it.type !== "reasoning") out.push({ role: it.role, content: partsText(it.content) });
   }
   return out;
 }
