@@ -2,12 +2,11 @@
 // clients and agents call it): `input` as a string or items — messages (input_text / output_text parts), earlier
 // function_call and function_call_output items; reasoning items sent back are left out — `instructions` (the system
 // turn), `max_output_tokens`, `temperature` / `top_p`, `reasoning` (GLM thinking: a reasoning item before the
-// message), function `tools` with
-// `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned on "auto", the arguments
-// constrained when forced; each call a function_call item), and `stream` as the API's named SSE events
-// (response.created ... output_text / function_call_arguments deltas ... response.completed / response.incomplete,
-// each with its sequence_number). previous_response_id (nothing is stored), other tool types and non-text formats
-// are refused with a 400 naming them. Errors in the OpenAI shape. State: per request.
+// message), function `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls
+// scanned on "auto", the arguments constrained when forced; each call a function_call item), and `stream` as the
+// API's named SSE events (response.created ... output_text / function_call_arguments deltas ... response.completed /
+// response.incomplete, each with its sequence_number). previous_response_id (nothing is stored), other tool types
+// and non-text formats are refused with a 400 naming them. Errors in the OpenAI shape. State: per request.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
