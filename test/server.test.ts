@@ -221,6 +221,18 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
       expect(metrics).toMatch(new RegExp(`^hummingbird_${name} \\d`, "m"));
     }
     expect(Number(/^hummingbird_generated_tokens_total (\d+)/m.exec(metrics)![1])).toBeGreaterThan(0);
+    // latency histograms: cumulative buckets ending at +Inf = _count, a positive _sum, as many ends as finished requests
+    for (const h of ["time_to_first_token_seconds", "request_latency_seconds"]) {
+      const buckets = [...metrics.matchAll(new RegExp(`^hummingbird_${h}_bucket\\{le="([^"]+)"\\} (\\d+)$`, "gm"))].map((m) => Number(m[2]));
+      expect(buckets.length).toBe(14);
+      for (let i = 1; i < buckets.length; i++) expect(buckets[i]).toBeGreaterThanOrEqual(buckets[i - 1]);
+      const count = Number(new RegExp(`^hummingbird_${h}_count (\\d+)$`, "m").exec(metrics)![1]);
+      expect(buckets.at(-1)).toBe(count);
+      expect(count).toBeGreaterThan(0);
+      expect(Number(new RegExp(`^hummingbird_${h}_sum (\\S+)$`, "m").exec(metrics)![1])).toBeGreaterThan(0);
+    }
+    expect(Number(/^hummingbird_request_latency_seconds_count (\d+)/m.exec(metrics)![1]))
+      .toBe(Number(/^hummingbird_requests_finished_total (\d+)/m.exec(metrics)![1]));
     const slots = await (await fetch(`${s.url}/slots`, { headers: auth })).json() as any;
     expect(slots.slots).toHaveLength(2);
     expect(slots.slots[0]).toHaveProperty("state");

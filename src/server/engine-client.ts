@@ -1,7 +1,7 @@
 // The HTTP side's handle on the engine worker: starts it (the model loads there), routes request
-// events to their subscribers by request id, keeps the counters /metrics reports and, given a log,
-// writes one line per finished request. State: the worker, load status, the live request callbacks, the
-// latest worker stats, the totals and the accepted requests' prompt sizes (for their log lines).
+// events to their subscribers by request id, keeps the counters and latency histograms /metrics reports
+// and, given a log, writes one line per finished request. State: the worker, load status, the live request
+// callbacks, the latest worker stats, the totals, the histograms and the live requests' start times.
 import type { Call, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
 
 export type Reply = { ok: true; value: unknown } | { ok: false; detail: string };
@@ -21,6 +21,19 @@ export interface Totals {
   generated_tokens: number;
 }
 
+/** A Prometheus histogram of seconds (cumulative buckets at render time). */
+export class Histogram {
+  static readonly BOUNDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+  readonly counts = new Array<number>(Histogram.BOUNDS.length + 1).fill(0); // the last: above every bound
+  sum = 0;
+  observe(s: number): void {
+    let i = 0;
+    while (i < Histogram.BOUNDS.length && s > Histogram.BOUNDS[i]) i++;
+    this.counts[i]++;
+    this.sum += s;
+  }
+}
+
 export class EngineClient {
   state: "loading" | "ready" | "failed" = "loading";
   info: ReadyInfo | null = null;
@@ -33,6 +46,10 @@ export class EngineClient {
   private calls = new Map<number, (r: Reply) => void>();
   private nextRid = 1;
   private accepted = new Map<number, { prompt: number; cached: number; t0: number }>();
+  /** seconds from submission to the first token, and to the end (requests that ended with done) */
+  readonly ttft = new Histogram();
+  readonly e2e = new Histogram();
+  private started = new Map<number, { t0: number; first: boolean }>();
 
   /** log: one line per finished request (tokens, speed, why it ended), as llama-server and vLLM print them */
   constructor(opts: EngineOptions, private readonly log?: (line: string) => void) {
@@ -71,9 +88,16 @@ export class EngineClient {
     if (ev.t === "accept") {
       this.totals.prompt_tokens += ev.prompt_tokens; this.totals.cached_tokens += ev.cached_tokens;
       if (this.log) this.accepted.set(ev.rid, { prompt: ev.prompt_tokens, cached: ev.cached_tokens, t0: performance.now() });
-    } else if (ev.t === "tok") this.totals.generated_tokens++;
-    else if (ev.t === "done") this.totals.finished++;
-    else if (ev.t === "error") this.totals.failed++;
+    } else if (ev.t === "tok") {
+      this.totals.generated_tokens++;
+      const st = this.started.get(ev.rid);
+      if (st && !st.first) { st.first = true; this.ttft.observe((performance.now() - st.t0) / 1000); }
+    } else if (ev.t === "done") {
+      this.totals.finished++;
+      const st = this.started.get(ev.rid);
+      if (st) this.e2e.observe((performance.now() - st.t0) / 1000);
+    } else if (ev.t === "error") this.totals.failed++;
+    if (ev.t === "done" || ev.t === "error") this.started.delete(ev.rid);
     if (this.log && (ev.t === "done" || ev.t === "error")) this.logEnd(ev);
     const cb = this.subs.get(ev.rid);
     if (ev.t === "done" || ev.t === "error") this.subs.delete(ev.rid);
@@ -105,6 +129,7 @@ export class EngineClient {
       return { rid, cancel: () => {}, stop: () => {} };
     }
     this.subs.set(rid, on);
+    this.started.set(rid, { t0: performance.now(), first: false });
     this.send({ t: "submit", rid, req });
     return {
       rid,

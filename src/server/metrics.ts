@@ -1,6 +1,7 @@
-// GET /metrics: Prometheus text exposition of the engine client's totals and the worker's latest
-// stats (busy slots, queue depth, decode tok/s, the expert cache). No state of its own.
-import type { EngineClient } from "./engine-client.ts";
+// GET /metrics: Prometheus text exposition of the engine client's totals, its latency histograms (time to the
+// first token, to the end) and the worker's latest stats (busy slots, queue depth, decode tok/s, the expert
+// cache). No state of its own.
+import { Histogram, type EngineClient } from "./engine-client.ts";
 
 export function metricsText(engine: EngineClient, httpRequests: number): string {
   const t = engine.totals, s = engine.stats;
@@ -22,6 +23,15 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("slots_busy", "gauge", "slots running a request", s.busy);
   metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);
   metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
+  const histogram = (name: string, help: string, h: Histogram) => {
+    lines.push(`# HELP hummingbird_${name} ${help}`, `# TYPE hummingbird_${name} histogram`);
+    let n = 0;
+    Histogram.BOUNDS.forEach((b, i) => { n += h.counts[i]; lines.push(`hummingbird_${name}_bucket{le="${b}"} ${n}`); });
+    n += h.counts[Histogram.BOUNDS.length];
+    lines.push(`hummingbird_${name}_bucket{le="+Inf"} ${n}`, `hummingbird_${name}_sum ${h.sum}`, `hummingbird_${name}_count ${n}`);
+  };
+  histogram("time_to_first_token_seconds", "seconds from a request's submission to its first token", engine.ttft);
+  histogram("request_latency_seconds", "seconds from a request's submission to its end (requests that finished)", engine.e2e);
   const x = s.experts;
   if (x) {
     metric("expert_cache_hit_rate", "gauge", "routed-expert uses served from RAM (pinned or cached)", x.hitRate);
