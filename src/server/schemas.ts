@@ -1,11 +1,12 @@
 // zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
 // of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
 // extras); fields we cannot honour (suffix, best_of > 1, legacy functions) are rejected
-// with a 400 naming them. Tools: tools.ts. Penalties and logit_bias become one PenaltyParams (penaltiesOf). Constrained output: `response_format` (text, json_object,
-// json_schema) and the llama-server-style `grammar` (GBNF text) become one GrammarSpec (grammarOf).
-// No state.
+// with a 400 naming them. Tools: tools.ts. Penalties and logit_bias become one PenaltyParams (penaltiesOf).
+// Constrained output: `response_format` (text, json_object, json_schema), the llama-server-style `grammar` (GBNF
+// text) and vLLM's guided_json / guided_choice / guided_grammar (and their structured_outputs spellings) become one
+// GrammarSpec (grammarOf). No state.
 import { z } from "zod";
-import { GrammarError, responseFormatGbnf } from "../engine/grammar/index.ts";
+import { gbnfLiteral, GrammarError, responseFormatGbnf } from "../engine/grammar/index.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
 import type { GrammarSpec } from "./protocol.ts";
 import { penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
@@ -53,6 +54,17 @@ const sampling = {
   ignore_eos: nullish(z.boolean()),
   stop_token_ids: nullish(z.array(z.int().min(0)).max(64)),
   min_tokens: nullish(z.int().min(0)),
+  // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar
+  guided_json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
+  guided_choice: nullish(z.array(z.string()).min(1).max(256)),
+  guided_grammar: nullish(z.string().min(1, "must not be empty")),
+  guided_regex: nullish(unsupported("guided_regex (use guided_grammar: GBNF)")),
+  structured_outputs: nullish(z.object({
+    json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
+    choice: nullish(z.array(z.string()).min(1).max(256)),
+    grammar: nullish(z.string().min(1, "must not be empty")),
+    regex: nullish(unsupported("structured_outputs.regex (use grammar: GBNF)")),
+  })),
 };
 
 const Part = z.object({ type: z.literal("text", { message: "only text content parts are supported" }), text: z.string() });
@@ -111,8 +123,32 @@ export function zodError(e: z.ZodError): ApiError {
  * cannot be enforced (pattern, format, minimum, ...); otherwise they are ignored (best effort).
  * Whitespace between JSON tokens is compact (none).
  */
-export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & { tools?: Tool[] | null; tool_choice?: ToolChoice | null }): GrammarSpec | null | ApiError {
+type Guided = Partial<Pick<ChatRequest, "guided_json" | "guided_choice" | "guided_grammar" | "structured_outputs">>;
+/** vLLM's guided decoding as a GrammarSpec (undefined: none asked; an ApiError naming the field) */
+function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefined {
+  const so = b.structured_outputs ?? {};
+  const asked = ([["guided_json", b.guided_json], ["guided_choice", b.guided_choice], ["guided_grammar", b.guided_grammar],
+    ["structured_outputs.json", so.json], ["structured_outputs.choice", so.choice], ["structured_outputs.grammar", so.grammar]] as const)
+    .filter(([, v]) => v != null);
+  if (asked.length === 0) return undefined;
+  const [field, v] = asked[0];
+  if (asked.length > 1 || others)
+    return apiError(400, `${field}: only one of response_format, grammar, tool_choice and the guided / structured_outputs fields may constrain the output`, field, "invalid_value");
+  if (Array.isArray(v)) return { gbnf: `root ::= ${v.map(gbnfLiteral).join(" | ")}`, field };
+  if (field.endsWith("grammar")) return { gbnf: v as string, field };
+  let schema: unknown = v;
+  if (typeof v === "string") {
+    try { schema = JSON.parse(v); } catch (e) { return apiError(400, `${field}: not JSON: ${(e as Error).message}`, field, "invalid_value"); }
+  }
+  const g = grammarOf({ response_format: { type: "json_schema", json_schema: { name: "guided", schema: schema as Record<string, unknown> } } });
+  if (g && "status" in g) { const param = g.param?.replace("response_format.json_schema.schema", field) ?? field; return { ...g, param, message: g.message.replace("response_format.json_schema.schema", field) }; }
+  return g ? { ...g, field } : g ?? undefined;
+}
+
+export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & Guided & { tools?: Tool[] | null; tool_choice?: ToolChoice | null }): GrammarSpec | null | ApiError {
   const rf = b.response_format;
+  const guided = guidedOf(b, (rf != null && rf.type !== "text") || b.grammar != null || (b.tool_choice != null && b.tool_choice !== "auto" && b.tool_choice !== "none"));
+  if (guided !== undefined) return guided;
   const constrained = rf != null && rf.type !== "text";
   const tools = b.tools ?? [], choice = b.tool_choice ?? "auto";
   if (choice !== "auto" && choice !== "none") { // a forced call: its JSON under a grammar

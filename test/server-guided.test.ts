@@ -1,0 +1,55 @@
+// vLLM's guided decoding on the OpenAI routes (shared fixture): guided_choice / guided_json / guided_grammar and the
+// structured_outputs spellings constrain the output as response_format and grammar do (the same grammar, the same
+// output); conflicts and regexes are refused naming the field.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 2 }); });
+  afterAll(() => s.stop());
+  const chat = async (extra: Record<string, unknown>) => {
+    const r = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "Answer:" }], max_tokens: 40, temperature: 0, ...extra });
+    return { status: r.status, j: (await r.json()) as any };
+  };
+  const schema = { type: "object", properties: { a: { type: "integer" }, b: { enum: ["x", "y"] } }, required: ["a", "b"], additionalProperties: false };
+
+  test("choices, JSON schemas and grammars constrain the output; the vLLM spellings equal response_format / grammar", async () => {
+    const choices = ["yes", "no", "maybe so"];
+    for (const extra of [{ guided_choice: choices }, { structured_outputs: { choice: choices } }]) {
+      const { j } = await chat(extra);
+      expect(choices).toContain(j.choices[0].message.content);
+      expect(j.choices[0].finish_reason).toBe("stop");
+    }
+    const viaRf = (await chat({ response_format: { type: "json_schema", json_schema: { name: "s", schema } } })).j.choices[0].message.content;
+    for (const extra of [{ guided_json: schema }, { guided_json: JSON.stringify(schema) }, { structured_outputs: { json: schema } }]) {
+      const out = (await chat(extra)).j.choices[0].message.content;
+      expect(out).toBe(viaRf);
+      if (out.endsWith("}")) expect(Number.isInteger(JSON.parse(out).a)).toBe(true);
+    }
+    const gbnf = 'root ::= "ab" | "cd" | "ef"';
+    const viaGrammar = (await chat({ grammar: gbnf })).j.choices[0].message.content;
+    expect(["ab", "cd", "ef"]).toContain(viaGrammar);
+    expect((await chat({ guided_grammar: gbnf })).j.choices[0].message.content).toBe(viaGrammar);
+    const comp = (await (await post(s.url, "/v1/completions", { prompt: "Pick:", max_tokens: 8, temperature: 0, guided_choice: choices })).json()) as any;
+    expect(choices).toContain(comp.choices[0].text);
+  });
+
+  test("conflicts, regexes and bad JSON are refused naming the field", async () => {
+    for (const [extra, param] of [
+      [{ guided_json: schema, response_format: { type: "json_object" } }, "guided_json"],
+      [{ guided_choice: ["a"], guided_grammar: 'root ::= "a"' }, "guided_choice"],
+      [{ structured_outputs: { choice: ["a"] }, grammar: 'root ::= "a"' }, "structured_outputs.choice"],
+      [{ guided_regex: "[a-z]+" }, "guided_regex"],
+      [{ structured_outputs: { regex: "x" } }, "structured_outputs.regex"],
+      [{ guided_json: "{not json" }, "guided_json"],
+      [{ guided_json: { type: "object", properties: { a: { type: "frobnicate" } } } }, "guided_json"],
+    ] as const) {
+      const { status, j } = await chat(extra);
+      expect(status).toBe(400);
+      expect(j.error.param).toStartWith(param);
+    }
+  });
+});
