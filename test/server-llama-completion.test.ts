@@ -42,8 +42,22 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     expect(pinned).toMatchObject({ id_slot: 1, tokens_evaluated: 3, tokens_predicted: 2 });
   });
 
+  test("n_probs: each token's logprob and its best alternatives, as /v1/completions reports them", async () => {
+    const v1 = (await (await post(s.url, "/v1/completions", { prompt, max_tokens: 4, temperature: 0, logprobs: 3 })).json()) as any;
+    const r = (await (await post(s.url, "/completion", { prompt, n_predict: 4, temperature: 0, n_probs: 3 })).json()) as any;
+    const lp = v1.choices[0].logprobs;
+    expect(r.completion_probabilities.map((p: any) => p.token)).toEqual(lp.tokens);
+    expect(r.completion_probabilities.map((p: any) => p.logprob)).toEqual(lp.token_logprobs);
+    r.completion_probabilities.forEach((p: any, i: number) => {
+      expect(p.top_logprobs).toHaveLength(3);
+      expect(Object.fromEntries(p.top_logprobs.map((t: any) => [t.token, t.logprob]))).toEqual(lp.top_logprobs[i]);
+    });
+    const ev = await lines(await post(s.url, "/completion", { prompt, n_predict: 4, temperature: 0, n_probs: 3, stream: true }));
+    expect(ev.slice(0, -1).map((e) => e.completion_probabilities[0].logprob)).toEqual(lp.token_logprobs);
+  });
+
   test("refusals name the field", async () => {
-    for (const [body, param] of [[{ prompt, n_probs: 3 }, "n_probs"], [{ n_predict: 3 }, "prompt"], [{ prompt, n_predict: -2 }, "n_predict"],
+    for (const [body, param] of [[{ prompt, n_probs: 30 }, "n_probs"], [{ n_predict: 3 }, "prompt"], [{ prompt, n_predict: -2 }, "n_predict"],
       [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"]] as const) {
       const r = await post(s.url, "/completion", body);
       expect(r.status).toBe(400);

@@ -1,9 +1,10 @@
 // POST /completion: llama-server's own completion endpoint (llama.cpp tools and front ends call it) over the same
 // engine: its request fields (n_predict, id_slot, top_k / min_p defaults of 40 / 0.05, logit_bias as [id, bias]
-// pairs, grammar or json_schema, ignore_eos, cache_prompt — prefix reuse is always on) mapped onto a completion,
-// and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
-// stopping_word, timings, ...}, streamed as `data:` lines of {content, stop: false} and a last one with
-// stop: true (no [DONE]). One prompt per request (text or token ids). State: per request only.
+// pairs, grammar or json_schema, ignore_eos, n_probs, cache_prompt — prefix reuse is always on) mapped onto a
+// completion, and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
+// stopping_word, timings, completion_probabilities (with n_probs: each token's logprob and its n_probs best)},
+// streamed as `data:` lines of {content, stop: false} and a last one with stop: true (no [DONE]). One prompt per
+// request (text or token ids). State: per request only.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
@@ -37,7 +38,7 @@ const LlamaCompletion = z.object({
   logit_bias: nullish(Bias),
   grammar: nullish(z.string().min(1, "must not be empty")),
   json_schema: nullish(z.record(z.string(), z.unknown())),
-  n_probs: nullish(z.literal(0, { message: "token probabilities are not supported here (use /v1/completions logprobs)" })),
+  n_probs: nullish(z.int().min(0).max(20)),
 }).transform((b) => ({
   ...b,
   // false: the token is banned (llama-server's spelling), as a bias of -100 is here
@@ -53,28 +54,38 @@ function toGen(b: LlamaCompletion, grammar: GrammarSpec | null): GenRequest {
     prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt } : { kind: "ids", ids: b.prompt },
     slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
     temperature: b.temperature ?? 0.8, top_p: b.top_p ?? 0.95, min_p: b.min_p ?? 0.05, top_k: b.top_k ?? 40, // llama-server's defaults
-    seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [],
+    seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [], ...(b.n_probs ? { logprobs: b.n_probs } : {}),
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b),
   };
 }
 
-/** The one choice: the text so far and llama-server's closing fields. */
+const bytes = (s: string) => [...new TextEncoder().encode(s)];
+/** llama-server's entry of one token with n_probs: its logprob and the best alternatives */
+const probEntry = (e: Tok) => ({
+  id: e.id, token: e.tt ?? "", bytes: bytes(e.tt ?? ""), logprob: e.lp ?? 0,
+  top_logprobs: (e.top ?? []).map((t) => ({ id: t.id, token: t.text, bytes: bytes(t.text), logprob: t.lp })),
+});
+
+/** The one choice: the text so far, the tokens' probabilities (n_probs) and llama-server's closing fields. */
 class LlamaChoice implements ChoiceView {
   private content = "";
   private slot = -1;
-  constructor(private readonly model: string, private readonly stops: string[]) {}
+  private readonly probs: ReturnType<typeof probEntry>[] = [];
+  constructor(private readonly model: string, private readonly stops: string[], private readonly nProbs: number) {}
   onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.slot = e.slot; }
   onTok(e: Tok): object[] {
-    const text = literalText(e);
+    const text = literalText(e), p = this.nProbs ? [probEntry(e)] : null;
     this.content += text;
-    return [{ content: text, stop: false, id_slot: this.slot, tokens: [e.id] }]; // every token (text "" while a character is incomplete)
+    if (p) this.probs.push(p[0]);
+    // every token (text "" while a character is incomplete)
+    return [{ content: text, stop: false, id_slot: this.slot, tokens: [e.id], ...(p ? { completion_probabilities: p } : {}) }];
   }
   onDone(e: Done): object[] {
     this.content += e.text;
     return [{ ...this.closing(e), content: e.text }];
   }
   final(e: Done): object {
-    return { ...this.closing(e), content: this.content };
+    return { ...this.closing(e), content: this.content, ...(this.nProbs ? { completion_probabilities: this.probs } : {}) };
   }
   private closing(e: Done) {
     const word = e.stop_text ?? "", limit = e.reason === "length";
@@ -91,7 +102,7 @@ export async function llamaCompletion(req: Request, engine: EngineClient, o: Rou
   const started = await startGeneration(req, engine, o, LlamaCompletion, toGen, "prompt");
   if (started instanceof Response) return started;
   const { data, runs, abandon } = started;
-  const views = [new LlamaChoice(engine.info!.model, data.stop ?? [])];
+  const views = [new LlamaChoice(engine.info!.model, data.stop ?? [], data.n_probs ?? 0)];
   if (data.stream) {
     return sseResponse(async (send) => {
       const r = await streamChoices(runs, views, abandon, (choices) => { for (const c of choices) { const { index: _, ...rest } = c as { index: number }; send(rest); } });
