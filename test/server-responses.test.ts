@@ -1,7 +1,7 @@
 // POST /v1/responses (OpenAI's Responses API) through the official `openai` SDK on the shared fixture: the reply
 // equals the chat route's for the same conversation (instructions as the system turn, message items), usage and
 // incomplete_details; streamed, the SDK's events come in the API's order with increasing sequence numbers and
-// deltas adding up to the text; reasoning renders the prompt with thinking on, as the chat route does; a forced
+// deltas adding up to the text; reasoning as a reasoning item (a template that opens <think>); a forced
 // function gives a function_call item (streamed as the call events) with the chat route's arguments, earlier call /
 // output items render as the chat route's tool turns; other tools, stored responses and formats are refused naming
 // the field.
@@ -51,14 +51,26 @@ describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
     expect(last.response.output[0].content[0].text).toBe(whole.output_text);
   });
 
-  // (the random fixture never emits think tags, so its reasoning text is empty on both routes; ThinkSplit itself is
-  // tested in server-units.test.ts)
-  test("reasoning: the reply of the chat route with enable_thinking, the reasoning text in a reasoning item", async () => {
-    const want = await chat([{ role: "user", content: "Think." }], 24, true);
-    const r = await client.responses.create({ model: "m", input: "Think.", max_output_tokens: 24, temperature: 0, reasoning: { effort: "medium" } });
-    const reasoning = r.output.find((o) => o.type === "reasoning") as any;
-    expect(reasoning?.content?.[0]?.text ?? "").toBe(want.choices[0].message.reasoning_content ?? "");
-    expect(r.output_text).toBe(want.choices[0].message.content ?? "");
+  test("reasoning: a reasoning item with the chat route's reasoning_content, streamed as reasoning_text deltas", async () => {
+    // a template that opens <think> when thinking is on (the fixture's own never does), so the reply is reasoning
+    const T = "{%- for m in messages -%}<|user|>{{ m.content }}{%- endfor -%}<|assistant|>{%- if enable_thinking -%}<think>{%- endif -%}";
+    const t = await startTiny({ slots: 1, chatTemplate: T });
+    try {
+      const want = ((await (await post(t.url, "/v1/chat/completions", { messages: [{ role: "user", content: "Think." }], max_tokens: 12, temperature: 0,
+        chat_template_kwargs: { enable_thinking: true } })).json()) as any).choices[0].message;
+      expect(want.reasoning_content.length).toBeGreaterThan(0);
+      const c = new OpenAI({ baseURL: `${t.url}/v1`, apiKey: "x", maxRetries: 0, timeout: 20000 });
+      const r = await c.responses.create({ model: "m", input: "Think.", max_output_tokens: 12, temperature: 0, reasoning: { effort: "high" } });
+      const item = r.output[0] as any;
+      expect(item).toMatchObject({ type: "reasoning", content: [{ type: "reasoning_text", text: want.reasoning_content }] });
+      expect(r.output_text).toBe(want.content ?? "");
+      const off = await c.responses.create({ model: "m", input: "Think.", max_output_tokens: 12, temperature: 0 }); // no reasoning asked
+      expect(off.output.map((o) => o.type)).toEqual(["message"]);
+      let deltas = "";
+      for await (const ev of await c.responses.create({ model: "m", input: "Think.", max_output_tokens: 12, temperature: 0, reasoning: { effort: "high" }, stream: true }))
+        if ((ev as any).type === "response.reasoning_text.delta") deltas += (ev as any).delta;
+      expect(deltas).toBe(want.reasoning_content);
+    } finally { await t.stop(); }
   });
 
   const weather = { type: "function" as const, name: "get_weather", description: "Weather of a city", strict: true,
