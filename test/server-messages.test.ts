@@ -1,7 +1,8 @@
 // POST /v1/messages (Anthropic's Messages API) on the shared fixture: the reply equals /v1/chat/completions' for
 // the same conversation (greedy), with Anthropic's shapes (content blocks, stop_reason, usage); streamed as named
-// events whose text deltas add up to the same text; stop_sequences reported; Anthropic-shaped errors; the API key
-// as x-api-key.
+// events whose text deltas add up to the same text; stop_sequences reported; tool use (a forced tool: a tool_use
+// block with the chat route's arguments, streamed as input_json deltas; tool_use / tool_result turns rendered as the
+// chat route's tool turns); Anthropic-shaped errors; the API key as x-api-key.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
@@ -70,6 +71,47 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
     expect(m).toMatchObject({ stop_reason: "stop_sequence", stop_sequence: stop });
   });
 
+  const weather = { name: "get_weather", description: "Weather of a city",
+    input_schema: { type: "object", properties: { city: { type: "string", enum: ["Paris", "Rome", "Oslo"] } }, required: ["city"], additionalProperties: false } };
+  const chatTools = [{ type: "function", function: { name: weather.name, description: weather.description, parameters: weather.input_schema } }];
+
+  test("tool use: a forced tool gives a tool_use block with the chat route's arguments, streamed as input_json deltas", async () => {
+    const want = ((await (await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "Weather?" }], max_tokens: 48, temperature: 0,
+      tools: chatTools, tool_choice: { type: "function", function: { name: "get_weather" } } }, { authorization: `Bearer ${KEY}` })).json()) as any).choices[0].message.tool_calls[0];
+    const body = { messages: [{ role: "user", content: "Weather?" }], max_tokens: 48, temperature: 0, tools: [weather], tool_choice: { type: "tool", name: "get_weather" } };
+    const m = (await (await post(s.url, "/v1/messages", body, auth)).json()) as any;
+    expect(m.stop_reason).toBe("tool_use");
+    expect(m.content).toHaveLength(1);
+    expect(m.content[0]).toMatchObject({ type: "tool_use", name: "get_weather", input: JSON.parse(want.function.arguments) });
+    const any = (await (await post(s.url, "/v1/messages", { ...body, tool_choice: { type: "any" } }, auth)).json()) as any;
+    expect(any.content.map((c: any) => c.type)).toContain("tool_use");
+    const res = await post(s.url, "/v1/messages", { ...body, stream: true }, auth);
+    const events = (await res.text()).split("\n\n").filter(Boolean).map((b) => JSON.parse(b.split("\n")[1].slice("data: ".length)));
+    expect(events.map((e) => e.type)).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+    expect(events[1].content_block).toMatchObject({ type: "tool_use", name: "get_weather", input: {} });
+    expect(JSON.parse(events[2].delta.partial_json)).toEqual(m.content[0].input);
+    expect(events[4].delta.stop_reason).toBe("tool_use");
+  });
+
+  test("tool_use / tool_result turns render as the chat route's tool turns", async () => {
+    const T = "{%- for t in tools -%}[tool {{ t.function.name }}]{%- endfor -%}{%- for m in messages -%}<{{ m.role }}>{{ m.content }}"
+      + "{%- for c in m.tool_calls or [] -%}(call {{ c.function.name }} city={{ c.function.arguments.city }}){%- endfor -%}"
+      + "{%- if m.tool_call_id -%}(for {{ m.tool_call_id }}){%- endif -%}{%- endfor -%}<assistant>";
+    const t = await startTiny({ slots: 1, chatTemplate: T });
+    try {
+      const want = (await (await post(t.url, "/v1/chat/completions", { max_tokens: 6, temperature: 0, tools: chatTools, messages: [
+        { role: "user", content: "Weather?" },
+        { role: "assistant", content: "Let me look.", tool_calls: [{ id: "toolu_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+        { role: "tool", content: "sunny", tool_call_id: "toolu_1" }] })).json()) as any;
+      const m = (await (await post(t.url, "/v1/messages", { max_tokens: 6, temperature: 0, tools: [weather], messages: [
+        { role: "user", content: "Weather?" },
+        { role: "assistant", content: [{ type: "thinking", thinking: "hm", signature: "" }, { type: "text", text: "Let me look." }, { type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "sunny" }] }] }] })).json()) as any;
+      expect(m.usage.input_tokens).toBe(want.usage.prompt_tokens);
+      expect(m.content.filter((c: any) => c.type === "text").map((c: any) => c.text).join("")).toBe(want.choices[0].message.content ?? "");
+    } finally { await t.stop(); }
+  });
+
   test("bad requests and a missing key: Anthropic-shaped errors naming the field", async () => {
     const bad = async (body: object, headers: Record<string, string>, status: number, type: string, says: string) => {
       const res = await post(s.url, "/v1/messages", body, headers);
@@ -81,7 +123,9 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
     };
     await bad({ messages: turns }, auth, 400, "invalid_request_error", "max_tokens");
     await bad({ messages: [], max_tokens: 4 }, auth, 400, "invalid_request_error", "messages");
-    await bad({ messages: turns, max_tokens: 4, tools: [{ name: "x" }] }, auth, 400, "invalid_request_error", "tools");
+    await bad({ messages: turns, max_tokens: 4, tools: [{ name: "x" }] }, auth, 400, "invalid_request_error", "tools.0.input_schema");
+    await bad({ messages: turns, max_tokens: 4, tools: [{ type: "web_search_20250305", name: "w", input_schema: {} }] }, auth, 400, "invalid_request_error", "tools.0.type");
+    await bad({ messages: turns, max_tokens: 4, tools: [weather], tool_choice: { type: "tool", name: "nope" } }, auth, 400, "invalid_request_error", "no tool is named");
     await bad({ messages: [{ role: "system", content: "x" }], max_tokens: 4 }, auth, 400, "invalid_request_error", "messages.0.role");
     await bad({ messages: turns, max_tokens: 4 }, {}, 401, "authentication_error", "x-api-key");
     await bad({ messages: turns, max_tokens: 4 }, { "x-api-key": "wrong" }, 401, "authentication_error", "API key");

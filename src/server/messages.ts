@@ -1,21 +1,36 @@
 // POST /v1/messages: Anthropic's Messages API over the same engine, for clients built on the Anthropic SDK (as
-// llama-server offers it): `system` and user / assistant turns (string or text-block content) through the chat
-// template, `max_tokens` (required), `stop_sequences`, `temperature` / `top_p` / `top_k`, `thinking` (GLM's
-// enable_thinking: a `thinking` content block before the text), and `stream` as Anthropic's named SSE events
-// (message_start, content_block_start / _delta / _stop, message_delta, message_stop); /v1/messages/count_tokens.
-// Tools are refused (the OpenAI route has them). Errors in Anthropic's shape {type: "error", error: {type, message}}. State: per request.
+// llama-server offers it): `system` and user / assistant turns (string or content blocks: text, tool_use,
+// tool_result; thinking blocks sent back are left out) through the chat template, `max_tokens` (required),
+// `stop_sequences`, `temperature` / `top_p` / `top_k`, `thinking` (GLM's enable_thinking: a `thinking` content block
+// before the text), `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned
+// on auto, the input constrained on any / tool; each call a tool_use block, stop_reason "tool_use"), and `stream` as
+// Anthropic's named SSE events (message_start, content_block_start / _delta — text, thinking or input_json — / _stop,
+// message_delta, message_stop); /v1/messages/count_tokens. Errors in Anthropic's shape {type: "error", error: {type,
+// message}}. State: per request.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { fromWorker, type ApiError } from "./http-errors.ts";
-import type { GenRequest, ReqEvent } from "./protocol.ts";
-import { nullish } from "./schemas.ts";
+import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import { grammarOf, nullish, type ChatRequest } from "./schemas.ts";
+import { templateMessages } from "./chat.ts";
+import { scansForCalls, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { ThinkSplit } from "./think.ts";
 
 const TextBlock = z.object({ type: z.literal("text"), text: z.string() });
-const Content = z.union([z.string(), z.array(TextBlock).min(1)]);
-const refused = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported on /v1/messages (use /v1/chat/completions)` });
+const Block = z.union([
+  TextBlock,
+  z.object({ type: z.literal("tool_use"), id: z.string().max(256), name: z.string().max(256), input: z.record(z.string(), z.unknown()) }),
+  z.object({ type: z.literal("tool_result"), tool_use_id: z.string().max(256), content: nullish(z.union([z.string(), z.array(TextBlock)])), is_error: nullish(z.boolean()) }),
+  z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) }), // sent back from earlier turns: left out
+], { message: "content blocks are text, tool_use, tool_result or thinking" });
+const Content = z.union([z.string(), z.array(Block).min(1)]);
+const AnthropicTool = z.object({
+  type: nullish(z.literal("custom", { message: "only custom (client) tools are supported" })),
+  name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
+  description: nullish(z.string()), input_schema: z.record(z.string(), z.unknown()),
+});
 export const MessagesRequest = z.object({
   model: nullish(z.string().max(256)),
   max_tokens: z.int().min(1, "must be ≥ 1"),
@@ -28,45 +43,87 @@ export const MessagesRequest = z.object({
   stream: nullish(z.boolean()),
   metadata: nullish(z.record(z.string(), z.unknown())),
   thinking: nullish(z.discriminatedUnion("type", [z.object({ type: z.literal("enabled"), budget_tokens: z.int().min(1) }), z.object({ type: z.literal("disabled") })])),
-  tools: nullish(refused("tools")),
-  tool_choice: nullish(refused("tool_choice")),
+  tools: nullish(z.array(AnthropicTool).max(128)),
+  tool_choice: nullish(z.discriminatedUnion("type", [
+    z.looseObject({ type: z.enum(["auto", "any", "none"]) }), z.looseObject({ type: z.literal("tool"), name: z.string() }),
+  ])),
 });
 type MessagesRequest = z.infer<typeof MessagesRequest>;
 
 const ERROR_TYPES: Record<number, string> = { 400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error" };
 export const anthropicError = (e: ApiError) => ({ type: "error", error: { type: ERROR_TYPES[e.status] ?? "api_error", message: e.message } });
 const errorResponse = (e: ApiError) => Response.json(anthropicError(e), { status: e.status });
-const text = (c: string | { text: string }[]) => (typeof c === "string" ? c : c.map((b) => b.text).join(""));
+const text = (c: string | { type?: string; text?: string }[] | null | undefined) =>
+  c == null ? "" : typeof c === "string" ? c : c.map((b) => (b.type === "text" || b.type === undefined ? b.text ?? "" : "")).join("");
 
-function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number }): GenRequest {
-  const system = b.system == null ? [] : [{ role: "system", content: text(b.system) }];
+/** the request's tools and tool_choice as the chat route takes them */
+function toolsOf(b: Pick<MessagesRequest, "tools" | "tool_choice">): { tools: Tool[]; choice: ToolChoice } {
+  const c = b.tool_choice;
   return {
-    prompt: { kind: "chat", messages: [...system, ...b.messages.map((m) => ({ role: m.role, content: text(m.content) }))], enableThinking: b.thinking?.type === "enabled" },
+    tools: (b.tools ?? []).map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.input_schema } })),
+    choice: c == null || c.type === "auto" ? "auto" : c.type === "none" ? "none" : c.type === "any" ? "required" : { type: "function", function: { name: (c as { name: string }).name } },
+  };
+}
+
+/** the turns as chat messages: tool_use blocks become the assistant's tool_calls, tool_result blocks tool turns */
+function chatMessages(b: Pick<MessagesRequest, "system" | "messages">): ChatRequest["messages"] {
+  const out: ChatRequest["messages"] = b.system == null ? [] : [{ role: "system", content: text(b.system) }];
+  for (const m of b.messages) {
+    if (typeof m.content === "string") { out.push({ role: m.role, content: m.content }); continue; }
+    for (const r of m.content) if (r.type === "tool_result") out.push({ role: "tool", content: text((r as { content?: string | { type: string; text: string }[] | null }).content), tool_call_id: (r as { tool_use_id: string }).tool_use_id });
+    const calls = m.content.filter((k) => k.type === "tool_use").map((k) => {
+      const u = k as { id: string; name: string; input: Record<string, unknown> };
+      return { id: u.id, type: "function" as const, function: { name: u.name, arguments: JSON.stringify(u.input) } };
+    });
+    const t = text(m.content as { type?: string; text?: string }[]);
+    if (t || calls.length || !m.content.some((k) => k.type === "tool_result")) out.push({ role: m.role, content: t, ...(calls.length ? { tool_calls: calls } : {}) });
+  }
+  return out;
+}
+
+function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number }, grammar: GrammarSpec | null): GenRequest {
+  const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools;
+  return {
+    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), enableThinking: grammar ? false : b.thinking?.type === "enabled",
+      ...(rendered.length ? { tools: rendered } : {}) },
+    keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_tokens, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: 0, top_k: b.top_k ?? 0,
     stop: b.stop_sequences ?? [],
   };
+}
+
+/** the forced-call grammar of the request's tools, as an Anthropic error when it cannot be made */
+function grammarFor(b: Pick<MessagesRequest, "tools" | "tool_choice">): GrammarSpec | null | ApiError {
+  const { tools, choice } = toolsOf(b);
+  return grammarOf({ tools, tool_choice: choice });
 }
 
 /** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it ({input_tokens}) */
 export async function countTokens(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const p = await readRequest(req, o, MessagesRequest.partial({ max_tokens: true }), engine);
   if (!p.ok) return errorResponse(p.error);
-  const r = await engine.call({ op: "tokenize", prompt: toGen(p.data).prompt, pieces: false, generationPrompt: true });
+  const g = grammarFor(p.data);
+  if (g && "status" in g) return errorResponse(g);
+  const r = await engine.call({ op: "tokenize", prompt: toGen(p.data, g).prompt, pieces: false, generationPrompt: true });
   if (!r.ok) return errorResponse({ status: 400, message: r.detail, type: "", param: "messages", code: null });
   return Response.json({ input_tokens: (r.value as { ids: number[] }).ids.length });
 }
 
-const stopReason = (d: Done) => (d.reason === "length" ? "max_tokens" : d.stop_text !== undefined ? "stop_sequence" : "end_turn");
+const stopReason = (d: Done, calls: boolean) =>
+  (d.reason === "length" ? "max_tokens" : calls ? "tool_use" : d.stop_text !== undefined ? "stop_sequence" : "end_turn");
 
 export async function messages(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const p = await readRequest(req, o, MessagesRequest, engine);
   if (!p.ok) return errorResponse(p.error);
-  const b = p.data, r = run(engine, toGen(b), req.signal), first = await r.q.next();
+  const b = p.data, grammar = grammarFor(b);
+  if (grammar && "status" in grammar) return errorResponse(grammar);
+  const r = run(engine, toGen(b, grammar), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "messages")); }
-  const id = responseId("msg"), model = engine.info!.model, thinking = b.thinking?.type === "enabled";
+  const id = responseId("msg"), model = engine.info!.model, thinking = b.thinking?.type === "enabled" && !grammar;
+  const { tools, choice } = toolsOf(b), calls = new ToolOutput(tools, choice);
   let split = new ThinkSplit(thinking, false);
-  // blocks in order of appearance: [kind, text]; a kind change opens the next block
-  const blocks: ["thinking" | "text", string][] = [];
+  // blocks in order of appearance: [kind, text]; a kind change (or a call) opens the next block
+  const blocks: (["thinking" | "text", string] | ["tool_use", ToolCall])[] = [];
   const add = (kind: "thinking" | "text", s: string, emit: (ev: object) => void) => {
     if (!s) return;
     const last = blocks[blocks.length - 1];
@@ -75,8 +132,14 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
       blocks.push([kind, ""]);
       emit({ type: "content_block_start", index: blocks.length - 1, content_block: kind === "text" ? { type: "text", text: "" } : { type: "thinking", thinking: "" } });
     }
-    blocks[blocks.length - 1][1] += s;
+    (blocks[blocks.length - 1] as [string, string])[1] += s;
     emit({ type: "content_block_delta", index: blocks.length - 1, delta: kind === "text" ? { type: "text_delta", text: s } : { type: "thinking_delta", thinking: s } });
+  };
+  const addCall = (c: ToolCall, emit: (ev: object) => void) => {
+    if (blocks.length) emit({ type: "content_block_stop", index: blocks.length - 1 });
+    blocks.push(["tool_use", c]);
+    emit({ type: "content_block_start", index: blocks.length - 1, content_block: { type: "tool_use", id: c.id, name: c.function.name, input: {} } });
+    emit({ type: "content_block_delta", index: blocks.length - 1, delta: { type: "input_json_delta", partial_json: c.function.arguments } });
   };
   /** every event until done (or an error) through `emit` (`started` once the prompt is accepted); the done event */
   const drive = async (emit: (ev: object) => void, started: (e: Extract<ReqEvent, { t: "accept" }>) => void = () => {}):
@@ -86,13 +149,19 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
       else if (e.t === "tok" || e.t === "done") {
         const d = split.take(e.text, e.t === "tok" ? e.mark : undefined);
         add("thinking", d.reasoning_content ?? "", emit);
-        add("text", d.content ?? "", emit);
+        const out = d.content !== undefined ? calls.push(d.content) : { content: "", calls: [] as ToolCall[] };
+        if (e.t === "done") { const f = calls.finish(); out.content += f.content; out.calls.push(...f.calls); }
+        add("text", out.content, emit);
+        for (const c of out.calls) addCall(c, emit);
         if (e.t === "done") return e;
       } else if (e.t === "error") return e;
     }
   };
   const usage = (d: Done) => ({ input_tokens: d.prompt_tokens, output_tokens: d.emitted, cache_read_input_tokens: d.cached_tokens });
-  const content = () => blocks.map(([kind, s]) => (kind === "text" ? { type: "text", text: s } : { type: "thinking", thinking: s, signature: "" }));
+  const content = () => blocks.map((bk) => bk[0] === "tool_use"
+    ? { type: "tool_use", id: bk[1].id, name: bk[1].function.name, input: JSON.parse(bk[1].function.arguments) }
+    : bk[0] === "text" ? { type: "text", text: bk[1] } : { type: "thinking", thinking: bk[1], signature: "" });
+  const called = () => blocks.some((bk) => bk[0] === "tool_use");
 
   if (b.stream) {
     return sseResponse(async (send) => {
@@ -100,12 +169,12 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
         stop_reason: null, stop_sequence: null, usage: { input_tokens: a.prompt_tokens, output_tokens: 0, cache_read_input_tokens: a.cached_tokens } } }));
       if (d.t === "error") { send(anthropicError(fromWorker(d.code, d.detail, "messages"))); return false; }
       if (blocks.length) send({ type: "content_block_stop", index: blocks.length - 1 });
-      send({ type: "message_delta", delta: { stop_reason: stopReason(d), stop_sequence: d.stop_text ?? null }, usage: { output_tokens: d.emitted } });
+      send({ type: "message_delta", delta: { stop_reason: stopReason(d, called()), stop_sequence: d.stop_text ?? null }, usage: { output_tokens: d.emitted } });
       send({ type: "message_stop" });
       return true;
     }, r.abandon, "named");
   }
   const d = await drive(() => {});
   if (d.t === "error") return errorResponse(fromWorker(d.code, d.detail, "messages"));
-  return Response.json({ id, type: "message", role: "assistant", model, content: content(), stop_reason: stopReason(d), stop_sequence: d.stop_text ?? null, usage: usage(d) });
+  return Response.json({ id, type: "message", role: "assistant", model, content: content(), stop_reason: stopReason(d, called()), stop_sequence: d.stop_text ?? null, usage: usage(d) });
 }
