@@ -13,8 +13,8 @@ import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
 import { ChatRequest, contentText, penaltiesOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
-import { ThinkSplit } from "./think.ts";
-import { scansForCalls, templateArguments, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
+import { ReplySplit } from "./reply.ts";
+import { scansForCalls, templateArguments, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 
 
 const toolsOf = (b: ChatRequest) => (b.tool_choice === "none" ? [] : b.tools ?? []);
@@ -54,27 +54,23 @@ function lpEntry(e: Tok) {
 
 /** One choice: the think split, then its tool calls; accumulates the whole message (non-streaming). */
 class ChatChoice implements ChoiceView {
-  private split: ThinkSplit;
-  private readonly tools: ToolOutput;
+  private readonly reply: ReplySplit;
   private content = "";
   private reasoning = "";
   private readonly calls: ToolCall[] = [];
   private readonly lps: ReturnType<typeof lpEntry>[] = [];
 
   constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean) {
-    this.split = new ThinkSplit(thinking, false);
-    this.tools = new ToolOutput(tools, choice);
+    this.reply = new ReplySplit(thinking, tools, choice);
   }
 
-  onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.split = new ThinkSplit(this.split.enabled, e.think); }
+  onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.reply.accept(e); }
 
   /** the deltas of one event's text: reasoning / content, then the tool calls it completed */
   private take(text: string, mark: "think" | "/think" | undefined, end: boolean): object[] {
-    const d = this.split.take(text, mark), from = this.calls.length;
-    const out = d.content !== undefined ? this.tools.push(d.content) : { content: "", calls: [] as ToolCall[] };
-    if (end) { const f = this.tools.finish(); out.content += f.content; out.calls.push(...f.calls); }
+    const out = this.reply.take(text, mark, end), from = this.calls.length;
     const delta: { content?: string; reasoning_content?: string } = {};
-    if (d.reasoning_content !== undefined) { delta.reasoning_content = d.reasoning_content; this.reasoning += d.reasoning_content; }
+    if (out.reasoning) { delta.reasoning_content = out.reasoning; this.reasoning += out.reasoning; }
     if (out.content) { delta.content = out.content; this.content += out.content; }
     this.calls.push(...out.calls);
     const objs: object[] = Object.keys(delta).length ? [{ delta, logprobs: null, finish_reason: null }] : [];
@@ -101,7 +97,7 @@ class ChatChoice implements ChoiceView {
   final(e: Done): object {
     const message = {
       role: "assistant", content: this.calls.length && !this.content ? null : this.content,
-      ...(this.calls.length ? { tool_calls: this.calls } : {}), ...(this.split.enabled ? { reasoning_content: this.reasoning } : {}),
+      ...(this.calls.length ? { tool_calls: this.calls } : {}), ...(this.reply.thinking ? { reasoning_content: this.reasoning } : {}),
     };
     return { message, logprobs: this.wantLp ? { content: this.lps } : null, finish_reason: this.finish(e) };
   }

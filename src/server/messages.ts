@@ -14,9 +14,9 @@ import { fromWorker, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { grammarOf, nullish, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
-import { scansForCalls, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
+import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
-import { ThinkSplit } from "./think.ts";
+import { ReplySplit } from "./reply.ts";
 
 const TextBlock = z.object({ type: z.literal("text"), text: z.string() });
 const Block = z.union([
@@ -120,8 +120,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   const r = run(engine, toGen(b, grammar), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "messages")); }
   const id = responseId("msg"), model = engine.info!.model, thinking = b.thinking?.type === "enabled" && !grammar;
-  const { tools, choice } = toolsOf(b), calls = new ToolOutput(tools, choice);
-  let split = new ThinkSplit(thinking, false);
+  const { tools, choice } = toolsOf(b), reply = new ReplySplit(thinking, tools, choice);
   // blocks in order of appearance: [kind, text]; a kind change (or a call) opens the next block
   const blocks: (["thinking" | "text", string] | ["tool_use", ToolCall])[] = [];
   const add = (kind: "thinking" | "text", s: string, emit: (ev: object) => void) => {
@@ -145,14 +144,12 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   const drive = async (emit: (ev: object) => void, started: (e: Extract<ReqEvent, { t: "accept" }>) => void = () => {}):
     Promise<Done | Extract<ReqEvent, { t: "error" }>> => {
     for (let e: ReqEvent = first; ; e = await r.q.next()) {
-      if (e.t === "accept") { split = new ThinkSplit(thinking, e.think); started(e); }
+      if (e.t === "accept") { reply.accept(e); started(e); }
       else if (e.t === "tok" || e.t === "done") {
-        const d = split.take(e.text, e.t === "tok" ? e.mark : undefined);
-        add("thinking", d.reasoning_content ?? "", emit);
-        const out = d.content !== undefined ? calls.push(d.content) : { content: "", calls: [] as ToolCall[] };
-        if (e.t === "done") { const f = calls.finish(); out.content += f.content; out.calls.push(...f.calls); }
-        add("text", out.content, emit);
-        for (const c of out.calls) addCall(c, emit);
+        const parts = reply.take(e.text, e.t === "tok" ? e.mark : undefined, e.t === "done");
+        add("thinking", parts.reasoning, emit);
+        add("text", parts.content, emit);
+        for (const c of parts.calls) addCall(c, emit);
         if (e.t === "done") return e;
       } else if (e.t === "error") return e;
     }

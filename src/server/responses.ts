@@ -14,9 +14,9 @@ import { errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { grammarOf, nullish, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
-import { scansForCalls, ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
+import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
-import { ThinkSplit } from "./think.ts";
+import { ReplySplit } from "./reply.ts";
 
 const refused = (what: string) => z.unknown().refine((v) => v == null, { message: `${what} is not supported on /v1/responses` });
 const Part = z.object({ type: z.enum(["input_text", "output_text"], { message: "only input_text / output_text parts are supported" }), text: z.string() });
@@ -96,8 +96,8 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const r = run(engine, toGen(b, grammar), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
-  let split = new ThinkSplit(thinks(b) && !grammar, false), seq = 0;
-  const calls = new ToolOutput(tools, choice);
+  const reply = new ReplySplit(thinks(b) && !grammar, tools, choice);
+  let seq = 0;
   // output items in order of appearance: reasoning, message text, function calls (a text item opened by its first text)
   type Out = { kind: "reasoning" | "message"; id: string; text: string } | { kind: "function_call"; id: string; call: ToolCall };
   const items: Out[] = [];
@@ -145,14 +145,12 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   };
   const drive = async (emit: (ev: object) => void): Promise<Done | Extract<ReqEvent, { t: "error" }>> => {
     for (let e: ReqEvent = first; ; e = await r.q.next()) {
-      if (e.t === "accept") split = new ThinkSplit(thinks(b) && !grammar, e.think);
+      if (e.t === "accept") reply.accept(e);
       else if (e.t === "tok" || e.t === "done") {
-        const d = split.take(e.text, e.t === "tok" ? e.mark : undefined);
-        add("reasoning", d.reasoning_content ?? "", emit);
-        const out = d.content !== undefined ? calls.push(d.content) : { content: "", calls: [] as ToolCall[] };
-        if (e.t === "done") { const f = calls.finish(); out.content += f.content; out.calls.push(...f.calls); }
-        add("message", out.content, emit);
-        for (const c of out.calls) addCall(c, emit);
+        const parts = reply.take(e.text, e.t === "tok" ? e.mark : undefined, e.t === "done");
+        add("reasoning", parts.reasoning, emit);
+        add("message", parts.content, emit);
+        for (const c of parts.calls) addCall(c, emit);
         if (e.t === "done") return e;
       } else if (e.t === "error") return e;
     }
