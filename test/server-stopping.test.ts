@@ -1,7 +1,8 @@
 // vLLM's end-of-output controls on the OpenAI routes (shared fixture): ignore_eos (the model's end ids do not
-// end the output), stop_token_ids (more ids that do, not emitted), min_tokens (end and stop ids banned until that
-// many tokens are out); logit_bias makes the model pick the id in question at every step, so each rule decides
-// alone how long the output is. Ids outside the vocabulary are refused naming the field.
+// end the output), stop_token_ids (more ids that do, not emitted), min_tokens (end and stop ids banned and stop
+// strings not looked for until that many tokens are out); logit_bias makes the model pick the id in question at
+// every step, so each rule decides alone how long the output is. Ids outside the vocabulary are refused naming
+// the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -45,6 +46,17 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     // with the stop id banned, each of the 3 tokens is the plain greedy one (the bias only raised the banned id)
     expect(held.j.choices[0].text.length).toBeGreaterThan(0);
     expect(plain.j.choices[0].text.startsWith(held.j.choices[0].text)).toBe(true);
+  });
+
+  test("min_tokens: stop strings are looked for only after that many tokens (as vLLM)", async () => {
+    const plain = await run({});
+    const text = plain.j.choices[0].text as string, word = text.slice(2, 4);
+    const stopped = await run({ stop: [word] });
+    expect(stopped).toMatchObject({ reason: "stop" });
+    expect(stopped.j.choices[0].text).toBe(text.slice(0, text.indexOf(word)));
+    const held = await run({ stop: [word], min_tokens: 12 }); // the stop string falls inside the first 12 tokens
+    expect(held.j.choices[0].text).toBe(text);
+    expect(held.n).toBe(12);
   });
 
   test("bad values name the field", async () => {

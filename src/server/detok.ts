@@ -5,7 +5,8 @@
 // so a multi-byte character may be split across tokens); with stop strings the UTF-8 of the emitted
 // text, so bytes never run ahead of a stop string that is still being matched. Either way the bytes
 // of all pushes and finish() concatenate to the UTF-8 of the literal text (for valid UTF-8 output).
-// State: the stream decoder and the stop matcher of one request.
+// Stop strings are looked for only in the text of tokens after the first `minTokens` (vLLM's min_tokens).
+// State: the stream decoder, the stop matcher and the token count of one request.
 import type { TextCodec } from "../model/tokenizer.ts";
 import { StopMatcher } from "../engine/stop-text.ts";
 
@@ -34,8 +35,10 @@ export class Detok {
   private dec: { push(id: number): string; flush(): string };
   private stop: StopMatcher;
   private readonly raw: boolean;             // no stop strings: bytes are each token's own bytes
+  private n = 0;                             // tokens pushed
 
-  constructor(private readonly codec: TextCodec, stops: string[], private readonly think: ThinkIds, private readonly keepSpecial = false) {
+  constructor(private readonly codec: TextCodec, stops: string[], private readonly think: ThinkIds, private readonly keepSpecial = false,
+    private readonly minTokens = 0) {
     this.dec = codec.stream(!keepSpecial);
     this.stop = new StopMatcher(stops);
     this.raw = stops.length === 0;
@@ -52,6 +55,12 @@ export class Detok {
 
   /** One generated token: its text delta (possibly empty), its bytes, and its mark when it is a think tag. */
   push(id: number): Piece {
+    if (++this.n <= this.minTokens && !this.raw) { // before min_tokens: no stop string yet
+      const mark = id === this.think.open ? "think" : id === this.think.close ? "/think" : undefined;
+      if (mark) { const t = this.dec.flush(); return { text: t, bytes: utf8.encode(t + TAG[mark]), mark }; }
+      const text = this.dec.push(id);
+      return { text, bytes: text ? utf8.encode(text) : NONE };
+    }
     if (id === this.think.open || id === this.think.close) {
       // a tag ends the text before it: flush the decoder and the stop matcher's held text
       const mark = id === this.think.open ? "think" : "/think";

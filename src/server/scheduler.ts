@@ -129,7 +129,7 @@ export class Scheduler {
     const sampler = new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed });
     const j: Job = {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length), sampler,
-      detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial), grammar,
+      detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial, req.min_tokens ?? 0), grammar,
       pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
       drafts: this.drafter?.forJob(sampler) ?? null,
