@@ -20,6 +20,7 @@ test("kinds and the time between them add up to the step; symbols restored", () 
   for (const streams of [1, 3]) {
     const p = profileDecode(m, { streams, steps: 6, warmup: 2 });
     expect(p.streams).toBe(streams);
+    expect(p.positions).toEqual([16, 16 + 6 - 1]); // the timed steps replay the warm-up's positions, not past them
     const kinds = p.rows.map((r) => r.kind);
     expect(kinds).toContain("hb_attn_segs");
     expect(kinds.some((k) => k.startsWith("hb_matmul_many f32"))).toBe(true);

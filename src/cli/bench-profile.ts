@@ -26,8 +26,9 @@ ${EXPERT_HELP}`;
 
 /** per step: calls, microseconds inside them, and microseconds of TypeScript since the previous libhb call before them */
 export interface ProfileRow { kind: string; calls: number; us: number; beforeUs: number }
-/** overheadUs: the profiler's own bookkeeping per step (outside both the calls and the TypeScript time) */
-export interface Profile { streams: number; steps: number; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number }
+/** overheadUs: the profiler's own bookkeeping per step (outside both the calls and the TypeScript time);
+ *  positions: the first and last position stream 0 decoded at in the timed steps */
+export interface Profile { streams: number; steps: number; positions: [number, number]; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number }
 
 const FMT = Object.fromEntries(Object.entries(Fmt).map(([k, v]) => [v, k]));
 
@@ -82,9 +83,11 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
     for (let i = 0; i < N; i++) toks[i] = argmax(st.logits.subarray(i * V, (i + 1) * V));
   };
   // warm-up over the positions the timed steps will use, then back to the prompts: the KV caches have grown and
-  // their pages are mapped (as a server's reused slots are), so page faults stay out of the profile
+  // their pages are mapped (as a server's reused slots are), so page faults stay out of the profile. The steps
+  // bypass the sessions' token lists, so the caches are cut back directly (Session.truncate would see nothing to do).
   for (let i = 0; i < Math.max(o.warmup, o.steps); i++) step();
-  ss.forEach((s, i) => { s.truncate(16 + i); toks[i] = first[i]; });
+  ss.forEach((s, i) => { s.kv.truncate(16 + i); toks[i] = first[i]; });
+  if (ss.some((s, i) => s.kv.len !== 16 + i)) throw new Error("bench profile: the caches were not cut back to the prompts");
   const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = { ...L }, K = new Kinds();
   const t = { last: 0, between: 0, overhead: 0 };
   /** after a call of symbol `sym` that ran from t0 to t1 */
@@ -114,13 +117,13 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
   const per = (x: number) => (1000 * x) / o.steps;
   const rows = K.labels.map((kind, k) => ({ kind, calls: K.calls[k] / o.steps, us: per(K.ms[k]), beforeUs: per(K.before[k]) }))
     .sort((p, q) => q.us + q.beforeUs - p.us - p.beforeUs);
-  return { streams: N, steps: o.steps, stepUs: per(ms), tokS: (N * o.steps) / (ms / 1000), betweenUs: per(t.between), overheadUs: per(t.overhead), rows,
+  return { streams: N, steps: o.steps, positions: [16, ss[0].kv.len - 1], stepUs: per(ms), tokS: (N * o.steps) / (ms / 1000), betweenUs: per(t.between), overheadUs: per(t.overhead), rows,
     ...(o.experts ? { expertMBRead: o.experts.stats().bytesRead / 1e6 } : {}) };
 }
 
 export function formatProfile(p: Profile): string {
   const pct = (us: number) => `${((100 * us) / p.stepUs).toFixed(1).padStart(5)}%`;
-  const lines = [`${p.streams} stream(s): ${p.stepUs.toFixed(0)} us per step, ${p.tokS.toFixed(1)} tok/s (${p.steps} steps)`,
+  const lines = [`${p.streams} stream(s): ${p.stepUs.toFixed(0)} us per step, ${p.tokS.toFixed(1)} tok/s (${p.steps} steps, positions ${p.positions.join("-")})`,
     `${"us/step".padStart(9)} ${"share".padStart(6)} ${"calls".padStart(6)} ${"us/call".padStart(8)} ${"TS before".padStart(10)}  kind`];
   const big = (r: ProfileRow) => r.us + r.beforeUs >= 0.005 * p.stepUs;
   for (const r of p.rows) if (big(r)) lines.push(`${r.us.toFixed(1).padStart(9)} ${pct(r.us)} ${r.calls.toFixed(1).padStart(6)} ${(r.us / r.calls).toFixed(1).padStart(8)} ${r.beforeUs.toFixed(1).padStart(10)}  ${r.kind}`);
