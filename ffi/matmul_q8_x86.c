@@ -3,8 +3,8 @@
  *    fields) by signed activations; int8 weights are signed, so they enter as w + 128 (the sign bit
  *    flipped) and 128·Σq_x (per row of x, from quantization) is taken off at the end. One row of x
  *    (decode, or the last of a batch): four weight rows at a time, software prefetch 6 KiB ahead on the
- *    weight stream (decode is DRAM-bound; never past the matrix). More rows: int8 / int4 in one pass over up
- *    to 8 rows of x (wide_int: 4 or 2 weight rows, named accumulators); int4g in register tiles of 4 (then
+ *    weight stream (decode is DRAM-bound; never past the matrix). More rows: int8 / int4 in passes over 4 rows
+ *    of x (a last pass over 2-7; wide_int: 4 or 2 weight rows, named accumulators); int4g in register tiles of 4 (then
  *    2) weight rows × up to 4 rows of x (x loads shared; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident
  *    int4g). int8 batches of at least HB_Q8_GEMM_S rows first go through the packed-panel GEMM
  *    (matmul_q8_gemm_x86.c), whole panels of 32 weight rows; the rows left over come here.
@@ -394,8 +394,12 @@ TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int h
   for (int o0 = lo; o0 < hi; o0 += R) {
     const int o1 = hi - o0 < R ? hi : o0 + R;
     int s0 = 0;
-    if (fmt == HB_INT8 || fmt == HB_INT4)   /* x rows up to 8 at a time, one pass each; a last single row: dec4 */
-      for (int ns; (ns = S - s0 < 8 ? S - s0 : 8) >= 2; s0 += ns) wide_rows(fmt, m, o0, o1, s0, ns);
+    /* int8 / int4: x rows 4 at a time (4-weight-row tiles) while at least 8 remain, then the rest (≤ 7) in one
+     * pass; a last single row: dec4. S = 8 as two passes of 4 rather than one of 8 (2-weight-row tiles): dense
+     * decode-step calls of 8 streams ~10% faster in-engine (bench profile, 3 alternated runs), 1024x1024 from
+     * memory 30.5 -> 26.8 us (throwaway harness) */
+    if (fmt == HB_INT8 || fmt == HB_INT4)
+      for (int ns; (ns = S - s0 >= 8 ? 4 : S - s0) >= 2; s0 += ns) wide_rows(fmt, m, o0, o1, s0, ns);
     for (; s0 < S; s0 += 4) {
       const int ns = S - s0 < 4 ? S - s0 : 4;
       int o = o0;
