@@ -74,6 +74,8 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   const stop = new Set(o.stopIds ?? m.cfg.stop_ids);
   const t0 = performance.now();
   const cached = s.reuse(prompt);
+  // every row this generation may write, reserved now: the cache never grows (a copy of every layer) mid-stream
+  s.kv.reserve(s.tokens.length + prompt.length - cached + o.maxTokens + k + 1);
   const base = s.tokens.length + prompt.length - cached; // history length once the prompt is fed
   const gen: number[] = [];
   let finish: "stop" | "length" = "length";

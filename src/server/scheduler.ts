@@ -20,6 +20,7 @@
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
+import type { KVCache } from "../engine/kv.ts";
 import { Sampler } from "../engine/sampler.ts";
 import { type Draft, verifyDraft } from "../engine/speculative.ts";
 import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
@@ -88,14 +89,16 @@ export class Scheduler {
   private tokS = 0;
 
   constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
-    // sized up front for contexts up to PREALLOC positions (the RAM plan reserves the whole context): below it,
-    // no batch-wide stall while a growing copy is made when a conversation crosses a power of two; past it
-    // they grow on demand (memory the OS commits lazily, but a huge --ctx × slots must not fail at start)
+    // each slot's cache sized up front for the whole context (the RAM plan reserves it; the OS commits the pages
+    // as rows are written), so no conversation ever stalls the batch while every layer of its cache is copied
+    // into a larger one — at GLM-5's width a doubling past 8192 rows copies ~1.5 GB. Where the address space
+    // cannot be had at once, slots start at PREALLOC rows and grow. The step scratch grows on demand (no copy).
     const pre = Math.min(kvRows(o.ctx), PREALLOC);
     this.st = new RunState(m.cfg, stepRows(o), pre);
     // MTP forwards of a slot run with the server's fixed attention form, so its drafts do not depend on the batch
     const sessOpts = { ...o.forward, attn: o.attn ?? "absorbed" };
-    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre) }), job: null, used: 0 }));
+    const slotKV = (): KVCache => { try { return newKV(m, kvRows(o.ctx)); } catch { return newKV(m, pre); } };
+    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, sess: new Session(m, sessOpts, { st: this.st, kv: slotKV() }), job: null, used: 0 }));
     if (o.draft && o.draft.len > 0) this.drafter = new Drafter(m, o.draft, (t) => codec.encode(t));
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
