@@ -1,5 +1,5 @@
 // KV caches are sized before they fill, so no forward step copies every layer into a larger cache mid-stream:
-// the server's slots hold the whole context from the start (past the step scratch's 8192-row preallocation too),
+// the server's slots (and their MTP layer's caches) hold the whole context from the start (past the step scratch's 8192-row preallocation too),
 // and `generate` reserves the rows of its prompt, its max_tokens and its drafts before the first forward.
 import { expect, test } from "bun:test";
 import { generate } from "../src/engine/generate.ts";
@@ -13,9 +13,13 @@ const dir = genModel({ preset: "tiny", seed: 11 });
 
 test("server slots hold the whole context from the start, also past 8192 rows", () => {
   const m = loadModel(dir);
+  expect(m.w.mtp).not.toBeNull();
   for (const ctx of [100, 16384]) {
     const s = new Scheduler(m, loadTokenizer(dir), { slots: 2, ctx, queue: 4, chunk: 32 }, () => {});
-    for (const slot of s.slots) expect(slot.sess.kv.cap).toBe(ctx === 100 ? 128 : 16384);
+    for (const slot of s.slots) {
+      expect(slot.sess.kv.cap).toBe(ctx === 100 ? 128 : 16384);
+      expect(slot.sess.mtpKV!.cap).toBe(ctx === 100 ? 128 : 16384); // the MTP layer's cache (drafting) too
+    }
   }
 });
 

@@ -20,7 +20,6 @@
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
-import type { KVCache } from "../engine/kv.ts";
 import { Sampler } from "../engine/sampler.ts";
 import { type Draft, verifyDraft } from "../engine/speculative.ts";
 import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
@@ -97,8 +96,14 @@ export class Scheduler {
     this.st = new RunState(m.cfg, stepRows(o), pre);
     // MTP forwards of a slot run with the server's fixed attention form, so its drafts do not depend on the batch
     const sessOpts = { ...o.forward, attn: o.attn ?? "absorbed" };
-    const slotKV = (): KVCache => { try { return newKV(m, kvRows(o.ctx)); } catch { return newKV(m, pre); } };
-    this.slots = Array.from({ length: o.slots }, (_, id) => ({ id, sess: new Session(m, sessOpts, { st: this.st, kv: slotKV() }), job: null, used: 0 }));
+    const slot = (id: number): Slot => {
+      try {
+        const sess = new Session(m, sessOpts, { st: this.st, kv: newKV(m, kvRows(o.ctx)) });
+        sess.mtpKV?.reserve(kvRows(o.ctx)); // its MTP layer's cache too (one layer: drafting with --draft mtp)
+        return { id, sess, job: null, used: 0 };
+      } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre) }), job: null, used: 0 }; }
+    };
+    this.slots = Array.from({ length: o.slots }, (_, id) => slot(id));
     if (o.draft && o.draft.len > 0) this.drafter = new Drafter(m, o.draft, (t) => codec.encode(t));
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
