@@ -35,4 +35,5 @@ test("generate reserves every row it may write before its first forward: the cac
   expect(events.length).toBeGreaterThan(maxTokens); // the forward steps reserve too
   expect(events.slice(1).every(([a, b]) => a === b)).toBe(true); // only the first one grew the cache
   expect(events[0][1]).toBeGreaterThan(events[0][0]);
+  expect(s.mtpKV!.cap).toBeGreaterThanOrEqual(prompt.length + maxTokens); // the MTP layer's cache, for drafts
 });

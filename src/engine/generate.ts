@@ -75,7 +75,9 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   const t0 = performance.now();
   const cached = s.reuse(prompt);
   // every row this generation may write, reserved now: the cache never grows (a copy of every layer) mid-stream
-  s.kv.reserve(s.tokens.length + prompt.length - cached + o.maxTokens + k + 1);
+  const rows = s.tokens.length + prompt.length - cached + o.maxTokens + k + 1;
+  s.kv.reserve(rows);
+  s.mtpKV?.reserve(rows);
   const base = s.tokens.length + prompt.length - cached; // history length once the prompt is fed
   const gen: number[] = [];
   let finish: "stop" | "length" = "length";
