@@ -1,11 +1,11 @@
 // `hummingbird bench profile` (src/cli/bench-profile.ts) on a generated tiny model: every libhb call of the
 // profiled steps is accounted for (kinds' time + the TypeScript between them ≈ the step), the ragged batch of N
-// streams decodes, the symbol table is restored afterwards, and the CLI prints the table.
+// streams decodes, a prefill profiles the same way, the symbol table is restored afterwards, and the CLI prints the table.
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { formatProfile, profileDecode } from "../src/cli/bench-profile.ts";
+import { formatProfile, profileDecode, profilePrefill } from "../src/cli/bench-profile.ts";
 import { hb } from "../src/engine/hb.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { makeModel } from "../src/model/make-model.ts";
@@ -36,6 +36,18 @@ test("kinds and the time between them add up to the step; symbols restored", () 
   expect(hb().hb_rmsnorm).toBe(before);
 });
 
+test("a prefill profile: its calls and the time between them add up to the prefill", () => {
+  const m = loadModel(dir), p = profilePrefill(m, { tokens: 20, reps: 3, warmup: 1 });
+  expect(p.mode).toBe("prefill");
+  expect(p.positions).toEqual([0, 19]);
+  expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(2 * m.cfg.num_hidden_layers);
+  const all = p.rows.reduce((a, r) => a + r.us, 0) + p.betweenUs + p.overheadUs;
+  expect(all).toBeLessThanOrEqual(p.stepUs * 1.001);
+  expect(all).toBeGreaterThan(p.stepUs * 0.9);
+  expect(p.tokS).toBeCloseTo((20 * 1e6) / p.stepUs, 6);
+  expect(formatProfile(p)).toStartWith("prefill of 20 tokens:");
+});
+
 test("the CLI prints a table per stream count; bad --streams exit 2", async () => {
   const run = (...a: string[]) => Bun.spawnSync({ cmd: ["bun", "src/cli.ts", "bench", "profile", "--model", dir, ...a], cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
   const ok = run("--streams", "1,2", "--steps", "3", "--warmup", "1");
@@ -46,4 +58,12 @@ test("the CLI prints a table per stream count; bad --streams exit 2", async () =
   const bad = run("--streams", "0");
   expect(bad.exitCode).toBe(2);
   expect(bad.stderr.toString()).toContain("--streams");
+  const pre = run("--prefill", "12", "--steps", "2", "--warmup", "1");
+  expect(pre.exitCode).toBe(0);
+  expect(pre.stdout.toString()).toContain("prefill of 12 tokens:");
+  for (const args of [["--prefill", "0"], ["--prefill", "8", "--streams", "2"]]) {
+    const r = run(...args);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr.toString()).toContain("--prefill");
+  }
 }, 60_000);

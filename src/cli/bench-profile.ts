@@ -1,8 +1,8 @@
-// `hummingbird bench profile`: where a decode step's time goes. Decodes N concurrent sequences as one ragged batch
-// (the server's continuous-batching step) with every libhb call timed — each FFI symbol wrapped for the duration
-// and restored after — and reports per kind of call its calls and microseconds per step, plus the time between
-// libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI marshalling). State: the wrapped symbol table,
-// only while profileDecode runs.
+// `hummingbird bench profile`: where a decode step's (or a prefill's) time goes. Decodes N concurrent sequences as
+// one ragged batch (the server's continuous-batching step), or prefills one prompt, with every libhb call timed —
+// each FFI symbol wrapped for the duration and restored after — and reports per kind of call its calls and
+// microseconds per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
+// marshalling). State: the wrapped symbol table, only while timeCalls runs.
 import { Fmt, hb, MANY_DESC } from "../engine/hb.ts";
 import { forward } from "../engine/forward.ts";
 import { loadModel, type Model } from "../engine/model.ts";
@@ -13,6 +13,7 @@ import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
 import { type Command, intOption, parseCli, UsageError } from "./common.ts";
 
 const help = `usage: hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128] [--warmup 64] [--exact] [--json]
+       hummingbird bench profile --prefill N [--model DIR] [--steps 8] [--warmup 2] [--exact] [--json]
 
 Decodes --streams sequences at once (each stream count in turn; one ragged batch per step, as the server's
 continuous batching runs them) after a 16-token prompt each, --steps steps replayed after an untimed pass over
@@ -20,15 +21,16 @@ the same positions (at least --warmup steps: caches grown and mapped, as a serve
 timed, and prints per kind of call (symbol; matmuls: the formats and shapes of their matrices, so the routed
 experts' batched calls are one kind whatever the union; S is the stream count) its calls and microseconds per step and share of the
 step, the TypeScript time before its calls (since the previous libhb call), then the total time between libhb
-calls, the profiler's own bookkeeping, and the expert bytes read from disk meanwhile. Compare kinds within one
-run. Without --model: the bench preset.
+calls, the profiler's own bookkeeping, and the expert bytes read from disk meanwhile. With --prefill N: the same
+for --steps prefills of an N-token prompt (default 8, after --warmup untimed ones, default 2) instead. Compare
+kinds within one run. Without --model: the bench preset.
 ${EXPERT_HELP}`;
 
 /** per step: calls, microseconds inside them, and microseconds of TypeScript since the previous libhb call before them */
 export interface ProfileRow { kind: string; calls: number; us: number; beforeUs: number }
-/** overheadUs: the profiler's own bookkeeping per step (outside both the calls and the TypeScript time);
- *  positions: the first and last position stream 0 decoded at in the timed steps */
-export interface Profile { streams: number; steps: number; positions: [number, number]; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number }
+/** a step: one decode step of `streams` rows, or one prefill; overheadUs: the profiler's own bookkeeping per step
+ *  (outside both the calls and the TypeScript time); positions: the first and last position of stream 0 in a step */
+export interface Profile { mode: "decode" | "prefill"; streams: number; steps: number; positions: [number, number]; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number }
 
 const FMT = Object.fromEntries(Object.entries(Fmt).map(([k, v]) => [v, k]));
 
@@ -88,6 +90,24 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
   for (let i = 0; i < Math.max(o.warmup, o.steps); i++) step();
   ss.forEach((s, i) => { s.kv.truncate(16 + i); toks[i] = first[i]; });
   if (ss.some((s, i) => s.kv.len !== 16 + i)) throw new Error("bench profile: the caches were not cut back to the prompts");
+  const r = timeCalls(step, o.steps, o.experts);
+  return { mode: "decode", streams: N, steps: o.steps, positions: [16, ss[0].kv.len - 1], tokS: (N * o.steps) / (r.ms / 1000), ...r.per };
+}
+
+/** Profile `reps` prefills of a `tokens`-token prompt on m (after `warmup` untimed ones: caches grown and mapped). */
+export function profilePrefill(m: Model, o: { tokens: number; reps: number; warmup: number; exact?: boolean; experts?: ExpertStore }): Profile {
+  const s = new Session(m, { exact: o.exact }), prompt = benchPrompt(m.cfg.vocab_size, o.tokens);
+  const step = () => { s.truncate(0); s.feed(prompt); };
+  for (let i = 0; i < Math.max(1, o.warmup); i++) step();
+  const r = timeCalls(step, o.reps, o.experts);
+  return { mode: "prefill", streams: 1, steps: o.reps, positions: [0, o.tokens - 1], tokS: (o.tokens * o.reps) / (r.ms / 1000), ...r.per };
+}
+
+/**
+ * `steps` runs of `step` with every libhb call timed (each FFI symbol wrapped for the duration, restored after):
+ * the total ms, and per step the kinds of call, the time between calls and the profiler's own bookkeeping.
+ */
+function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
   const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = { ...L }, K = new Kinds();
   const t = { last: 0, between: 0, overhead: 0 };
   /** after a call of symbol `sym` that ran from t0 to t1 */
@@ -108,22 +128,24 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
     };`)(f, note, sym, name) as (...a: unknown[]) => unknown;
   });
   let ms = 0;
-  o.experts?.resetStats();
+  experts?.resetStats();
   try {
     const t0 = performance.now();
-    for (let i = 0; i < o.steps; i++) step();
+    for (let i = 0; i < steps; i++) step();
     ms = performance.now() - t0;
   } finally { Object.assign(L, saved); }
-  const per = (x: number) => (1000 * x) / o.steps;
-  const rows = K.labels.map((kind, k) => ({ kind, calls: K.calls[k] / o.steps, us: per(K.ms[k]), beforeUs: per(K.before[k]) }))
+  const per = (x: number) => (1000 * x) / steps;
+  const rows = K.labels.map((kind, k) => ({ kind, calls: K.calls[k] / steps, us: per(K.ms[k]), beforeUs: per(K.before[k]) }))
     .sort((p, q) => q.us + q.beforeUs - p.us - p.beforeUs);
-  return { streams: N, steps: o.steps, positions: [16, ss[0].kv.len - 1], stepUs: per(ms), tokS: (N * o.steps) / (ms / 1000), betweenUs: per(t.between), overheadUs: per(t.overhead), rows,
-    ...(o.experts ? { expertMBRead: o.experts.stats().bytesRead / 1e6 } : {}) };
+  return { ms, per: { stepUs: per(ms), betweenUs: per(t.between), overheadUs: per(t.overhead), rows,
+    ...(experts ? { expertMBRead: experts.stats().bytesRead / 1e6 } : {}) } };
 }
 
 export function formatProfile(p: Profile): string {
   const pct = (us: number) => `${((100 * us) / p.stepUs).toFixed(1).padStart(5)}%`;
-  const lines = [`${p.streams} stream(s): ${p.stepUs.toFixed(0)} us per step, ${p.tokS.toFixed(1)} tok/s (${p.steps} steps, positions ${p.positions.join("-")})`,
+  const lines = [p.mode === "prefill"
+    ? `prefill of ${p.positions[1] + 1} tokens: ${p.stepUs.toFixed(0)} us each, ${p.tokS.toFixed(1)} tok/s (${p.steps} prefills)`
+    : `${p.streams} stream(s): ${p.stepUs.toFixed(0)} us per step, ${p.tokS.toFixed(1)} tok/s (${p.steps} steps, positions ${p.positions.join("-")})`,
     `${"us/step".padStart(9)} ${"share".padStart(6)} ${"calls".padStart(6)} ${"us/call".padStart(8)} ${"TS before".padStart(10)}  kind`];
   const big = (r: ProfileRow) => r.us + r.beforeUs >= 0.005 * p.stepUs;
   for (const r of p.rows) if (big(r)) lines.push(`${r.us.toFixed(1).padStart(9)} ${pct(r.us)} ${r.calls.toFixed(1).padStart(6)} ${(r.us / r.calls).toFixed(1).padStart(8)} ${r.beforeUs.toFixed(1).padStart(10)}  ${r.kind}`);
@@ -136,22 +158,26 @@ export function formatProfile(p: Profile): string {
 }
 
 export const command: Command = {
-  summary: "where a decode step's time goes, per kind of libhb call",
+  summary: "where a decode step's (or a prefill's) time goes, per kind of libhb call",
   help,
   run(argv) {
     const s = { type: "string" } as const;
-    const r = parseCli(argv, { model: s, streams: s, steps: s, warmup: s, exact: { type: "boolean" }, json: { type: "boolean" }, ...expertFlags }, help);
+    const r = parseCli(argv, { model: s, streams: s, steps: s, warmup: s, prefill: s, exact: { type: "boolean" }, json: { type: "boolean" }, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
-    const v = r.values;
+    const v = r.values, prefill = v.prefill === undefined ? 0 : intOption(v.prefill, "prefill", help);
+    if (v.prefill !== undefined && prefill < 1) throw new UsageError("--prefill must be ≥ 1", help);
+    if (prefill && v.streams !== undefined) throw new UsageError("--prefill profiles one prompt: no --streams", help);
     const streams = (v.streams ?? "1,8").split(",").map((x) => intOption(x.trim(), "streams", help));
     if (streams.some((n) => n < 1 || n > 256)) throw new UsageError("--streams: counts in [1, 256]", help);
-    const steps = v.steps === undefined ? 128 : intOption(v.steps, "steps", help), warmup = v.warmup === undefined ? 64 : intOption(v.warmup, "warmup", help);
+    const steps = v.steps === undefined ? (prefill ? 8 : 128) : intOption(v.steps, "steps", help);
+    const warmup = v.warmup === undefined ? (prefill ? 2 : 64) : intOption(v.warmup, "warmup", help);
     if (steps < 1) throw new UsageError("--steps must be ≥ 1", help);
     const m = loadModel(v.model ?? benchModelDir());
-    const experts = attachExperts(m, { ...expertOptions(v, help), ctx: 16 + Math.max(...streams) + warmup + steps + 64, rows: 16,
-      sessions: Math.max(...streams) });
+    const experts = attachExperts(m, { ...expertOptions(v, help), ctx: Math.max(prefill, 16 + Math.max(...streams) + warmup + steps) + 64,
+      rows: Math.max(16, prefill), sessions: prefill ? 1 : Math.max(...streams) });
     try {
-      const res = streams.map((n) => profileDecode(m, { streams: n, steps, warmup, exact: !!v.exact, experts }));
+      const o = { steps, warmup, exact: !!v.exact, experts };
+      const res = prefill ? [profilePrefill(m, { ...o, tokens: prefill, reps: steps })] : streams.map((n) => profileDecode(m, { ...o, streams: n }));
       console.log(v.json ? JSON.stringify(res) : res.map(formatProfile).join("\n\n"));
     } finally { experts.close(); }
     return 0;
