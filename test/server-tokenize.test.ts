@@ -1,4 +1,4 @@
-// POST /tokenize and /detokenize (llama-server's and vLLM's field names) on the embedded demo model: the ids
+// POST /tokenize and /detokenize (llama-server's and vLLM's field names) and /apply-template on the embedded demo model: the ids
 // are the tokenizer's and the ones a completion of the same prompt counts, pieces decode each id, messages go
 // through the chat template, the round trip gives the text back; bad bodies are 400s naming the field (500
 // random ones too), and while the model loads both answer 503.
@@ -39,6 +39,24 @@ describe("tokenize / detokenize", () => {
     expect(d.j.prompt).toBe(text);
   });
 
+  test("apply-template renders a chat as the chat route would, without inference", async () => {
+    const msgs = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi there" }];
+    const a = await json("/apply-template", { messages: msgs });
+    expect(a.status).toBe(200);
+    expect(a.j.prompt).toBe(codec.chat(msgs, { addGenerationPrompt: true, enableThinking: false }));
+    expect((await json("/tokenize", { content: a.j.prompt })).j.tokens).toEqual((await json("/tokenize", { messages: msgs })).j.tokens);
+    const c = await json("/v1/chat/completions", { messages: msgs, max_tokens: 1 });
+    expect(c.j.usage.prompt_tokens).toBe((await json("/tokenize", { content: a.j.prompt })).j.count);
+    const noGen = await json("/apply-template", { messages: msgs, add_generation_prompt: false });
+    expect(noGen.j.prompt).toBe(codec.chat(msgs, { addGenerationPrompt: false }));
+    const think = await json("/apply-template", { messages: msgs, chat_template_kwargs: { enable_thinking: true } });
+    expect(think.j.prompt).toBe(codec.chat(msgs, { addGenerationPrompt: true, enableThinking: true }));
+    const bad = await json("/apply-template", { messages: [{ role: "user", content: 5 }] });
+    expect(bad.status).toBe(400);
+    expect(bad.j.error.param).toStartWith("messages");
+    expect((await json("/apply-template", {})).j.error.param).toBe("messages");
+  });
+
   test("bad bodies: 400 naming the field; random ones never a 5xx, and the server keeps answering", async () => {
     expect((await json("/tokenize", { content: "a", prompt: "b" })).j.error.param).toBe("content");
     expect((await json("/tokenize", {})).status).toBe(400);
@@ -54,7 +72,7 @@ describe("tokenize / detokenize", () => {
     for (let i = 0; i < 500; i++) {
       const b: Record<string, unknown> = {};
       for (const k of ["content", "prompt", "messages", "tokens", "with_pieces", "add_generation_prompt", "model"]) if (rnd() < 0.3) b[k] = vals[Math.floor(rnd() * vals.length)];
-      const r = await post(s.url, rnd() < 0.5 ? "/tokenize" : "/detokenize", rnd() < 0.05 ? "{not json" : b);
+      const r = await post(s.url, ["/tokenize", "/detokenize", "/apply-template"][Math.floor(rnd() * 3)], rnd() < 0.05 ? "{not json" : b);
       expect(r.status === 200 || r.status === 400).toBe(true);
       await r.arrayBuffer();
     }
@@ -64,7 +82,7 @@ describe("tokenize / detokenize", () => {
   test("503 while the model loads", async () => {
     const l = startServer({ dir, slots: 1, port: 0, loadDelayMs: 1500 });
     try {
-      for (const [path, body] of [["/tokenize", { content: "x" }], ["/detokenize", { tokens: [1] }]] as const) {
+      for (const [path, body] of [["/tokenize", { content: "x" }], ["/detokenize", { tokens: [1] }], ["/apply-template", { messages: [{ role: "user", content: "x" }] }]] as const) {
         const r = await post(l.url, path, body);
         expect(r.status).toBe(503);
         await r.arrayBuffer();

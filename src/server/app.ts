@@ -12,7 +12,7 @@ import { apiError, errorResponse } from "./http-errors.ts";
 import { metricsText } from "./metrics.ts";
 import { muxHttp } from "./mux-http.ts";
 import { notReady, type RouteOptions } from "./routes-common.ts";
-import { detokenize, tokenize } from "./tokenize.ts";
+import { applyTemplate, detokenize, tokenize } from "./tokenize.ts";
 import { slotAction } from "./slot-files.ts";
 import { llamaCompletion } from "./llama-completion.ts";
 import { responses } from "./responses.ts";
@@ -95,6 +95,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
   app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));
   app.post("/detokenize", (c) => detokenize(c.req.raw, engine, o));
+  app.post("/apply-template", (c) => applyTemplate(c.req.raw, engine, o));
 
   app.notFound((c) => errorResponse(apiError(404, `no route ${c.req.method} ${c.req.path}`, null, "not_found")));
   app.onError((e) => errorResponse(apiError(500, `internal error: ${e.message}`, null, "internal_error")));

@@ -90,6 +90,7 @@ export interface Stats {
 export type Call =
   | { op: "tokenize"; prompt: PromptSpec; pieces: boolean; generationPrompt: boolean }
   | { op: "detokenize"; ids: number[] }
+  | { op: "template"; prompt: Extract<PromptSpec, { kind: "chat" }>; generationPrompt: boolean }
   | { op: "slot"; action: "save" | "restore" | "erase"; id: number; filename: string | null };
 
 export type ToWorker =

@@ -1,7 +1,8 @@
-// POST /tokenize and POST /detokenize (llama-server's and vLLM's shapes at once), and the worker's side of
-// them: the tokenizer lives in the engine worker, so the HTTP side asks it (EngineClient.call) between two
-// scheduler steps and the event loop never tokenizes. Text is encoded as a completion prompt is (no special
-// tokens added); `messages` go through the chat template as a chat request's would. No state.
+// POST /tokenize and POST /detokenize (llama-server's and vLLM's shapes at once), POST /apply-template
+// (llama-server's: a chat rendered by the template, no inference), and the worker's side of them: the tokenizer
+// lives in the engine worker, so the HTTP side asks it (EngineClient.call) between two scheduler steps and the
+// event loop never tokenizes. Text is encoded as a completion prompt is (no special tokens added); `messages` go
+// through the chat template as a chat request's would. No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
@@ -21,6 +22,12 @@ const TokenizeRequest = z.object({
 }).refine((b) => [b.content, b.prompt, b.messages].filter((x) => x != null).length === 1,
   { message: "give exactly one of content, prompt or messages", path: ["content"] });
 const DetokenizeRequest = z.object({ model: nullish(z.string().max(256)), tokens: z.array(z.int().min(0)).max(1 << 20) });
+const TemplateRequest = z.object({
+  model: nullish(z.string().max(256)),
+  messages: MessagesSchema,
+  add_generation_prompt: nullish(z.boolean()),
+  chat_template_kwargs: nullish(z.object({ enable_thinking: nullish(z.boolean()) })),
+});
 
 /** Worker side: the reply to a tokenize / detokenize call (an Error's message names the bad field). */
 export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec, vocab: number): unknown {
@@ -29,6 +36,8 @@ export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec,
     if (bad >= 0) throw new Error(`tokens.${bad}: ${m.ids[bad]} is outside [0, ${vocab})`);
     return { text: codec.decode(m.ids) };
   }
+  if (m.op === "template")
+    return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking }) };
   const p = m.prompt;
   const ids = p.kind === "text" ? codec.encode(p.text)
     : p.kind === "chat" ? codec.encode(codec.chat(p.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: p.enableThinking })) : p.ids;
@@ -58,4 +67,13 @@ export async function detokenize(req: Request, engine: EngineClient, o: RouteOpt
   if (!r.ok) return errorResponse(apiError(400, r.detail, "tokens", "invalid_value"));
   const { text } = r.value as { text: string };
   return Response.json({ content: text, prompt: text });
+}
+
+export async function applyTemplate(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const b = await body(req, o, TemplateRequest, engine);
+  if (b instanceof Response) return b;
+  const r = await engine.call({ op: "template", generationPrompt: b.add_generation_prompt ?? true,
+    prompt: { kind: "chat", messages: templateMessages(b.messages), enableThinking: b.chat_template_kwargs?.enable_thinking ?? false } });
+  if (!r.ok) return errorResponse(apiError(400, r.detail, "messages", "invalid_value"));
+  return Response.json(r.value);
 }
