@@ -1,6 +1,6 @@
 // `hummingbird serve` over HTTP on the glm-tiny fixture: /health while loading, the openai SDK
 // (streaming and not), raw SSE, prefix reuse, logprobs, stop strings, validation errors naming the
-// field, 413, auth, 429, /v1/models (and one model by id), /metrics, /slots.
+// field, 413, auth, 429, /v1/models (and one model by id), /metrics, /slots (and its fail_on_no_slot), /ping.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { startServer, type Server } from "../src/server/server.ts";
@@ -201,6 +201,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     expect((await no.json() as any).error.type).toBe("authentication_error");
     expect((await fetch(`${s.url}/v1/models`, { headers: { authorization: "Bearer nope" } })).status).toBe(401);
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    expect(await (await fetch(`${s.url}/ping`)).json()).toEqual({ status: "ok" }); // vLLM's alias, open like /health
     const nf = await fetch(`${s.url}/v2/nothing`, { headers: auth });
     expect(nf.status).toBe(404);
     expect((await nf.json() as any).error.code).toBe("not_found");
@@ -252,7 +253,15 @@ describe.skipIf(!hasTiny)("serve: limits", () => {
       const res = await Promise.all([0, 1, 2].map(() => fetch(`${s.url}/v1/completions`, { method: "POST", body, signal: ac.signal })));
       expect(res.map((r) => r.status).sort()).toEqual([200, 200, 429]);
       expect((await res.find((r) => r.status === 429)!.json() as any).error.code).toBe("overloaded");
+      // llama-server's /slots?fail_on_no_slot=1: 503 while the one slot is busy, 200 once it is free again
+      const noSlot = await fetch(`${s.url}/slots?fail_on_no_slot=1`);
+      expect(noSlot.status).toBe(503);
+      expect((await noSlot.json() as any).error).toMatchObject({ code: "no_slot_available", type: "unavailable_error" });
+      expect((await fetch(`${s.url}/slots`)).status).toBe(200);
       ac.abort();
+      let free = 0;
+      for (let i = 0; i < 100 && free !== 200; i++) { await Bun.sleep(20); free = (await fetch(`${s.url}/slots?fail_on_no_slot=1`)).status; }
+      expect(free).toBe(200);
     } finally {
       await s.stop();
     }

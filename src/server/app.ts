@@ -1,7 +1,7 @@
-// The Hono app: routes, bearer auth (--api-key; /health and the chat page at / stay open), OpenAI-shaped
+// The Hono app: routes, bearer auth (--api-key; /health, its alias /ping and the chat page at / stay open), OpenAI-shaped
 // 404/500s, and CORS only for the origins --cors names (otherwise browsers on other origins get no
 // Access-Control headers). State: an HTTP request count.
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import { timingSafeEqual } from "node:crypto";
 import { chatCompletions } from "./chat.ts";
@@ -44,7 +44,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   const ui = o.ui !== false;
   app.use("*", async (c, next) => {
     httpRequests++;
-    const open = c.req.path === "/health" || (ui && c.req.path === "/"); // the page holds no data: its calls carry the key
+    const open = c.req.path === "/health" || c.req.path === "/ping" || (ui && c.req.path === "/"); // the page holds no data: its calls carry the key
     if (o.apiKey && !open && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
       const e = apiError(401, "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)", null, "invalid_api_key");
       return c.req.path.startsWith("/v1/messages") ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
@@ -52,11 +52,13 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
     await next();
   });
 
-  app.get("/health", (c) => {
+  const health = (c: Context) => {
     if (engine.state === "ready") return c.json({ status: "ok" });
     if (engine.state === "loading") return c.json({ status: "loading" }, 503);
     return c.json({ status: "error", message: engine.error }, 503);
-  });
+  };
+  app.get("/health", health);
+  app.get("/ping", health); // vLLM's alias
 
   const model = () => {
     const i = engine.info!;
@@ -85,7 +87,13 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   });
   app.get("/metrics", () => new Response(metricsText(engine, httpRequests), { headers: { "content-type": "text/plain; version=0.0.4" } }));
   app.post("/slots/:id", (c) => slotAction(c.req.raw, c.req.param("id"), c.req.query("action"), engine, o));
-  app.get("/slots", (c) => c.json({ slots: engine.stats.slots, busy: engine.stats.busy, queue: engine.stats.queue }));
+  app.get("/slots", (c) => {
+    const st = engine.stats;
+    // llama-server's ?fail_on_no_slot=1: a 503 while every slot is busy (or none is up yet), for load balancers
+    if (/^(1|true)$/i.test(c.req.query("fail_on_no_slot") ?? "") && st.busy >= st.slots.length)
+      return errorResponse(apiError(503, "no slot available", null, "no_slot_available"));
+    return c.json({ slots: st.slots, busy: st.busy, queue: st.queue });
+  });
   app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));
   app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));
   app.post("/completion", (c) => llamaCompletion(c.req.raw, engine, o)); // llama-server's own
