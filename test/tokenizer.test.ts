@@ -34,4 +34,11 @@ test("streaming decode emits whole characters only, and their concatenation is t
   }
   out += s.flush();
   expect(out).toBe(text);
+  // a long stream (its kept history is cut every ~64 ids) and one that flushes mid-way, then goes on
+  const long = Array.from({ length: 40 }, (_, i) => `line ${i}: 東京🐦 é ${"ab".repeat(i % 5)}\n`).join(""), lids = t.encode(long);
+  expect(lids.length).toBeGreaterThan(300);
+  const l = t.stream();
+  let lout = "";
+  for (const [k, id] of lids.entries()) { lout += l.push(id); if (k === 150) lout += l.flush(); }
+  expect(lout + l.flush()).toBe(long);
 });

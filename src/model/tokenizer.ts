@@ -92,26 +92,24 @@ export class TextCodec {
     });
   }
 
-  /** A streaming decoder: push ids, get text deltas; incomplete UTF-8 is held until complete. */
+  /**
+   * A streaming decoder: push ids, get text deltas; incomplete UTF-8 is held until complete. Each push decodes
+   * only the ids since the last emitted delta plus the ones before it as context (prefix / read offsets, as
+   * vLLM's incremental detokenizer), not the whole history: ~1-2 short decodes per token.
+   */
   stream(skipSpecial = true): { push(id: number): string; flush(): string } {
     const ids: number[] = [];
-    let emitted = "";
+    let prefix = 0, read = 0; // ids[prefix, read): context already emitted; ids[read, ...): not yet emitted
+    const delta = (final: boolean): string => {
+      const before = this.decode(ids.slice(prefix, read), skipSpecial), text = this.decode(ids.slice(prefix), skipSpecial);
+      if (!final && (text.length <= before.length || text.endsWith("\uFFFD"))) return ""; // a character still incomplete
+      prefix = read; read = ids.length;
+      if (prefix > 64) { ids.splice(0, prefix); read -= prefix; prefix = 0; } // bound the history kept
+      return text.slice(before.length);
+    };
     return {
-      push: (id: number) => {
-        ids.push(id);
-        const text = this.decode(ids, skipSpecial);
-        if (text.endsWith("\uFFFD")) return ""; // a multi-byte character is still incomplete
-        const delta = text.slice(emitted.length);
-        emitted = text;
-        if (ids.length > 64) { ids.length = 0; emitted = ""; } // bound the re-decode window
-        return delta;
-      },
-      flush: () => {
-        const text = this.decode(ids, skipSpecial);
-        const delta = text.slice(emitted.length);
-        ids.length = 0; emitted = "";
-        return delta;
-      },
+      push: (id: number) => { ids.push(id); return delta(false); },
+      flush: () => { const d = delta(true); ids.length = 0; prefix = read = 0; return d; },
     };
   }
 }
