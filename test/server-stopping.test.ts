@@ -1,7 +1,8 @@
 // vLLM's end-of-output controls on the OpenAI routes (shared fixture): ignore_eos (the model's end ids do not
 // end the output), stop_token_ids (more ids that do, not emitted), min_tokens (end and stop ids banned and stop
 // strings not looked for until that many tokens are out); logit_bias makes the model pick the id in question at
-// every step, so each rule decides alone how long the output is. Ids outside the vocabulary are refused naming
+// every step, so each rule decides alone how long the output is. Also vLLM's include_stop_str_in_output,
+// allowed_token_ids, truncate_prompt_tokens and skip_special_tokens. Ids outside the vocabulary are refused naming
 // the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -9,6 +10,7 @@ import { join } from "node:path";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { post, startTiny } from "./server.helpers.ts";
+import { loadTokenizer } from "../src/model/tokenizer.ts";
 
 describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () => {
   let s: Server;
@@ -59,6 +61,44 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     expect(held.n).toBe(12);
   });
 
+  test("include_stop_str_in_output: the matched stop string ends the text, streamed too", async () => {
+    const text = (await run({})).j.choices[0].text as string, word = text.slice(2, 4), cut = text.slice(0, text.indexOf(word));
+    const kept = await run({ stop: [word], include_stop_str_in_output: true });
+    expect(kept).toMatchObject({ reason: "stop" });
+    expect(kept.j.choices[0].text).toBe(cut + word);
+    const r = await post(s.url, "/v1/completions", { prompt: "Once upon a time", max_tokens: 12, temperature: 0, stop: [word], include_stop_str_in_output: true, stream: true });
+    const deltas = (await r.text()).split("\n").filter((l) => l.startsWith("data: {")).map((l) => JSON.parse(l.slice(6)).choices[0]?.text ?? "");
+    expect(deltas.join("")).toBe(cut + word);
+  });
+
+  test("allowed_token_ids: only those ids are sampled, greedy or not", async () => {
+    const ids = [40, 41, 42, 43];
+    const r = await run({ allowed_token_ids: ids, logprobs: 1, ignore_eos: true, temperature: 0.9, seed: 3 });
+    expect(r).toMatchObject({ status: 200, n: 12 });
+    const toks = await post(s.url, "/tokenize", { content: r.j.choices[0].text });
+    for (const t of ((await toks.json()) as any).tokens as number[]) expect(ids).toContain(t);
+    const one = await run({ allowed_token_ids: [41] });
+    const t1 = ((await (await post(s.url, "/tokenize", { content: one.j.choices[0].text })).json()) as any).tokens as number[];
+    expect(t1.length).toBeGreaterThan(0);
+    expect(new Set(t1)).toEqual(new Set([41]));
+  });
+
+  test("truncate_prompt_tokens: only the prompt's last N tokens are read", async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => 20 + i);
+    const cut = await run({ prompt: ids, truncate_prompt_tokens: 8 });
+    expect(cut.j.usage.prompt_tokens).toBe(8);
+    expect(cut.j.choices[0].text).toBe((await run({ prompt: ids.slice(-8) })).j.choices[0].text);
+    expect((await run({ prompt: ids, truncate_prompt_tokens: 100 })).j.usage.prompt_tokens).toBe(40);
+  });
+
+  test("skip_special_tokens: false keeps special tokens in the text", async () => {
+    const bias = { logit_bias: { [eos]: 100 }, ignore_eos: true, max_tokens: 3 }, piece = loadTokenizer(TINY).decode([eos], false);
+    expect(piece.length).toBeGreaterThan(0);
+    expect((await run(bias)).j.choices[0].text).toBe("");
+    expect((await run({ ...bias, skip_special_tokens: false })).j.choices[0].text).toBe(piece.repeat(3));
+    expect((await run({ ...bias, skip_special_tokens: false }, "/v1/chat/completions")).j.choices[0].message.content).toBe(piece.repeat(3));
+  });
+
   test("bad values name the field", async () => {
     const V = JSON.parse(readFileSync(join(TINY, "config.json"), "utf8")).vocab_size as number;
     const a = await run({ stop_token_ids: [3, V] });
@@ -70,5 +110,10 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     const c = await run({ ignore_eos: "yes" });
     expect(c.status).toBe(400);
     expect(c.j.error.param).toBe("ignore_eos");
+    const d = await run({ allowed_token_ids: [1, V + 5] });
+    expect(d.status).toBe(400);
+    expect(d.j.error.param).toBe("allowed_token_ids.1");
+    expect((await run({ allowed_token_ids: [] })).j.error.param).toBe("allowed_token_ids");
+    expect((await run({ truncate_prompt_tokens: 0 })).j.error.param).toBe("truncate_prompt_tokens");
   });
 });

@@ -35,7 +35,7 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
   return {
     // constrained output starts at the first generated token, so thinking is off (the template closes it)
     prompt: { kind: "chat", messages, enableThinking: grammar ? false : (b.chat_template_kwargs?.enable_thinking ?? false), ...(tools.length ? { tools } : {}) },
-    keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto"),
+    keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto") || b.skip_special_tokens === false,
     slot: b.slot ?? "auto",
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,

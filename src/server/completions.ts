@@ -27,7 +27,7 @@ function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest[] 
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined, echo: b.echo ?? false,
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b),
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...(b.skip_special_tokens === false ? { keepSpecial: true } : {}),
   }));
 }
 

@@ -6,7 +6,7 @@ import type { ErrorCode, PromptSpec, TopLogprob } from "./protocol.ts";
 
 export type Prepared = { ok: true; ids: number[] } | { ok: false; code: ErrorCode; detail: string };
 
-export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: number): Prepared {
+export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: number, truncate = 0): Prepared {
   let ids: number[];
   try {
     if (p.kind === "ids") {
@@ -22,6 +22,7 @@ export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: n
     const field = p.kind === "chat" ? "messages" : "prompt";
     return { ok: false, code: "BAD_REQUEST", detail: `${field} could not be tokenized: ${(e as Error).message}` };
   }
+  if (truncate > 0 && ids.length > truncate) ids = ids.slice(ids.length - truncate); // its last `truncate` tokens
   if (ids.length === 0) return { ok: false, code: "EMPTY_PROMPT", detail: "the prompt has no tokens" };
   if (ids.length >= ctx) return { ok: false, code: "CONTEXT_EXCEEDED", detail: `${ids.length} ${ctx}` };
   return { ok: true, ids };

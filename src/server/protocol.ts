@@ -29,6 +29,9 @@ export interface GenRequest {
   ignore_eos?: boolean;    // the model's end ids do not end the output (they are generated like any token)
   stop_ids?: number[];     // more token ids that end it (not emitted)
   min_tokens?: number;     // end and stop ids are banned until this many tokens are out
+  allowed_ids?: number[];  // only these ids may be sampled (vLLM's allowed_token_ids)
+  include_stop?: boolean;  // a matched stop string ends the text instead of being cut (vLLM's include_stop_str_in_output)
+  truncate?: number;       // only the prompt's last this many tokens are used (vLLM's truncate_prompt_tokens)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */

@@ -51,6 +51,7 @@ interface Job {
   drafts: JobDrafts | null; // its drafting state (null: no drafting)
   plp: PromptTok[] | null;  // echo with logprobs: the prompt tokens' entries so far
   stops: Set<number>;       // ids that end it: the model's end ids (unless ignore_eos) and its stop_ids
+  allowed: Int32Array | null; // the only ids it may sample (allowed_token_ids), or null
   tFirst: number; tLast: number;
 }
 
@@ -64,6 +65,14 @@ export interface SchedOptions {
 }
 
 const PREALLOC = 8192;
+const utf8 = new TextEncoder();
+
+/** logits of every id but `allowed` set to −∞ (saved into `tmp` first: a fill is much cheaper than a pass over V) */
+function keepOnly(logits: Float32Array, allowed: Int32Array, tmp: Float32Array): void {
+  for (let i = 0; i < allowed.length; i++) tmp[i] = allowed[i] < logits.length ? logits[allowed[i]] : -Infinity;
+  logits.fill(-Infinity);
+  for (let i = 0; i < allowed.length; i++) if (allowed[i] < logits.length) logits[allowed[i]] = tmp[i];
+}
 
 function lcp(a: number[], b: number[]): number {
   const n = Math.min(a.length, b.length);
@@ -86,6 +95,7 @@ export class Scheduler {
   private winStart = performance.now();
   private winTokens = 0;
   private tokS = 0;
+  private kept = new Float32Array(1 << 16); // keepOnly's scratch (allowed_token_ids holds at most 65536 ids)
 
   constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
     // each slot's cache sized up front for the whole context (the RAM plan reserves it; the OS commits the pages
@@ -119,7 +129,7 @@ export class Scheduler {
   }
 
   submit(rid: number, req: GenRequest): void {
-    const p = promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx);
+    const p = promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx, req.truncate);
     if (!p.ok) return this.emit({ t: "error", rid, code: p.code, detail: p.detail });
     if (req.slot !== "auto") {
       const s = this.slots[req.slot];
@@ -143,6 +153,7 @@ export class Scheduler {
       drafts: this.drafter?.forJob(sampler) ?? null,
       plp: req.echo && req.logprobs !== undefined ? [] : null,
       stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
+      allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -257,6 +268,7 @@ export class Scheduler {
       for (const t of j.stops) if (t < logits.length) logits[t] = -Infinity;
       if (g && !logits.some((v) => v > -Infinity)) return (this.finish(j, "stop"), false); // (only a grammar leaves none)
     }
+    if (j.allowed) keepOnly(logits, j.allowed, this.kept);
     const id = draft < 0 ? j.sampler.sample(logits) : verifyDraft(logits, draft, q, j.sampler).token;
     j.pen?.accept(id);
     if (j.stops.has(id)) return (this.finish(j, "stop"), false);
@@ -303,7 +315,11 @@ export class Scheduler {
   }
 
   private finish(j: Job, reason: FinishReason): void {
-    const { text, bytes } = j.detok.finish();
+    let { text, bytes } = j.detok.finish();
+    if (j.req.include_stop && j.detok.stopText !== null) { // the matched stop string ends the text
+      text += j.detok.stopText;
+      bytes = Buffer.concat([bytes, utf8.encode(j.detok.stopText)]);
+    }
     const tokS = j.emitted >= 2 && j.tLast > j.tFirst ? (j.emitted - 1) / ((j.tLast - j.tFirst) / 1000) : 0;
     this.release(j);
     const stop_text = j.detok.stopText;

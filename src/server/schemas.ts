@@ -54,6 +54,12 @@ const sampling = {
   ignore_eos: nullish(z.boolean()),
   stop_token_ids: nullish(z.array(z.int().min(0)).max(64)),
   min_tokens: nullish(z.int().min(0)),
+  // vLLM's: sample only these ids; keep a matched stop string in the text; special tokens in the text; only the
+  // prompt's last N tokens
+  allowed_token_ids: nullish(z.array(z.int().min(0)).min(1).max(1 << 16)),
+  include_stop_str_in_output: nullish(z.boolean()),
+  skip_special_tokens: nullish(z.boolean()),
+  truncate_prompt_tokens: nullish(z.int().min(1)),
   // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar
   guided_json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
   guided_choice: nullish(z.array(z.string()).min(1).max(256)),
@@ -191,17 +197,20 @@ export function penaltiesOf(b: Penalized): PenaltyParams | undefined {
   return penaltiesOff(p) ? undefined : p;
 }
 
-type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens">;
-/** The request's end-of-output controls as GenRequest fields (absent when at their defaults). */
+type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens" | "allowed_token_ids" | "include_stop_str_in_output" | "truncate_prompt_tokens">;
+/** The request's end-of-output and vocabulary controls as GenRequest fields (absent when at their defaults). */
 export const stoppingOf = (b: Stopping) => ({
   ...(b.ignore_eos ? { ignore_eos: true } : {}), ...(b.stop_token_ids?.length ? { stop_ids: b.stop_token_ids } : {}),
-  ...(b.min_tokens ? { min_tokens: b.min_tokens } : {}),
+  ...(b.min_tokens ? { min_tokens: b.min_tokens } : {}), ...(b.allowed_token_ids ? { allowed_ids: b.allowed_token_ids } : {}),
+  ...(b.include_stop_str_in_output ? { include_stop: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
 });
 
-/** An ApiError naming logit_bias or stop_token_ids when one of their token ids is outside the vocabulary [0, V). */
+/** An ApiError naming logit_bias, stop_token_ids or allowed_token_ids when one of their ids is outside the vocabulary [0, V). */
 export function biasOutside(b: Penalized & Stopping, V: number): ApiError | null {
-  const i = (b.stop_token_ids ?? []).findIndex((t) => t >= V);
-  if (i >= 0) return apiError(400, `stop_token_ids: token id ${b.stop_token_ids![i]} is outside the vocabulary [0, ${V})`, `stop_token_ids.${i}`, "invalid_value");
+  for (const f of ["stop_token_ids", "allowed_token_ids"] as const) {
+    const i = (b[f] ?? []).findIndex((t) => t >= V);
+    if (i >= 0) return apiError(400, `${f}: token id ${b[f]![i]} is outside the vocabulary [0, ${V})`, `${f}.${i}`, "invalid_value");
+  }
   const t = Object.keys(b.logit_bias ?? {}).find((k) => Number(k) >= V);
   return t === undefined ? null : apiError(400, `logit_bias: token id ${t} is outside the vocabulary [0, ${V})`, `logit_bias.${t}`, "invalid_value");
 }
