@@ -58,10 +58,19 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
 
   test("refusals name the field", async () => {
     for (const [body, param] of [[{ prompt, n_probs: 30 }, "n_probs"], [{ n_predict: 3 }, "prompt"], [{ prompt, n_predict: -2 }, "n_predict"],
-      [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"]] as const) {
+      [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"], [{ prompt, mirostat: 2 }, "mirostat"], [{ prompt, typical_p: 0.9 }, "typical_p"],
+      [{ prompt, dry_multiplier: 0.8 }, "dry_multiplier"], [{ prompt, xtc_probability: 0.5 }, "xtc_probability"]] as const) {
       const r = await post(s.url, "/completion", body);
       expect(r.status).toBe(400);
       expect(((await r.json()) as any).error.param).toStartWith(param);
     }
+    // samplers this engine does not have are refused when switched on, on the OpenAI routes too — and accepted at
+    // their defaults (off), as clients that send every sampler's settings do
+    const on = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2, typical_p: 0.5 });
+    expect(on.status).toBe(400);
+    expect(((await on.json()) as any).error.message).toContain("typical_p");
+    const off = { mirostat: 0, typical_p: 1, dry_multiplier: 0, xtc_probability: 0 };
+    expect((await post(s.url, "/completion", { prompt, n_predict: 2, ...off })).status).toBe(200);
+    expect((await post(s.url, "/v1/completions", { prompt, max_tokens: 2, ...off })).status).toBe(200);
   });
 });

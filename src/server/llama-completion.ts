@@ -10,7 +10,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
-import { nullish, penaltiesOf, stoppingOf } from "./schemas.ts";
+import { llamaSamplersOff, nullish, penaltiesOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
 const Bias = z.union([
@@ -39,6 +39,7 @@ const LlamaCompletion = z.object({
   grammar: nullish(z.string().min(1, "must not be empty")),
   json_schema: nullish(z.record(z.string(), z.unknown())),
   n_probs: nullish(z.int().min(0).max(20)),
+  ...llamaSamplersOff,
 }).transform((b) => ({
   ...b,
   // false: the token is banned (llama-server's spelling), as a bias of -100 is here

@@ -14,6 +14,16 @@ import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, 
 
 export const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
+/** a number accepted only at its default `off` (clients that send every sampler's defaults keep working) */
+const offOnly = (what: string, off: number) =>
+  z.number().refine((v) => v === off, { message: `${what} is not supported here (only ${off}, its default: off)` });
+/** llama-server's samplers this engine does not have: refused when switched on, not silently ignored */
+export const llamaSamplersOff = {
+  mirostat: nullish(offOnly("mirostat", 0)),
+  typical_p: nullish(offOnly("typical_p (locally typical sampling)", 1)),
+  dry_multiplier: nullish(offOnly("dry_multiplier (DRY)", 0)),
+  xtc_probability: nullish(offOnly("xtc_probability (XTC)", 0)),
+};
 
 const sampling = {
   model: nullish(z.string().max(256)),
@@ -49,6 +59,7 @@ const sampling = {
     }),
   ], { message: "type must be text, json_object or json_schema" })),
   grammar: nullish(z.string().min(1, "must not be empty")), // extension (llama-server): GBNF, start rule `root`
+  ...llamaSamplersOff,
   // vLLM's (ignore_eos also llama-server's): the model's end ids do not stop; more ids that stop; end and stop ids
   // banned until min_tokens tokens are out
   ignore_eos: nullish(z.boolean()),
