@@ -1,11 +1,12 @@
-// Two builds of libhb in ONE process, on the routed-expert workload of bench/expert-shapes.ts: A (by default
+// Two builds of libhb in ONE process, on the routed-expert (and dense) workload of bench/expert-shapes.ts: A (by default
 // git HEAD's ffi/, built into a temp dir) against B (by default the working tree's build). The calls of each
 // shape alternate between the two in blocks (A B, then B A, ...), each block after a 1 ms pause so that the
 // other library's pool has parked (HB_SPIN_US: workers spin 200 µs after a job), and every call draws new
 // experts from the same seeded sequence. Reports per shape the median call of each, B's speed relative to A
 // (median A / median B) and in how many rounds B's block median beat A's: on a shared, noisy machine
 // this tells a 3% change from noise, where separate runs differ by ±15%. Holds no state beyond the temp dir.
-// Usage: bun bench/ab.ts [--base REV | --a LIB] [--b LIB] [--shapes 0,1,2,3] [--rounds 40] [--block 8] [--json]
+// Usage: bun bench/ab.ts [--base REV | --a LIB] [--b LIB] [--shapes 0,1,2,3,4,5] [--rounds 40] [--block 8] [--json]
+//        (shapes: 0-3 the experts' decode / 8-stream / prefill calls, 4-5 an attention layer's dense calls at S = 1 / 8)
 //        (HB_THREADS=n: both pools' size)
 import { dlopen, FFIType } from "bun:ffi";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,7 +1,8 @@
 // The routed-expert workload of the bench preset, shared by bench/experts.ts (mitata) and bench/ab.ts (two
 // libhb builds alternated): int4g64 gate / up [512, 1024] and down [1024, 512] for 7 MoE layers × 64 experts
 // (~400 MB, so weights come from memory), each expert's six tensors in one slab as the converter writes
-// them, and the two calls the MoE layer makes (every gate ‖ up in one hb_matmul_many, then every down).
+// them, and the two calls the MoE layer makes (every gate ‖ up in one hb_matmul_many, then every down); and the
+// attention layer's dense int8 calls at S = 1 and 8 (the 8-stream step's other weight stream).
 // State: the weights, the activations and a seeded LCG (so two runs draw the same sequence of calls).
 import { ptr } from "bun:ffi";
 import { Fmt, MANY_DESC, type ManyMat } from "../src/engine/hb.ts";
@@ -51,9 +52,9 @@ export function layerCalls(sel: number[], rows: number[]): [Call, Call] {
 
 /** the entry point both calls go through (a libhb's hb_matmul_many, fast mode) */
 export type ManyFn = (exact: number, n: number, desc: Float64Array, I: number) => void;
-export const runCalls = (fn: ManyFn, calls: [Call, Call]) => { for (const c of calls) fn(0, c.n, c.desc, c.I); };
+export const runCalls = (fn: ManyFn, calls: readonly Call[]) => { for (const c of calls) fn(0, c.n, c.desc, c.I); };
 
-export interface Shape { name: string; draw: () => { calls: [Call, Call]; bytes: number; macs: number } }
+export interface Shape { name: string; draw: () => { calls: Call[]; bytes: number; macs: number } }
 const all = Array.from({ length: E }, (_, e) => e);
 let li = 0;
 /** the experts of `streams` rows of one layer, each choosing K of E at random: the union, rows per expert */
@@ -73,9 +74,33 @@ const layerOf = (rows: number[]) => {
   li = (li + 1) % LAYERS;
   return { calls: layerCalls(all.map((e) => li * E + e), rows), bytes: E * perExpert, macs: 3 * rows.reduce((a, b) => a + b, 0) * F * D };
 };
+/**
+ * The dense int8 projections of one attention layer of the bench preset, as the forward calls them (q_a ‖ kv_a ‖
+ * indexer wk ‖ weights_proj on h; q_b ‖ indexer wq_b on c_q; o_proj), at S rows (S = 8: an 8-stream decode step's
+ * dense calls, which run ~1.4x one row's time). 24 layers' worth (~70 MB) cycled, so the weights come from memory.
+ */
+const DL = 24;
+const i8 = (O: number, I: number): ManyMat => ({ fmt: Fmt.int8, data: bytes(O * I), scales: new Float32Array(O).fill(0.01), gs: 0, O });
+const denseLayers = Array.from({ length: DL }, () => ({
+  fromH: [i8(512, D), i8(288, D), i8(64, D), i8(8, D)], fromQ: [i8(1536, 512), i8(512, 512)], o: i8(D, D),
+}));
+let dl = 0;
+function denseCalls(S: number) {
+  const L = denseLayers[dl = (dl + 1) % DL], calls: Call[] = [];
+  let bytes = 0, macs = 0, off = 0;
+  for (const [ws, I] of [[L.fromH, D], [L.fromQ, 512], [[L.o], D]] as const) {
+    const desc = new Float64Array(MANY_DESC * ws.length);
+    ws.forEach((w, k) => { put(desc, k, w, y.subarray(off), x, S); off += S * w.O; bytes += w.O * I + 4 * w.O; macs += S * w.O * I; });
+    calls.push({ desc, n: ws.length, I });
+  }
+  return { calls, bytes, macs };
+}
+
 export const shapes: Shape[] = [
   { name: "decode: 8 experts x 1 row", draw: () => union(1) },
   { name: "8 streams: the union of 8 rows' experts", draw: () => union(8) },
   { name: `prefill: 64 experts x ~16 rows (${uneven.reduce((a, b) => a + b)} in all)`, draw: () => layerOf(uneven) },
   { name: "prefill: 64 experts x 16 rows", draw: () => layerOf(new Array<number>(E).fill(16)) },
+  { name: "dense: an attention layer's int8 calls, S=1", draw: () => denseCalls(1) },
+  { name: "dense: an attention layer's int8 calls, S=8", draw: () => denseCalls(8) },
 ];
