@@ -80,7 +80,7 @@ void hb_matmul_many(int exact, int n, const double *desc, int I);
 /* mla.c: per-head matrices W_h = rows [r0 + h·rstride, +O) of W [*, I] on strided vectors (absorbed MLA) */
 void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
                   int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,
-                  int yHead, const float *tail, int nt);
+                  int yHead, const float *tail, int nt, const uint8_t *cols);
 /* membw.c: weight bytes read by the matmul entries (a counter), and a memory read-bandwidth probe */
 void hb_wbytes_add(int64_t n);
 int64_t hb_wbytes(int reset);

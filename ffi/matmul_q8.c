@@ -179,6 +179,14 @@ int hb_q8_layout(int fmt, int ref) {
   return HB_Q8_NAT;
 }
 
+hb_q8_cols_fn hb_q8_cols_kernel(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return simd_kernels(0) && hb_simd_level() >= HB_AVX512VNNI ? hb_q8_cols_vnni : NULL;
+#else
+  return NULL;
+#endif
+}
+
 hb_q8_rows_fn hb_q8_kernel(int fmt, int ref) {
   (void)fmt;
   if (!simd_kernels(ref)) return hb_q8_rows_ref;

@@ -68,6 +68,13 @@ void *hb_q8_scratch(size_t bytes);
 /* rows per pool chunk for a matrix of O rows of rowb bytes against S rows (O = run on the calling thread) */
 int hb_mm_chunk_rows(int O, size_t rowb, int S);
 void hb_q8_rows_ref(const hb_q8 *m, int lo, int hi);
+/* int8 rows from a column-quad copy of W [O, I] (O % 16 == 0, I % 4 == 0): cols[((o >> 4)·(I/4) + q)·64 + (o & 15)·4 + t]
+ * = W[o, 4q + t] ^ 0x80 (16 rows at a time, their quads in order: one sequential stream), so one vpdpbusd gives 16 rows'
+ * partial sums with no horizontal reduction (short rows: MLA's W_K,hᵀ of 64 columns).
+ * y[k·yRow + o] for the q->S rows of x: the same integer sums and epilogue as the row kernels, so the same bits.
+ * hb_q8_cols_kernel: the kernel at the SIMD level in use, or NULL (then the row kernels run) */
+typedef void (*hb_q8_cols_fn)(const uint8_t *cols, const float *sc, int O, int I, const hb_q8x *q, float *y, size_t yRow);
+hb_q8_cols_fn hb_q8_cols_kernel(void);
 #if defined(__x86_64__) || defined(__i386__)
 void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_avxvnni(const hb_q8 *m, int lo, int hi);
@@ -77,6 +84,7 @@ void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi);
  * left undone (matmul_q8_gemm_x86.c) */
 int hb_q8_gemm_i8_vnni(const hb_q8 *m, int lo, int hi);
 int hb_q8_gemm_i8_avxvnni(const hb_q8 *m, int lo, int hi);
+void hb_q8_cols_vnni(const uint8_t *cols, const float *sc, int O, int I, const hb_q8x *q, float *y, size_t yRow);
 #endif
 #if defined(__aarch64__)
 void hb_q8_rows_dotprod(const hb_q8 *m, int lo, int hi);

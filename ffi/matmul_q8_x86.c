@@ -442,6 +442,35 @@ void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi) {
 }
 void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi) { hb_q8_rows_avx2(m, lo, hi); }
 
+/* int8 rows from a column-quad copy (matmul_q8.h): per block of 16 rows, every quad of x broadcast against the 16
+ * rows' codes of that quad, 4 rows of x at a time; then matmul_q8.h's row epilogue (int32 here: I ≤ 32768) */
+TV void hb_q8_cols_vnni(const uint8_t *cols, const float *sc, int O, int I, const hb_q8x *q, float *y, size_t yRow) {
+  const int nq = I / 4;
+  const uint8_t *end = cols + (size_t)O * I;
+  for (int s0 = 0; s0 < q->S; s0 += 4) {
+    const int ns = q->S - s0 < 4 ? q->S - s0 : 4;
+    for (int c = 0; c < O; c += 16) {
+      __m512i acc[4] = { _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512() };
+      const uint8_t *blk = cols + (size_t)(c >> 4) * nq * 64;
+      for (int k = 0; k < nq; k++) {
+        if (s0 == 0 && blk + 64 * (size_t)k + Q8_PF < end) _mm_prefetch((const char *)(blk + 64 * (size_t)k + Q8_PF), _MM_HINT_T0);
+        const __m512i w = _mm512_loadu_si512((const void *)(blk + 64 * (size_t)k));
+        for (int r = 0; r < ns; r++) {
+          int32_t quad;
+          memcpy(&quad, q->qx + (size_t)(s0 + r) * q->Ip + 4 * k, 4);
+          acc[r] = _mm512_dpbusd_epi32(acc[r], w, _mm512_set1_epi32(quad));
+        }
+      }
+      const __m512 s = _mm512_loadu_ps(sc + c);
+      for (int r = 0; r < ns; r++) {
+        const __m512i t = _mm512_sub_epi32(acc[r], _mm512_set1_epi32(128 * (int32_t)q->xsum[s0 + r]));
+        const __m512 f = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), s), _mm512_set1_ps(q->dx[s0 + r]));
+        _mm512_storeu_ps(y + (size_t)(s0 + r) * yRow + c, f);
+      }
+    }
+  }
+}
+
 /* ==================================== AVX2 ==================================== */
 #define TILE_VNNI 0
 #define TILE_TGT T256

@@ -14,6 +14,7 @@
 typedef struct {
   int exact, fmt, gs, O, I, H, S, nt;
   const uint8_t *W;
+  const uint8_t *cols;                 /* int8: W's column-quad copy (matmul_q8.h), or NULL */
   const float *sc;
   size_t hb, hs;                       /* bytes / scales between consecutive heads' first rows */
   size_t r0b, r0s;                     /* bytes / scales before head 0 */
@@ -38,8 +39,9 @@ static void head_task(void *c, int lo, int hi) {
   for (int it = lo; it < hi; it++) {
     const int h = it % j->H, s0 = (it / j->H) * ROWS_PER_TASK, O = j->O, I = j->I;
     const int n = j->S - s0 < ROWS_PER_TASK ? j->S - s0 : ROWS_PER_TASK;
-    /* the head's weights start streaming while its vectors are gathered */
-    hb_prefetch_head(j->W + j->r0b + (size_t)h * j->hb, (size_t)O * hb_mm_row_bytes(j->fmt, I));
+    /* the head's weights (or their column-quad copy) start streaming while its vectors are gathered */
+    if (j->cols && !j->exact) hb_prefetch_head(j->cols + (size_t)h * O * I, (size_t)O * I);
+    else hb_prefetch_head(j->W + j->r0b + (size_t)h * j->hb, (size_t)O * hb_mm_row_bytes(j->fmt, I));
     float *u = vec_scratch((size_t)n * ((size_t)I + (size_t)O));
     if (!u) {
       for (int s = s0; s < s0 + n; s++)
@@ -61,8 +63,12 @@ static void head_task(void *c, int lo, int hi) {
       hb_q8x q;
       hb_q8 mq;
       hb_q8x_quant(&q, buf, hb_q8_layout(j->fmt, 0), 0, u, (size_t)I, I, n);
-      hb_q8_bind(&mq, j->fmt, W, sc, j->gs, O, I, &q, yt);
-      hb_q8_kernel(j->fmt, 0)(&mq, 0, O);
+      const hb_q8_cols_fn cf = j->cols ? hb_q8_cols_kernel() : NULL;
+      if (cf) cf(j->cols + (size_t)h * O * I, sc, O, I, &q, yt, (size_t)O);
+      else {
+        hb_q8_bind(&mq, j->fmt, W, sc, j->gs, O, I, &q, yt);
+        hb_q8_kernel(j->fmt, 0)(&mq, 0, O);
+      }
     } else {
       hb_mm mm;
       const hb_mm_rows_fn fn = hb_mm_prepare(&mm, j->fmt, W, sc, j->gs, O, I, u, n, yt);
@@ -79,16 +85,19 @@ static void head_task(void *c, int lo, int hi) {
 
 /* For s < S, h < H: y[s·yRow + h·yHead + o] = Σ_i W[r0 + h·rstride + o, i] · x'[i], o < O, with
  * x' = x[s·xRow + h·xHead + i] (times xmul[h·I + i] when xmul is given); then, when tail is given,
- * y[.. + O + t] = tail[s·xRow + h·xHead + t] for t < nt. W is fmt (0..6) with scales/gs as in hb_matmul. */
+ * y[.. + O + t] = tail[s·xRow + h·xHead + t] for t < nt. W is fmt (0..6) with scales/gs as in hb_matmul. cols
+ * (int8 W of whole heads, r0 0 and rstride O, or NULL): W's column-quad copy, head after head, which fast mode reads
+ * where the level has the kernel (matmul_q8.h; the same bits). */
 void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
                   int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,
-                  int yHead, const float *tail, int nt) {
+                  int yHead, const float *tail, int nt, const uint8_t *cols) {
   if (S <= 0 || H <= 0 || O <= 0 || I <= 0 || !W || !x || !y || fmt < HB_F32 || fmt > HB_F16) return;
   const int quant = fmt >= HB_INT8 && fmt <= HB_INT4G;
   if (quant && (!scales || (fmt == HB_INT4G && gs <= 0))) return;
   const size_t rb = hb_mm_row_bytes(fmt, I);
   const size_t spr = !quant ? 0 : fmt == HB_INT4G ? (size_t)(I + gs - 1) / gs : 1;
   heads_job j = { .exact = exact, .fmt = fmt, .gs = gs, .O = O, .I = I, .H = H, .S = S, .nt = nt, .W = W,
+                  .cols = fmt == HB_INT8 && r0 == 0 && rstride == O && O % 16 == 0 && I % 4 == 0 ? cols : NULL,
                   .sc = quant ? scales : NULL, .hb = (size_t)rstride * rb, .hs = (size_t)rstride * spr,
                   .r0b = (size_t)r0 * rb, .r0s = (size_t)r0 * spr, .x = x, .xmul = xmul, .tail = tail,
                   .xRow = (size_t)xRow, .xHead = (size_t)xHead, .yRow = (size_t)yRow, .yHead = (size_t)yHead, .y = y };

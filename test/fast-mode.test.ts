@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fmt, type FmtCode, hb, ManyBuilder, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
+import { columnQuads, Fmt, type FmtCode, hb, ManyBuilder, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
 import { dequantize, parseFmt } from "../src/model/quant.ts";
 import { convert } from "../src/model/convert.ts";
 import { loadModel, newKV, type Model } from "../src/engine/model.ts";
@@ -206,6 +206,31 @@ describe("q8 kernels", () => {
             }
         }
     }
+  });
+
+  test("hb_mla_heads on an int8 column-quad copy (HeadsW.cols) gives its rows' bits at every level and row count", () => {
+    const r = rng(8), H = 5, O = 48, I = 40, xHead = I + 6, xRow = H * xHead + 3, nt = 6, yHead = O + nt + 1, yRow = H * yHead;
+    const q = randQ(r, Fmt.int8, H * O, I, 0), cols = columnQuads(q.W, H * O, I), xmul = randF32(r, H * I);
+    for (const S of [1, 3, 4, 5, 8, 19]) {
+      const x = randF32(r, S * xRow);
+      for (const level of levels)
+        for (const mul of [null, xmul]) {
+          const run = (c?: Uint8Array) => {
+            const y = new Float32Array(S * yRow).fill(7);
+            atLevel(level, () => mlaHeads(false, S, H, { fmt: Fmt.int8, W: q.W, scales: q.scales, gs: 0, O, I, r0: 0, rstride: O, ...(c ? { cols: c } : {}) },
+              { a: x, row: xRow, head: xHead }, mul, { a: y, row: yRow, head: yHead }, x.subarray(I), nt));
+            return y;
+          };
+          if (!same(run(cols), run())) throw new Error(`S=${S} level ${level} mul=${!!mul}: the column-quad copy differs from the rows`);
+        }
+    }
+    // a copy built wrong is caught: one code changed
+    const bad = cols.slice();
+    bad[5 * 64 + 7] ^= 1;
+    const y0 = new Float32Array(yRow), y1 = new Float32Array(yRow), x = randF32(r, xRow);
+    for (const [c, y] of [[cols, y0], [bad, y1]] as const)
+      mlaHeads(false, 1, H, { fmt: Fmt.int8, W: q.W, scales: q.scales, gs: 0, O, I, r0: 0, rstride: O, cols: c }, { a: x, row: xRow, head: xHead }, null, { a: y, row: yRow, head: yHead }, null, 0);
+    if (best >= Simd.avx512vnni) expect(same(y0, y1)).toBe(false); // (where the kernel runs)
   });
 
   test("the weight-bytes counter counts W and its scales once per call", () => {

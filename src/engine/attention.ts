@@ -7,7 +7,7 @@
 // Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, attnSegs, copyHeads, Fmt, type HeadsW, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { attn, attnSegs, columnQuads, copyHeads, Fmt, type HeadsW, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -54,7 +54,7 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
         kmul[h * dn + d] = kv_b.scales![r];
         for (let c = 0; c < kvr; c++) setCode(f, kt, (h * kvr + c) * rbOut, d, code(f, src, r * rbIn, c));
       }
-    a = { kt: whole(f, kt, new Float32Array(H * kvr).fill(1)), kmul };
+    a = { kt: { ...whole(f, kt, new Float32Array(H * kvr).fill(1)), ...(f === Fmt.int8 ? { cols: columnQuads(kt, H * kvr, dn) } : {}) }, kmul };
   } else {
     const t = new Float32Array(H * kvr * dn);
     for (let h = 0; h < H; h++) t.set(transposeF32(rowsOf(kv_b, h * (dn + dv), dn)), h * kvr * dn);

@@ -29,8 +29,8 @@ const symbols = {
   // n matrices: (exact, n, desc f64[MANY_DESC·n]: fmt, gs, O, W, scales, y, x_k, S_k,
   // rows_k (int32 row indices into x_k, 0: none), 0 — addresses; I)
   hb_matmul_many: { args: [i32, i32, ptr, i32], returns: FFIType.void },
-  // absorbed-MLA heads: (exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt)
-  hb_mla_heads: { args: [i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, ptr, i32], returns: FFIType.void },
+  // absorbed-MLA heads: (exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt, cols)
+  hb_mla_heads: { args: [i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, ptr, i32, ptr], returns: FFIType.void },
   hb_gather_rows: { args: [ptr, i32, ptr, i32, ptr], returns: FFIType.void }, // (x, D, rows i32[n], n, out [n,D])
   // (dst, dRow, dHead, src, sRow, sHead, S, H, n): dst[s,h][0..n) = src[s,h][0..n) (sHead 0: shared by all heads)
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
@@ -127,8 +127,19 @@ export function matmul(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number, 
 export function matmulQ8(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number, O: number, I: number, x: F32, S: number, y: F32) {
   hb().hb_matmul_q8(fmt, W, scales, gs, O, I, x, S, y);
 }
-/** One W_h of `mlaHeads`: rows [r0 + h·rstride, +O) of W [*, I] (fmt, scales, gs as in `matmul`). */
-export interface HeadsW { fmt: FmtCode; W: Weight; scales: F32 | null; gs: number; O: number; I: number; r0: number; rstride: number }
+/** One W_h of `mlaHeads`: rows [r0 + h·rstride, +O) of W [*, I] (fmt, scales, gs as in `matmul`); cols: an int8 W's
+ *  column-quad copy (ffi/matmul_q8.h: cols[((r >> 4)·(I/4) + q)·64 + (r & 15)·4 + t] = W[r, 4q + t] ^ 0x80), read by
+ *  fast mode where the SIMD level has that kernel (the same bits as the rows) */
+export interface HeadsW { fmt: FmtCode; W: Weight; scales: F32 | null; gs: number; O: number; I: number; r0: number; rstride: number; cols?: Uint8Array }
+/** int8 rows W [R, I] as column quads (HeadsW.cols), 16 rows at a time: out[((r >> 4)·(I/4) + q)·64 + (r & 15)·4 + t] =
+ *  W[r, 4q + t] ^ 0x80 — one block of 16 rows after another, each its quads in order (a sequential stream) */
+export function columnQuads(W: Uint8Array, R: number, I: number): Uint8Array {
+  const out = new Uint8Array(R * I), nq = I >> 2;
+  for (let r = 0; r < R; r++)
+    for (let i = 0; i < I; i++) out[((r >> 4) * nq + (i >> 2)) * 64 + (r & 15) * 4 + (i & 3)] = W[r * I + i] ^ 0x80;
+  return out;
+}
+
 /** Strided per-(row, head) vectors: element i of (s, h) at a[s·row + h·head + i]. */
 export interface Strided { a: F32; row: number; head: number }
 /**
@@ -138,7 +149,7 @@ export interface Strided { a: F32; row: number; head: number }
 export function mlaHeads(exact: boolean, S: number, H: number, w: HeadsW, x: Strided, xmul: F32 | null, y: Strided,
   tail: F32 | null, nt: number) {
   hb().hb_mla_heads(exact ? 1 : 0, S, H, w.fmt, w.W, w.scales, w.gs, w.O, w.I, w.r0, w.rstride, x.a, x.row, x.head,
-    xmul, y.a, y.row, y.head, tail, nt);
+    xmul, y.a, y.row, y.head, tail, nt, w.cols ?? null);
 }
 /** doubles per matrix in hb_matmul_many's descriptor (ffi/matmul_many.c HB_MANY_DESC) */
 export const MANY_DESC = 10;
