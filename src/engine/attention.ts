@@ -4,10 +4,11 @@
 // Reads h = st.xb, writes the new rows' c_kv ‖ k_pe into the KVCache and the output to st.ao.
 // Projections that share an input run as one batched call (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj;
 // q_b ‖ indexer wq_b); the absorbed form does all heads of each side in one call (hb_mla_heads).
-// Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only).
+// Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only; for int8 on AVX-512 VNNI also its column-quad
+// copy, which fast mode reads: the same bytes again).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, attnSegs, columnQuads, copyHeads, Fmt, type HeadsW, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { attn, attnSegs, columnQuads, copyHeads, Fmt, hb, type HeadsW, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -20,7 +21,8 @@ export type KeyMode = "full" | "shared" | "dense";
 /**
  * W_K,hᵀ of every head stacked: kt [H·kv_lora, dn] (head h = rows h·kv_lora..), applied to kmul_h ⊙ q_nope.
  * Row formats (int8/int4/int2, one scale per row of kv_b): the transposed integer codes with unit scales,
- * and kmul = kv_b's row scales (so W_K,hᵀ q = codesᵀ (s ⊙ q) reads 1 byte per weight, not 4).
+ * and kmul = kv_b's row scales (so W_K,hᵀ q = codesᵀ (s ⊙ q) reads 1 byte per weight, not 4); int8 on AVX-512 VNNI
+ * also as column quads (HeadsW.cols).
  * bf16: the transpose in bf16 (exact). f32, f16, int4g: the dequantized transpose in f32; kmul = null.
  */
 interface Absorbed { kt: HeadsW; kmul: Float32Array | null }
@@ -54,7 +56,8 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
         kmul[h * dn + d] = kv_b.scales![r];
         for (let c = 0; c < kvr; c++) setCode(f, kt, (h * kvr + c) * rbOut, d, code(f, src, r * rbIn, c));
       }
-    a = { kt: { ...whole(f, kt, new Float32Array(H * kvr).fill(1)), ...(f === Fmt.int8 ? { cols: columnQuads(kt, H * kvr, dn) } : {}) }, kmul };
+    const cols = f === Fmt.int8 && String(hb().hb_simd_name()) === "avx512vnni" ? { cols: columnQuads(kt, H * kvr, dn) } : {};
+    a = { kt: { ...whole(f, kt, new Float32Array(H * kvr).fill(1)), ...cols }, kmul };
   } else {
     const t = new Float32Array(H * kvr * dn);
     for (let h = 0; h < H; h++) t.set(transposeF32(rowsOf(kv_b, h * (dn + dv), dn)), h * kvr * dn);
