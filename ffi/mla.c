@@ -14,7 +14,8 @@
 typedef struct {
   int exact, fmt, gs, O, I, H, S, nt;
   const uint8_t *W;
-  const uint8_t *cols;                 /* int8: W's column-quad copy (matmul_q8.h), or NULL */
+  const uint8_t *cols;                 /* fast mode, int8: W's column-quad copy, read by cf (matmul_q8.h); or NULL */
+  hb_q8_cols_fn cf;
   const float *sc;
   size_t hb, hs;                       /* bytes / scales between consecutive heads' first rows */
   size_t r0b, r0s;                     /* bytes / scales before head 0 */
@@ -40,7 +41,7 @@ static void head_task(void *c, int lo, int hi) {
     const int h = it % j->H, s0 = (it / j->H) * ROWS_PER_TASK, O = j->O, I = j->I;
     const int n = j->S - s0 < ROWS_PER_TASK ? j->S - s0 : ROWS_PER_TASK;
     /* the head's weights (or their column-quad copy) start streaming while its vectors are gathered */
-    if (j->cols && !j->exact) hb_prefetch_head(j->cols + (size_t)h * O * I, (size_t)O * I);
+    if (j->cols) hb_prefetch_head(j->cols + (size_t)h * O * I, (size_t)O * I);
     else hb_prefetch_head(j->W + j->r0b + (size_t)h * j->hb, (size_t)O * hb_mm_row_bytes(j->fmt, I));
     float *u = vec_scratch((size_t)n * ((size_t)I + (size_t)O));
     if (!u) {
@@ -63,8 +64,7 @@ static void head_task(void *c, int lo, int hi) {
       hb_q8x q;
       hb_q8 mq;
       hb_q8x_quant(&q, buf, hb_q8_layout(j->fmt, 0), 0, u, (size_t)I, I, n);
-      const hb_q8_cols_fn cf = j->cols ? hb_q8_cols_kernel() : NULL;
-      if (cf) cf(j->cols + (size_t)h * O * I, sc, O, I, &q, yt, (size_t)O);
+      if (j->cols) j->cf(j->cols + (size_t)h * O * I, sc, O, I, &q, yt, (size_t)O);
       else {
         hb_q8_bind(&mq, j->fmt, W, sc, j->gs, O, I, &q, yt);
         hb_q8_kernel(j->fmt, 0)(&mq, 0, O);
@@ -97,10 +97,11 @@ void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *
   const size_t rb = hb_mm_row_bytes(fmt, I);
   const size_t spr = !quant ? 0 : fmt == HB_INT4G ? (size_t)(I + gs - 1) / gs : 1;
   heads_job j = { .exact = exact, .fmt = fmt, .gs = gs, .O = O, .I = I, .H = H, .S = S, .nt = nt, .W = W,
-                  .cols = fmt == HB_INT8 && r0 == 0 && rstride == O && O % 16 == 0 && I % 4 == 0 ? cols : NULL,
+                  .cf = !exact && fmt == HB_INT8 && r0 == 0 && rstride == O && O % 16 == 0 && I % 4 == 0 ? hb_q8_cols_kernel() : NULL,
                   .sc = quant ? scales : NULL, .hb = (size_t)rstride * rb, .hs = (size_t)rstride * spr,
                   .r0b = (size_t)r0 * rb, .r0s = (size_t)r0 * spr, .x = x, .xmul = xmul, .tail = tail,
                   .xRow = (size_t)xRow, .xHead = (size_t)xHead, .yRow = (size_t)yRow, .yHead = (size_t)yHead, .y = y };
+  j.cols = j.cf ? cols : NULL;
   hb_wbytes_add((int64_t)H * (int64_t)O * (int64_t)(rb + 4 * spr));
   const int n = (S + ROWS_PER_TASK - 1) / ROWS_PER_TASK * H;
   const int th = hb_nthreads(), small = (size_t)H * O * rb < 49152 || th <= 1, per = n / (2 * th);
