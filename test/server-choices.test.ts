@@ -73,5 +73,21 @@ describe.skipIf(!hasTiny)("serve: n choices", () => {
     expect(finished).toEqual([1, 1]);
     expect(text).toEqual(whole.choices.map((c: any) => c.text));
     expect(chunks.at(-1).usage.completion_tokens).toBe(whole.usage.completion_tokens);
+    expect(chunks.slice(0, -1).every((c: any) => c.usage === null)).toBe(true);
+  });
+
+  test("continuous_usage_stats (vLLM's): every chunk carries the usage so far, ending at the final usage", async () => {
+    for (const [path, body] of [["/v1/completions", { prompt: "Once upon a time", n: 2 }], ["/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }] }]] as const) {
+      const whole = await json(path, { ...body, max_tokens: 6, temperature: 0 });
+      const res = await post(s.url, path, { ...body, max_tokens: 6, temperature: 0, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } });
+      const chunks = sseData(await res.text()).slice(0, -1).map((d) => JSON.parse(d));
+      const used = chunks.filter((c: any) => c.usage).map((c: any) => c.usage);
+      expect(used.length).toBeGreaterThan(2);
+      for (let i = 1; i < used.length; i++) expect(used[i].completion_tokens).toBeGreaterThanOrEqual(used[i - 1].completion_tokens);
+      const counts = (u: any) => [u.prompt_tokens, u.completion_tokens, u.total_tokens]; // (cached_tokens: the second run reuses the first's prefix)
+      expect(counts(used.at(-1))).toEqual(counts(whole.usage));
+      expect(used.at(-2).completion_tokens).toBe(whole.usage.completion_tokens); // the last token's chunk already counts it
+      for (const u of used) expect(u.total_tokens).toBe(u.prompt_tokens + u.completion_tokens);
+    }
   });
 });

@@ -7,7 +7,7 @@
 // `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
 // (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
@@ -116,11 +116,12 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   const views = runs.map(() => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto", gen.logprobs !== undefined));
 
   if (data.stream) {
-    const withUsage = data.stream_options?.include_usage === true;
-    const chunk = (choices: object[]) => ({ ...base, object: "chat.completion.chunk", choices, ...(withUsage ? { usage: null } : {}) });
+    const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
+    const chunk = (choices: object[], p?: Progress) =>
+      ({ ...base, object: "chat.completion.chunk", choices, ...(withUsage ? { usage: running && p ? usageSoFar(p) : null } : {}) });
     return sseResponse(async (send) => {
       send(chunk(runs.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }))));
-      const r = await streamChoices(runs, views, abandon, (c) => send(chunk(c)));
+      const r = await streamChoices(runs, views, abandon, (c, p) => send(chunk(c, p)));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "messages"))); return false; }
       if (withUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage: usageAll(r) });
       return true;

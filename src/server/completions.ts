@@ -6,7 +6,7 @@
 // prompts (a list of strings or of token-id lists, as vLLM takes them) gives each prompt its `n` choices,
 // indexed prompt by prompt. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf, stoppingOf } from "./schemas.ts";
@@ -88,9 +88,10 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
   const views = runs.map((run) => new TextChoice(run.gen.logprobs !== undefined));
 
   if (data.stream) {
-    const withUsage = data.stream_options?.include_usage === true;
+    const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
     return sseResponse(async (send) => {
-      const r = await streamChoices(runs, views, abandon, (choices) => send({ ...base, choices, ...(withUsage ? { usage: null } : {}) }));
+      const r = await streamChoices(runs, views, abandon,
+        (choices, p) => send({ ...base, choices, ...(withUsage ? { usage: running ? usageSoFar(p, data.n ?? 1) : null } : {}) }));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "prompt"))); return false; }
       if (withUsage) send({ ...base, choices: [], usage: usageAll(r, data.n ?? 1) });
       return true;

@@ -128,16 +128,27 @@ export function usageAll(ds: Done[], n = ds.length) {
   return { prompt_tokens: prompt, completion_tokens: c, total_tokens: prompt + c, prompt_tokens_details: { cached_tokens: cached } };
 }
 
+/** Each choice's prompt tokens (once accepted), cached prompt tokens and tokens so far: usage while streaming. */
+export interface Progress { prompt: number[]; cached: number[]; emitted: number[] }
+
+/** usage so far (vLLM's continuous_usage_stats), counted as usageAll counts the finished choices */
+export function usageSoFar(p: Progress, n = p.prompt.length) {
+  let prompt = 0, cached = 0;
+  for (let i = 0; i < p.prompt.length; i += n) { prompt += p.prompt[i]; cached += p.cached[i]; }
+  const c = p.emitted.reduce((a, x) => a + x, 0);
+  return { prompt_tokens: prompt, completion_tokens: c, total_tokens: prompt + c, prompt_tokens_details: { cached_tokens: cached } };
+}
+
 /** Feed each choice's events to its view until done; the first error abandons the rest and is returned. */
 async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
-  emit: (i: number, objs: object[]) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  emit: (i: number, objs: object[]) => void, progress?: Progress): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
   let failed: Extract<ReqEvent, { t: "error" }> | null = null;
   const dones = await Promise.all(runs.map(async (run, i) => {
     for (let e = run.first; ; e = await run.r.q.next()) {
       if (failed) return null;
-      if (e.t === "accept") views[i].onAccept?.(e);
+      if (e.t === "accept") { views[i].onAccept?.(e); if (progress) { progress.prompt[i] = e.prompt_tokens; progress.cached[i] = e.cached_tokens; } }
       else if (e.t === "prompt") emit(i, views[i].onPrompt?.(e) ?? []);
-      else if (e.t === "tok") emit(i, views[i].onTok(e));
+      else if (e.t === "tok") { if (progress) progress.emitted[i]++; emit(i, views[i].onTok(e)); }
       else if (e.t === "done") { emit(i, views[i].onDone(e)); return e; }
       else if (e.t === "error") { failed = e; abandon(); return null; }
     }
@@ -147,8 +158,9 @@ async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void
 
 /** Stream the choices' chunks as they come (`send` wraps choice objects in a chunk). */
 export function streamChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
-  send: (choices: object[]) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
-  return drive(runs, views, abandon, (i, objs) => { for (const c of objs) send([{ index: i, ...c }]); });
+  send: (choices: object[], progress: Progress) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  const progress: Progress = { prompt: runs.map(() => 0), cached: runs.map(() => 0), emitted: runs.map(() => 0) };
+  return drive(runs, views, abandon, (i, objs) => { for (const c of objs) send([{ index: i, ...c }], progress); }, progress);
 }
 
 /** Every choice whole, in index order (or the first error). */

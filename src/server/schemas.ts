@@ -35,7 +35,7 @@ const sampling = {
   seed: nullish(z.int().min(-(2 ** 53)).max(2 ** 53)),
   stop: nullish(z.union([z.string().min(1), z.array(z.string().min(1, "stop strings must not be empty")).max(16)])),
   stream: nullish(z.boolean()),
-  stream_options: nullish(z.object({ include_usage: nullish(z.boolean()) })),
+  stream_options: nullish(z.object({ include_usage: nullish(z.boolean()), continuous_usage_stats: nullish(z.boolean()) })), // (the latter vLLM's)
   n: nullish(z.int().min(1).max(16)),
   presence_penalty: nullish(z.number().min(-2).max(2)),
   frequency_penalty: nullish(z.number().min(-2).max(2)),
