@@ -99,6 +99,22 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     expect((await run({ ...bias, skip_special_tokens: false }, "/v1/chat/completions")).j.choices[0].message.content).toBe(piece.repeat(3));
   });
 
+  test("chat: add_generation_prompt false, continue_final_message (the last assistant message continued as written)", async () => {
+    const codec = loadTokenizer(TINY), user = [{ role: "user", content: "Hi" }];
+    const msgs = [...user, { role: "assistant", content: "Once upon" }];
+    const same = async (extra: Record<string, unknown>, prompt: string) => {
+      const chat = await run({ ...extra, max_tokens: 6 }, "/v1/chat/completions"), plain = await run({ prompt, max_tokens: 6 });
+      expect(chat.status).toBe(200);
+      expect(chat.j.usage.prompt_tokens).toBe(plain.j.usage.prompt_tokens);
+      expect(chat.j.choices[0].message.content).toBe(plain.j.choices[0].text);
+    };
+    const rendered = codec.chat(msgs, { addGenerationPrompt: false });
+    await same({ messages: msgs, continue_final_message: true }, rendered.slice(0, rendered.lastIndexOf("Once upon") + "Once upon".length));
+    await same({ messages: user, add_generation_prompt: false }, codec.chat(user, { addGenerationPrompt: false }));
+    expect((await run({ messages: user, continue_final_message: true }, "/v1/chat/completions")).j.error.param).toBe("continue_final_message");
+    expect((await run({ messages: msgs, continue_final_message: true, add_generation_prompt: true }, "/v1/chat/completions")).j.error.param).toBe("add_generation_prompt");
+  });
+
   test("bad values name the field", async () => {
     const V = JSON.parse(readFileSync(join(TINY, "config.json"), "utf8")).vocab_size as number;
     const a = await run({ stop_token_ids: [3, V] });

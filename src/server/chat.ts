@@ -34,7 +34,8 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
   const tools = toolsOf(b);
   return {
     // constrained output starts at the first generated token, so thinking is off (the template closes it)
-    prompt: { kind: "chat", messages, enableThinking: grammar ? false : (b.chat_template_kwargs?.enable_thinking ?? false), ...(tools.length ? { tools } : {}) },
+    prompt: { kind: "chat", messages, enableThinking: grammar ? false : (b.chat_template_kwargs?.enable_thinking ?? false), ...(tools.length ? { tools } : {}),
+      ...(b.add_generation_prompt === false ? { generationPrompt: false } : {}), ...(b.continue_final_message ? { continueFinal: true } : {}) },
     keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto") || b.skip_special_tokens === false,
     slot: b.slot ?? "auto",
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,

@@ -6,6 +6,16 @@ import type { ErrorCode, PromptSpec, TopLogprob } from "./protocol.ts";
 
 export type Prepared = { ok: true; ids: number[] } | { ok: false; code: ErrorCode; detail: string };
 
+/** A chat prompt's text: the template's, ending with the generation prompt (unless asked not to), or, continuing the
+ *  final (assistant) message (vLLM's continue_final_message), cut right after that message's text. */
+function chatText(p: Extract<PromptSpec, { kind: "chat" }>, codec: TextCodec): string {
+  const text = codec.chat(p.messages, { enableThinking: p.enableThinking, tools: p.tools, addGenerationPrompt: !p.continueFinal && p.generationPrompt !== false });
+  if (!p.continueFinal) return text;
+  const last = p.messages[p.messages.length - 1].content, at = last ? text.lastIndexOf(last) : -1;
+  if (at < 0) throw new Error("continue_final_message: the rendered template does not hold the final message's text to continue");
+  return text.slice(0, at + last.length);
+}
+
 export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: number, truncate = 0): Prepared {
   let ids: number[];
   try {
@@ -16,7 +26,7 @@ export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: n
     } else if (p.kind === "text") {
       ids = codec.encode(p.text);
     } else {
-      ids = codec.encode(codec.chat(p.messages, { enableThinking: p.enableThinking, tools: p.tools }));
+      ids = codec.encode(chatText(p, codec));
     }
   } catch (e) {
     const field = p.kind === "chat" ? "messages" : "prompt";

@@ -8,7 +8,7 @@ import type { PenaltyParams } from "../engine/penalties.ts";
 export type PromptSpec =
   | { kind: "text"; text: string }
   | { kind: "ids"; ids: number[] }
-  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean; tools?: unknown[] };
+  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean; tools?: unknown[]; generationPrompt?: boolean; continueFinal?: boolean };
 
 export interface GenRequest {
   prompt: PromptSpec;

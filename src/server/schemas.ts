@@ -105,7 +105,13 @@ export const ChatRequest = z.object({
   tool_choice: nullish(ToolChoiceSchema),
   parallel_tool_calls: nullish(z.boolean()),
   functions: nullish(unsupported("functions (use tools)")),
-});
+  // vLLM's: no generation prompt after the messages; or the final (assistant) message continued, as written
+  add_generation_prompt: nullish(z.boolean()),
+  continue_final_message: nullish(z.boolean()),
+}).refine((b) => !b.continue_final_message || b.messages[b.messages.length - 1].role === "assistant",
+  { message: "continue_final_message needs an assistant message last", path: ["continue_final_message"] })
+  .refine((b) => !(b.continue_final_message && b.add_generation_prompt === true),
+    { message: "continue_final_message and add_generation_prompt: true cannot go together", path: ["add_generation_prompt"] });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
 const Ids = z.array(z.int().min(0)).min(1);
