@@ -115,6 +115,18 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     expect((await run({ messages: msgs, continue_final_message: true, add_generation_prompt: true }, "/v1/chat/completions")).j.error.param).toBe("add_generation_prompt");
   });
 
+  test("return_tokens_as_token_ids: logprobs name tokens token_id:ID, with the same logprobs", async () => {
+    const plain = await run({ logprobs: 2 }), ids = await run({ logprobs: 2, return_tokens_as_token_ids: true });
+    const a = plain.j.choices[0].logprobs, b = ids.j.choices[0].logprobs;
+    expect(b.token_logprobs).toEqual(a.token_logprobs);
+    for (const t of b.tokens) expect(t).toMatch(/^token_id:\d+$/);
+    for (const top of b.top_logprobs) for (const k of Object.keys(top)) expect(k).toMatch(/^token_id:\d+$/);
+    const codec = loadTokenizer(TINY); // the ids name the same tokens the plain run spelled out
+    expect(b.tokens.map((t: string) => codec.decode([Number(t.slice(9))]))).toEqual(a.tokens);
+    const chat = await run({ logprobs: true, top_logprobs: 1, return_tokens_as_token_ids: true }, "/v1/chat/completions");
+    for (const e of chat.j.choices[0].logprobs.content) expect(e.token).toMatch(/^token_id:\d+$/);
+  });
+
   test("bad values name the field", async () => {
     const V = JSON.parse(readFileSync(join(TINY, "config.json"), "utf8")).vocab_size as number;
     const a = await run({ stop_token_ids: [3, V] });

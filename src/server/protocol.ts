@@ -32,6 +32,7 @@ export interface GenRequest {
   allowed_ids?: number[];  // only these ids may be sampled (vLLM's allowed_token_ids)
   include_stop?: boolean;  // a matched stop string ends the text instead of being cut (vLLM's include_stop_str_in_output)
   truncate?: number;       // only the prompt's last this many tokens are used (vLLM's truncate_prompt_tokens)
+  token_ids_as_text?: boolean; // logprobs name tokens `token_id:ID` (vLLM's return_tokens_as_token_ids)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */

@@ -242,9 +242,14 @@ export class Scheduler {
     }
   }
 
+  /** How j's logprobs name tokens: their text, or `token_id:ID` (vLLM's return_tokens_as_token_ids) */
+  private lpText(j: Job): (t: number) => string {
+    return j.req.token_ids_as_text ? (t) => `token_id:${t}` : (t) => this.codec.decode([t]);
+  }
+
   /** Prompt logprobs of a prefill chunk of j (n rows from logits row `at`): row r predicts prompt token fed + r + 1. */
   private promptLogprobs(j: Job, at: number, n: number): void {
-    const V = this.m.cfg.vocab_size, k = j.req.logprobs ?? 0, text = (t: number) => this.codec.decode([t]);
+    const V = this.m.cfg.vocab_size, k = j.req.logprobs ?? 0, text = this.lpText(j);
     if (j.fed === 0) j.plp!.push({ id: j.ids[0], tt: text(j.ids[0]), lp: null, top: null });
     for (let r = 0; r < n && j.fed + r + 1 < j.ids.length; r++) {
       const id = j.ids[j.fed + r + 1], e = logprobsOf(this.st.logits.subarray((at + r) * V, (at + r + 1) * V), id, k, text);
@@ -273,7 +278,7 @@ export class Scheduler {
     j.pen?.accept(id);
     if (j.stops.has(id)) return (this.finish(j, "stop"), false);
     g?.accept(id); // (cannot throw: the mask allowed it; if it did, the caller fails the job)
-    const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, (t) => this.codec.decode([t]));
+    const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, this.lpText(j));
     const d = j.detok.push(id);
     j.emitted++;
     j.tLast = performance.now();

@@ -71,6 +71,7 @@ const sampling = {
   include_stop_str_in_output: nullish(z.boolean()),
   skip_special_tokens: nullish(z.boolean()),
   truncate_prompt_tokens: nullish(z.int().min(1)),
+  return_tokens_as_token_ids: nullish(z.boolean()), // vLLM's: logprobs name tokens `token_id:ID`
   // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar
   guided_json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
   guided_choice: nullish(z.array(z.string()).min(1).max(256)),
@@ -214,12 +215,14 @@ export function penaltiesOf(b: Penalized): PenaltyParams | undefined {
   return penaltiesOff(p) ? undefined : p;
 }
 
-type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens" | "allowed_token_ids" | "include_stop_str_in_output" | "truncate_prompt_tokens">;
-/** The request's end-of-output and vocabulary controls as GenRequest fields (absent when at their defaults). */
+type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens" | "allowed_token_ids" | "include_stop_str_in_output" | "truncate_prompt_tokens" | "return_tokens_as_token_ids">;
+/** The request's vLLM-style extras (end of output, vocabulary, prompt truncation, logprob naming) as GenRequest
+ *  fields (absent when at their defaults). */
 export const stoppingOf = (b: Stopping) => ({
   ...(b.ignore_eos ? { ignore_eos: true } : {}), ...(b.stop_token_ids?.length ? { stop_ids: b.stop_token_ids } : {}),
   ...(b.min_tokens ? { min_tokens: b.min_tokens } : {}), ...(b.allowed_token_ids ? { allowed_ids: b.allowed_token_ids } : {}),
   ...(b.include_stop_str_in_output ? { include_stop: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
+  ...(b.return_tokens_as_token_ids ? { token_ids_as_text: true } : {}),
 });
 
 /** An ApiError naming logit_bias, stop_token_ids or allowed_token_ids when one of their ids is outside the vocabulary [0, V). */
