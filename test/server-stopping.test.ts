@@ -77,6 +77,8 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     expect(r).toMatchObject({ status: 200, n: 12 });
     const toks = await post(s.url, "/tokenize", { content: r.j.choices[0].text });
     for (const t of ((await toks.json()) as any).tokens as number[]) expect(ids).toContain(t);
+    // every allowed id banned by another rule (min_tokens holds the end id off): the output ends there, no error
+    expect(await run({ allowed_token_ids: [eos], min_tokens: 3 })).toMatchObject({ status: 200, n: 0, reason: "stop" });
     const one = await run({ allowed_token_ids: [41] });
     const t1 = ((await (await post(s.url, "/tokenize", { content: one.j.choices[0].text })).json()) as any).tokens as number[];
     expect(t1.length).toBeGreaterThan(0);

@@ -273,7 +273,10 @@ export class Scheduler {
       for (const t of j.stops) if (t < logits.length) logits[t] = -Infinity;
       if (g && !logits.some((v) => v > -Infinity)) return (this.finish(j, "stop"), false); // (only a grammar leaves none)
     }
-    if (j.allowed) keepOnly(logits, j.allowed, this.kept);
+    if (j.allowed) {
+      keepOnly(logits, j.allowed, this.kept);
+      if (!logits.some((v) => v > -Infinity)) return (this.finish(j, "stop"), false); // the other rules banned every allowed id
+    }
     const id = draft < 0 ? j.sampler.sample(logits) : verifyDraft(logits, draft, q, j.sampler).token;
     j.pen?.accept(id);
     if (j.stops.has(id)) return (this.finish(j, "stop"), false);
