@@ -25,7 +25,9 @@ function randJson(depth = 0): unknown {
 const KEYS = ["messages", "prompt", "role", "content", "max_tokens", "max_completion_tokens", "temperature", "top_p", "min_p", "top_k",
   "seed", "stop", "stream", "stream_options", "n", "logprobs", "top_logprobs", "response_format", "tools", "echo", "slot", "model",
   "chat_template_kwargs", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias", "tool_choice", "tool_calls", "junk",
-  "system", "stop_sequences", "thinking", "input", "instructions", "max_output_tokens", "reasoning", "n_predict", "id_slot"];
+  "system", "stop_sequences", "thinking", "input", "instructions", "max_output_tokens", "reasoning", "n_predict", "id_slot",
+  "ignore_eos", "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output", "skip_special_tokens",
+  "truncate_prompt_tokens", "return_tokens_as_token_ids", "add_generation_prompt", "continue_final_message", "mirostat", "typical_p"];
 
 function mutate(base: Record<string, unknown>): Record<string, unknown> {
   const b: Record<string, unknown> = structuredClone(base);
