@@ -62,6 +62,38 @@ describe("completions echo (demo model)", () => {
     expect(again.usage.prompt_tokens_details.cached_tokens).toBeGreaterThan(0);
   }, 60000);
 
+  test("vLLM prompt_logprobs: each prompt token's logprob (as echo's), its rank and k alternatives; no echo text", async () => {
+    const prompt = "The quick brown fox jumps", k = 2;
+    const echo = (await completion({ prompt, max_tokens: 2, temperature: 0, echo: true, logprobs: 5 })).choices[0];
+    const j = await completion({ prompt, max_tokens: 2, temperature: 0, prompt_logprobs: k });
+    const c = j.choices[0], plp = c.prompt_logprobs as (Record<string, { logprob: number; rank: number; decoded_token: string }> | null)[];
+    expect(c.text).toBe(echo.text.slice(prompt.length)); // the completion alone
+    expect(plp.length).toBe(echo.logprobs.token_logprobs.length - 2); // one per prompt token
+    expect(plp[0]).toBeNull();
+    const ids = (await (await post(s.url, "/tokenize", { content: prompt })).json() as any).tokens as number[];
+    for (let i = 1; i < plp.length; i++) {
+      const e = plp[i]!, own = e[ids[i]];
+      expect(own.logprob).toBe(echo.logprobs.token_logprobs[i]);
+      expect(own.decoded_token).toBe(echo.logprobs.tokens[i]);
+      const above = Object.values(echo.logprobs.top_logprobs[i] as Record<string, number>).filter((v) => v > own.logprob).length;
+      if (above < 5) expect(own.rank).toBe(above + 1); else expect(own.rank).toBeGreaterThan(5);
+      expect(Object.keys(e).length).toBeLessThanOrEqual(k + 1);
+      // the alternatives, by rank: the k most likely (echo's top values), less this token when it is among them
+      const others = Object.entries(e).filter(([id]) => Number(id) !== ids[i]).map(([, v]) => v).sort((a, b) => a.rank - b.rank);
+      const topk = (Object.values(echo.logprobs.top_logprobs[i]) as number[]).sort((a, b) => b - a).slice(0, k);
+      if (own.rank <= k) topk.splice(topk.indexOf(own.logprob), 1);
+      expect(others.map((v) => v.logprob)).toEqual(topk);
+      expect(others.every((v) => v.rank >= 1 && v.rank <= k)).toBe(true);
+    }
+    const res = await post(s.url, "/v1/completions", { prompt, max_tokens: 2, temperature: 0, prompt_logprobs: k, stream: true });
+    const chunks = sseData(await res.text()).filter((d) => d !== "[DONE]").map((d) => JSON.parse(d).choices[0]);
+    expect(chunks[0].prompt_logprobs).toEqual(plp);
+    expect(chunks.map((x) => x.text).join("")).toBe(c.text);
+    const bad = await post(s.url, "/v1/completions", { prompt, prompt_logprobs: 21 });
+    expect(bad.status).toBe(400);
+    expect((await bad.json() as any).error.param).toBe("prompt_logprobs");
+  }, 60000);
+
   test("streaming: the prompt is the first chunk; the chunks add up to the non-streamed choice", async () => {
     const body = { prompt: "Once upon a time", max_tokens: 6, temperature: 0, echo: true, logprobs: 1 };
     const whole = (await completion(body)).choices[0];

@@ -8,7 +8,7 @@
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, PromptTok, ReqEvent, TopLogprob } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
@@ -26,6 +26,7 @@ function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest[] 
     prompt, slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined, echo: b.echo ?? false,
+    ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...(b.skip_special_tokens === false ? { keepSpecial: true } : {}),
   }));
@@ -39,27 +40,45 @@ function addLp(lp: Lp, tt: string, v: number | null, top: TopLogprob[] | null | 
   lp.top_logprobs.push(top === null ? null : Object.fromEntries((top ?? []).map((t) => [t.text, t.lp])));
   lp.text_offset.push(offset);
 }
+
+/** vLLM's prompt_logprobs: null for the first token, then per token {id: {logprob, rank, decoded_token}} for it and
+ *  its k most likely alternatives (rank: 1 + the ids more likely; the alternatives' are their place in that list) */
+function promptLogprobs(toks: PromptTok[], k: number) {
+  return toks.map((t) => {
+    if (t.lp === null) return null;
+    const out: Record<string, { logprob: number; rank: number; decoded_token: string }> = {};
+    out[t.id] = { logprob: t.lp, rank: t.rank ?? 0, decoded_token: t.tt };
+    (t.top ?? []).slice(0, k).forEach((a, i) => { out[a.id] ??= { logprob: a.lp, rank: i + 1, decoded_token: a.text }; });
+    return out;
+  });
+}
 const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] });
 
 /** One choice: text with think tags written out, legacy logprobs. */
 class TextChoice implements ChoiceView {
   private text = "";
   private readonly lp = emptyLp();
-  constructor(private readonly wantLp: boolean) {}
+  private plp: ReturnType<typeof promptLogprobs> | undefined;
+  /** k: logprobs' alternatives; pk: prompt_logprobs' (undefined: not asked) */
+  constructor(private readonly wantLp: boolean, private readonly k = 0, private readonly pk?: number) {}
 
   onPrompt(e: Extract<ReqEvent, { t: "prompt" }>): object[] {
+    if (this.pk !== undefined && e.toks) this.plp = promptLogprobs(e.toks, this.pk);
+    const withPlp = this.plp ? { prompt_logprobs: this.plp } : {};
+    if (!e.echo) return [{ text: "", logprobs: null, finish_reason: null, ...withPlp }];
     let lp: Lp | null = null;
     if (this.wantLp && e.toks) {
       lp = emptyLp();
       let at = 0;
       for (const t of e.toks) {
-        addLp(lp, t.tt, t.lp, t.top, at);
-        addLp(this.lp, t.tt, t.lp, t.top, at);
+        const top = t.top && t.top.slice(0, this.k);
+        addLp(lp, t.tt, t.lp, top, at);
+        addLp(this.lp, t.tt, t.lp, top, at);
         at += t.tt.length;
       }
     }
     this.text += e.text;
-    return [{ text: e.text, logprobs: lp, finish_reason: null }];
+    return [{ text: e.text, logprobs: lp, finish_reason: null, ...withPlp }];
   }
 
   onTok(e: Tok): object[] {
@@ -76,7 +95,7 @@ class TextChoice implements ChoiceView {
   }
 
   final(e: Done): object {
-    return { text: this.text, logprobs: this.wantLp ? this.lp : null, finish_reason: finishReason(e.reason) };
+    return { text: this.text, logprobs: this.wantLp ? this.lp : null, finish_reason: finishReason(e.reason), ...(this.plp ? { prompt_logprobs: this.plp } : {}) };
   }
 }
 
@@ -85,7 +104,7 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
   if (started instanceof Response) return started;
   const { data, runs, abandon } = started;
   const base = { id: responseId("cmpl"), object: "text_completion", created: Math.floor(Date.now() / 1000), model: engine.info!.model, system_fingerprint: o.fingerprint };
-  const views = runs.map((run) => new TextChoice(run.gen.logprobs !== undefined));
+  const views = runs.map((run) => new TextChoice(run.gen.logprobs !== undefined, run.gen.logprobs ?? 0, run.gen.prompt_logprobs));
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;

@@ -39,13 +39,13 @@ export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: n
 }
 
 /**
- * log softmax of the logits at `id`, and the k most likely ids (ties: lower id first). Logits of
+ * log softmax of the logits at `id`, its rank, and the k most likely ids (ties: lower id first). Logits of
  * −Infinity (tokens a grammar masked out) have probability 0 and are never listed, so under a
  * grammar the report is the constrained distribution and `top` may hold fewer than k entries.
  */
-export function logprobsOf(logits: Float32Array, id: number, k: number, text: (id: number) => string): { lp: number; tt: string; top: TopLogprob[] } {
-  let max = -Infinity;
-  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+export function logprobsOf(logits: Float32Array, id: number, k: number, text: (id: number) => string): { lp: number; tt: string; top: TopLogprob[]; rank: number } {
+  let max = -Infinity, above = 0;
+  for (let i = 0; i < logits.length; i++) { if (logits[i] > max) max = logits[i]; if (logits[i] > logits[id]) above++; }
   let sum = 0;
   for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
   const lse = max + Math.log(sum);
@@ -61,5 +61,6 @@ export function logprobsOf(logits: Float32Array, id: number, k: number, text: (i
     lp: logits[id] - lse,
     tt: text(id),
     top: best.map((t) => ({ id: t, lp: logits[t] - lse, text: text(t) })),
+    rank: above + 1, // (vLLM's: 1 + the ids more likely than this one)
   };
 }

@@ -33,6 +33,7 @@ export interface GenRequest {
   include_stop?: boolean;  // a matched stop string ends the text instead of being cut (vLLM's include_stop_str_in_output)
   truncate?: number;       // only the prompt's last this many tokens are used (vLLM's truncate_prompt_tokens)
   token_ids_as_text?: boolean; // logprobs name tokens `token_id:ID` (vLLM's return_tokens_as_token_ids)
+  prompt_logprobs?: number; // each prompt token's logprob, rank and this many alternatives (vLLM's prompt_logprobs)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */
@@ -65,7 +66,7 @@ export interface ReadyInfo { model: string; dir: string; slots: number; ctx: num
 
 export interface TopLogprob { id: number; lp: number; text: string }
 /** One prompt token of an echo: its logprob given the tokens before it (null for the first). */
-export interface PromptTok { id: number; tt: string; lp: number | null; top: TopLogprob[] | null }
+export interface PromptTok { id: number; tt: string; lp: number | null; top: TopLogprob[] | null; rank?: number }
 
 export interface SlotInfo {
   id: number;
@@ -114,7 +115,7 @@ export type ReqEvent =
     mark?: "think" | "/think";                 // a <think> / </think> token (text is what came before it)
     lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
   }
-  | { t: "prompt"; rid: number; text: string; toks: PromptTok[] | null } // echo: after the prefill, before any tok
+  | { t: "prompt"; rid: number; text: string; toks: PromptTok[] | null; echo: boolean } // echo / prompt_logprobs: after the prefill, before any tok
   | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number; stop_text?: string /* the stop string that ended it */ }
   | { t: "error"; rid: number; code: ErrorCode; detail: string };
 

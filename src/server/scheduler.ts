@@ -49,7 +49,7 @@ interface Job {
   cached: number; emitted: number;
   next: number;             // sampled, not yet fed
   drafts: JobDrafts | null; // its drafting state (null: no drafting)
-  plp: PromptTok[] | null;  // echo with logprobs: the prompt tokens' entries so far
+  plp: PromptTok[] | null;  // echo with logprobs, or prompt_logprobs: the prompt tokens' entries so far
   stops: Set<number>;       // ids that end it: the model's end ids (unless ignore_eos) and its stop_ids
   allowed: Int32Array | null; // the only ids it may sample (allowed_token_ids), or null
   tFirst: number; tLast: number;
@@ -151,7 +151,7 @@ export class Scheduler {
       pen: penaltiesFor(req.penalties, p.ids),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
       drafts: this.drafter?.forJob(sampler) ?? null,
-      plp: req.echo && req.logprobs !== undefined ? [] : null,
+      plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
       stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
       allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,
     };
@@ -219,7 +219,7 @@ export class Scheduler {
         j.state = "decode";
         j.tFirst = performance.now();
         first = at + (g.allLogits ? g.n - 1 : 0);
-        if (j.req.echo) this.echo(j);
+        if (j.req.echo || j.req.prompt_logprobs !== undefined) this.echo(j);
         if (j.limit <= 0) return this.finish(j, "length");
       } else sess.tokens.push(j.next); // row 0: the pending token
       let kept = 0;
@@ -249,18 +249,18 @@ export class Scheduler {
 
   /** Prompt logprobs of a prefill chunk of j (n rows from logits row `at`): row r predicts prompt token fed + r + 1. */
   private promptLogprobs(j: Job, at: number, n: number): void {
-    const V = this.m.cfg.vocab_size, k = j.req.logprobs ?? 0, text = this.lpText(j);
+    const V = this.m.cfg.vocab_size, k = Math.max(j.req.logprobs ?? 0, j.req.prompt_logprobs ?? 0), text = this.lpText(j);
     if (j.fed === 0) j.plp!.push({ id: j.ids[0], tt: text(j.ids[0]), lp: null, top: null });
     for (let r = 0; r < n && j.fed + r + 1 < j.ids.length; r++) {
       const id = j.ids[j.fed + r + 1], e = logprobsOf(this.st.logits.subarray((at + r) * V, (at + r + 1) * V), id, k, text);
-      j.plp!.push({ id, tt: e.tt, lp: e.lp, top: e.top });
+      j.plp!.push({ id, tt: e.tt, lp: e.lp, top: e.top, rank: e.rank });
     }
   }
 
-  /** The prompt back to the client (echo), once its prefill is done. */
+  /** The prompt back to the client (echo; or only its logprobs for prompt_logprobs), once its prefill is done. */
   private echo(j: Job): void {
     const p = j.req.prompt;
-    this.emit({ t: "prompt", rid: j.rid, text: p.kind === "text" ? p.text : this.codec.decode(j.ids), toks: j.plp });
+    this.emit({ t: "prompt", rid: j.rid, text: p.kind === "text" ? p.text : this.codec.decode(j.ids), toks: j.plp, echo: !!j.req.echo });
   }
 
   /** Sample j's next token from one row of logits (processed first: penalties, grammar); with `draft` ≥ 0 the

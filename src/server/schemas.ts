@@ -124,6 +124,7 @@ export const CompletionRequest = z.object({
   prompt: z.union([z.string(), z.array(z.string()).min(1).max(MAX_PROMPTS), Ids, z.array(Ids).min(1).max(MAX_PROMPTS)]),
   logprobs: nullish(z.int().min(0).max(20)),
   echo: nullish(z.boolean()),
+  prompt_logprobs: nullish(z.int().min(0).max(20)), // vLLM's: each prompt token's logprob, rank and alternatives
   suffix: nullish(unsupported("suffix")),
   best_of: nullish(z.literal(1, { message: "only best_of = 1 is supported" })),
 }).refine((b) => b.max_tokens !== 0 || b.echo === true, { message: "0 needs echo: true", path: ["max_tokens"] })
