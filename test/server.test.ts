@@ -1,6 +1,6 @@
 // `hummingbird serve` over HTTP on the glm-tiny fixture: /health while loading, the openai SDK
 // (streaming and not), raw SSE, prefix reuse, logprobs, stop strings, validation errors naming the
-// field, 413, auth, 429, /v1/models (and one model by id), /metrics, /slots (and its fail_on_no_slot), /ping.
+// field, 413, auth, 429, /v1/models (and one model by id), /metrics, /slots (and its fail_on_no_slot), /ping and the unversioned aliases.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { startServer, type Server } from "../src/server/server.ts";
@@ -201,7 +201,17 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     expect((await no.json() as any).error.type).toBe("authentication_error");
     expect((await fetch(`${s.url}/v1/models`, { headers: { authorization: "Bearer nope" } })).status).toBe(401);
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
-    expect(await (await fetch(`${s.url}/ping`)).json()).toEqual({ status: "ok" }); // vLLM's alias, open like /health
+    for (const p of ["/ping", "/v1/health"]) // vLLM's and llama-server's aliases, open like /health
+      expect(await (await fetch(`${s.url}${p}`)).json()).toEqual({ status: "ok" });
+    // llama-server's unversioned aliases answer as the /v1 routes do (and need the key like them)
+    expect((await fetch(`${s.url}/models`)).status).toBe(401);
+    expect(await (await fetch(`${s.url}/models`, { headers: auth })).json()).toEqual(await (await fetch(`${s.url}/v1/models`, { headers: auth })).json());
+    for (const [p, body] of [["/completions", { prompt: "Hi", max_tokens: 3, temperature: 0 }],
+      ["/chat/completions", { messages: [{ role: "user", content: "Hi" }], max_tokens: 3, temperature: 0 }]] as const) {
+      const a = await (await post(s.url, p, body, auth)).json() as any, b = await (await post(s.url, `/v1${p}`, body, auth)).json() as any;
+      expect(a.choices[0]).toEqual(b.choices[0]);
+      expect(a.object).toBe(b.object);
+    }
     const nf = await fetch(`${s.url}/v2/nothing`, { headers: auth });
     expect(nf.status).toBe(404);
     expect((await nf.json() as any).error.code).toBe("not_found");

@@ -1,4 +1,4 @@
-// The Hono app: routes, bearer auth (--api-key; /health, its alias /ping and the chat page at / stay open), OpenAI-shaped
+// The Hono app: routes, bearer auth (--api-key; /health, its aliases /v1/health and /ping, and the chat page at / stay open), OpenAI-shaped
 // 404/500s, and CORS only for the origins --cors names (otherwise browsers on other origins get no
 // Access-Control headers). State: an HTTP request count.
 import { type Context, Hono } from "hono";
@@ -17,6 +17,9 @@ import { slotAction } from "./slot-files.ts";
 import { llamaCompletion } from "./llama-completion.ts";
 import { responses } from "./responses.ts";
 import chatPage from "./ui.html" with { type: "text" };
+
+/** Paths answered without the API key: the health checks (load balancers and orchestrators call them bare). */
+const OPEN = new Set(["/health", "/v1/health", "/ping"]);
 
 /** cors: origins allowed to call from a browser ("*": any; absent or empty: none); ui: the chat page at / (default on) */
 export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean }
@@ -44,7 +47,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   const ui = o.ui !== false;
   app.use("*", async (c, next) => {
     httpRequests++;
-    const open = c.req.path === "/health" || c.req.path === "/ping" || (ui && c.req.path === "/"); // the page holds no data: its calls carry the key
+    const open = OPEN.has(c.req.path) || (ui && c.req.path === "/"); // the page holds no data: its calls carry the key
     if (o.apiKey && !open && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
       const e = apiError(401, "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)", null, "invalid_api_key");
       return c.req.path.startsWith("/v1/messages") ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
@@ -57,15 +60,16 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
     if (engine.state === "loading") return c.json({ status: "loading" }, 503);
     return c.json({ status: "error", message: engine.error }, 503);
   };
-  app.get("/health", health);
-  app.get("/ping", health); // vLLM's alias
+  for (const p of OPEN) app.get(p, health); // (/v1/health: llama-server's alias; /ping: vLLM's)
 
   const model = () => {
     const i = engine.info!;
     return { id: i.model, object: "model", created: 0, owned_by: "hummingbird", max_model_len: i.ctx, // (vLLM's field)
       meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab, threads: i.threads } };
   };
-  app.get("/v1/models", (c) => (engine.state !== "ready" ? notReady(engine) : c.json({ object: "list", data: [model()] })));
+  const models = (c: Context) => (engine.state !== "ready" ? notReady(engine) : c.json({ object: "list", data: [model()] }));
+  app.get("/v1/models", models);
+  app.get("/models", models); // llama-server's alias
   app.get("/v1/models/:id{.+}", (c) => { // OpenAI's "retrieve model" (ids may hold slashes)
     if (engine.state !== "ready") return notReady(engine);
     const id = c.req.param("id");
@@ -94,8 +98,8 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
       return errorResponse(apiError(503, "no slot available", null, "no_slot_available"));
     return c.json({ slots: st.slots, busy: st.busy, queue: st.queue });
   });
-  app.post("/v1/chat/completions", (c) => chatCompletions(c.req.raw, engine, o));
-  app.post("/v1/completions", (c) => completions(c.req.raw, engine, o));
+  for (const p of ["/v1/chat/completions", "/chat/completions"]) app.post(p, (c) => chatCompletions(c.req.raw, engine, o));
+  for (const p of ["/v1/completions", "/completions"]) app.post(p, (c) => completions(c.req.raw, engine, o)); // (the unversioned: llama-server's aliases)
   app.post("/completion", (c) => llamaCompletion(c.req.raw, engine, o)); // llama-server's own
   app.post("/v1/messages", (c) => messages(c.req.raw, engine, o));
   app.post("/v1/responses", (c) => responses(c.req.raw, engine, o));
