@@ -18,6 +18,22 @@ for (const [S, H, dk, dv] of [[128, 16, 96, 64], [1024, 16, 96, 64], [512, 64, 2
     fn: () => attn(S, H, dk, dv, { a: q, row: H * dk, head: dk }, { a: k, row: H * dk, head: dk }, { a: v, row: H * dv, head: dv },
       null, nsel, 0, 1 / Math.sqrt(dk), { a: out, row: H * dv, head: dv }) });
 }
+{ // a long prompt's prefill on a DSA layer (naive form): rows past index_topk = 128 attend to 128 of their keys
+  // (ascending, drawn at random; the first 128 rows see all theirs), so the keys are gathered rows from the L3
+  const S = 2048, H = 16, dk = 96, dv = 64, K = 128, q = rand(S * H * dk), k = rand(S * H * dk), v = rand(S * H * dv);
+  const out = new Float32Array(S * H * dv), sel = new Int32Array(S * K), nsel = new Int32Array(S);
+  let seed = 1;
+  const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  for (let s = 0; s < S; s++) {
+    const pick = s < K ? Array.from({ length: s + 1 }, (_, j) => j) : [...new Set(Array.from({ length: 4 * K }, () => Math.floor(next() * (s + 1))))].slice(0, K).sort((a, b) => a - b);
+    nsel[s] = pick.length;
+    sel.set(pick, s * K);
+  }
+  const macs = Array.from(nsel).reduce((a, n) => a + n, 0) * H * (dk + dv);
+  cases.push({ name: `prefill S=${S} H=${H} dk=${dk} dv=${dv} (DSA: ${K} keys)`, macs,
+    fn: () => attn(S, H, dk, dv, { a: q, row: H * dk, head: dk }, { a: k, row: H * dk, head: dk }, { a: v, row: H * dv, head: dv },
+      sel, nsel, K, 1 / Math.sqrt(dk), { a: out, row: H * dv, head: dv }) });
+}
 for (const [H, T] of [[16, 4096], [64, 4096]]) {
   const dk = 576, dv = 512, q = rand(H * dk), kv = rand(T * dk), out = new Float32Array(H * dv), nsel = Int32Array.of(T);
   cases.push({ name: `decode H=${H} T=${T} (absorbed, shared keys)`, macs: H * (dk + dv) * T,
