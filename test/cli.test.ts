@@ -188,3 +188,26 @@ describe("exit codes in process", () => {
     expect(err).toBe("hummingbird: internal error: boom\n");
   });
 });
+
+describe("generate's sampling flags", () => {
+  test("--typical-p and --xtc change the draw as defined; bad values exit 2 naming the flag", async () => {
+    const { demoModelDir } = await import("../src/model/demo.ts");
+    const gen = async (...a: string[]) => {
+      const r = await cli("generate", "--model", demoModelDir(), "--ids", "5,6,7,8", "--max-tokens", "1", "--json", "--draft", "off", ...a);
+      expect(r.code).toBe(0);
+      return JSON.parse(r.out).gen_ids[0] as number;
+    };
+    const seeds = ["1", "2", "3", "4", "5", "6"], top2 = ["--temperature", "1", "--top-k", "2"];
+    const [greedy, plain, xtc, typical, bad] = await Promise.all([gen("--temperature", "0"),
+      Promise.all(seeds.map((sd) => gen(...top2, "--seed", sd))),
+      Promise.all(seeds.map((sd) => gen(...top2, "--xtc", "1,0", "--seed", sd))), // the top two's more probable removed
+      Promise.all(seeds.map((sd) => gen(...top2, "--typical-p", "0.01", "--seed", sd))), // of two, the more probable is the more typical
+      cli("generate", "--model", demoModelDir(), "--ids", "5", "--max-tokens", "1", "--xtc", "2")]);
+    expect(new Set(plain).size).toBe(2); // these seeds draw both of the top two without the filters
+    const runnerUp = plain.find((t) => t !== greedy)!;
+    expect(xtc).toEqual(seeds.map(() => runnerUp));
+    expect(typical).toEqual(seeds.map(() => greedy));
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("xtc");
+  }, T);
+});

@@ -1,5 +1,5 @@
 // Sampler: seeded determinism, greedy = argmax without drawing, the processed distribution
-// (temperature, top-k, top-p, min-p) and the dense/pick helpers used by speculative decoding.
+// (temperature, top-k, top-p, min-p, typical_p, XTC) and the dense/pick helpers used by speculative decoding.
 import { describe, expect, test } from "bun:test";
 import { argmax, Rng, Sampler } from "../src/engine/sampler.ts";
 import { hb, Simd } from "../src/engine/hb.ts";
@@ -75,7 +75,7 @@ describe("Sampler", () => {
           const got = new Sampler(o).dense(l), want = reference(l, o);
           let worst = 0;
           for (let i = 0; i < V; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
-          if (worst > 1e-6) throw new Error(`${name} V=${V} ${JSON.stringify(o)}: differs from the definition by ${worst}`);
+          if (!(worst <= 1e-6)) throw new Error(`${name} V=${V} ${JSON.stringify(o)}: differs from the definition by ${worst}`);
         }
       }
     // prefixes that reach below the first candidate threshold (p < 2^-12 of the top): a top-p over a long tail,
@@ -90,9 +90,70 @@ describe("Sampler", () => {
     }
   });
 
+  test("typical_p and XTC: hand-computed cases", () => {
+    const l = Float32Array.from([0.4, 0.3, 0.2, 0.1], Math.log); // p = 0.4, 0.3, 0.2, 0.1 at temperature 1
+    const p = (o: object) => Array.from(new Sampler({ temperature: 1, ...o }).dense(l), (x) => +x.toFixed(9));
+    const r = (a: number[]) => a.map((x) => +x.toFixed(9));
+    // H = 1.2799 nats; |−ln p − H| = 0.36, 0.08, 0.33, 1.02: the typical order is 0.3, 0.2, 0.4, 0.1
+    expect(p({ typical_p: 0.5 })).toEqual(r([0, 0.6, 0.4, 0]));
+    expect(p({ typical_p: 0.3 })).toEqual(r([0, 1, 0, 0]));
+    expect(p({ typical_p: 1 })).toEqual(r([0.4, 0.3, 0.2, 0.1]));
+    // XTC: 0.4 and 0.3 pass 0.25, so the more probable of them goes: (1 − P)·p + P·[0, 0.3, 0.2, 0.1] / 0.6
+    expect(p({ xtc_probability: 1, xtc_threshold: 0.25 })).toEqual(r([0, 0.5, 1 / 3, 1 / 6]));
+    expect(p({ xtc_probability: 0.5, xtc_threshold: 0.25 })).toEqual(r([0.2, 0.4, 0.1 + 1 / 6, 0.05 + 1 / 12]));
+    expect(p({ xtc_probability: 1, xtc_threshold: 0.35 })).toEqual(r([0.4, 0.3, 0.2, 0.1])); // one token over it
+    expect(p({ xtc_probability: 1, xtc_threshold: 0.6 })).toEqual(r([0.4, 0.3, 0.2, 0.1])); // > 0.5: never
+    expect(p({ typical_p: 0.5, xtc_probability: 1, xtc_threshold: 0.25 })).toEqual(r([0, 0, 1, 0])); // typical first
+    expect(p({ top_k: 3, xtc_probability: 1, xtc_threshold: 0.3 })).toEqual(r([0, 0.6, 0.4, 0])); // on the top-3's 4/9, 3/9, 2/9
+  });
+
+  /** typical_p then XTC by their definitions, on the distribution the other filters left (in its order) */
+  function referenceTypicalXtc(d: { ids: Int32Array; probs: Float64Array; n: number }, V: number, o: { typical_p?: number; xtc_probability?: number; xtc_threshold?: number }): Float64Array {
+    let ids = Array.from(d.ids.subarray(0, d.n)), p = Array.from(d.probs.subarray(0, d.n));
+    const t = o.typical_p ?? 1;
+    if (t < 1 && ids.length > 1) {
+      let H = 0;
+      for (const q of p) if (q > 0) H -= q * Math.log(q);
+      const score = p.map((q) => Math.fround(Math.abs(-Math.log(q) - H)));
+      const order = ids.map((_, j) => j).sort((a, b) => score[a] - score[b] || ids[a] - ids[b]);
+      let keep = 0, acc = 0;
+      while (keep < order.length) { acc += p[order[keep++]]; if (acc >= t) break; }
+      const kept = new Set(order.slice(0, keep));
+      ids = ids.filter((_, j) => kept.has(j)); p = p.filter((_, j) => kept.has(j)).map((q) => q / acc);
+    }
+    const out = new Float64Array(V), P = o.xtc_probability ?? 0, T = o.xtc_threshold ?? 0.1;
+    const over = ids.map((_, j) => j).filter((j) => p[j] >= T).sort((a, b) => p[b] - p[a] || ids[a] - ids[b]);
+    if (P > 0 && T <= 0.5 && over.length >= 2 && ids.length > 1) {
+      const gone = new Set(over.slice(0, -1)), rest = 1 - over.slice(0, -1).reduce((a, j) => a + p[j], 0);
+      ids.forEach((id, j) => { out[id] = (1 - P) * p[j] + (gone.has(j) ? 0 : (P * p[j]) / rest); });
+    } else ids.forEach((id, j) => { out[id] = p[j]; });
+    return out;
+  }
+
+  test("typical_p and XTC equal their definitions on flat, spread, peaked, tied and masked logits, with the other filters", () => {
+    const r = new Rng(33);
+    const shapes: ((i: number) => number)[] = [() => (r.next() - 0.5) * 2, () => (r.next() - 0.5) * 16, (i) => (i % 97 === 0 ? 6 : 0) + r.next() * 3,
+      () => Math.floor(r.next() * 4), (i) => (i % 3 === 0 ? -Infinity : (r.next() - 0.5) * 8)];
+    const extra = [{ typical_p: 0.9 }, { typical_p: 0.2 }, { xtc_probability: 0.5, xtc_threshold: 0.1 }, { xtc_probability: 1, xtc_threshold: 0.01 },
+      { typical_p: 0.95, xtc_probability: 0.3, xtc_threshold: 0.05 }];
+    const base = [{ temperature: 1 }, { temperature: 0.7, top_k: 40 }, { temperature: 0.8, top_p: 0.95, min_p: 0.05, top_k: 40 }, { temperature: 0.3 }];
+    for (const V of [7, 3000])
+      for (const f of shapes) {
+        const l = Float32Array.from({ length: V }, (_, i) => f(i));
+        for (const b of base)
+          for (const x of extra) {
+            const want = referenceTypicalXtc(new Sampler(b).distribution(l), V, x), got = new Sampler({ ...b, ...x }).dense(l);
+            let worst = 0, sum = 0;
+            for (let i = 0; i < V; i++) { worst = Math.max(worst, Math.abs(got[i] - want[i])); sum += got[i]; }
+            if (!(worst <= 1e-12 && Math.abs(sum - 1) <= 1e-9)) throw new Error(`V=${V} ${JSON.stringify({ ...b, ...x })}: off by ${worst} (sum ${sum})`);
+          }
+      }
+  });
+
   test("sample draws each token with its probability (filtered or not) and never a masked one", () => {
     const l = Float32Array.from([0, Math.log(4), -Infinity, Math.log(2), Math.log(1)]);
-    for (const o of [{ temperature: 1 }, { temperature: 1, top_p: 0.99 }, { temperature: 1, top_k: 3 }]) {
+    for (const o of [{ temperature: 1 }, { temperature: 1, top_p: 0.99 }, { temperature: 1, top_k: 3 }, { temperature: 1, typical_p: 0.8 },
+      { temperature: 1, xtc_probability: 0.5, xtc_threshold: 0.2 }]) {
       const s = new Sampler({ ...o, seed: 13 }), d = s.dense(l), cnt = new Array(5).fill(0), N = 20000;
       for (let i = 0; i < N; i++) cnt[s.sample(l)]++;
       expect(cnt[2]).toBe(0);

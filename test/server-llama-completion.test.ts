@@ -56,19 +56,40 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     expect(ev.slice(0, -1).map((e) => e.completion_probabilities[0].logprob)).toEqual(lp.token_logprobs);
   });
 
+  test("typical_p and XTC sample as llama-server's do: seeded, and visibly on the tokens they leave", async () => {
+    const run = async (o: object, route = "/completion") =>
+      (await (await post(s.url, route, { prompt, n_predict: 10, max_tokens: 10, temperature: 1, top_k: 2, n_probs: 2, seed: 7, ...o })).json()) as any;
+    const ids = (r: any) => r.completion_probabilities.map((p: any) => p.id);
+    const tops = (r: any, k: number) => r.completion_probabilities.map((p: any) => p.top_logprobs[k].id);
+    // of the top two, XTC at threshold 0 removes all but the less probable: every token is the runner-up
+    const x = await run({ xtc_probability: 1, xtc_threshold: 0 });
+    expect(ids(x)).toEqual(tops(x, 1));
+    // of two tokens the more probable is the more typical: a tiny typical_p keeps it alone (greedy)
+    const t = await run({ typical_p: 0.01 });
+    expect(ids(t)).toEqual(tops(t, 0));
+    // the same seed and settings, the same tokens; XTC at probability 0.5 is neither of the above
+    const half = await run({ xtc_probability: 0.5, xtc_threshold: 0 });
+    expect(ids(await run({ xtc_probability: 0.5, xtc_threshold: 0 }))).toEqual(ids(half));
+    expect(new Set(ids(half).map((id: number, i: number) => id === tops(half, 0)[i])).size).toBe(2);
+    // the OpenAI routes take the same fields
+    const v1 = await run({ xtc_probability: 1, xtc_threshold: 0, logprobs: 2 }, "/v1/completions");
+    expect(v1.choices[0].text).toBe(x.content);
+  });
+
   test("refusals name the field", async () => {
     for (const [body, param] of [[{ prompt, n_probs: 30 }, "n_probs"], [{ n_predict: 3 }, "prompt"], [{ prompt, n_predict: -2 }, "n_predict"],
-      [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"], [{ prompt, mirostat: 2 }, "mirostat"], [{ prompt, typical_p: 0.9 }, "typical_p"],
-      [{ prompt, dry_multiplier: 0.8 }, "dry_multiplier"], [{ prompt, xtc_probability: 0.5 }, "xtc_probability"]] as const) {
+      [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"], [{ prompt, mirostat: 2 }, "mirostat"], [{ prompt, typical_p: 0 }, "typical_p"],
+      [{ prompt, dry_multiplier: 0.8 }, "dry_multiplier"], [{ prompt, xtc_probability: 1.5 }, "xtc_probability"],
+      [{ prompt, xtc_threshold: -1 }, "xtc_threshold"]] as const) {
       const r = await post(s.url, "/completion", body);
       expect(r.status).toBe(400);
       expect(((await r.json()) as any).error.param).toStartWith(param);
     }
     // samplers this engine does not have are refused when switched on, on the OpenAI routes too — and accepted at
     // their defaults (off), as clients that send every sampler's settings do
-    const on = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2, typical_p: 0.5 });
+    const on = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2, dry_multiplier: 0.5 });
     expect(on.status).toBe(400);
-    expect(((await on.json()) as any).error.message).toContain("typical_p");
+    expect(((await on.json()) as any).error.message).toContain("dry_multiplier");
     const off = { mirostat: 0, typical_p: 1, dry_multiplier: 0, xtc_probability: 0 };
     expect((await post(s.url, "/completion", { prompt, n_predict: 2, ...off })).status).toBe(200);
     expect((await post(s.url, "/v1/completions", { prompt, max_tokens: 2, ...off })).status).toBe(200);

@@ -67,6 +67,7 @@ const cases: { name: string; params: SamplingParams; oneHot: boolean; k: number 
   { name: "T=1, stochastic drafts q ≠ p, k=2", params: { temperature: 1 }, oneHot: false, k: 2 },
   { name: "T=0.7 top-k 4 top-p 0.9, stochastic drafts, k=2", params: { temperature: 0.7, top_k: 4, top_p: 0.9 }, oneHot: false, k: 2 },
   { name: "T=1.3 min-p 0.1, deterministic (one-hot) drafts, k=2", params: { temperature: 1.3, min_p: 0.1 }, oneHot: true, k: 2 },
+  { name: "T=1 typical-p 0.9 and XTC 0.5 over 0.15, stochastic drafts, k=2", params: { temperature: 1, typical_p: 0.9, xtc_probability: 0.5, xtc_threshold: 0.15 }, oneHot: false, k: 2 },
 ];
 
 describe("rejection sampling matches the target distribution (chi-square, p = 0.001)", () => {

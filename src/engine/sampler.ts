@@ -1,5 +1,5 @@
-// Token sampling from logits: greedy at temperature 0, else temperature, top-k, top-p, min-p with a
-// seeded PRNG (the same seed gives the same tokens). Holds the PRNG state and scratch buffers of [V].
+// Token sampling from logits: greedy at temperature 0, else temperature, top-k, top-p, min-p, then locally typical
+// sampling (typical_p) and XTC (llama.cpp's "exclude top choices") with a seeded PRNG (the same seed gives the same tokens). Holds the PRNG state and scratch buffers of [V].
 // `dense`/`pick`/`random` expose the same distribution and PRNG to speculative decoding (rejection
 // sampling needs p as a dense [V] vector and uniform draws from the seeded stream).
 
@@ -22,7 +22,12 @@ export function argmax(x: Float32Array, n = x.length): number {
   return m !== m ? 0 : v.indexOf(m);
 }
 
-export interface SamplingParams { temperature?: number; top_k?: number; top_p?: number; min_p?: number; seed?: number }
+export interface SamplingParams {
+  temperature?: number; top_k?: number; top_p?: number; min_p?: number; seed?: number;
+  typical_p?: number;        // (0, 1]; 1 or absent: off
+  xtc_probability?: number;  // [0, 1]; 0 or absent: off
+  xtc_threshold?: number;    // default 0.1; above 0.5 XTC never applies
+}
 
 /** splitmix32-seeded xoshiro128** : small, fast and reproducible across platforms. */
 export class Rng {
@@ -68,6 +73,13 @@ export class Sampler {
    * every token with p > 0 is kept, in id order. T ≤ 0: the top token alone.
    */
   distribution(logits: Float32Array): { ids: Int32Array; probs: Float64Array; n: number } {
+    const d = this.filtered(logits), t = this.params.typical_p ?? 1, x = this.params.xtc_probability ?? 0;
+    if (d.n <= 1 || (t >= 1 && x <= 0)) return d;
+    return xtc(typical(d, t), x, this.params.xtc_threshold ?? 0.1);
+  }
+
+  /** the distribution after temperature, top-k, top-p and min-p (see `distribution`) */
+  private filtered(logits: Float32Array): { ids: Int32Array; probs: Float64Array; n: number } {
     const V = logits.length, T = this.params.temperature ?? 1;
     if (!(T > 0)) return { ids: Int32Array.of(argmax(logits)), probs: Float64Array.of(1), n: 1 };
     const p = this.weights(logits), idx = this.idx;
@@ -101,7 +113,7 @@ export class Sampler {
     }
   }
 
-  /** true when no top-k / top-p / min-p filter applies to a vocabulary of V */
+  /** true when no top-k / top-p / min-p filter applies to a vocabulary of V (typical / XTC: see `sample`) */
   private unfiltered(V: number): boolean {
     const k = this.params.top_k ?? 0;
     return (k <= 0 || k >= V) && (this.params.top_p ?? 1) >= 1 && (this.params.min_p ?? 0) <= 0;
@@ -166,7 +178,7 @@ export class Sampler {
 
   sample(logits: Float32Array): number {
     if ((this.params.temperature ?? 1) <= 0) return argmax(logits);
-    if (this.unfiltered(logits.length)) { // the distribution's draw without materializing it: p / Σp in id order
+    if (this.unfiltered(logits.length) && (this.params.typical_p ?? 1) >= 1 && (this.params.xtc_probability ?? 0) <= 0) { // the distribution's draw without materializing it: p / Σp in id order
       const V = logits.length, p = this.weights(logits);
       let total = 0;
       for (let i = 0; i < V; i++) if (p[i] > 0) total += p[i];
@@ -186,4 +198,44 @@ export class Sampler {
     for (; j < d.n - 1; j++) { u -= d.probs[j]; if (u < 0) break; }
     return d.ids[j];
   }
+}
+
+type Dist = { ids: Int32Array; probs: Float64Array; n: number };
+
+/**
+ * Locally typical sampling (llama.cpp's typical_p): with H = −Σ p ln p, the tokens in ascending |−ln p − H| (as f32;
+ * ties: the lower id) until their mass reaches t (at least one), renormalised, in d's order. The order is a native
+ * sort of packed (score, id) keys: a comparator sort of a whole vocabulary costs tens of ms (see `distribution`).
+ */
+function typical(d: Dist, t: number): Dist {
+  if (!(t < 1)) return d;
+  let H = 0, maxId = 0;
+  for (let j = 0; j < d.n; j++) { if (d.probs[j] > 0) H -= d.probs[j] * Math.log(d.probs[j]); maxId = Math.max(maxId, d.ids[j]); }
+  if (maxId >= 2 ** 21) throw new Error(`typical_p: token id ${maxId} (ids must be below 2^21)`);
+  const f = new Float32Array(1), bits = new Uint32Array(f.buffer), keys = new Float64Array(d.n), at = new Int32Array(maxId + 1);
+  for (let j = 0; j < d.n; j++) { f[0] = Math.abs(-Math.log(d.probs[j]) - H); keys[j] = bits[0] * 2 ** 21 + d.ids[j]; at[d.ids[j]] = j; }
+  keys.sort();
+  let keep = 0, acc = 0;
+  while (keep < d.n) { acc += d.probs[at[keys[keep++] % 2 ** 21]]; if (acc >= t) break; }
+  const kept = Array.from(keys.subarray(0, keep), (k) => at[k % 2 ** 21]).sort((a, b) => a - b); // d's order again
+  return { ids: Int32Array.from(kept, (j) => d.ids[j]), probs: Float64Array.from(kept, (j) => d.probs[j] / acc), n: keep };
+}
+
+/**
+ * XTC (llama.cpp's "exclude top choices"): with probability P, when two or more tokens have p ≥ threshold, all of them
+ * but the least probable (ties: the higher id) are removed and the rest renormalised. As one distribution (what a
+ * draw after the coin gives): (1 − P)·p + P·p_without_them. Threshold above 0.5, or fewer than two tokens over it:
+ * unchanged.
+ */
+function xtc(d: Dist, P: number, threshold: number): Dist {
+  if (!(P > 0) || threshold > 0.5) return d;
+  const top: number[] = [];
+  for (let j = 0; j < d.n; j++) if (d.probs[j] >= threshold) top.push(j);
+  if (top.length < 2) return d;
+  top.sort((a, b) => d.probs[b] - d.probs[a] || d.ids[a] - d.ids[b]).pop(); // the least probable stays
+  let removed = 0;
+  for (const j of top) removed += d.probs[j];
+  const gone = new Set(top), rest = 1 - removed, probs = new Float64Array(d.n);
+  for (let j = 0; j < d.n; j++) probs[j] = (1 - P) * d.probs[j] + (gone.has(j) ? 0 : (P * d.probs[j]) / rest);
+  return { ids: d.ids, probs, n: d.n };
 }

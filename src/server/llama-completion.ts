@@ -10,7 +10,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
-import { llamaSamplersOff, nullish, penaltiesOf, stoppingOf } from "./schemas.ts";
+import { llamaSamplers, nullish, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
 const Bias = z.union([
@@ -39,7 +39,7 @@ const LlamaCompletion = z.object({
   grammar: nullish(z.string().min(1, "must not be empty")),
   json_schema: nullish(z.record(z.string(), z.unknown())),
   n_probs: nullish(z.int().min(0).max(20)),
-  ...llamaSamplersOff,
+  ...llamaSamplers,
 }).transform((b) => ({
   ...b,
   // false: the token is banned (llama-server's spelling), as a bias of -100 is here
@@ -56,7 +56,7 @@ function toGen(b: LlamaCompletion, grammar: GrammarSpec | null): GenRequest {
     slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
     temperature: b.temperature ?? 0.8, top_p: b.top_p ?? 0.95, min_p: b.min_p ?? 0.05, top_k: b.top_k ?? 40, // llama-server's defaults
     seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [], ...(b.n_probs ? { logprobs: b.n_probs } : {}),
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b),
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b),
   };
 }
 

@@ -18,6 +18,8 @@ export interface GenRequest {
   top_p: number;
   min_p: number;
   top_k: number;           // 0 = off
+  typical_p?: number;      // locally typical sampling (llama-server's; absent: off)
+  xtc_probability?: number; xtc_threshold?: number; // XTC (llama-server's; absent: off)
   seed?: number;
   logprobs?: number;       // top-k alternatives to report (0 = only the chosen token's); absent = off
   echo?: boolean;          // send the prompt back first (a `prompt` event; with logprobs, each prompt token's too)

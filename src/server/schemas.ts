@@ -17,13 +17,20 @@ const unsupported = (what: string) => z.unknown().refine(() => false, { message:
 /** a number accepted only at its default `off` (clients that send every sampler's defaults keep working) */
 const offOnly = (what: string, off: number) =>
   z.number().refine((v) => v === off, { message: `${what} is not supported here (only ${off}, its default: off)` });
-/** llama-server's samplers this engine does not have: refused when switched on, not silently ignored */
-export const llamaSamplersOff = {
+/** llama-server's sampler fields: locally typical sampling and XTC (engine/sampler.ts); mirostat and DRY, which this
+ *  engine does not have, are refused when switched on (accepted at their defaults: clients send every setting) */
+export const llamaSamplers = {
+  typical_p: nullish(z.number().gt(0).max(1)),
+  xtc_probability: nullish(z.number().min(0).max(1)),
+  xtc_threshold: nullish(z.number().min(0).max(1)),
   mirostat: nullish(offOnly("mirostat", 0)),
-  typical_p: nullish(offOnly("typical_p (locally typical sampling)", 1)),
   dry_multiplier: nullish(offOnly("dry_multiplier (DRY)", 0)),
-  xtc_probability: nullish(offOnly("xtc_probability (XTC)", 0)),
 };
+/** typical_p / XTC as GenRequest fields (absent when off) */
+export const samplersOf = (b: { typical_p?: number | null; xtc_probability?: number | null; xtc_threshold?: number | null }) => ({
+  ...(b.typical_p != null && b.typical_p < 1 ? { typical_p: b.typical_p } : {}),
+  ...(b.xtc_probability ? { xtc_probability: b.xtc_probability, ...(b.xtc_threshold != null ? { xtc_threshold: b.xtc_threshold } : {}) } : {}),
+});
 
 const sampling = {
   model: nullish(z.string().max(256)),
@@ -59,7 +66,7 @@ const sampling = {
     }),
   ], { message: "type must be text, json_object or json_schema" })),
   grammar: nullish(z.string().min(1, "must not be empty")), // extension (llama-server): GBNF, start rule `root`
-  ...llamaSamplersOff,
+  ...llamaSamplers,
   // vLLM's (ignore_eos also llama-server's): the model's end ids do not stop; more ids that stop; end and stop ids
   // banned until min_tokens tokens are out
   ignore_eos: nullish(z.boolean()),
