@@ -1,8 +1,9 @@
-// Penalties and logit_bias: the processor against the formulas written out here, then the server:
+// Penalties, logit_bias and DRY: the processor against the formulas written out here (DRY against a brute-force
+// search for repeated runs), then the server:
 // 400s naming the field, and a penalised greedy generation over HTTP equal to an in-process reference
 // that applies the same formulas to the engine's logits (so the wiring, order and accounting are tested).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Penalties, penaltiesOff } from "../src/engine/penalties.ts";
+import { Penalties, penaltiesOff, type DryParams } from "../src/engine/penalties.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { argmax, Session } from "../src/engine/session.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
@@ -55,6 +56,61 @@ describe("Penalties", () => {
     p.accept(8);
     p.apply(l);
     expect([...l]).toEqual([1, 2, 3]);
+  });
+});
+
+/** DRY by brute force: for each token t, the longest m ≥ allowed such that the context's last m tokens (no breaker
+ *  among them) followed by t stand earlier inside the window; penalty multiplier · base^(m − allowed) */
+function dryReference(ctx: number[], t: number, d: DryParams, brk: Set<number>): number {
+  const n = ctx.length, start = d.lastN > 0 ? Math.max(0, n - d.lastN) : 0;
+  let best = -1;
+  for (let m = 1; m <= Math.min(n, 64); m++) {
+    const tail = ctx.slice(n - m);
+    if (tail.some((x) => brk.has(x))) break;
+    for (let i = start + m; i < n; i++) // the run at [i − m, i), followed by ctx[i] = t
+      if (ctx[i] === t && tail.every((x, k) => ctx[i - m + k] === x)) { best = m; break; }
+  }
+  return best >= d.allowed ? d.multiplier * d.base ** (best - d.allowed) : 0;
+}
+
+describe("DRY", () => {
+  const dry = (o: Partial<DryParams> = {}): DryParams => ({ multiplier: 1, base: 2, allowed: 2, lastN: -1, breakers: [], ...o });
+  const after = (seq: number[], d: DryParams, brk = new Set<number>(), V = 8) => {
+    const p = new Penalties({ dry: d }, seq, brk), l = new Float32Array(V);
+    p.apply(l);
+    return [...l];
+  };
+
+  test("hand-computed: the token that would extend a repeat pays base^(run − allowed); breakers and the window end runs", () => {
+    // 1 2 3 4 1 2 3: the run 1 2 3 stood before 4, so 4 pays 2^(3 − 2)
+    expect(after([1, 2, 3, 4, 1, 2, 3], dry())).toEqual([0, 0, 0, 0, -2, 0, 0, 0]);
+    expect(after([1, 2, 3, 4, 1, 2, 3], dry({ multiplier: 0.5, base: 3, allowed: 1 }))).toEqual([0, 0, 0, 0, -0.5 * 9, 0, 0, 0]);
+    expect(after([1, 2, 3, 4, 1, 2, 3], dry(), new Set([2]))).toEqual(new Array(8).fill(0)); // run cut to 1 < 2
+    expect(after([1, 2, 3, 4, 1, 2, 3], dry(), new Set([3]))).toEqual(new Array(8).fill(0)); // ends on a breaker
+    expect(after([1, 2, 3, 4, 1, 2, 3], dry({ lastN: 4 }))).toEqual(new Array(8).fill(0));   // 4 is outside the last 4
+    expect(after([5, 5, 5, 5], dry())).toEqual([0, 0, 0, 0, 0, -2, 0, 0]); // 5 5 5 then 5: the longest run, 3
+  });
+
+  test("equals the brute-force definition on random sequences, and accept / rollback keep the sequence", () => {
+    let seed = 7;
+    const rnd = (k: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) % k;
+    for (let round = 0; round < 300; round++) {
+      const V = 2 + rnd(4), n = 1 + rnd(40), seq = Array.from({ length: n }, () => rnd(V));
+      const d = dry({ multiplier: 0.5 + rnd(3), base: 1.5 + rnd(2), allowed: rnd(4), lastN: rnd(3) === 0 ? 5 + rnd(30) : -1 });
+      const brk = new Set(rnd(2) ? [rnd(V)] : []);
+      const got = after(seq, d, brk, V), want = Array.from({ length: V }, (_, t) => Math.fround(-dryReference(seq, t, d, brk)));
+      if (got.some((g, t) => Math.abs(g - want[t]) > 1e-4 * Math.max(1, Math.abs(want[t]))))
+        throw new Error(`seq ${seq} ${JSON.stringify(d)} breakers ${[...brk]}: ${got} vs ${want}`);
+    }
+    const p = new Penalties({ dry: dry() }, [1, 2, 3, 4, 1, 2]), l0 = new Float32Array(8), l1 = new Float32Array(8);
+    p.apply(l0);
+    const m = p.mark();
+    p.accept(3); p.accept(4);
+    p.rollback(m);
+    p.apply(l1);
+    expect([...l1]).toEqual([...l0]);
+    expect(penaltiesOff({ dry: dry({ multiplier: 0 }) })).toBe(true);
+    expect(penaltiesOff({ dry: dry() })).toBe(false);
   });
 });
 

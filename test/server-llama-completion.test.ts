@@ -76,10 +76,23 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     expect(v1.choices[0].text).toBe(x.content);
   });
 
+  test("DRY: the token that would extend a repeat is penalised; a breaker ends the run; on the OpenAI routes too", async () => {
+    const ids = [400, 401, 402, 400, 401, 402, 400, 401]; // " su use by" three times, cut before the last " by"
+    const text = async (o: object) => ((await (await post(s.url, "/completion", { prompt: ids, n_predict: 1, temperature: 0, logit_bias: [[402, 50]], ...o })).json()) as any).content;
+    expect(await text({})).toBe(" by"); // the bias makes it the greedy token
+    expect(await text({ dry_multiplier: 100 })).not.toBe(" by"); // " su use by su use" stood before it: 100 · 1.75^(5 − 2)
+    expect(await text({ dry_multiplier: 100, dry_sequence_breakers: [" use"] })).toBe(" by"); // the context ends on a breaker
+    expect(await text({ dry_multiplier: 100, dry_penalty_last_n: 2 })).toBe(" by"); // too short a window for a run of 2
+    const v1 = async (o: object) =>
+      ((await (await post(s.url, "/v1/completions", { prompt: ids, max_tokens: 1, temperature: 0, logit_bias: { 402: 50 }, ...o })).json()) as any).choices[0].text;
+    expect(await v1({ dry_multiplier: 100 })).toBe(await text({ dry_multiplier: 100 }));
+    expect(await v1({})).toBe(" by");
+  });
+
   test("refusals name the field", async () => {
     for (const [body, param] of [[{ prompt, n_probs: 30 }, "n_probs"], [{ n_predict: 3 }, "prompt"], [{ prompt, n_predict: -2 }, "n_predict"],
       [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"], [{ prompt, mirostat: 2 }, "mirostat"], [{ prompt, typical_p: 0 }, "typical_p"],
-      [{ prompt, dry_multiplier: 0.8 }, "dry_multiplier"], [{ prompt, xtc_probability: 1.5 }, "xtc_probability"],
+      [{ prompt, dry_multiplier: -1 }, "dry_multiplier"], [{ prompt, dry_base: 0.5 }, "dry_base"], [{ prompt, xtc_probability: 1.5 }, "xtc_probability"],
       [{ prompt, xtc_threshold: -1 }, "xtc_threshold"]] as const) {
       const r = await post(s.url, "/completion", body);
       expect(r.status).toBe(400);
@@ -87,9 +100,9 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     }
     // samplers this engine does not have are refused when switched on, on the OpenAI routes too — and accepted at
     // their defaults (off), as clients that send every sampler's settings do
-    const on = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2, dry_multiplier: 0.5 });
+    const on = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2, mirostat: 2 });
     expect(on.status).toBe(400);
-    expect(((await on.json()) as any).error.message).toContain("dry_multiplier");
+    expect(((await on.json()) as any).error.message).toContain("mirostat");
     const off = { mirostat: 0, typical_p: 1, dry_multiplier: 0, xtc_probability: 0 };
     expect((await post(s.url, "/completion", { prompt, n_predict: 2, ...off })).status).toBe(200);
     expect((await post(s.url, "/v1/completions", { prompt, max_tokens: 2, ...off })).status).toBe(200);

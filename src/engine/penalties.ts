@@ -5,33 +5,51 @@
 //                        l > 0, else l · r (r > 1 discourages repeats)
 //   presence_penalty,    over the output only (OpenAI): l[t] −= presence · [c_t > 0] + frequency · c_t,
 //   frequency_penalty:   c_t = how often t was emitted so far
-// State (one request): the output counts, the set of tokens seen in the prompt and output, and the log of
-// accepted tokens that lets speculative decoding try drafts and roll them back.
+//   DRY (llama-server's dry_*), over the prompt and the output: where the context's last m tokens (no sequence
+//                        breaker among them) also stand earlier, followed by t, and m ≥ allowed_length:
+//                        l[t] −= multiplier · base^(m − allowed_length), with m the longest such run (capped at
+//                        DRY_MAX, where the penalty is already ~10^15 at base 1.75); the last last_n tokens (≤ 0: all)
+// State (one request): the output counts, the set of tokens seen in the prompt and output, the token sequence (DRY),
+// and the log of accepted tokens that lets speculative decoding try drafts and roll them back.
 
 export interface PenaltyParams {
   presence?: number;          // [-2, 2]; 0 = off
   frequency?: number;         // [-2, 2]; 0 = off
   repetition?: number;        // > 0; 1 = off
   bias?: [number, number][];  // (token id, added logit)
+  dry?: DryParams;            // multiplier 0 = off
 }
+
+/** DRY ("don't repeat yourself"), llama-server's fields: breakers are strings; a token whose text holds one ends runs */
+export interface DryParams { multiplier: number; base: number; allowed: number; lastN: number; breakers: string[] }
+export const DRY_BREAKERS = ["\n", ":", "\"", "*"]; // llama-server's default dry_sequence_breakers
+const DRY_MAX = 64;
 
 /** true when the params change nothing (then no processor is needed) */
 export function penaltiesOff(p: PenaltyParams | undefined): boolean {
-  return !p || ((p.presence ?? 0) === 0 && (p.frequency ?? 0) === 0 && (p.repetition ?? 1) === 1 && !(p.bias?.length));
+  return !p || ((p.presence ?? 0) === 0 && (p.frequency ?? 0) === 0 && (p.repetition ?? 1) === 1 && !(p.bias?.length) &&
+    !((p.dry?.multiplier ?? 0) > 0));
 }
 
-/** The processor of `p` for a request with this prompt, or null when `p` changes nothing. */
-export function penaltiesFor(p: PenaltyParams | undefined, prompt: readonly number[]): Penalties | null {
-  return p && !penaltiesOff(p) ? new Penalties(p, prompt) : null;
+/** The processor of `p` for a request with this prompt, or null when `p` changes nothing. breakerIds: the token ids
+ *  whose text holds one of these strings (DRY; without it no token breaks a run). */
+export function penaltiesFor(p: PenaltyParams | undefined, prompt: readonly number[],
+  breakerIds?: (breakers: string[]) => ReadonlySet<number>): Penalties | null {
+  if (!p || penaltiesOff(p)) return null;
+  return new Penalties(p, prompt, p.dry && p.dry.multiplier > 0 && breakerIds ? breakerIds(p.dry.breakers) : new Set());
 }
 
 export class Penalties {
   private readonly counts = new Map<number, number>(); // output token -> times emitted
   private readonly seen: Set<number>;                  // prompt ∪ output (repetition_penalty)
   private readonly log: number[] = [];                 // accepted ids, negated when new to `seen` (for rollback)
+  private readonly seq: number[];                      // prompt + output (DRY only; else empty)
+  private readonly dry: DryParams | null;
 
-  constructor(readonly p: PenaltyParams, prompt: readonly number[]) {
+  constructor(readonly p: PenaltyParams, prompt: readonly number[], private readonly breakers: ReadonlySet<number> = new Set()) {
     this.seen = new Set((p.repetition ?? 1) !== 1 ? prompt : []);
+    this.dry = p.dry && p.dry.multiplier > 0 ? p.dry : null;
+    this.seq = this.dry ? prompt.slice() : [];
   }
 
   /** l [V] <- the processed logits (in place) */
@@ -41,10 +59,26 @@ export class Penalties {
     if (r !== 1) for (const t of this.seen) if (t < l.length) l[t] = l[t] > 0 ? l[t] / r : l[t] * r;
     const pres = this.p.presence ?? 0, freq = this.p.frequency ?? 0;
     if (pres !== 0 || freq !== 0) for (const [t, c] of this.counts) if (t < l.length) l[t] -= pres + freq * c;
+    if (this.dry) this.applyDry(l, this.dry);
+  }
+
+  /** DRY (see the module header): for each earlier place i whose preceding tokens repeat the context's end */
+  private applyDry(l: Float32Array, d: DryParams): void {
+    const c = this.seq, n = c.length, brk = this.breakers;
+    if (n === 0 || brk.has(c[n - 1])) return;
+    const start = d.lastN > 0 ? Math.max(0, n - d.lastN) : 0, longest = new Map<number, number>();
+    for (let i = start + 1; i < n; i++) {
+      if (c[i - 1] !== c[n - 1]) continue;
+      let m = 0;
+      while (m < DRY_MAX && i - 1 - m >= start && c[i - 1 - m] === c[n - 1 - m] && !brk.has(c[i - 1 - m])) m++;
+      if (m >= d.allowed && m > (longest.get(c[i]) ?? -1)) longest.set(c[i], m);
+    }
+    for (const [t, m] of longest) if (t < l.length) l[t] -= d.multiplier * d.base ** (m - d.allowed);
   }
 
   /** record an emitted token */
   accept(id: number): void {
+    if (this.dry) this.seq.push(id);
     this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
     const fresh = (this.p.repetition ?? 1) !== 1 && !this.seen.has(id);
     if (fresh) this.seen.add(id);
@@ -58,6 +92,7 @@ export class Penalties {
   rollback(mark: number): void {
     while (this.log.length > mark) {
       const v = this.log.pop()!, id = v < 0 ? -v - 1 : v, c = this.counts.get(id)! - 1;
+      if (this.dry) this.seq.pop();
       if (c > 0) this.counts.set(id, c); else this.counts.delete(id);
       if (v < 0) this.seen.delete(id);
     }

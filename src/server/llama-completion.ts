@@ -1,6 +1,6 @@
 // POST /completion: llama-server's own completion endpoint (llama.cpp tools and front ends call it) over the same
 // engine: its request fields (n_predict, id_slot, top_k / min_p defaults of 40 / 0.05, logit_bias as [id, bias]
-// pairs, grammar or json_schema, ignore_eos, n_probs, cache_prompt — prefix reuse is always on) mapped onto a
+// pairs, grammar or json_schema, ignore_eos, n_probs, typical_p, XTC and DRY, cache_prompt — prefix reuse is always on) mapped onto a
 // completion, and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
 // stopping_word, timings, completion_probabilities (with n_probs: each token's logprob and its n_probs best)},
 // streamed as `data:` lines of {content, stop: false} and a last one with stop: true (no [DONE]). One prompt per

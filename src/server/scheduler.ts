@@ -96,6 +96,19 @@ export class Scheduler {
   private winTokens = 0;
   private tokS = 0;
   private kept = new Float32Array(1 << 16); // keepOnly's scratch (allowed_token_ids holds at most 65536 ids)
+  private texts: string[] | null = null;   // every token's text, made on DRY's first use (its sequence breakers)
+  private breakerSets = new Map<string, ReadonlySet<number>>();
+  /** the ids whose text holds one of these strings (DRY's sequence breakers), cached per list */
+  private breakerIds = (b: string[]): ReadonlySet<number> => {
+    const key = JSON.stringify(b);
+    let set = this.breakerSets.get(key);
+    if (!set) {
+      const texts = (this.texts ??= Array.from({ length: this.m.cfg.vocab_size }, (_, i) => this.codec.decode([i])));
+      set = new Set(texts.flatMap((t, i) => (b.some((x) => t.includes(x)) ? [i] : [])));
+      if (this.breakerSets.size < 64) this.breakerSets.set(key, set);
+    }
+    return set;
+  };
 
   constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
     // each slot's cache sized up front for the whole context (the RAM plan reserves it; the OS commits the pages
@@ -149,7 +162,7 @@ export class Scheduler {
     const j: Job = {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length), sampler,
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial, req.min_tokens ?? 0), grammar,
-      pen: penaltiesFor(req.penalties, p.ids),
+      pen: penaltiesFor(req.penalties, p.ids, this.breakerIds),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
       drafts: this.drafter?.forJob(sampler) ?? null,
       plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,

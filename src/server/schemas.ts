@@ -9,7 +9,7 @@ import { z } from "zod";
 import { gbnfLiteral, GrammarError, responseFormatGbnf } from "../engine/grammar/index.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
 import type { GrammarSpec } from "./protocol.ts";
-import { penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
+import { DRY_BREAKERS, penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
 import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, type ToolChoice } from "./tools.ts";
 
 export const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
@@ -17,14 +17,18 @@ const unsupported = (what: string) => z.unknown().refine(() => false, { message:
 /** a number accepted only at its default `off` (clients that send every sampler's defaults keep working) */
 const offOnly = (what: string, off: number) =>
   z.number().refine((v) => v === off, { message: `${what} is not supported here (only ${off}, its default: off)` });
-/** llama-server's sampler fields: locally typical sampling and XTC (engine/sampler.ts); mirostat and DRY, which this
- *  engine does not have, are refused when switched on (accepted at their defaults: clients send every setting) */
+/** llama-server's sampler fields: locally typical sampling and XTC (engine/sampler.ts), DRY (engine/penalties.ts);
+ *  mirostat, which this engine does not have, is refused when switched on (accepted at 0: clients send every setting) */
 export const llamaSamplers = {
   typical_p: nullish(z.number().gt(0).max(1)),
   xtc_probability: nullish(z.number().min(0).max(1)),
   xtc_threshold: nullish(z.number().min(0).max(1)),
   mirostat: nullish(offOnly("mirostat", 0)),
-  dry_multiplier: nullish(offOnly("dry_multiplier (DRY)", 0)),
+  dry_multiplier: nullish(z.number().min(0).max(100)),
+  dry_base: nullish(z.number().min(1).max(10)),
+  dry_allowed_length: nullish(z.int().min(0).max(1 << 20)),
+  dry_penalty_last_n: nullish(z.int().min(-1)),
+  dry_sequence_breakers: nullish(z.array(z.string().min(1).max(64)).max(32)),
 };
 /** typical_p / XTC as GenRequest fields (absent when off) */
 export const samplersOf = (b: { typical_p?: number | null; xtc_probability?: number | null; xtc_threshold?: number | null }) => ({
@@ -211,14 +215,18 @@ export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & 
   }
 }
 
-type Penalized = Pick<ChatRequest, "presence_penalty" | "frequency_penalty" | "repetition_penalty" | "repeat_penalty" | "logit_bias">;
+type Penalized = Pick<ChatRequest, "presence_penalty" | "frequency_penalty" | "repetition_penalty" | "repeat_penalty" | "logit_bias"
+  | "dry_multiplier" | "dry_base" | "dry_allowed_length" | "dry_penalty_last_n" | "dry_sequence_breakers">;
 
-/** The request's penalties and logit_bias (undefined when they change nothing). */
+/** The request's penalties, logit_bias and DRY (undefined when they change nothing; DRY at llama-server's defaults:
+ *  base 1.75, allowed length 2, the whole context, breakers newline, colon, quote and asterisk). */
 export function penaltiesOf(b: Penalized): PenaltyParams | undefined {
   const p: PenaltyParams = {
     presence: b.presence_penalty ?? 0, frequency: b.frequency_penalty ?? 0,
     repetition: b.repetition_penalty ?? b.repeat_penalty ?? 1,
     bias: Object.entries(b.logit_bias ?? {}).map(([t, v]) => [Number(t), v]),
+    ...(b.dry_multiplier ? { dry: { multiplier: b.dry_multiplier, base: b.dry_base ?? 1.75, allowed: b.dry_allowed_length ?? 2,
+      lastN: b.dry_penalty_last_n ?? -1, breakers: b.dry_sequence_breakers ?? DRY_BREAKERS } } : {}),
   };
   return penaltiesOff(p) ? undefined : p;
 }
