@@ -1,5 +1,6 @@
 // Sampler: seeded determinism, greedy = argmax without drawing, the processed distribution
-// (temperature, top-k, top-p, min-p, typical_p, XTC) and the dense/pick helpers used by speculative decoding.
+// (temperature, top-k, top-p, min-p, typical_p, XTC; mirostat v1 / v2 and its learning) and the dense/pick helpers used
+// by speculative decoding.
 import { describe, expect, test } from "bun:test";
 import { argmax, Rng, Sampler } from "../src/engine/sampler.ts";
 import { hb, Simd } from "../src/engine/hb.ts";
@@ -148,6 +149,44 @@ describe("Sampler", () => {
             if (!(worst <= 1e-12 && Math.abs(sum - 1) <= 1e-9)) throw new Error(`V=${V} ${JSON.stringify({ ...b, ...x })}: off by ${worst} (sum ${sum})`);
           }
       }
+  });
+
+  test("mirostat v2: the tokens within the surprise bound mu = 2·tau, then mu learns from each draw", () => {
+    const l = Float32Array.from([0.4, 0.3, 0.2, 0.1], Math.log);
+    const s = new Sampler({ temperature: 1, mirostat: 2, mirostat_tau: 1.5, mirostat_eta: 0.1, top_k: 1, seed: 4 }); // (top_k ignored)
+    expect(s.stateful).toBe(true);
+    expect(s.mirostatMu).toBe(3);
+    const d = s.dense(l); // surprises 1.32, 1.74, 2.32, 3.32 bits: the first three, renormalised
+    expect(Array.from(d, (x) => +x.toFixed(9))).toEqual([4 / 9, 3 / 9, 2 / 9, 0].map((x) => +x.toFixed(9)));
+    for (let i = 0; i < 5; i++) {
+      const mu = s.mirostatMu, q = s.dense(l), t = s.sample(l);
+      expect(s.mirostatMu).toBeCloseTo(mu - 0.1 * (-Math.log2(q[t]) - 1.5), 12);
+    }
+    expect(new Sampler({ temperature: 0, mirostat: 2 }).stateful).toBe(false); // greedy stays greedy
+    // seeded: the same tokens (and mu) twice
+    const run = () => { const r = new Sampler({ temperature: 1, mirostat: 2, mirostat_tau: 2, seed: 9 }); return Array.from({ length: 30 }, () => r.sample(logits(500, 5))); };
+    expect(run()).toEqual(run());
+  });
+
+  test("mirostat v2 drives the truncated distribution's surprise to tau", () => {
+    const l = Float32Array.from({ length: 2000 }, (_, i) => -1.1 * Math.log(i + 1) + Math.sin(i) * 0.3); // a long tail
+    const H = (q: Float64Array) => { let h = 0; for (const x of q) if (x > 0) h -= x * Math.log2(x); return h; };
+    for (const tau of [1.5, 2, 3]) { // where the start (mu = 2·tau) is 0.3-1.5 bits off
+      const s = new Sampler({ temperature: 1, mirostat: 2, mirostat_tau: tau, mirostat_eta: 0.1, seed: 3 });
+      expect(Math.abs(H(s.dense(l)) - tau)).toBeGreaterThan(0.3);
+      for (let i = 0; i < 3000; i++) s.sample(l);
+      expect(Math.abs(H(s.dense(l)) - tau)).toBeLessThan(0.1); // at the learnt mu, E[−log2 q] is tau
+    }
+  });
+
+  test("mirostat v1: the top k of the Zipf estimate k = (ε·2^mu / (1 − V^−ε))^(1/s)", () => {
+    const V = 1000, sz = 1.2, l = Float32Array.from({ length: V }, (_, i) => -sz * Math.log(i + 1)); // exactly Zipf: s = 1.2
+    const mu = 2 * 5, e = sz - 1, k = Math.floor(((e * 2 ** mu) / (1 - V ** -e)) ** (1 / sz));
+    expect(k).toBeGreaterThan(100); // ~107 (worked out by hand)
+    expect(k).toBeLessThan(115);
+    const d = new Sampler({ temperature: 1, mirostat: 1, mirostat_tau: 5 }).dense(l);
+    expect(d.filter((x) => x > 0).length).toBe(k);
+    expect(d.slice(0, k).every((x, i) => i === 0 || x <= d[i - 1])).toBe(true); // the top k
   });
 
   test("sample draws each token with its probability (filtered or not) and never a masked one", () => {

@@ -3,7 +3,8 @@
 // is trained too, ~40% of its drafts hold). For each kind, against a server without drafting: greedy requests give the same tokens, logprobs (bitwise), finish reasons and usage,
 // alone and 6 at once, with penalties, logit_bias, stop strings, a JSON schema and tiny max_tokens; a
 // conversation continued after drafted turns (prefix reuse over rows whose rejected drafts were dropped) gives
-// the same continuation; a seeded sampled request gives the same text alone and among others. /metrics shows
+// the same continuation; a seeded sampled request gives the same text alone and among others; mirostat (stateful)
+// is not drafted. /metrics shows
 // drafts both kept and rejected, so every path ran.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServer, type Server } from "../src/server/server.ts";
@@ -100,6 +101,11 @@ describe.each([["ngram", 4], ["mtp", 3]] as const)("serve --draft %s (demo model
     const [among] = await Promise.all([complete(spec, req), ...PROMPTS.slice(1, 4).map((p) => complete(spec, { prompt: p, temperature: 0.9, seed: 3 }))]);
     expect(among).toEqual(alone);
     expect((await complete(spec, { ...req, seed: 8 })).text).not.toBe(alone.text);
+  }, 60000);
+
+  test("mirostat is not drafted (each draw moves the next distribution): the plain server's seeded text", async () => {
+    const req = { prompt: "It is, it is", temperature: 1, seed: 11, max_tokens: 40, mirostat: 2, mirostat_tau: 3 };
+    expect(await complete(spec, req)).toEqual(await complete(plain, req));
   }, 60000);
 });
 

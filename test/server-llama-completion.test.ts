@@ -56,7 +56,7 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     expect(ev.slice(0, -1).map((e) => e.completion_probabilities[0].logprob)).toEqual(lp.token_logprobs);
   });
 
-  test("typical_p and XTC sample as llama-server's do: seeded, and visibly on the tokens they leave", async () => {
+  test("typical_p, XTC and mirostat sample as llama-server's do: seeded, and visibly on the tokens they leave", async () => {
     const run = async (o: object, route = "/completion") =>
       (await (await post(s.url, route, { prompt, n_predict: 10, max_tokens: 10, temperature: 1, top_k: 2, n_probs: 2, seed: 7, ...o })).json()) as any;
     const ids = (r: any) => r.completion_probabilities.map((p: any) => p.id);
@@ -74,6 +74,12 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     // the OpenAI routes take the same fields
     const v1 = await run({ xtc_probability: 1, xtc_threshold: 0, logprobs: 2 }, "/v1/completions");
     expect(v1.choices[0].text).toBe(x.content);
+    // mirostat (in place of top-k and the rest): seeded, and the same on both routes
+    const m = { mirostat: 2, mirostat_tau: 3, mirostat_eta: 0.2 };
+    const mc = await run(m);
+    expect(ids(await run(m))).toEqual(ids(mc));
+    expect((await run({ ...m, logprobs: 2 }, "/v1/completions")).choices[0].text).toBe(mc.content);
+    expect(ids(await run({ ...m, mirostat: 1 }))).not.toEqual(ids(mc));
   });
 
   test("DRY: the token that would extend a repeat is penalised; a breaker ends the run; on the OpenAI routes too", async () => {
@@ -91,16 +97,16 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
 
   test("refusals name the field", async () => {
     for (const [body, param] of [[{ prompt, n_probs: 30 }, "n_probs"], [{ n_predict: 3 }, "prompt"], [{ prompt, n_predict: -2 }, "n_predict"],
-      [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"], [{ prompt, mirostat: 2 }, "mirostat"], [{ prompt, typical_p: 0 }, "typical_p"],
+      [{ prompt, logit_bias: [[1, "x"]] }, "logit_bias"], [{ prompt, mirostat: 3 }, "mirostat"], [{ prompt, mirostat_tau: -1 }, "mirostat_tau"], [{ prompt, typical_p: 0 }, "typical_p"],
       [{ prompt, dry_multiplier: -1 }, "dry_multiplier"], [{ prompt, dry_base: 0.5 }, "dry_base"], [{ prompt, xtc_probability: 1.5 }, "xtc_probability"],
       [{ prompt, xtc_threshold: -1 }, "xtc_threshold"]] as const) {
       const r = await post(s.url, "/completion", body);
       expect(r.status).toBe(400);
       expect(((await r.json()) as any).error.param).toStartWith(param);
     }
-    // samplers this engine does not have are refused when switched on, on the OpenAI routes too — and accepted at
-    // their defaults (off), as clients that send every sampler's settings do
-    const on = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2, mirostat: 2 });
+    // the OpenAI routes refuse the same values — and take every sampler at its default (off), as clients that send
+    // every setting do
+    const on = await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2, mirostat: 3 });
     expect(on.status).toBe(400);
     expect(((await on.json()) as any).error.message).toContain("mirostat");
     const off = { mirostat: 0, typical_p: 1, dry_multiplier: 0, xtc_probability: 0 };

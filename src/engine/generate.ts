@@ -65,7 +65,7 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   if (prompt.length === 0) throw new Error("empty prompt");
   const s = o.session ?? new Session(m, o.forward);
   const sampler = new Sampler(o);
-  let source = draftSource(m, o.draft);
+  let source = sampler.stateful ? null : draftSource(m, o.draft); // (mirostat: each draw moves the next distribution)
   if (o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
   const pen = penaltiesFor(o.penalties, prompt);
   const k = o.draftLen ?? (source?.name === "mtp" ? DRAFT_LEN.mtp : DRAFT_LEN.ngram);

@@ -1,9 +1,11 @@
 // Token sampling from logits: greedy at temperature 0, else temperature, top-k, top-p, min-p, then locally typical
-// sampling (typical_p) and XTC (llama.cpp's "exclude top choices") with a seeded PRNG (the same seed gives the same tokens). Holds the PRNG state and scratch buffers of [V].
+// sampling (typical_p) and XTC (llama.cpp's "exclude top choices"), or instead of all of these mirostat (v1 / v2,
+// llama.cpp's: its target surprise learnt over the output), with a seeded PRNG (the same seed gives the same tokens). Holds the PRNG state and scratch buffers of [V].
 // `dense`/`pick`/`random` expose the same distribution and PRNG to speculative decoding (rejection
 // sampling needs p as a dense [V] vector and uniform draws from the seeded stream).
 
 import { expm, maxf } from "./hb.ts";
+import { mirostat, mirostatMu, typical, xtc, type Dist } from "./samplers.ts";
 
 const NO_TOKEN = "sampling: no token has a positive probability (non-finite logits)";
 
@@ -27,6 +29,9 @@ export interface SamplingParams {
   typical_p?: number;        // (0, 1]; 1 or absent: off
   xtc_probability?: number;  // [0, 1]; 0 or absent: off
   xtc_threshold?: number;    // default 0.1; above 0.5 XTC never applies
+  mirostat?: number;         // 0 (off), 1 or 2: replaces top-k / top-p / min-p / typical / XTC
+  mirostat_tau?: number;     // target surprise in bits (default 5)
+  mirostat_eta?: number;     // learning rate (default 0.1)
 }
 
 /** splitmix32-seeded xoshiro128** : small, fast and reproducible across platforms. */
@@ -59,9 +64,17 @@ export class Sampler {
   private bits: Uint32Array = new Uint32Array(0);    // the same memory: p's bit patterns (sort keys)
   private keys: Float64Array = new Float64Array(0);  // [V] packed (p, id) sort keys
 
+  private mu: number;                                 // mirostat: the surprise bound, learnt (starts at 2·tau)
+
   constructor(readonly params: SamplingParams = {}) {
     this.rng = new Rng(params.seed ?? (Math.random() * 2 ** 32) >>> 0);
+    this.mu = 2 * (params.mirostat_tau ?? 5);
   }
+
+  /** mirostat is on: each draw changes the next distribution (speculative decoding cannot verify drafts against it) */
+  get stateful(): boolean { return (this.params.mirostat ?? 0) > 0 && !this.greedy; }
+  /** mirostat's current surprise bound (bits) */
+  get mirostatMu(): number { return this.mu; }
 
   /**
    * The next-token distribution after temperature/top-k/top-p/min-p: ids and probabilities (sum 1).
@@ -73,9 +86,21 @@ export class Sampler {
    * every token with p > 0 is kept, in id order. T ≤ 0: the top token alone.
    */
   distribution(logits: Float32Array): { ids: Int32Array; probs: Float64Array; n: number } {
+    if (this.stateful) return this.mirostatDist(logits);
     const d = this.filtered(logits), t = this.params.typical_p ?? 1, x = this.params.xtc_probability ?? 0;
     if (d.n <= 1 || (t >= 1 && x <= 0)) return d;
     return xtc(typical(d, t), x, this.params.xtc_threshold ?? 0.1);
+  }
+
+  /** mirostat's distribution at the current mu (samplers.ts): temperature, then its truncation of the sorted tokens */
+  private mirostatDist(logits: Float32Array): Dist {
+    const V = logits.length, p = this.weights(logits), v2 = this.params.mirostat === 2;
+    let total = 0;
+    for (let i = 0; i < V; i++) if (p[i] > 0) total += p[i];
+    // v2 keeps only tokens of p ≥ 2^−mu: sort just those (a hair below, for rounding; the top one always); v1 all
+    const ids = this.sorted(V, v2 ? Math.min(1, 0.999 * 2 ** -this.mu * total) : 0);
+    if (ids.length === 0) throw new Error(NO_TOKEN);
+    return mirostat({ ids: ids.slice(), probs: Float64Array.from(ids, (i) => p[i] / total), n: ids.length }, v2 ? 2 : 1, this.mu, V);
   }
 
   /** the distribution after temperature, top-k, top-p and min-p (see `distribution`) */
@@ -178,6 +203,11 @@ export class Sampler {
 
   sample(logits: Float32Array): number {
     if ((this.params.temperature ?? 1) <= 0) return argmax(logits);
+    if (this.stateful) {
+      const d = this.mirostatDist(logits), j = this.drawFrom(d);
+      this.mu = mirostatMu(this.mu, d.probs[j], this.params.mirostat_tau ?? 5, this.params.mirostat_eta ?? 0.1);
+      return d.ids[j];
+    }
     if (this.unfiltered(logits.length) && (this.params.typical_p ?? 1) >= 1 && (this.params.xtc_probability ?? 0) <= 0) { // the distribution's draw without materializing it: p / Σp in id order
       const V = logits.length, p = this.weights(logits);
       let total = 0;
@@ -193,49 +223,14 @@ export class Sampler {
       return last;
     }
     const d = this.distribution(logits);
+    return d.ids[this.drawFrom(d)];
+  }
+
+  /** the index of one draw from d (one uniform from the stream) */
+  private drawFrom(d: Dist): number {
     if (d.n === 0) throw new Error(NO_TOKEN);
     let u = this.rng.next(), j = 0;
     for (; j < d.n - 1; j++) { u -= d.probs[j]; if (u < 0) break; }
-    return d.ids[j];
+    return j;
   }
-}
-
-type Dist = { ids: Int32Array; probs: Float64Array; n: number };
-
-/**
- * Locally typical sampling (llama.cpp's typical_p): with H = −Σ p ln p, the tokens in ascending |−ln p − H| (as f32;
- * ties: the lower id) until their mass reaches t (at least one), renormalised, in d's order. The order is a native
- * sort of packed (score, id) keys: a comparator sort of a whole vocabulary costs tens of ms (see `distribution`).
- */
-function typical(d: Dist, t: number): Dist {
-  if (!(t < 1)) return d;
-  let H = 0, maxId = 0;
-  for (let j = 0; j < d.n; j++) { if (d.probs[j] > 0) H -= d.probs[j] * Math.log(d.probs[j]); maxId = Math.max(maxId, d.ids[j]); }
-  if (maxId >= 2 ** 21) throw new Error(`typical_p: token id ${maxId} (ids must be below 2^21)`);
-  const f = new Float32Array(1), bits = new Uint32Array(f.buffer), keys = new Float64Array(d.n), at = new Int32Array(maxId + 1);
-  for (let j = 0; j < d.n; j++) { f[0] = Math.abs(-Math.log(d.probs[j]) - H); keys[j] = bits[0] * 2 ** 21 + d.ids[j]; at[d.ids[j]] = j; }
-  keys.sort();
-  let keep = 0, acc = 0;
-  while (keep < d.n) { acc += d.probs[at[keys[keep++] % 2 ** 21]]; if (acc >= t) break; }
-  const kept = Array.from(keys.subarray(0, keep), (k) => at[k % 2 ** 21]).sort((a, b) => a - b); // d's order again
-  return { ids: Int32Array.from(kept, (j) => d.ids[j]), probs: Float64Array.from(kept, (j) => d.probs[j] / acc), n: keep };
-}
-
-/**
- * XTC (llama.cpp's "exclude top choices"): with probability P, when two or more tokens have p ≥ threshold, all of them
- * but the least probable (ties: the higher id) are removed and the rest renormalised. As one distribution (what a
- * draw after the coin gives): (1 − P)·p + P·p_without_them. Threshold above 0.5, or fewer than two tokens over it:
- * unchanged.
- */
-function xtc(d: Dist, P: number, threshold: number): Dist {
-  if (!(P > 0) || threshold > 0.5) return d;
-  const top: number[] = [];
-  for (let j = 0; j < d.n; j++) if (d.probs[j] >= threshold) top.push(j);
-  if (top.length < 2) return d;
-  top.sort((a, b) => d.probs[b] - d.probs[a] || d.ids[a] - d.ids[b]).pop(); // the least probable stays
-  let removed = 0;
-  for (const j of top) removed += d.probs[j];
-  const gone = new Set(top), rest = 1 - removed, probs = new Float64Array(d.n);
-  for (let j = 0; j < d.n; j++) probs[j] = (1 - P) * d.probs[j] + (gone.has(j) ? 0 : (P * d.probs[j]) / rest);
-  return { ids: d.ids, probs, n: d.n };
 }

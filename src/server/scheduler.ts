@@ -158,13 +158,14 @@ export class Scheduler {
       grammar = g.gs;
     }
     const sampler = new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed,
-      typical_p: req.typical_p, xtc_probability: req.xtc_probability, xtc_threshold: req.xtc_threshold });
+      typical_p: req.typical_p, xtc_probability: req.xtc_probability, xtc_threshold: req.xtc_threshold,
+      mirostat: req.mirostat, mirostat_tau: req.mirostat_tau, mirostat_eta: req.mirostat_eta });
     const j: Job = {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length), sampler,
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial, req.min_tokens ?? 0), grammar,
       pen: penaltiesFor(req.penalties, p.ids, this.breakerIds),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
-      drafts: this.drafter?.forJob(sampler) ?? null,
+      drafts: sampler.stateful ? null : this.drafter?.forJob(sampler) ?? null, // (mirostat: each draw moves the next distribution)
       plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
       stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
       allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,

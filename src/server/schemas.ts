@@ -14,26 +14,27 @@ import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, 
 
 export const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
-/** a number accepted only at its default `off` (clients that send every sampler's defaults keep working) */
-const offOnly = (what: string, off: number) =>
-  z.number().refine((v) => v === off, { message: `${what} is not supported here (only ${off}, its default: off)` });
-/** llama-server's sampler fields: locally typical sampling and XTC (engine/sampler.ts), DRY (engine/penalties.ts);
- *  mirostat, which this engine does not have, is refused when switched on (accepted at 0: clients send every setting) */
+/** llama-server's sampler fields: locally typical sampling, XTC and mirostat (engine/sampler.ts), DRY (engine/penalties.ts) */
 export const llamaSamplers = {
   typical_p: nullish(z.number().gt(0).max(1)),
   xtc_probability: nullish(z.number().min(0).max(1)),
   xtc_threshold: nullish(z.number().min(0).max(1)),
-  mirostat: nullish(offOnly("mirostat", 0)),
+  mirostat: nullish(z.union([z.literal(0), z.literal(1), z.literal(2)], { message: "mirostat is 0 (off), 1 or 2" })),
+  mirostat_tau: nullish(z.number().min(0).max(100)),
+  mirostat_eta: nullish(z.number().min(0).max(1)),
   dry_multiplier: nullish(z.number().min(0).max(100)),
   dry_base: nullish(z.number().min(1).max(10)),
   dry_allowed_length: nullish(z.int().min(0).max(1 << 20)),
   dry_penalty_last_n: nullish(z.int().min(-1)),
   dry_sequence_breakers: nullish(z.array(z.string().min(1).max(64)).max(32)),
 };
-/** typical_p / XTC as GenRequest fields (absent when off) */
-export const samplersOf = (b: { typical_p?: number | null; xtc_probability?: number | null; xtc_threshold?: number | null }) => ({
+type Samplers = { [K in "typical_p" | "xtc_probability" | "xtc_threshold" | "mirostat" | "mirostat_tau" | "mirostat_eta"]?: number | null };
+/** typical_p / XTC / mirostat as GenRequest fields (absent when off) */
+export const samplersOf = (b: Samplers) => ({
   ...(b.typical_p != null && b.typical_p < 1 ? { typical_p: b.typical_p } : {}),
   ...(b.xtc_probability ? { xtc_probability: b.xtc_probability, ...(b.xtc_threshold != null ? { xtc_threshold: b.xtc_threshold } : {}) } : {}),
+  ...(b.mirostat ? { mirostat: b.mirostat, ...(b.mirostat_tau != null ? { mirostat_tau: b.mirostat_tau } : {}),
+    ...(b.mirostat_eta != null ? { mirostat_eta: b.mirostat_eta } : {}) } : {}),
 });
 
 const sampling = {

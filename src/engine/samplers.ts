@@ -1,0 +1,69 @@
+// llama.cpp's samplers beyond top-k / top-p / min-p, as transforms of a distribution (ids, probs summing to 1):
+// locally typical sampling (typical_p), XTC ("exclude top choices") and mirostat's step (v1: the top k from a Zipf
+// estimate, v2: the tokens under a surprise bound), plus mirostat's learning rule. No state: the Sampler holds mu.
+
+export type Dist = { ids: Int32Array; probs: Float64Array; n: number };
+
+/**
+ * Locally typical sampling (llama.cpp's typical_p): with H = −Σ p ln p, the tokens in ascending |−ln p − H| (as f32;
+ * ties: the lower id) until their mass reaches t (at least one), renormalised, in d's order. The order is a native
+ * sort of packed (score, id) keys: a comparator sort of a whole vocabulary costs tens of ms (sampler.ts).
+ */
+export function typical(d: Dist, t: number): Dist {
+  if (!(t < 1)) return d;
+  let H = 0, maxId = 0;
+  for (let j = 0; j < d.n; j++) { if (d.probs[j] > 0) H -= d.probs[j] * Math.log(d.probs[j]); maxId = Math.max(maxId, d.ids[j]); }
+  if (maxId >= 2 ** 21) throw new Error(`typical_p: token id ${maxId} (ids must be below 2^21)`);
+  const f = new Float32Array(1), bits = new Uint32Array(f.buffer), keys = new Float64Array(d.n), at = new Int32Array(maxId + 1);
+  for (let j = 0; j < d.n; j++) { f[0] = Math.abs(-Math.log(d.probs[j]) - H); keys[j] = bits[0] * 2 ** 21 + d.ids[j]; at[d.ids[j]] = j; }
+  keys.sort();
+  let keep = 0, acc = 0;
+  while (keep < d.n) { acc += d.probs[at[keys[keep++] % 2 ** 21]]; if (acc >= t) break; }
+  const kept = Array.from(keys.subarray(0, keep), (k) => at[k % 2 ** 21]).sort((a, b) => a - b); // d's order again
+  return { ids: Int32Array.from(kept, (j) => d.ids[j]), probs: Float64Array.from(kept, (j) => d.probs[j] / acc), n: keep };
+}
+
+/**
+ * XTC (llama.cpp's "exclude top choices"): with probability P, when two or more tokens have p ≥ threshold, all of them
+ * but the least probable (ties: the higher id) are removed and the rest renormalised. As one distribution (what a
+ * draw after the coin gives): (1 − P)·p + P·p_without_them. Threshold above 0.5, or fewer than two tokens over it:
+ * unchanged.
+ */
+export function xtc(d: Dist, P: number, threshold: number): Dist {
+  if (!(P > 0) || threshold > 0.5) return d;
+  const top: number[] = [];
+  for (let j = 0; j < d.n; j++) if (d.probs[j] >= threshold) top.push(j);
+  if (top.length < 2) return d;
+  top.sort((a, b) => d.probs[b] - d.probs[a] || d.ids[a] - d.ids[b]).pop(); // the least probable stays
+  let removed = 0;
+  for (const j of top) removed += d.probs[j];
+  const gone = new Set(top), rest = 1 - removed, probs = new Float64Array(d.n);
+  for (let j = 0; j < d.n; j++) probs[j] = (1 - P) * d.probs[j] + (gone.has(j) ? 0 : (P * d.probs[j]) / rest);
+  return { ids: d.ids, probs, n: d.n };
+}
+
+/**
+ * Mirostat's truncation of d (in descending p, ties to the lower id), renormalised: v2 keeps the tokens whose surprise
+ * −log2 p is at most mu (at least the top one); v1 keeps the top k, k = (ε·2^mu / (1 − V^−ε))^(1/s) with s the Zipf
+ * exponent fitted to the top 100 (least squares through the origin of log(p_i / p_i+1) on log((i+2)/(i+1))) and
+ * ε = s − 1 (k in [1, V]; V: the vocabulary).
+ */
+export function mirostat(d: Dist, version: 1 | 2, mu: number, V: number): Dist {
+  let keep = 1;
+  if (version === 2) while (keep < d.n && -Math.log2(d.probs[keep]) <= mu) keep++;
+  else {
+    let tb = 0, tt = 0;
+    for (let i = 0; i + 1 < Math.min(100, d.n); i++) {
+      const t = Math.log((i + 2) / (i + 1)), b = Math.log(d.probs[i] / d.probs[i + 1]);
+      tb += t * b; tt += t * t;
+    }
+    const s = tt > 0 ? tb / tt : 1, e = s - 1, k = ((e * 2 ** mu) / (1 - V ** -e)) ** (1 / s);
+    keep = Number.isFinite(k) ? Math.min(d.n, Math.max(1, Math.floor(k))) : d.n;
+  }
+  let sum = 0;
+  for (let j = 0; j < keep; j++) sum += d.probs[j];
+  return { ids: d.ids.slice(0, keep), probs: Float64Array.from(d.probs.subarray(0, keep), (p) => p / sum), n: keep };
+}
+
+/** mirostat's learning rule after drawing a token of probability p (in the truncated distribution) */
+export const mirostatMu = (mu: number, p: number, tau: number, eta: number): number => mu - eta * (-Math.log2(p) - tau);
