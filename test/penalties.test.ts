@@ -25,7 +25,41 @@ function reference(l: Float32Array, o: { presence: number; frequency: number; re
   return r;
 }
 
+/** llama.cpp's rules written out: bias, then for every token counted c_t > 0 in the last `w` tokens of prompt + output
+ *  (−1: all): l / r (l > 0) or l · r, then l −= frequency · c_t + presence */
+function llamaReference(l: Float32Array, o: { presence: number; frequency: number; repetition: number; bias: [number, number][] },
+  w: number, ctx: number[]): Float32Array {
+  const r = Float32Array.from(l);
+  for (const [t, b] of o.bias) r[t] += b;
+  const win = w < 0 ? ctx : w === 0 ? [] : ctx.slice(-w), c = new Map<number, number>();
+  for (const t of win) c.set(t, (c.get(t) ?? 0) + 1);
+  for (const [t, k] of c) {
+    r[t] = r[t] > 0 ? r[t] / o.repetition : r[t] * o.repetition;
+    r[t] -= o.frequency * k + o.presence;
+  }
+  return r;
+}
+
 describe("Penalties", () => {
+  test("llama.cpp's window (repeat_last_n): every rule over the last w tokens of prompt + output, rollback included", () => {
+    const V = 12, prompt = [1, 2, 2, 9], out = [3, 3, 1, 7, 3, 2];
+    const base = Float32Array.from({ length: V }, (_, i) => Math.sin(i * 1.7) * 3);
+    const o = { presence: 0.4, frequency: 0.7, repetition: 1.3, bias: [[4, 1]] as [number, number][] };
+    for (const w of [3, 5, 64, -1, 0]) {
+      const p = new Penalties({ ...o, window: w }, prompt);
+      for (let k = 0; k <= out.length; k++) {
+        const l = Float32Array.from(base);
+        p.apply(l);
+        expect([...l]).toEqual([...llamaReference(base, o, w, [...prompt, ...out.slice(0, k)])]);
+        if (k < out.length) {
+          const m = p.mark();
+          p.accept(5); p.accept(5); p.rollback(m); // drafts tried and dropped leave no trace
+          p.accept(out[k]);
+        }
+      }
+    }
+  });
+
   test("each rule, alone and together, equals the written-out formulas over a few steps", () => {
     const V = 12, prompt = [1, 2, 2, 9], out = [3, 3, 1, 7, 3];
     const base = Float32Array.from({ length: V }, (_, i) => Math.sin(i * 1.7) * 3);
@@ -170,6 +204,37 @@ describe.skipIf(!hasTiny)("serve: penalties and logit_bias", () => {
     // llama-server's name for the repetition penalty
     const alias = { ...body, repetition_penalty: undefined, repeat_penalty: o.repetition };
     expect(((await (await post(s.url, "/v1/completions", alias)).json()) as any).choices[0].text).toBe(want);
+  });
+
+  test("llama-server's /completion: the penalties over its window of the last 64 tokens (repeat_last_n), as llama.cpp", async () => {
+    const m = loadModel(TINY), codec = loadTokenizer(TINY);
+    const prompt = [5, 17, 42, 8, 99, 3, 17, 42], N = 24;
+    // a bias that makes the prompt's token 17 tempting: llama.cpp's window counts its two prompt occurrences, OpenAI's
+    // rules only what the output repeats
+    const o = { presence: 2, frequency: 2, repetition: 1.2, bias: [[17, 5]] as [number, number][] };
+    const ref = (w: number) => {
+      const sess = new Session(m, { exact: false }), out: number[] = [];
+      let l = sess.feed(prompt);
+      for (let k = 0; k < N; k++) {
+        const id = argmax(llamaReference(l, o, w, [...prompt, ...out]));
+        if (m.cfg.stop_ids.includes(id)) break;
+        out.push(id);
+        l = sess.feed([id]);
+      }
+      return codec.decode(out);
+    };
+    const body = { prompt, n_predict: N, temperature: 0, presence_penalty: o.presence, frequency_penalty: o.frequency, repeat_penalty: o.repetition };
+    const text = async (route: string, extra: object) => {
+      const bias = route === "/completion" ? [[17, 5]] : { 17: 5 };
+      const j = (await (await post(s.url, route, { ...body, max_tokens: N, logit_bias: bias, ...extra })).json()) as any;
+      return route === "/completion" ? j.content : j.choices[0].text;
+    };
+    expect(await text("/completion", {})).toBe(ref(64));
+    expect(await text("/v1/completions", {})).not.toBe(ref(64)); // OpenAI's rules there: presence / frequency over the output
+    const short = ref(4);
+    expect(short).not.toBe(ref(64));
+    expect(await text("/completion", { repeat_last_n: 4 })).toBe(short);
+    expect(await text("/v1/completions", { repeat_last_n: 4 })).toBe(short); // named on an OpenAI route: the same rules
   });
 });
 

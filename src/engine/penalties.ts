@@ -5,11 +5,14 @@
 //                        l > 0, else l · r (r > 1 discourages repeats)
 //   presence_penalty,    over the output only (OpenAI): l[t] −= presence · [c_t > 0] + frequency · c_t,
 //   frequency_penalty:   c_t = how often t was emitted so far
+//   window (llama.cpp's penalty_last_n, llama-server's repeat_last_n): instead, all three over the last `window`
+//                        tokens of prompt + output (−1: all of them; 0: none), c_t counted there: l[t] is divided
+//                        (l > 0) or multiplied by r, then l[t] −= frequency · c_t + presence, for every t with c_t > 0
 //   DRY (llama-server's dry_*), over the prompt and the output: where the context's last m tokens (no sequence
 //                        breaker among them) also stand earlier, followed by t, and m ≥ allowed_length:
 //                        l[t] −= multiplier · base^(m − allowed_length), with m the longest such run (capped at
 //                        DRY_MAX, where the penalty is already ~10^15 at base 1.75); the last last_n tokens (≤ 0: all)
-// State (one request): the output counts, the set of tokens seen in the prompt and output, the token sequence (DRY),
+// State (one request): the output counts, the set of tokens seen in the prompt and output, the token sequence (DRY, a window),
 // and the log of accepted tokens that lets speculative decoding try drafts and roll them back.
 
 export interface PenaltyParams {
@@ -18,6 +21,7 @@ export interface PenaltyParams {
   repetition?: number;        // > 0; 1 = off
   bias?: [number, number][];  // (token id, added logit)
   dry?: DryParams;            // multiplier 0 = off
+  window?: number;            // llama.cpp's penalty window (see above); absent: vLLM's / OpenAI's rules
 }
 
 /** DRY ("don't repeat yourself"), llama-server's fields: breakers are strings; a token whose text holds one ends runs */
@@ -43,22 +47,33 @@ export class Penalties {
   private readonly counts = new Map<number, number>(); // output token -> times emitted
   private readonly seen: Set<number>;                  // prompt ∪ output (repetition_penalty)
   private readonly log: number[] = [];                 // accepted ids, negated when new to `seen` (for rollback)
-  private readonly seq: number[];                      // prompt + output (DRY only; else empty)
+  private readonly seq: number[];                      // prompt + output (DRY or a window only; else empty)
   private readonly dry: DryParams | null;
+  private readonly tracks: boolean;                    // seq is kept
 
   constructor(readonly p: PenaltyParams, prompt: readonly number[], private readonly breakers: ReadonlySet<number> = new Set()) {
-    this.seen = new Set((p.repetition ?? 1) !== 1 ? prompt : []);
+    this.seen = new Set((p.repetition ?? 1) !== 1 && p.window === undefined ? prompt : []);
     this.dry = p.dry && p.dry.multiplier > 0 ? p.dry : null;
-    this.seq = this.dry ? prompt.slice() : [];
+    this.tracks = this.dry !== null || p.window !== undefined;
+    this.seq = this.tracks ? prompt.slice() : [];
   }
 
   /** l [V] <- the processed logits (in place) */
   apply(l: Float32Array): void {
     for (const [t, b] of this.p.bias ?? []) if (t >= 0 && t < l.length) l[t] += b;
-    const r = this.p.repetition ?? 1;
-    if (r !== 1) for (const t of this.seen) if (t < l.length) l[t] = l[t] > 0 ? l[t] / r : l[t] * r;
-    const pres = this.p.presence ?? 0, freq = this.p.frequency ?? 0;
-    if (pres !== 0 || freq !== 0) for (const [t, c] of this.counts) if (t < l.length) l[t] -= pres + freq * c;
+    const r = this.p.repetition ?? 1, pres = this.p.presence ?? 0, freq = this.p.frequency ?? 0, w = this.p.window;
+    if (w !== undefined) {
+      const c = this.seq, n = w < 0 ? c.length : Math.min(w, c.length), inWin = new Map<number, number>();
+      for (let i = c.length - n; i < c.length; i++) inWin.set(c[i], (inWin.get(c[i]) ?? 0) + 1);
+      for (const [t, k] of inWin) {
+        if (t >= l.length) continue;
+        if (r !== 1) l[t] = l[t] > 0 ? l[t] / r : l[t] * r;
+        l[t] -= freq * k + pres;
+      }
+    } else {
+      if (r !== 1) for (const t of this.seen) if (t < l.length) l[t] = l[t] > 0 ? l[t] / r : l[t] * r;
+      if (pres !== 0 || freq !== 0) for (const [t, c] of this.counts) if (t < l.length) l[t] -= pres + freq * c;
+    }
     if (this.dry) this.applyDry(l, this.dry);
   }
 
@@ -78,9 +93,9 @@ export class Penalties {
 
   /** record an emitted token */
   accept(id: number): void {
-    if (this.dry) this.seq.push(id);
+    if (this.tracks) this.seq.push(id);
     this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
-    const fresh = (this.p.repetition ?? 1) !== 1 && !this.seen.has(id);
+    const fresh = (this.p.repetition ?? 1) !== 1 && this.p.window === undefined && !this.seen.has(id);
     if (fresh) this.seen.add(id);
     this.log.push(fresh ? -id - 1 : id);
   }
@@ -92,7 +107,7 @@ export class Penalties {
   rollback(mark: number): void {
     while (this.log.length > mark) {
       const v = this.log.pop()!, id = v < 0 ? -v - 1 : v, c = this.counts.get(id)! - 1;
-      if (this.dry) this.seq.pop();
+      if (this.tracks) this.seq.pop();
       if (c > 0) this.counts.set(id, c); else this.counts.delete(id);
       if (v < 0) this.seen.delete(id);
     }

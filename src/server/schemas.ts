@@ -27,6 +27,7 @@ export const llamaSamplers = {
   dry_allowed_length: nullish(z.int().min(0).max(1 << 20)),
   dry_penalty_last_n: nullish(z.int().min(-1)),
   dry_sequence_breakers: nullish(z.array(z.string().min(1).max(64)).max(32)),
+  repeat_last_n: nullish(z.int().min(-1)), // llama.cpp's penalty window (given on an OpenAI route: its rules there too)
 };
 type Samplers = { [K in "typical_p" | "xtc_probability" | "xtc_threshold" | "mirostat" | "mirostat_tau" | "mirostat_eta"]?: number | null };
 /** typical_p / XTC / mirostat as GenRequest fields (absent when off) */
@@ -217,12 +218,15 @@ export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & 
 }
 
 type Penalized = Pick<ChatRequest, "presence_penalty" | "frequency_penalty" | "repetition_penalty" | "repeat_penalty" | "logit_bias"
-  | "dry_multiplier" | "dry_base" | "dry_allowed_length" | "dry_penalty_last_n" | "dry_sequence_breakers">;
+  | "dry_multiplier" | "dry_base" | "dry_allowed_length" | "dry_penalty_last_n" | "dry_sequence_breakers" | "repeat_last_n">;
 
 /** The request's penalties, logit_bias and DRY (undefined when they change nothing; DRY at llama-server's defaults:
- *  base 1.75, allowed length 2, the whole context, breakers newline, colon, quote and asterisk). */
-export function penaltiesOf(b: Penalized): PenaltyParams | undefined {
+ *  base 1.75, allowed length 2, the whole context, breakers newline, colon, quote and asterisk). window: llama.cpp's
+ *  penalty window when the request names none (llama-server's /completion: 64; absent: vLLM's / OpenAI's rules). */
+export function penaltiesOf(b: Penalized, window?: number): PenaltyParams | undefined {
+  const w = b.repeat_last_n ?? window;
   const p: PenaltyParams = {
+    ...(w !== undefined ? { window: w } : {}),
     presence: b.presence_penalty ?? 0, frequency: b.frequency_penalty ?? 0,
     repetition: b.repetition_penalty ?? b.repeat_penalty ?? 1,
     bias: Object.entries(b.logit_bias ?? {}).map(([t, v]) => [Number(t), v]),
