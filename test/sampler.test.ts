@@ -108,8 +108,23 @@ describe("Sampler", () => {
     expect(p({ top_k: 3, xtc_probability: 1, xtc_threshold: 0.3 })).toEqual(r([0, 0.6, 0.4, 0])); // on the top-3's 4/9, 3/9, 2/9
   });
 
+  test("temperature last (llama.cpp's chain): the filters read the T = 1 distribution; XTC picks its tokens there", () => {
+    const l = Float32Array.from([0, Math.log(4), Math.log(2), Math.log(1), Math.log(1)]); // p ∝ 1,4,2,1,1
+    const p = (o: object, x = l) => Array.from(new Sampler(o).dense(x), (v) => +v.toFixed(9));
+    const r = (a: number[]) => a.map((v) => +v.toFixed(9));
+    // top-p 0.6 at T = 1 keeps 4/9 and 2/9, then T = 0.5 squares them: 16 : 4; first at T = 0.5 it keeps 16/23 alone
+    expect(p({ temperature: 0.5, top_p: 0.6, temperature_last: true })).toEqual(r([0, 0.8, 0.2, 0, 0]));
+    expect(p({ temperature: 0.5, top_p: 0.6 })).toEqual(r([0, 1, 0, 0, 0]));
+    // no filter: the same either way
+    expect(p({ temperature: 0.7, temperature_last: true })).toEqual(p({ temperature: 0.7 }));
+    // XTC over 0.3 sees 0.4 and 0.3 at T = 1 (at T = 2 only the first would pass): the first goes, then T = 2
+    const q = Float32Array.from([0.4, 0.3, 0.2, 0.1], Math.log), s = [0.3, 0.2, 0.1].map(Math.sqrt), z = s[0] + s[1] + s[2];
+    expect(p({ temperature: 2, xtc_probability: 1, xtc_threshold: 0.3, temperature_last: true }, q)).toEqual(r([0, s[0] / z, s[1] / z, s[2] / z]));
+  });
+
   /** typical_p then XTC by their definitions, on the distribution the other filters left (in its order) */
-  function referenceTypicalXtc(d: { ids: Int32Array; probs: Float64Array; n: number }, V: number, o: { typical_p?: number; xtc_probability?: number; xtc_threshold?: number }): Float64Array {
+  function referenceTypicalXtc(d: { ids: Int32Array; probs: Float64Array; n: number }, V: number, o: { typical_p?: number; xtc_probability?: number; xtc_threshold?: number },
+    lastT?: number): Float64Array {
     let ids = Array.from(d.ids.subarray(0, d.n)), p = Array.from(d.probs.subarray(0, d.n));
     const t = o.typical_p ?? 1;
     if (t < 1 && ids.length > 1) {
@@ -123,7 +138,8 @@ describe("Sampler", () => {
       ids = ids.filter((_, j) => kept.has(j)); p = p.filter((_, j) => kept.has(j)).map((q) => q / acc);
     }
     const out = new Float64Array(V), P = o.xtc_probability ?? 0, T = o.xtc_threshold ?? 0.1;
-    const over = ids.map((_, j) => j).filter((j) => p[j] >= T).sort((a, b) => p[b] - p[a] || ids[a] - ids[b]);
+    const over = ids.map((_, j) => j).filter((j) => p[j] >= T).sort((a, b) => p[b] - p[a] || ids[a] - ids[b]); // chosen before a last temperature
+    if (lastT !== undefined && ids.length > 1) { const w = p.map((q) => q ** (1 / lastT)), z = w.reduce((a, b) => a + b, 0); p = w.map((q) => q / z); }
     if (P > 0 && T <= 0.5 && over.length >= 2 && ids.length > 1) {
       const gone = new Set(over.slice(0, -1)), rest = 1 - over.slice(0, -1).reduce((a, j) => a + p[j], 0);
       ids.forEach((id, j) => { out[id] = (1 - P) * p[j] + (gone.has(j) ? 0 : (P * p[j]) / rest); });
@@ -142,12 +158,15 @@ describe("Sampler", () => {
       for (const f of shapes) {
         const l = Float32Array.from({ length: V }, (_, i) => f(i));
         for (const b of base)
-          for (const x of extra) {
-            const want = referenceTypicalXtc(new Sampler(b).distribution(l), V, x), got = new Sampler({ ...b, ...x }).dense(l);
-            let worst = 0, sum = 0;
-            for (let i = 0; i < V; i++) { worst = Math.max(worst, Math.abs(got[i] - want[i])); sum += got[i]; }
-            if (!(worst <= 1e-12 && Math.abs(sum - 1) <= 1e-9)) throw new Error(`V=${V} ${JSON.stringify({ ...b, ...x })}: off by ${worst} (sum ${sum})`);
-          }
+          for (const x of extra)
+            for (const last of [false, true]) { // temperature last: the filters on the T = 1 distribution
+              const want = last ? referenceTypicalXtc(new Sampler({ ...b, temperature: 1 }).distribution(l), V, x, b.temperature)
+                : referenceTypicalXtc(new Sampler(b).distribution(l), V, x);
+              const got = new Sampler({ ...b, ...x, temperature_last: last }).dense(l);
+              let worst = 0, sum = 0;
+              for (let i = 0; i < V; i++) { worst = Math.max(worst, Math.abs(got[i] - want[i])); sum += got[i]; }
+              if (!(worst <= 1e-9 && Math.abs(sum - 1) <= 1e-9)) throw new Error(`V=${V} ${JSON.stringify({ ...b, ...x, last })}: off by ${worst} (sum ${sum})`);
+            }
       }
   });
 

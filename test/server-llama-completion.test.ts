@@ -3,7 +3,11 @@
 // [DONE]); stop words, [id, false] bans, id_slot, and refusals naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "../src/server/server.ts";
-import { hasTiny } from "./helpers/fixture.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { loadModel } from "../src/engine/model.ts";
+import { Session } from "../src/engine/session.ts";
+import { Sampler, type SamplingParams } from "../src/engine/sampler.ts";
+import { loadTokenizer } from "../src/model/tokenizer.ts";
 import { post, startTiny } from "./server.helpers.ts";
 
 describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
@@ -93,6 +97,25 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
       ((await (await post(s.url, "/v1/completions", { prompt: ids, max_tokens: 1, temperature: 0, logit_bias: { 402: 50 }, ...o })).json()) as any).choices[0].text;
     expect(await v1({ dry_multiplier: 100 })).toBe(await text({ dry_multiplier: 100 }));
     expect(await v1({})).toBe(" by");
+  });
+
+  test("llama-server's sampler chain: seeded draws equal an in-process Sampler with the temperature last", async () => {
+    const m = loadModel(TINY), codec = loadTokenizer(TINY), ids = codec.encode(prompt), N = 16;
+    const ref = (o: SamplingParams) => {
+      const sess = new Session(m, { exact: false, attn: "absorbed" }), sm = new Sampler(o), out: number[] = [];
+      let l = sess.feed(ids);
+      for (let k = 0; k < N; k++) {
+        const id = sm.sample(l.slice());
+        if (m.cfg.stop_ids.includes(id)) break;
+        out.push(id);
+        l = sess.feed([id]);
+      }
+      return codec.decode(out);
+    };
+    const o = { temperature: 1.5, top_k: 40, top_p: 0.6, min_p: 0.05, seed: 21 };
+    const got = ((await (await post(s.url, "/completion", { prompt, n_predict: N, ...o })).json()) as any).content;
+    expect(got).toBe(ref({ ...o, temperature_last: true }));
+    expect(got).not.toBe(ref(o)); // the OpenAI routes' order (temperature first) draws otherwise here
   });
 
   test("refusals name the field", async () => {

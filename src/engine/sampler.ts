@@ -5,7 +5,7 @@
 // sampling needs p as a dense [V] vector and uniform draws from the seeded stream).
 
 import { expm, maxf } from "./hb.ts";
-import { mirostat, mirostatMu, typical, xtc, type Dist } from "./samplers.ts";
+import { mirostat, mirostatMu, typical, withTemperature, xtc, type Dist } from "./samplers.ts";
 
 const NO_TOKEN = "sampling: no token has a positive probability (non-finite logits)";
 
@@ -32,6 +32,7 @@ export interface SamplingParams {
   mirostat?: number;         // 0 (off), 1 or 2: replaces top-k / top-p / min-p / typical / XTC
   mirostat_tau?: number;     // target surprise in bits (default 5)
   mirostat_eta?: number;     // learning rate (default 0.1)
+  temperature_last?: boolean; // the filters read the T = 1 distribution, the temperature comes last (llama.cpp's chain)
 }
 
 /** splitmix32-seeded xoshiro128** : small, fast and reproducible across platforms. */
@@ -77,7 +78,9 @@ export class Sampler {
   get mirostatMu(): number { return this.mu; }
 
   /**
-   * The next-token distribution after temperature/top-k/top-p/min-p: ids and probabilities (sum 1).
+   * The next-token distribution after temperature/top-k/top-p/min-p, then typical_p and XTC (samplers.ts): ids and
+   * probabilities (sum 1). With temperature_last the filters read the T = 1 distribution and the temperature comes
+   * last (llama.cpp's chain; its XTC still picks its tokens before the temperature).
    * p_i = e^((l_i − max)/T) in f32 (libhb's vectorised exp over the vocabulary). The kept tokens are the
    * longest prefix, in descending p (ties: lower id), of the top-k that stops at the first p < min_p (p of
    * the top token is 1) and once its mass reaches top_p of the top-k's. Only candidates above a threshold
@@ -87,9 +90,14 @@ export class Sampler {
    */
   distribution(logits: Float32Array): { ids: Int32Array; probs: Float64Array; n: number } {
     if (this.stateful) return this.mirostatDist(logits);
-    const d = this.filtered(logits), t = this.params.typical_p ?? 1, x = this.params.xtc_probability ?? 0;
-    if (d.n <= 1 || (t >= 1 && x <= 0)) return d;
-    return xtc(typical(d, t), x, this.params.xtc_threshold ?? 0.1);
+    const T = this.params.temperature ?? 1, t = this.params.typical_p ?? 1, x = this.params.xtc_probability ?? 0;
+    // (with no filter at all the order does not matter: temperature first, as `sample`'s fast path draws)
+    const last = this.params.temperature_last === true && T > 0 && T !== 1 && !(this.unfiltered(logits.length) && t >= 1 && x <= 0);
+    let d = this.filtered(logits, last ? 1 : T);
+    if (d.n <= 1) return d;
+    if (t < 1) d = typical(d, t);
+    const dT = last ? withTemperature(d, T) : d;
+    return x > 0 ? xtc(dT, x, this.params.xtc_threshold ?? 0.1, d) : dT;
   }
 
   /** mirostat's distribution at the current mu (samplers.ts): temperature, then its truncation of the sorted tokens */
@@ -104,10 +112,10 @@ export class Sampler {
   }
 
   /** the distribution after temperature, top-k, top-p and min-p (see `distribution`) */
-  private filtered(logits: Float32Array): { ids: Int32Array; probs: Float64Array; n: number } {
-    const V = logits.length, T = this.params.temperature ?? 1;
+  private filtered(logits: Float32Array, T: number): { ids: Int32Array; probs: Float64Array; n: number } {
+    const V = logits.length;
     if (!(T > 0)) return { ids: Int32Array.of(argmax(logits)), probs: Float64Array.of(1), n: 1 };
-    const p = this.weights(logits), idx = this.idx;
+    const p = this.weights(logits, T), idx = this.idx;
     const K = this.params.top_k && this.params.top_k > 0 ? Math.min(this.params.top_k, V) : V;
     const topP = this.params.top_p ?? 1, cut = this.params.min_p ?? 0;
     if (this.unfiltered(V)) { // nothing filtered: every token that can be drawn, in id order
@@ -145,8 +153,8 @@ export class Sampler {
   }
 
   /** this.p [V] = e^((l − max)/T) (T > 0; the top token gets 1) */
-  private weights(logits: Float32Array): Float32Array {
-    const V = logits.length, T = this.params.temperature ?? 1;
+  private weights(logits: Float32Array, T = this.params.temperature ?? 1): Float32Array {
+    const V = logits.length;
     if (this.p.length < V) {
       this.p = new Float32Array(V); this.bits = new Uint32Array(this.p.buffer);
       this.keys = new Float64Array(V); this.idx = new Int32Array(V);

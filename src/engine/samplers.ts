@@ -1,6 +1,7 @@
 // llama.cpp's samplers beyond top-k / top-p / min-p, as transforms of a distribution (ids, probs summing to 1):
 // locally typical sampling (typical_p), XTC ("exclude top choices") and mirostat's step (v1: the top k from a Zipf
-// estimate, v2: the tokens under a surprise bound), plus mirostat's learning rule. No state: the Sampler holds mu.
+// estimate, v2: the tokens under a surprise bound), plus mirostat's learning rule and a temperature applied last.
+// No state: the Sampler holds mu.
 
 export type Dist = { ids: Int32Array; probs: Float64Array; n: number };
 
@@ -27,14 +28,14 @@ export function typical(d: Dist, t: number): Dist {
  * XTC (llama.cpp's "exclude top choices"): with probability P, when two or more tokens have p ≥ threshold, all of them
  * but the least probable (ties: the higher id) are removed and the rest renormalised. As one distribution (what a
  * draw after the coin gives): (1 − P)·p + P·p_without_them. Threshold above 0.5, or fewer than two tokens over it:
- * unchanged.
+ * unchanged. `select`: the distribution the tokens over the threshold are read from, when d is it after a temperature.
  */
-export function xtc(d: Dist, P: number, threshold: number): Dist {
+export function xtc(d: Dist, P: number, threshold: number, select: Dist = d): Dist {
   if (!(P > 0) || threshold > 0.5) return d;
-  const top: number[] = [];
-  for (let j = 0; j < d.n; j++) if (d.probs[j] >= threshold) top.push(j);
+  const top: number[] = []; // chosen on `select` (the same tokens in the same order: d before a temperature)
+  for (let j = 0; j < d.n; j++) if (select.probs[j] >= threshold) top.push(j);
   if (top.length < 2) return d;
-  top.sort((a, b) => d.probs[b] - d.probs[a] || d.ids[a] - d.ids[b]).pop(); // the least probable stays
+  top.sort((a, b) => select.probs[b] - select.probs[a] || d.ids[a] - d.ids[b]).pop(); // the least probable stays
   let removed = 0;
   for (const j of top) removed += d.probs[j];
   const gone = new Set(top), rest = 1 - removed, probs = new Float64Array(d.n);
@@ -67,3 +68,14 @@ export function mirostat(d: Dist, version: 1 | 2, mu: number, V: number): Dist {
 
 /** mirostat's learning rule after drawing a token of probability p (in the truncated distribution) */
 export const mirostatMu = (mu: number, p: number, tau: number, eta: number): number => mu - eta * (-Math.log2(p) - tau);
+
+/** d at temperature T, for a d made at temperature 1: p_i^(1/T), renormalised (llama.cpp's temperature last) */
+export function withTemperature(d: Dist, T: number): Dist {
+  let max = 0;
+  for (let j = 0; j < d.n; j++) max = Math.max(max, d.probs[j]);
+  const probs = Float64Array.from(d.probs.subarray(0, d.n), (p) => Math.exp((Math.log(p) - Math.log(max)) / T));
+  let sum = 0;
+  for (const p of probs) sum += p;
+  for (let j = 0; j < d.n; j++) probs[j] /= sum;
+  return { ids: d.ids, probs, n: d.n };
+}

@@ -1,8 +1,8 @@
 // POST /completion: llama-server's own completion endpoint (llama.cpp tools and front ends call it) over the same
 // engine: its request fields (n_predict, id_slot, top_k / min_p defaults of 40 / 0.05, logit_bias as [id, bias]
-// pairs, penalties over llama.cpp's window of repeat_last_n (64) tokens, grammar or json_schema, ignore_eos, n_probs,
-// typical_p, XTC, DRY and mirostat, cache_prompt — prefix reuse is always on) mapped onto a
-// completion, and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
+// pairs, penalties over llama.cpp's window of repeat_last_n (64) tokens, its sampler chain (the temperature last),
+// grammar or json_schema, ignore_eos, n_probs, typical_p, XTC, DRY and mirostat, cache_prompt — prefix reuse is always
+// on) mapped onto a completion, and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
 // stopping_word, timings, completion_probabilities (with n_probs: each token's logprob and its n_probs best)},
 // streamed as `data:` lines of {content, stop: false} and a last one with stop: true (no [DONE]). One prompt per
 // request (text or token ids). State: per request only.
@@ -56,6 +56,7 @@ function toGen(b: LlamaCompletion, grammar: GrammarSpec | null): GenRequest {
     prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt } : { kind: "ids", ids: b.prompt },
     slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
     temperature: b.temperature ?? 0.8, top_p: b.top_p ?? 0.95, min_p: b.min_p ?? 0.05, top_k: b.top_k ?? 40, // llama-server's defaults
+    temperature_last: true, // and its sampler chain: top-k, top-p, min-p (then typical, XTC) on the T = 1 distribution
     seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [], ...(b.n_probs ? { logprobs: b.n_probs } : {}),
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, 64), ...stoppingOf(b), ...samplersOf(b), // (llama-server's penalty window)
   };
