@@ -43,10 +43,15 @@ describe("Sampler", () => {
   });
 
   /** the processed distribution by its definition: sort every token (f64 p), prefix rules in that order */
-  function reference(l: Float32Array, o: { temperature: number; top_k?: number; top_p?: number; min_p?: number }): Float64Array {
+  function reference(l: Float32Array, o: { temperature: number; top_k?: number; top_p?: number; min_p?: number; top_n_sigma?: number }): Float64Array {
     const V = l.length, max = Math.max(...l), p = Array.from(l, (x) => Math.exp((x - max) / o.temperature));
     const ids = Array.from({ length: V }, (_, i) => i).filter((i) => p[i] > 0).sort((a, b) => p[b] - p[a] || a - b);
-    const k = o.top_k ? Math.min(o.top_k, ids.length) : ids.length;
+    let k = o.top_k ? Math.min(o.top_k, ids.length) : ids.length;
+    if (o.top_n_sigma) { // the logits ≥ max − n·σ (σ over the finite ones)
+      const f = Array.from(l).filter(Number.isFinite), mean = f.reduce((a, b) => a + b, 0) / f.length;
+      const sd = Math.sqrt(f.reduce((a, b) => a + (b - mean) ** 2, 0) / f.length);
+      k = Math.min(k, Math.max(1, Array.from(l).filter((x) => x >= max - o.top_n_sigma! * sd).length));
+    }
     let sum = 0;
     for (let j = 0; j < k; j++) sum += p[ids[j]];
     let keep = 0, acc = 0;
@@ -68,7 +73,8 @@ describe("Sampler", () => {
       ["tied", (i) => Math.floor(r.next() * 4)], ["masked", (i) => (i % 3 === 0 ? -Infinity : (r.next() - 0.5) * 8)],
     ];
     const params = [{ temperature: 1 }, { temperature: 0.7, top_k: 40 }, { temperature: 1, top_p: 0.9 }, { temperature: 1.3, min_p: 0.05 },
-      { temperature: 0.8, top_p: 0.95, min_p: 0.05, top_k: 40 }, { temperature: 1, top_k: 5000 }, { temperature: 0.5, top_p: 0.5, top_k: 3 }];
+      { temperature: 0.8, top_p: 0.95, min_p: 0.05, top_k: 40 }, { temperature: 1, top_k: 5000 }, { temperature: 0.5, top_p: 0.5, top_k: 3 },
+      { temperature: 1, top_n_sigma: 1 }, { temperature: 0.7, top_n_sigma: 2, top_p: 0.9, top_k: 40 }];
     for (const V of [7, 3000])
       for (const [name, f] of shapes) {
         const l = Float32Array.from({ length: V }, (_, i) => f(i));
@@ -120,6 +126,28 @@ describe("Sampler", () => {
     // XTC over 0.3 sees 0.4 and 0.3 at T = 1 (at T = 2 only the first would pass): the first goes, then T = 2
     const q = Float32Array.from([0.4, 0.3, 0.2, 0.1], Math.log), s = [0.3, 0.2, 0.1].map(Math.sqrt), z = s[0] + s[1] + s[2];
     expect(p({ temperature: 2, xtc_probability: 1, xtc_threshold: 0.3, temperature_last: true }, q)).toEqual(r([0, s[0] / z, s[1] / z, s[2] / z]));
+  });
+
+  test("top-n-sigma and dynamic temperature: hand-computed cases", () => {
+    const r = (a: ArrayLike<number>) => Array.from(a, (v) => +v.toFixed(6)); // (weights in f32)
+    // logits 0, −1, −2, −10: σ = 3.961, so n = 0.5 keeps those ≥ −1.98 (before top-k, whatever the temperature)
+    const l = Float32Array.of(0, -1, -2, -10), e1 = Math.exp(-1);
+    expect(r(new Sampler({ temperature: 1, top_n_sigma: 0.5 }).dense(l))).toEqual(r([1 / (1 + e1), e1 / (1 + e1), 0, 0]));
+    expect(r(new Sampler({ temperature: 0.5, top_n_sigma: 0.5 }).dense(l))).toEqual(r([1 / (1 + e1 ** 2), e1 ** 2 / (1 + e1 ** 2), 0, 0]));
+    expect(r(new Sampler({ temperature: 1, top_n_sigma: 0.5, temperature_last: true, top_k: 1 }).dense(l))).toEqual([1, 0, 0, 0]);
+    expect(new Sampler({ temperature: 1, top_n_sigma: 3 }).dense(l)[3]).toBeGreaterThan(0); // n = 3: the bound −11.9 keeps all
+    // dynamic temperature: p = 0.4, 0.3, 0.2, 0.1 has H = 1.2799 of ln 4 = 1.3863 nats: T = 0.5 + 1·0.9232
+    const q = Float32Array.from([0.4, 0.3, 0.2, 0.1], Math.log), pw = (t: number, ps: number[]) => {
+      const w = ps.map((x) => x ** (1 / t)), z = w.reduce((a, b) => a + b, 0);
+      return w.map((x) => x / z);
+    };
+    const H = -[0.4, 0.3, 0.2, 0.1].reduce((a, x) => a + x * Math.log(x), 0), T = 0.5 + (H / Math.log(4));
+    for (const last of [false, true])
+      expect(r(new Sampler({ temperature: 1, dynatemp_range: 0.5, temperature_last: last }).dense(q))).toEqual(r(pw(T, [0.4, 0.3, 0.2, 0.1])));
+    // temperature last: the entropy of what top-k 2 kept (4/7, 3/7), with exponent 2
+    const k2 = [4 / 7, 3 / 7], H2 = -k2.reduce((a, x) => a + x * Math.log(x), 0), T2 = 0.5 + 1 * (H2 / Math.log(2)) ** 2;
+    expect(r(new Sampler({ temperature: 1, dynatemp_range: 0.5, dynatemp_exponent: 2, top_k: 2, temperature_last: true }).dense(q)))
+      .toEqual(r([...pw(T2, k2), 0, 0]));
   });
 
   /** typical_p then XTC by their definitions, on the distribution the other filters left (in its order) */

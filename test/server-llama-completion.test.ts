@@ -99,7 +99,7 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     expect(await v1({})).toBe(" by");
   });
 
-  test("llama-server's sampler chain: seeded draws equal an in-process Sampler with the temperature last", async () => {
+  test("llama-server's sampler chain (top-n-sigma, dynamic temperature): seeded draws equal an in-process Sampler, temperature last", async () => {
     const m = loadModel(TINY), codec = loadTokenizer(TINY), ids = codec.encode(prompt), N = 16;
     const ref = (o: SamplingParams) => {
       const sess = new Session(m, { exact: false, attn: "absorbed" }), sm = new Sampler(o), out: number[] = [];
@@ -116,6 +116,12 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     const got = ((await (await post(s.url, "/completion", { prompt, n_predict: N, ...o })).json()) as any).content;
     expect(got).toBe(ref({ ...o, temperature_last: true }));
     expect(got).not.toBe(ref(o)); // the OpenAI routes' order (temperature first) draws otherwise here
+    // top-n-sigma and the dynamic temperature the same way (each changes these draws)
+    const o2 = { temperature: 1.2, top_k: 0, top_p: 1, min_p: 0, top_n_sigma: 1.5, dynatemp_range: 0.6, dynatemp_exponent: 1.5, seed: 5 };
+    const got2 = ((await (await post(s.url, "/completion", { prompt, n_predict: N, ...o2 })).json()) as any).content;
+    expect(got2).toBe(ref({ ...o2, temperature_last: true }));
+    expect(got2).not.toBe(ref({ ...o2, top_n_sigma: 0, temperature_last: true }));
+    expect(got2).not.toBe(ref({ ...o2, dynatemp_range: 0, temperature_last: true }));
   });
 
   test("refusals name the field", async () => {

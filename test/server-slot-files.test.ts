@@ -19,20 +19,27 @@ describe.skipIf(!hasTiny)("serve: slot files", () => {
   const complete = async (slot: number) => (await (await post(s.url, "/v1/completions", { prompt, max_tokens: 6, temperature: 0, slot })).json()) as any;
   const act = (id: number | string, action: string, body?: unknown, server = s) => post(server.url, `/slots/${id}?action=${action}`, body ?? {});
   const slotTokens = async (id: number) => ((await (await fetch(`${s.url}/slots`)).json()) as any).slots[id].tokens as number;
+  /** slot id's token count once it satisfies ok (GET /slots shows the worker's latest stats, which may trail the last
+   *  response by one message), or the last count seen after 2 s */
+  const settled = async (id: number, ok: (n: number) => boolean) => {
+    let n = await slotTokens(id);
+    for (const t0 = performance.now(); !ok(n) && performance.now() - t0 < 2000; n = await slotTokens(id)) await Bun.sleep(20);
+    return n;
+  };
 
   test("save, erase, restore into another slot: the prefix is reused and the output is the same", async () => {
     const first = await complete(0);
-    const held = await slotTokens(0);
+    const held = await settled(0, (n) => n > first.usage.prompt_tokens);
     expect(held).toBeGreaterThan(first.usage.prompt_tokens);
     const saved = (await (await act(0, "save", { filename: "story.kv" })).json()) as any;
     expect(saved).toMatchObject({ id_slot: 0, filename: "story.kv", n_saved: held });
     expect(saved.n_written).toBeGreaterThan(0);
     expect(existsSync(join(dir, "story.kv"))).toBe(true);
     expect(((await (await act(0, "erase")).json()) as any)).toEqual({ id_slot: 0, n_erased: held });
-    expect(await slotTokens(0)).toBe(0);
+    expect(await settled(0, (n) => n === 0)).toBe(0);
     const restored = (await (await act(1, "restore", { filename: "story.kv" })).json()) as any;
     expect(restored).toMatchObject({ id_slot: 1, filename: "story.kv", n_restored: held, n_read: saved.n_written });
-    expect(await slotTokens(1)).toBe(held);
+    expect(await settled(1, (n) => n === held)).toBe(held);
     const again = await complete(1);
     expect(again.choices[0].text).toBe(first.choices[0].text);
     expect(again.usage.prompt_tokens_details.cached_tokens).toBe(first.usage.prompt_tokens - 1);

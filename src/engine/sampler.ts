@@ -33,6 +33,9 @@ export interface SamplingParams {
   mirostat_tau?: number;     // target surprise in bits (default 5)
   mirostat_eta?: number;     // learning rate (default 0.1)
   temperature_last?: boolean; // the filters read the T = 1 distribution, the temperature comes last (llama.cpp's chain)
+  top_n_sigma?: number;       // > 0: only logits ≥ max − n·σ (σ: their standard deviation), before top-k (llama.cpp's)
+  dynatemp_range?: number;    // > 0: the temperature from the entropy (llama.cpp's dynamic temperature, see `dynTemp`)
+  dynatemp_exponent?: number; // its exponent (default 1)
 }
 
 /** splitmix32-seeded xoshiro128** : small, fast and reproducible across platforms. */
@@ -90,14 +93,29 @@ export class Sampler {
    */
   distribution(logits: Float32Array): { ids: Int32Array; probs: Float64Array; n: number } {
     if (this.stateful) return this.mirostatDist(logits);
-    const T = this.params.temperature ?? 1, t = this.params.typical_p ?? 1, x = this.params.xtc_probability ?? 0;
+    const t = this.params.typical_p ?? 1, x = this.params.xtc_probability ?? 0, dyn = (this.params.dynatemp_range ?? 0) > 0;
+    let T = this.params.temperature ?? 1;
     // (with no filter at all the order does not matter: temperature first, as `sample`'s fast path draws)
-    const last = this.params.temperature_last === true && T > 0 && T !== 1 && !(this.unfiltered(logits.length) && t >= 1 && x <= 0);
+    const last = this.params.temperature_last === true && T > 0 && (T !== 1 || dyn) && !(this.unfiltered(logits.length) && t >= 1 && x <= 0);
+    if (dyn && !last && T > 0) T = this.dynTemp(this.filtered(logits, 1, true)); // from the whole T = 1 distribution
     let d = this.filtered(logits, last ? 1 : T);
     if (d.n <= 1) return d;
     if (t < 1) d = typical(d, t);
-    const dT = last ? withTemperature(d, T) : d;
-    return x > 0 ? xtc(dT, x, this.params.xtc_threshold ?? 0.1, d) : dT;
+    if (last && dyn) T = this.dynTemp(d); // from what the filters kept
+    const dT = !last ? d : T > 0 ? withTemperature(d, T) : { ids: d.ids.slice(0, 1), probs: Float64Array.of(1), n: 1 };
+    return x > 0 && dT.n > 1 ? xtc(dT, x, this.params.xtc_threshold ?? 0.1, d) : dT;
+  }
+
+  /**
+   * llama.cpp's dynamic temperature: with H the entropy of d and H_max = ln n its maximum over d's n tokens,
+   * T = T_lo + (T_hi − T_lo)·(H / H_max)^exponent, T_lo = max(0, temperature − range), T_hi = temperature + range.
+   */
+  private dynTemp(d: Dist): number {
+    const T = this.params.temperature ?? 1, r = this.params.dynatemp_range ?? 0, lo = Math.max(0, T - r), hi = T + r;
+    if (d.n <= 1) return lo;
+    let H = 0;
+    for (let j = 0; j < d.n; j++) if (d.probs[j] > 0) H -= d.probs[j] * Math.log(d.probs[j]);
+    return lo + (hi - lo) * (H / Math.log(d.n)) ** (this.params.dynatemp_exponent ?? 1);
   }
 
   /** mirostat's distribution at the current mu (samplers.ts): temperature, then its truncation of the sorted tokens */
@@ -111,14 +129,15 @@ export class Sampler {
     return mirostat({ ids: ids.slice(), probs: Float64Array.from(ids, (i) => p[i] / total), n: ids.length }, v2 ? 2 : 1, this.mu, V);
   }
 
-  /** the distribution after temperature, top-k, top-p and min-p (see `distribution`) */
-  private filtered(logits: Float32Array, T: number): { ids: Int32Array; probs: Float64Array; n: number } {
+  /** the distribution after temperature, top-n-sigma, top-k, top-p and min-p (see `distribution`); bare: none of them */
+  private filtered(logits: Float32Array, T: number, bare = false): { ids: Int32Array; probs: Float64Array; n: number } {
     const V = logits.length;
     if (!(T > 0)) return { ids: Int32Array.of(argmax(logits)), probs: Float64Array.of(1), n: 1 };
     const p = this.weights(logits, T), idx = this.idx;
-    const K = this.params.top_k && this.params.top_k > 0 ? Math.min(this.params.top_k, V) : V;
-    const topP = this.params.top_p ?? 1, cut = this.params.min_p ?? 0;
-    if (this.unfiltered(V)) { // nothing filtered: every token that can be drawn, in id order
+    // top-n-sigma keeps a prefix of the descending order (the logits over its cut): a tighter top-k
+    const K = Math.min(this.params.top_k && this.params.top_k > 0 ? Math.min(this.params.top_k, V) : V, bare ? V : this.sigmaCount(logits));
+    const topP = bare ? 1 : this.params.top_p ?? 1, cut = bare ? 0 : this.params.min_p ?? 0;
+    if (bare || this.unfiltered(V)) { // nothing filtered: every token that can be drawn, in id order
       let n = 0, total = 0;
       for (let i = 0; i < V; i++) if (p[i] > 0) { idx[n++] = i; total += p[i]; }
       const ids = idx.slice(0, n), probs = new Float64Array(n);
@@ -146,10 +165,26 @@ export class Sampler {
     }
   }
 
-  /** true when no top-k / top-p / min-p filter applies to a vocabulary of V (typical / XTC: see `sample`) */
+  /** true when no top-k / top-p / min-p / top-n-sigma filter applies to a vocabulary of V (typical / XTC: see `sample`) */
   private unfiltered(V: number): boolean {
     const k = this.params.top_k ?? 0;
-    return (k <= 0 || k >= V) && (this.params.top_p ?? 1) >= 1 && (this.params.min_p ?? 0) <= 0;
+    return (k <= 0 || k >= V) && (this.params.top_p ?? 1) >= 1 && (this.params.min_p ?? 0) <= 0 && !((this.params.top_n_sigma ?? 0) > 0);
+  }
+
+  /** top-n-sigma (llama.cpp's): how many logits are ≥ max − n·σ, σ the standard deviation of the finite ones (V when off) */
+  private sigmaCount(l: Float32Array): number {
+    const n = this.params.top_n_sigma ?? 0;
+    if (!(n > 0)) return l.length;
+    let max = -Infinity, sum = 0, k = 0;
+    for (let i = 0; i < l.length; i++) if (Number.isFinite(l[i])) { max = Math.max(max, l[i]); sum += l[i]; k++; }
+    if (k === 0) return l.length;
+    const mean = sum / k;
+    let v = 0;
+    for (let i = 0; i < l.length; i++) if (Number.isFinite(l[i])) v += (l[i] - mean) ** 2;
+    const bound = max - n * Math.sqrt(v / k);
+    let c = 0;
+    for (let i = 0; i < l.length; i++) if (l[i] >= bound) c++;
+    return Math.max(1, c);
   }
 
   /** this.p [V] = e^((l − max)/T) (T > 0; the top token gets 1) */
@@ -216,7 +251,8 @@ export class Sampler {
       this.mu = mirostatMu(this.mu, d.probs[j], this.params.mirostat_tau ?? 5, this.params.mirostat_eta ?? 0.1);
       return d.ids[j];
     }
-    if (this.unfiltered(logits.length) && (this.params.typical_p ?? 1) >= 1 && (this.params.xtc_probability ?? 0) <= 0) { // the distribution's draw without materializing it: p / Σp in id order
+    if (this.unfiltered(logits.length) && (this.params.typical_p ?? 1) >= 1 && (this.params.xtc_probability ?? 0) <= 0 &&
+      !((this.params.dynatemp_range ?? 0) > 0)) { // the distribution's draw without materializing it: p / Σp in id order
       const V = logits.length, p = this.weights(logits);
       let total = 0;
       for (let i = 0; i < V; i++) if (p[i] > 0) total += p[i];

@@ -22,6 +22,7 @@ export interface GenRequest {
   xtc_probability?: number; xtc_threshold?: number; // XTC (llama-server's; absent: off)
   mirostat?: number; mirostat_tau?: number; mirostat_eta?: number; // mirostat 1 / 2 (llama-server's; absent: off)
   temperature_last?: boolean; // the filters read the T = 1 distribution, temperature last (llama.cpp's chain: /completion)
+  top_n_sigma?: number; dynatemp_range?: number; dynatemp_exponent?: number; // llama-server's (absent: off)
   seed?: number;
   logprobs?: number;       // top-k alternatives to report (0 = only the chosen token's); absent = off
   echo?: boolean;          // send the prompt back first (a `prompt` event; with logprobs, each prompt token's too)

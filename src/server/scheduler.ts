@@ -159,7 +159,8 @@ export class Scheduler {
     }
     const sampler = new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed,
       typical_p: req.typical_p, xtc_probability: req.xtc_probability, xtc_threshold: req.xtc_threshold,
-      mirostat: req.mirostat, mirostat_tau: req.mirostat_tau, mirostat_eta: req.mirostat_eta, temperature_last: req.temperature_last });
+      mirostat: req.mirostat, mirostat_tau: req.mirostat_tau, mirostat_eta: req.mirostat_eta, temperature_last: req.temperature_last,
+      top_n_sigma: req.top_n_sigma, dynatemp_range: req.dynatemp_range, dynatemp_exponent: req.dynatemp_exponent });
     const j: Job = {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length), sampler,
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial, req.min_tokens ?? 0), grammar,

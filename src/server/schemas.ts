@@ -14,7 +14,8 @@ import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, 
 
 export const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
-/** llama-server's sampler fields: locally typical sampling, XTC and mirostat (engine/sampler.ts), DRY (engine/penalties.ts) */
+/** llama-server's sampler fields: locally typical sampling, XTC, mirostat, top-n-sigma and dynamic temperature
+ *  (engine/sampler.ts), DRY and the penalty window (engine/penalties.ts) */
 export const llamaSamplers = {
   typical_p: nullish(z.number().gt(0).max(1)),
   xtc_probability: nullish(z.number().min(0).max(1)),
@@ -28,10 +29,16 @@ export const llamaSamplers = {
   dry_penalty_last_n: nullish(z.int().min(-1)),
   dry_sequence_breakers: nullish(z.array(z.string().min(1).max(64)).max(32)),
   repeat_last_n: nullish(z.int().min(-1)), // llama.cpp's penalty window (given on an OpenAI route: its rules there too)
+  top_n_sigma: nullish(z.number().max(1000)), // ≤ 0: off (llama-server's default −1)
+  dynatemp_range: nullish(z.number().min(0).max(10)),
+  dynatemp_exponent: nullish(z.number().min(0).max(100)),
 };
-type Samplers = { [K in "typical_p" | "xtc_probability" | "xtc_threshold" | "mirostat" | "mirostat_tau" | "mirostat_eta"]?: number | null };
-/** typical_p / XTC / mirostat as GenRequest fields (absent when off) */
+type Samplers = { [K in "typical_p" | "xtc_probability" | "xtc_threshold" | "mirostat" | "mirostat_tau" | "mirostat_eta" | "top_n_sigma"
+  | "dynatemp_range" | "dynatemp_exponent"]?: number | null };
+/** typical_p / XTC / mirostat / top-n-sigma / dynamic temperature as GenRequest fields (absent when off) */
 export const samplersOf = (b: Samplers) => ({
+  ...(b.top_n_sigma != null && b.top_n_sigma > 0 ? { top_n_sigma: b.top_n_sigma } : {}),
+  ...(b.dynatemp_range ? { dynatemp_range: b.dynatemp_range, ...(b.dynatemp_exponent != null ? { dynatemp_exponent: b.dynatemp_exponent } : {}) } : {}),
   ...(b.typical_p != null && b.typical_p < 1 ? { typical_p: b.typical_p } : {}),
   ...(b.xtc_probability ? { xtc_probability: b.xtc_probability, ...(b.xtc_threshold != null ? { xtc_threshold: b.xtc_threshold } : {}) } : {}),
   ...(b.mirostat ? { mirostat: b.mirostat, ...(b.mirostat_tau != null ? { mirostat_tau: b.mirostat_tau } : {}),
