@@ -81,9 +81,9 @@ export class Sampler {
   get mirostatMu(): number { return this.mu; }
 
   /**
-   * The next-token distribution after temperature/top-k/top-p/min-p, then typical_p and XTC (samplers.ts): ids and
-   * probabilities (sum 1). With temperature_last the filters read the T = 1 distribution and the temperature comes
-   * last (llama.cpp's chain; its XTC still picks its tokens before the temperature).
+   * The next-token distribution after temperature/top-n-sigma/top-k/top-p/min-p, then typical_p and XTC (samplers.ts):
+   * ids and probabilities (sum 1). With temperature_last the filters read the T = 1 distribution and the temperature
+   * (dynamic with dynatemp_range) comes last (llama.cpp's chain; its XTC still picks its tokens before the temperature).
    * p_i = e^((l_i − max)/T) in f32 (libhb's vectorised exp over the vocabulary). The kept tokens are the
    * longest prefix, in descending p (ties: lower id), of the top-k that stops at the first p < min_p (p of
    * the top token is 1) and once its mass reaches top_p of the top-k's. Only candidates above a threshold
@@ -135,7 +135,7 @@ export class Sampler {
     if (!(T > 0)) return { ids: Int32Array.of(argmax(logits)), probs: Float64Array.of(1), n: 1 };
     const p = this.weights(logits, T), idx = this.idx;
     // top-n-sigma keeps a prefix of the descending order (the logits over its cut): a tighter top-k
-    const K = Math.min(this.params.top_k && this.params.top_k > 0 ? Math.min(this.params.top_k, V) : V, bare ? V : this.sigmaCount(logits));
+    const K = bare ? V : Math.min(this.params.top_k && this.params.top_k > 0 ? Math.min(this.params.top_k, V) : V, this.sigmaCount(logits));
     const topP = bare ? 1 : this.params.top_p ?? 1, cut = bare ? 0 : this.params.min_p ?? 0;
     if (bare || this.unfiltered(V)) { // nothing filtered: every token that can be drawn, in id order
       let n = 0, total = 0;
