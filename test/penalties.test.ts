@@ -3,7 +3,7 @@
 // 400s naming the field, and a penalised greedy generation over HTTP equal to an in-process reference
 // that applies the same formulas to the engine's logits (so the wiring, order and accounting are tested).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Penalties, penaltiesOff, type DryParams } from "../src/engine/penalties.ts";
+import { badWordIds, banBadWords, Penalties, penaltiesOff, type DryParams } from "../src/engine/penalties.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { argmax, Session } from "../src/engine/session.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
@@ -106,6 +106,20 @@ function dryReference(ctx: number[], t: number, d: DryParams, brk: Set<number>):
   }
   return best >= d.allowed ? d.multiplier * d.base ** (best - d.allowed) : 0;
 }
+
+describe("bad_words", () => {
+  test("each word as written and, when that is a new first token of the same length, with a leading space (vLLM's)", () => {
+    const enc: Record<string, number[]> = { "ab": [1, 2], " ab": [3, 2], "x": [7], " x": [8, 9], "yz": [4, 5], " yz": [4, 5] };
+    expect(badWordIds(["ab", " x", "yz"], (t) => enc[t])).toEqual([[1, 2], [3, 2], [7], [4, 5]]);
+  });
+  test("the last token is banned where the output ends with the others; one-token words always", () => {
+    const ban = (out: number[]) => { const l = new Float32Array(10); banBadWords(l, [[1, 2], [3, 4, 5], [9]], out); return [...l].map((v) => (v === -Infinity ? 1 : 0)); };
+    expect(ban([])).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    expect(ban([7, 1])).toEqual([0, 0, 1, 0, 0, 0, 0, 0, 0, 1]);
+    expect(ban([3, 4])).toEqual([0, 0, 0, 0, 0, 1, 0, 0, 0, 1]);
+    expect(ban([4])).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+  });
+});
 
 describe("DRY", () => {
   const dry = (o: Partial<DryParams> = {}): DryParams => ({ multiplier: 1, base: 2, allowed: 2, lastN: -1, breakers: [], ...o });

@@ -2,7 +2,7 @@
 // end the output), stop_token_ids (more ids that do, not emitted), min_tokens (end and stop ids banned and stop
 // strings not looked for until that many tokens are out); logit_bias makes the model pick the id in question at
 // every step, so each rule decides alone how long the output is. Also vLLM's include_stop_str_in_output,
-// allowed_token_ids, truncate_prompt_tokens and skip_special_tokens. Ids outside the vocabulary are refused naming
+// allowed_token_ids, bad_words, truncate_prompt_tokens and skip_special_tokens. Ids outside the vocabulary are refused naming
 // the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -83,6 +83,17 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     const t1 = ((await (await post(s.url, "/tokenize", { content: one.j.choices[0].text })).json()) as any).tokens as number[];
     expect(t1.length).toBeGreaterThan(0);
     expect(new Set(t1)).toEqual(new Set([41]));
+  });
+
+  test("bad_words: the last token of a word's tokens is banned where the output ends with the rest", async () => {
+    const ids = async (extra: object) => ((await run({ logit_bias: { 400: 100, 401: 100 }, logprobs: 0, return_tokens_as_token_ids: true, ...extra }))
+      .j.choices[0].logprobs.tokens as string[]).map((t) => Number(t.slice("token_id:".length)));
+    const pairs = (t: number[]) => t.slice(1).filter((x, i) => t[i] === 400 && x === 401).length; // " su" then " use"
+    const plain = await ids({}), banned = await ids({ bad_words: ["su use"] }); // (its spaced form is 400, 401)
+    expect(pairs(plain)).toBeGreaterThan(0);
+    expect(pairs(banned)).toBe(0);
+    expect(banned).toContain(401); // " use" alone stays allowed
+    expect(banned.length).toBe(12);
   });
 
   test("truncate_prompt_tokens: only the prompt's last N tokens are read", async () => {

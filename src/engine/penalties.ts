@@ -8,6 +8,7 @@
 //   window (llama.cpp's penalty_last_n, llama-server's repeat_last_n): instead, all three over the last `window`
 //                        tokens of prompt + output (−1: all of them; 0: none), c_t counted there: l[t] is divided
 //                        (l > 0) or multiplied by r, then l[t] −= frequency · c_t + presence, for every t with c_t > 0
+//   bad_words (vLLM's):  the last token of a listed word's tokens is banned where the output ends with the others
 //   DRY (llama-server's dry_*), over the prompt and the output: where the context's last m tokens (no sequence
 //                        breaker among them) also stand earlier, followed by t, and m ≥ allowed_length:
 //                        l[t] −= multiplier · base^(m − allowed_length), with m the longest such run (capped at
@@ -111,5 +112,30 @@ export class Penalties {
       if (c > 0) this.counts.set(id, c); else this.counts.delete(id);
       if (v < 0) this.seen.delete(id);
     }
+  }
+}
+
+/**
+ * vLLM's bad_words as token sequences: each word encoded as written (leading spaces dropped) and, where that gives a
+ * different first token and the same length, with one leading space (the word inside a sentence).
+ */
+export function badWordIds(words: readonly string[], encode: (text: string) => number[]): number[][] {
+  const out: number[][] = [];
+  for (const w of words) {
+    const bare = encode(w.trimStart()), spaced = encode(` ${w.trimStart()}`);
+    if (bare.length > 0) out.push(bare);
+    if (spaced.length > 0 && spaced.length === bare.length && spaced[0] !== bare[0]) out.push(spaced);
+  }
+  return out;
+}
+
+/** l [V]: −∞ at the last token of every bad sequence whose other tokens end the output so far (one-token ones: always) */
+export function banBadWords(l: Float32Array, seqs: readonly number[][], out: readonly number[]): void {
+  for (const s of seqs) {
+    const k = s.length - 1, t = s[k];
+    if (t >= l.length || k > out.length) continue;
+    let match = true;
+    for (let i = 0; i < k && match; i++) match = out[out.length - k + i] === s[i];
+    if (match) l[t] = -Infinity;
   }
 }

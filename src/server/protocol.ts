@@ -35,6 +35,7 @@ export interface GenRequest {
   stop_ids?: number[];     // more token ids that end it (not emitted)
   min_tokens?: number;     // end and stop ids are banned until this many tokens are out
   allowed_ids?: number[];  // only these ids may be sampled (vLLM's allowed_token_ids)
+  bad_words?: string[];    // the last token of each word's tokens banned where the output ends with the rest (vLLM's)
   include_stop?: boolean;  // a matched stop string ends the text instead of being cut (vLLM's include_stop_str_in_output)
   truncate?: number;       // only the prompt's last this many tokens are used (vLLM's truncate_prompt_tokens)
   token_ids_as_text?: boolean; // logprobs name tokens `token_id:ID` (vLLM's return_tokens_as_token_ids)

@@ -22,7 +22,7 @@ import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
 import { type Draft, verifyDraft } from "../engine/speculative.ts";
-import { penaltiesFor, type Penalties } from "../engine/penalties.ts";
+import { badWordIds, banBadWords, penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
@@ -52,6 +52,8 @@ interface Job {
   plp: PromptTok[] | null;  // echo with logprobs, or prompt_logprobs: the prompt tokens' entries so far
   stops: Set<number>;       // ids that end it: the model's end ids (unless ignore_eos) and its stop_ids
   allowed: Int32Array | null; // the only ids it may sample (allowed_token_ids), or null
+  bad: number[][] | null;   // bad_words as token sequences (vLLM's), or null
+  out: number[];            // the ids emitted (with bad words: their matching needs the output's tail)
   tFirst: number; tLast: number;
 }
 
@@ -170,6 +172,7 @@ export class Scheduler {
       plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
       stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
       allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,
+      bad: req.bad_words?.length ? badWordIds(req.bad_words, (t) => this.codec.encode(t)) : null, out: [],
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -284,6 +287,7 @@ export class Scheduler {
   private sample(j: Job, logits: Float32Array, draft = -1, q: Float64Array | null = null): boolean {
     const g = j.grammar;
     j.pen?.apply(logits);
+    if (j.bad) banBadWords(logits, j.bad, j.out);
     if (g && g.mask(logits) === 0) return (this.finish(j, "stop"), false); // nothing can continue the grammar
     if (j.emitted < (j.req.min_tokens ?? 0)) { // min_tokens: no end yet (and when nothing else is left, it ends here)
       for (const t of j.stops) if (t < logits.length) logits[t] = -Infinity;
@@ -299,6 +303,7 @@ export class Scheduler {
     g?.accept(id); // (cannot throw: the mask allowed it; if it did, the caller fails the job)
     const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, this.lpText(j));
     const d = j.detok.push(id);
+    if (j.bad) j.out.push(id);
     j.emitted++;
     j.tLast = performance.now();
     this.winTokens++;

@@ -88,6 +88,7 @@ const sampling = {
   // vLLM's: sample only these ids; keep a matched stop string in the text; special tokens in the text; only the
   // prompt's last N tokens
   allowed_token_ids: nullish(z.array(z.int().min(0)).min(1).max(1 << 16)),
+  bad_words: nullish(z.array(z.string().min(1).max(256)).max(256)), // vLLM's
   include_stop_str_in_output: nullish(z.boolean()),
   skip_special_tokens: nullish(z.boolean()),
   truncate_prompt_tokens: nullish(z.int().min(1)),
@@ -243,12 +244,13 @@ export function penaltiesOf(b: Penalized, window?: number): PenaltyParams | unde
   return penaltiesOff(p) ? undefined : p;
 }
 
-type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens" | "allowed_token_ids" | "include_stop_str_in_output" | "truncate_prompt_tokens" | "return_tokens_as_token_ids">;
+type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens" | "allowed_token_ids" | "include_stop_str_in_output" | "truncate_prompt_tokens" | "return_tokens_as_token_ids" | "bad_words">;
 /** The request's vLLM-style extras (end of output, vocabulary, prompt truncation, logprob naming) as GenRequest
  *  fields (absent when at their defaults). */
 export const stoppingOf = (b: Stopping) => ({
   ...(b.ignore_eos ? { ignore_eos: true } : {}), ...(b.stop_token_ids?.length ? { stop_ids: b.stop_token_ids } : {}),
   ...(b.min_tokens ? { min_tokens: b.min_tokens } : {}), ...(b.allowed_token_ids ? { allowed_ids: b.allowed_token_ids } : {}),
+  ...(b.bad_words?.length ? { bad_words: b.bad_words } : {}),
   ...(b.include_stop_str_in_output ? { include_stop: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
   ...(b.return_tokens_as_token_ids ? { token_ids_as_text: true } : {}),
 });
