@@ -2,7 +2,7 @@
 // (temperature, top-k, top-p, min-p, typical_p, XTC; mirostat v1 / v2 and its learning) and the dense/pick helpers used
 // by speculative decoding.
 import { describe, expect, test } from "bun:test";
-import { argmax, Rng, Sampler } from "../src/engine/sampler.ts";
+import { argmax, Rng, Sampler, type SamplingParams } from "../src/engine/sampler.ts";
 import { hb, Simd } from "../src/engine/hb.ts";
 
 function logits(n: number, seed: number): Float32Array {
@@ -234,6 +234,28 @@ describe("Sampler", () => {
     const d = new Sampler({ temperature: 1, mirostat: 1, mirostat_tau: 5 }).dense(l);
     expect(d.filter((x) => x > 0).length).toBe(k);
     expect(d.slice(0, k).every((x, i) => i === 0 || x <= d[i - 1])).toBe(true); // the top k
+  });
+
+  test("every combination of the samplers: a distribution over unmasked ids summing to 1, and draws from it", () => {
+    const r = new Rng(77), pick = <T,>(a: T[]) => a[Math.floor(r.next() * a.length)];
+    for (let round = 0; round < 400; round++) {
+      const V = pick([2, 5, 64, 700]), masked = r.next() < 0.3;
+      const l = Float32Array.from({ length: V }, (_, i) => (masked && i % 3 === 1 ? -Infinity : (r.next() - 0.5) * pick([1, 8, 30])));
+      const o: SamplingParams = {
+        temperature: pick([0, 0.3, 1, 1.7]), seed: round, top_k: pick([0, 1, 3, 40]), top_p: pick([1, 0.9, 0.3]), min_p: pick([0, 0.05, 0.5]),
+        typical_p: pick([1, 0.95, 0.2]), xtc_probability: pick([0, 0.5, 1]), xtc_threshold: pick([0.01, 0.1, 0.4]),
+        top_n_sigma: pick([0, 0.5, 2]), dynatemp_range: pick([0, 0.5]), dynatemp_exponent: pick([1, 2]), temperature_last: r.next() < 0.5,
+        mirostat: pick([0, 0, 0, 1, 2]), mirostat_tau: pick([1, 5]),
+      };
+      const sm = new Sampler(o), d = sm.dense(l);
+      const sum = d.reduce((a, b) => a + b, 0);
+      if (!(Math.abs(sum - 1) < 1e-9) || d.some((x, i) => x < 0 || (x > 0 && l[i] === -Infinity)))
+        throw new Error(`${JSON.stringify(o)} V=${V}: sum ${sum}, or mass on a masked id`);
+      for (let k = 0; k < 5; k++) {
+        const q = sm.dense(l), t = sm.sample(l);
+        if (!(t >= 0 && t < V && q[t] > 0)) throw new Error(`${JSON.stringify(o)} V=${V}: drew ${t} of probability ${q[t]}`);
+      }
+    }
   });
 
   test("sample draws each token with its probability (filtered or not) and never a masked one", () => {
