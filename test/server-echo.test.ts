@@ -2,7 +2,8 @@
 // prompt token's logprob (the first null), read the way lm-evaluation-harness's local-completions reads them
 // (token-id prompt, max_tokens 1, logprobs 1, echo): the log-likelihood of a continuation and its greediness
 // equal the engine's own score mode, whatever the prefill chunking and whatever the slot had cached before;
-// max_tokens 0 (only with echo) returns the prompt alone; streaming sends the prompt as the first chunk.
+// max_tokens 0 (only with echo) returns the prompt alone; streaming sends the prompt as the first chunk; vLLM's
+// prompt_logprobs on completions (per choice) and on chat (beside the choices).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServer, type Server } from "../src/server/server.ts";
 import { demoModelDir } from "../src/model/demo.ts";
@@ -92,6 +93,22 @@ describe("completions echo (demo model)", () => {
     const bad = await post(s.url, "/v1/completions", { prompt, prompt_logprobs: 21 });
     expect(bad.status).toBe(400);
     expect((await bad.json() as any).error.param).toBe("prompt_logprobs");
+  }, 60000);
+
+  test("chat: vLLM's prompt_logprobs beside the choices, equal to /v1/completions' on the rendered prompt's ids", async () => {
+    const messages = [{ role: "user", content: "Tell me a fortune." }];
+    const r = await post(s.url, "/v1/chat/completions", { messages, max_tokens: 3, temperature: 0, prompt_logprobs: 2, n: 2 });
+    const j = await r.json() as any;
+    expect(r.status).toBe(200);
+    const ids = ((await (await post(s.url, "/tokenize", { messages })).json()) as any).tokens as number[];
+    expect(j.prompt_logprobs).toHaveLength(ids.length);
+    expect(j.usage.prompt_tokens).toBe(ids.length);
+    const c = await completion({ prompt: ids, max_tokens: 1, prompt_logprobs: 2 });
+    expect(j.prompt_logprobs).toEqual(c.choices[0].prompt_logprobs);
+    expect(j.choices).toHaveLength(2);
+    const streamed = await post(s.url, "/v1/chat/completions", { messages, max_tokens: 3, prompt_logprobs: 2, stream: true });
+    expect(streamed.status).toBe(400);
+    expect((await streamed.json() as any).error.param).toBe("prompt_logprobs");
   }, 60000);
 
   test("streaming: the prompt is the first chunk; the chunks add up to the non-streamed choice", async () => {

@@ -7,7 +7,7 @@
 // `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
 // (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
@@ -42,6 +42,7 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs, stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b),
+    ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
   };
 }
 
@@ -60,12 +61,18 @@ class ChatChoice implements ChoiceView {
   private reasoning = "";
   private readonly calls: ToolCall[] = [];
   private readonly lps: ReturnType<typeof lpEntry>[] = [];
+  /** vLLM's prompt_logprobs, once the prompt is prefilled (pk: how many alternatives; undefined: not asked) */
+  plp: ReturnType<typeof promptLogprobs> | undefined;
 
-  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean) {
+  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean, private readonly pk?: number) {
     this.reply = new ReplySplit(thinking, tools, choice);
   }
 
   onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.reply.accept(e); }
+  onPrompt(e: Extract<ReqEvent, { t: "prompt" }>): object[] {
+    if (this.pk !== undefined && e.toks) this.plp = promptLogprobs(e.toks, this.pk);
+    return [];
+  }
 
   /** the deltas of one event's text: reasoning / content, then the tool calls it completed */
   private take(text: string, mark: "think" | "/think" | undefined, end: boolean): object[] {
@@ -114,7 +121,8 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   const id = responseId("chatcmpl"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const base = { id, created, model, system_fingerprint: o.fingerprint };
   const gen = runs[0].gen;
-  const views = runs.map(() => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto", gen.logprobs !== undefined));
+  const views = runs.map(() => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto",
+    gen.logprobs !== undefined, gen.prompt_logprobs));
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
@@ -131,5 +139,6 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
 
   const r = await collectChoices(runs, views, abandon);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "messages"));
-  return Response.json({ ...base, object: "chat.completion", choices: r.choices, usage: usageAll(r.dones) });
+  return Response.json({ ...base, object: "chat.completion", choices: r.choices, usage: usageAll(r.dones),
+    ...(views[0].plp ? { prompt_logprobs: views[0].plp } : {}) }); // (vLLM's: the prompt's, shared by the choices)
 }

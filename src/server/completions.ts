@@ -6,9 +6,9 @@
 // prompts (a list of strings or of token-id lists, as vLLM takes them) gives each prompt its `n` choices,
 // indexed prompt by prompt. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, literalText, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, literalText, promptLogprobs, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, PromptSpec, PromptTok, ReqEvent, TopLogprob } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
 import { CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
@@ -41,17 +41,6 @@ function addLp(lp: Lp, tt: string, v: number | null, top: TopLogprob[] | null | 
   lp.text_offset.push(offset);
 }
 
-/** vLLM's prompt_logprobs: null for the first token, then per token {id: {logprob, rank, decoded_token}} for it and
- *  its k most likely alternatives (rank: 1 + the ids more likely; the alternatives' are their place in that list) */
-function promptLogprobs(toks: PromptTok[], k: number) {
-  return toks.map((t) => {
-    if (t.lp === null) return null;
-    const out: Record<string, { logprob: number; rank: number; decoded_token: string }> = {};
-    out[t.id] = { logprob: t.lp, rank: t.rank ?? 0, decoded_token: t.tt };
-    (t.top ?? []).slice(0, k).forEach((a, i) => { out[a.id] ??= { logprob: a.lp, rank: i + 1, decoded_token: a.text }; });
-    return out;
-  });
-}
 const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] });
 
 /** One choice: text with think tags written out, legacy logprobs. */

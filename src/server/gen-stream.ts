@@ -2,7 +2,7 @@
 // client goes away), the SSE response (`data: {json}` lines, then `data: [DONE]`), response ids and
 // the usage object. State: one queue per request.
 import type { EngineClient, Handle } from "./engine-client.ts";
-import type { GenRequest, ReqEvent } from "./protocol.ts";
+import type { GenRequest, PromptTok, ReqEvent } from "./protocol.ts";
 
 export class EventQueue {
   private items: ReqEvent[] = [];
@@ -168,4 +168,16 @@ export async function collectChoices(runs: ChoiceRun[], views: ChoiceView[], aba
   Promise<{ choices: object[]; dones: Done[] } | Extract<ReqEvent, { t: "error" }>> {
   const r = await drive(runs, views, abandon, () => {});
   return Array.isArray(r) ? { choices: r.map((d, i) => ({ index: i, ...views[i].final(d) })), dones: r } : r;
+}
+
+/** vLLM's prompt_logprobs: null for the first token, then per token {id: {logprob, rank, decoded_token}} for it and
+ *  its k most likely alternatives (rank: 1 + the ids more likely; the alternatives' are their place in that list) */
+export function promptLogprobs(toks: PromptTok[], k: number) {
+  return toks.map((t) => {
+    if (t.lp === null) return null;
+    const out: Record<string, { logprob: number; rank: number; decoded_token: string }> = {};
+    out[t.id] = { logprob: t.lp, rank: t.rank ?? 0, decoded_token: t.tt };
+    (t.top ?? []).slice(0, k).forEach((a, i) => { out[a.id] ??= { logprob: a.lp, rank: i + 1, decoded_token: a.text }; });
+    return out;
+  });
 }

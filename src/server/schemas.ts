@@ -130,10 +130,12 @@ export const ChatRequest = z.object({
   // vLLM's: no generation prompt after the messages; or the final (assistant) message continued, as written
   add_generation_prompt: nullish(z.boolean()),
   continue_final_message: nullish(z.boolean()),
+  prompt_logprobs: nullish(z.int().min(0).max(20)), // vLLM's (in the response, beside the choices; not streamed)
 }).refine((b) => !b.continue_final_message || b.messages[b.messages.length - 1].role === "assistant",
   { message: "continue_final_message needs an assistant message last", path: ["continue_final_message"] })
   .refine((b) => !(b.continue_final_message && b.add_generation_prompt === true),
-    { message: "continue_final_message and add_generation_prompt: true cannot go together", path: ["add_generation_prompt"] });
+    { message: "continue_final_message and add_generation_prompt: true cannot go together", path: ["add_generation_prompt"] })
+  .refine((b) => b.prompt_logprobs == null || !b.stream, { message: "prompt_logprobs is not supported with stream", path: ["prompt_logprobs"] });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
 const Ids = z.array(z.int().min(0)).min(1);
