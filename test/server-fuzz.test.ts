@@ -27,7 +27,7 @@ const KEYS = ["messages", "prompt", "role", "content", "max_tokens", "max_comple
   "chat_template_kwargs", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias", "tool_choice", "tool_calls", "junk",
   "system", "stop_sequences", "thinking", "input", "instructions", "max_output_tokens", "reasoning", "n_predict", "id_slot",
   "ignore_eos", "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output", "skip_special_tokens",
-  "truncate_prompt_tokens", "return_tokens_as_token_ids", "add_generation_prompt", "continue_final_message", "mirostat", "typical_p", "prompt_logprobs", "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_sequence_breakers", "mirostat_tau", "repeat_last_n", "top_n_sigma", "dynatemp_range", "bad_words"];
+  "truncate_prompt_tokens", "return_tokens_as_token_ids", "add_generation_prompt", "continue_final_message", "mirostat", "typical_p", "prompt_logprobs", "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_sequence_breakers", "mirostat_tau", "repeat_last_n", "top_n_sigma", "dynatemp_range", "bad_words", "guided_regex"];
 
 function mutate(base: Record<string, unknown>): Record<string, unknown> {
   const b: Record<string, unknown> = structuredClone(base);

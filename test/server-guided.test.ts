@@ -1,6 +1,7 @@
-// vLLM's guided decoding on the OpenAI routes (shared fixture): guided_choice / guided_json / guided_grammar and the
-// structured_outputs spellings constrain the output as response_format and grammar do (the same grammar, the same
-// output); conflicts and regexes are refused naming the field.
+// vLLM's guided decoding on the OpenAI routes (shared fixture): guided_choice / guided_json / guided_grammar /
+// guided_regex and the structured_outputs spellings constrain the output as response_format and grammar do (the same
+// grammar, the same output; a regex's output matches it whole); conflicts, unsupported regexes and bad JSON are
+// refused naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
@@ -37,13 +38,26 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
     expect(choices).toContain(comp.choices[0].text);
   });
 
-  test("conflicts, regexes and bad JSON are refused naming the field", async () => {
+  test("guided_regex / structured_outputs.regex: the output matches the pattern whole, greedy or sampled", async () => {
+    const re = "[0-9]{3}-[a-z]{2}(x|yz)?";
+    for (const extra of [{ guided_regex: re }, { structured_outputs: { regex: re } }, { guided_regex: re, temperature: 1, seed: 4 }]) {
+      const { status, j } = await chat(extra);
+      expect(status).toBe(200);
+      expect(j.choices[0].message.content).toMatch(new RegExp(`^(?:${re})$`));
+      expect(j.choices[0].finish_reason).toBe("stop");
+    }
+    const comp = (await (await post(s.url, "/v1/completions", { prompt: "Code:", max_tokens: 12, temperature: 0, guided_regex: "\\d{1,3}\\.\\d" })).json()) as any;
+    expect(comp.choices[0].text).toMatch(/^\d{1,3}\.\d$/);
+  });
+
+  test("conflicts, unsupported regexes and bad JSON are refused naming the field", async () => {
     for (const [extra, param] of [
       [{ guided_json: schema, response_format: { type: "json_object" } }, "guided_json"],
       [{ guided_choice: ["a"], guided_grammar: 'root ::= "a"' }, "guided_choice"],
       [{ structured_outputs: { choice: ["a"] }, grammar: 'root ::= "a"' }, "structured_outputs.choice"],
-      [{ guided_regex: "[a-z]+" }, "guided_regex"],
-      [{ structured_outputs: { regex: "x" } }, "structured_outputs.regex"],
+      [{ guided_regex: "(a)\\1" }, "guided_regex"], // a backreference: not a regular language
+      [{ structured_outputs: { regex: "(?=x)y" } }, "structured_outputs.regex"],
+      [{ guided_regex: "[a-z]+", guided_choice: ["a"] }, "guided_choice"],
       [{ guided_json: "{not json" }, "guided_json"],
       [{ guided_json: { type: "object", properties: { a: { type: "frobnicate" } } } }, "guided_json"],
     ] as const) {

@@ -6,7 +6,7 @@
 // text) and vLLM's guided_json / guided_choice / guided_grammar (and their structured_outputs spellings) become one
 // GrammarSpec (grammarOf). No state.
 import { z } from "zod";
-import { gbnfLiteral, GrammarError, responseFormatGbnf } from "../engine/grammar/index.ts";
+import { gbnfLiteral, GrammarError, regexToGbnf, responseFormatGbnf } from "../engine/grammar/index.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
 import type { GrammarSpec } from "./protocol.ts";
 import { DRY_BREAKERS, penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
@@ -93,16 +93,17 @@ const sampling = {
   skip_special_tokens: nullish(z.boolean()),
   truncate_prompt_tokens: nullish(z.int().min(1)),
   return_tokens_as_token_ids: nullish(z.boolean()), // vLLM's: logprobs name tokens `token_id:ID`
-  // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar
+  // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar,
+  // a regular expression (the whole output matches it)
   guided_json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
   guided_choice: nullish(z.array(z.string()).min(1).max(256)),
   guided_grammar: nullish(z.string().min(1, "must not be empty")),
-  guided_regex: nullish(unsupported("guided_regex (use guided_grammar: GBNF)")),
+  guided_regex: nullish(z.string().min(1, "must not be empty").max(1 << 14)),
   structured_outputs: nullish(z.object({
     json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
     choice: nullish(z.array(z.string()).min(1).max(256)),
     grammar: nullish(z.string().min(1, "must not be empty")),
-    regex: nullish(unsupported("structured_outputs.regex (use grammar: GBNF)")),
+    regex: nullish(z.string().min(1, "must not be empty").max(1 << 14)),
   })),
 };
 
@@ -171,12 +172,13 @@ export function zodError(e: z.ZodError): ApiError {
  * cannot be enforced (pattern, format, minimum, ...); otherwise they are ignored (best effort).
  * Whitespace between JSON tokens is compact (none).
  */
-type Guided = Partial<Pick<ChatRequest, "guided_json" | "guided_choice" | "guided_grammar" | "structured_outputs">>;
+type Guided = Partial<Pick<ChatRequest, "guided_json" | "guided_choice" | "guided_grammar" | "guided_regex" | "structured_outputs">>;
 /** vLLM's guided decoding as a GrammarSpec (undefined: none asked; an ApiError naming the field) */
 function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefined {
   const so = b.structured_outputs ?? {};
   const asked = ([["guided_json", b.guided_json], ["guided_choice", b.guided_choice], ["guided_grammar", b.guided_grammar],
-    ["structured_outputs.json", so.json], ["structured_outputs.choice", so.choice], ["structured_outputs.grammar", so.grammar]] as const)
+    ["guided_regex", b.guided_regex], ["structured_outputs.json", so.json], ["structured_outputs.choice", so.choice],
+    ["structured_outputs.grammar", so.grammar], ["structured_outputs.regex", so.regex]] as const)
     .filter(([, v]) => v != null);
   if (asked.length === 0) return undefined;
   const [field, v] = asked[0];
@@ -184,6 +186,12 @@ function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefine
     return apiError(400, `${field}: only one of response_format, grammar, tool_choice and the guided / structured_outputs fields may constrain the output`, field, "invalid_value");
   if (Array.isArray(v)) return { gbnf: `root ::= ${v.map(gbnfLiteral).join(" | ")}`, field };
   if (field.endsWith("grammar")) return { gbnf: v as string, field };
+  if (field.endsWith("regex")) {
+    try { return { gbnf: regexToGbnf(v as string), field }; } catch (e) {
+      if (e instanceof GrammarError) return apiError(400, `${field}: ${e.message}`, field, "invalid_value");
+      throw e;
+    }
+  }
   let schema: unknown = v;
   if (typeof v === "string") {
     try { schema = JSON.parse(v); } catch (e) { return apiError(400, `${field}: not JSON: ${(e as Error).message}`, field, "invalid_value"); }

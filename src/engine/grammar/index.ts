@@ -11,4 +11,5 @@ export { compileGrammar, Grammar, GrammarState } from "./state.ts";
 export { TokenVocab, loadTokenVocab, type Trie } from "./vocab.ts";
 export { schemaToGbnf, jsonObjectGbnf, gbnfLiteral, type SchemaOpts } from "./schema.ts";
 export { responseFormatGbnf } from "./response-format.ts";
+export { regexToGbnf } from "./regex.ts";
 export { forcedDraft, maskDraftRows } from "./draft.ts";
