@@ -1,8 +1,10 @@
 // Regular expressions as GBNF (vLLM's guided_regex): for a set of patterns, every string up to length 4 over a small
 // alphabet matches the compiled grammar exactly when JavaScript's RegExp matches it whole (the oracle); unsupported
-// constructs are GrammarErrors naming the offset.
+// constructs are GrammarErrors naming the offset. JSON Schema's `pattern` likewise: a JSON string is accepted exactly
+// when RegExp finds the pattern in its value (a search unless anchored), whatever quotes, backslashes and newlines it
+// holds.
 import { describe, expect, test } from "bun:test";
-import { compileGrammar, GrammarError } from "../src/engine/grammar/index.ts";
+import { compileGrammar, GrammarError, schemaToGbnf } from "../src/engine/grammar/index.ts";
 import { regexToGbnf } from "../src/engine/grammar/regex.ts";
 
 const PATTERNS = ["a*b", "(ab|ba)+", "[a-c]{2,3}", "\\d+(\\.\\d{1,2})?", "[^a]*", "\\w+\\s\\w+", "a{2}", "a{2,}", "(?:a|b)?0",
@@ -40,6 +42,23 @@ describe("regex to GBNF", () => {
       try { regexToGbnf(p); } catch (e) { err = e; }
       expect(err).toBeInstanceOf(GrammarError);
       expect((err as Error).message).toContain(`offset ${at}`);
+    }
+  });
+
+  test("JSON Schema pattern: the string's value matches as RegExp searches it; anchors, escapes and quotes", () => {
+    const values = [""];
+    let level = [""];
+    for (let n = 1; n <= 4; n++) { level = level.flatMap((v) => ["a", "b", "0", '"', "\\", "\n", "\u0001"].map((c) => v + c)); values.push(...level); }
+    for (const p of ["^a+$", "ab", "^\\d", "b$", '^"[^"]*"$', "\\\\", "^[\\s\\S]{2}$", ".\\n", "^(a|b)+0?$", "\\x01", "^$"]) {
+      const g = compileGrammar(schemaToGbnf({ type: "string", pattern: p }, { whitespace: "compact" })), js = new RegExp(p, "u");
+      for (const v of values) if (g.matches(JSON.stringify(v)) !== js.test(v))
+        throw new Error(`pattern ${JSON.stringify(p)} on ${JSON.stringify(v)}: grammar ${g.matches(JSON.stringify(v))}, RegExp ${js.test(v)}`);
+    }
+    // no type: a pattern makes it a string; strict refuses what it cannot enforce, strict: false ignores it
+    expect(compileGrammar(schemaToGbnf({ pattern: "^x$" }, { whitespace: "compact" })).matches('"x"')).toBe(true);
+    for (const bad of [{ type: "string", pattern: "(a)\\1" }, { type: "string", pattern: "^a|b" }, { type: "string", pattern: "a", maxLength: 3 }]) {
+      expect(() => schemaToGbnf(bad)).toThrow(/pattern/);
+      expect(compileGrammar(schemaToGbnf(bad, { strict: false, whitespace: "compact" })).matches('"zz"')).toBe(true);
     }
   });
 });

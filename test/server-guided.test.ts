@@ -38,7 +38,7 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
     expect(choices).toContain(comp.choices[0].text);
   });
 
-  test("guided_regex / structured_outputs.regex: the output matches the pattern whole, greedy or sampled", async () => {
+  test("guided_regex / structured_outputs.regex, and JSON Schema patterns: the output matches, greedy or sampled", async () => {
     const re = "[0-9]{3}-[a-z]{2}(x|yz)?";
     for (const extra of [{ guided_regex: re }, { structured_outputs: { regex: re } }, { guided_regex: re, temperature: 1, seed: 4 }]) {
       const { status, j } = await chat(extra);
@@ -46,6 +46,11 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
       expect(j.choices[0].message.content).toMatch(new RegExp(`^(?:${re})$`));
       expect(j.choices[0].finish_reason).toBe("stop");
     }
+    // a JSON Schema pattern (the string's value, searched unless anchored)
+    const schema = { type: "object", properties: { code: { type: "string", pattern: "^[A-Z]{2}-[0-9]{2}$" } }, required: ["code"], additionalProperties: false };
+    const js = (await chat({ guided_json: schema, max_tokens: 40 })).j.choices[0];
+    expect(js.finish_reason).toBe("stop");
+    expect(JSON.parse(js.message.content).code).toMatch(/^[A-Z]{2}-[0-9]{2}$/);
     const comp = (await (await post(s.url, "/v1/completions", { prompt: "Code:", max_tokens: 12, temperature: 0, guided_regex: "\\d{1,3}\\.\\d" })).json()) as any;
     expect(comp.choices[0].text).toMatch(/^\d{1,3}\.\d$/);
   });

@@ -1,10 +1,12 @@
 // Regular expressions (vLLM's guided_regex / structured_outputs.regex) as GBNF whose language is the strings the
 // pattern matches whole. The subset of JS / Python syntax that denotes a regular language: literals and escapes
 // (\n \t \r \f \v \0 \xHH \uHHHH \u{H..} and escaped punctuation), classes with ranges and negation, \d \w (ASCII)
-// and \s (JS's whitespace), their negations \D \W \S, `.` (any character but a newline), groups (capturing,
-// non-capturing, named), `|`, and the quantifiers * + ? {m} {m,} {m,n} (their lazy forms match the same strings).
+// and \s (JS's whitespace), their negations \D \W \S, `.` (any character but a newline; for JSON Schema, ECMA's line
+// terminators), groups (capturing, non-capturing, named), `|`, and the quantifiers * + ? {m} {m,} {m,n} (their lazy
+// forms match the same strings).
 // A leading ^ (or \A) and a trailing $ (or \Z, \z) are accepted: the match is whole anyway. Backreferences,
-// lookarounds, \b, inner anchors and other escapes are GrammarErrors naming the offset. Pure.
+// lookarounds, \b, inner anchors and other escapes are GrammarErrors naming the offset. Also JSON Schema's
+// `pattern` (regexJsonString): the characters as a JSON string spells them, and a search unless anchored. Pure.
 import { GrammarError } from "./errors.ts";
 import { gbnfLiteral } from "./schema.ts";
 
@@ -30,17 +32,49 @@ function normalize(r: Ranges): Ranges {
 const esc = (c: number) => (c <= 0xffff ? `\\u${c.toString(16).padStart(4, "0")}` : `\\U${c.toString(16).padStart(8, "0")}`);
 const cls = (r: Ranges) => `[${normalize(r).map(([a, b]) => (a === b ? esc(a) : `${esc(a)}-${esc(b)}`)).join("")}]`;
 
+/** a code point as a JSON string spells it (JSON.stringify's escapes; DEL as \u007f, as schema.ts's `char` wants) */
+function jsonSpelling(c: number): string {
+  const short: Record<number, string> = { 34: String.raw`\\\"`, 92: String.raw`\\\\`, 8: String.raw`\\b`, 12: String.raw`\\f`, 10: String.raw`\\n`, 13: String.raw`\\r`, 9: String.raw`\\t` };
+  if (c in short) return `"${short[c]}"`;
+  return c < 0x20 || c === 0x7f ? `"${String.raw`\\u`}${c.toString(16).padStart(4, "0")}"` : gbnfLiteral(String.fromCodePoint(c));
+}
+/** a class of code points as JSON string characters: the ones written as themselves in one class, the others spelled */
+function jsonClass(r: Ranges): string {
+  const raw: Ranges = [], spelled: number[] = [];
+  for (const [a, b] of normalize(r)) {
+    let lo = a;
+    for (const sp of [...Array(32).keys(), 34, 92, 0x7f]) {
+      if (sp < lo || sp > b) continue;
+      if (sp > lo) raw.push([lo, sp - 1]);
+      spelled.push(sp);
+      lo = sp + 1;
+    }
+    if (lo <= b) raw.push([lo, b]);
+  }
+  const noSurrogates = raw.flatMap(([a, b]): Ranges => (b < 0xd800 || a > 0xdfff ? [[a, b]]
+    : [...(a < 0xd800 ? [[a, 0xd7ff] as [number, number]] : []), ...(b > 0xdfff ? [[0xe000, b] as [number, number]] : [])]));
+  const alts = [...(noSurrogates.length ? [cls(noSurrogates)] : []), ...spelled.map(jsonSpelling)];
+  return alts.length === 1 ? alts[0] : `(${alts.join(" | ")})`;
+}
+
 class RegexToGbnf {
   i = 0;
-  constructor(readonly s: string) {}
+  anchoredStart = false;
+  anchoredEnd = false;
+  topAlts = 0;
+  /** json: characters as a JSON string spells them */
+  constructor(readonly s: string, readonly json = false) {}
+  lit(c: number): string { return this.json ? jsonSpelling(c) : gbnfLiteral(String.fromCodePoint(c)); }
+  set(r: Ranges): string { return this.json ? jsonClass(r) : cls(r); }
   fail(msg: string, at = this.i): never { throw new GrammarError(`regex: ${msg} at offset ${at}`); }
   peek(): string | undefined { return this.s[this.i]; }
   eat(ch: string): boolean { if (this.s[this.i] === ch) { this.i++; return true; } return false; }
 
   /** alternatives up to `)` or the end */
-  alt(): string {
+  alt(top = false): string {
     const alts = [this.seq()];
     while (this.eat("|")) alts.push(this.seq());
+    if (top) this.topAlts = alts.length;
     return alts.length === 1 ? alts[0] : `(${alts.join(" | ")})`;
   }
 
@@ -58,8 +92,8 @@ class RegexToGbnf {
   /** one atom as GBNF text, or null for an anchor that is allowed where it stands */
   atom(): string | null {
     const at = this.i, c = this.s[this.i++];
-    if (c === "^") { if (at !== 0) this.fail("^ inside the pattern (only a leading one is supported)", at); return null; }
-    if (c === "$") { if (this.i !== this.s.length) this.fail("$ inside the pattern (only a trailing one is supported)", at); return null; }
+    if (c === "^") { if (at !== 0) this.fail("^ inside the pattern (only a leading one is supported)", at); this.anchoredStart = true; return null; }
+    if (c === "$") { if (this.i !== this.s.length) this.fail("$ inside the pattern (only a trailing one is supported)", at); this.anchoredEnd = true; return null; }
     if (c === "(") {
       if (this.eat("?")) {
         if (this.eat(":")) { /* non-capturing */ }
@@ -75,16 +109,16 @@ class RegexToGbnf {
     }
     if (c === ")") this.fail("unmatched )", at);
     if (c === "[") return this.classAtom(at);
-    if (c === ".") return cls(complement([[10, 10]]));
+    if (c === ".") return this.set(complement(this.json ? [[10, 10], [13, 13], [0x2028, 0x2029]] : [[10, 10]])); // (ECMA / Python)
     if (c === "*" || c === "+" || c === "?" || (c === "{" && /^\{\d+(,\d*)?\}/.test(this.s.slice(at)))) this.fail(`'${c}' has nothing to repeat`, at);
     if (c === "\\") {
       const e = this.escape(at, false);
-      if (e === "anchor") return null;
-      return typeof e === "number" ? gbnfLiteral(String.fromCodePoint(e)) : cls(e);
+      if (e === "anchor") { if (at === 0) this.anchoredStart = true; else this.anchoredEnd = true; return null; }
+      return typeof e === "number" ? this.lit(e) : this.set(e);
     }
     const cp = this.s.codePointAt(at)!;
     if (cp > 0xffff) this.i++;
-    return gbnfLiteral(String.fromCodePoint(cp));
+    return this.lit(cp);
   }
 
   /** after a backslash: a code point, a class (\d ...), or "anchor" (\A \Z \z where allowed) */
@@ -129,7 +163,7 @@ class RegexToGbnf {
     this.i++; // ]
     const r = neg ? complement(ranges) : ranges;
     if (r.length === 0) this.fail("a class that matches nothing", at);
-    return cls(r);
+    return this.set(r);
   }
 
   classChar(): number | Ranges {
@@ -165,7 +199,19 @@ class RegexToGbnf {
 
 /** GBNF (start rule `root`) for the strings `pattern` matches whole; GrammarError naming the offset when unsupported */
 export function regexToGbnf(pattern: string): string {
-  const p = new RegexToGbnf(pattern), body = p.alt();
+  const p = new RegexToGbnf(pattern), body = p.alt(true);
   if (p.i < pattern.length) p.fail("unmatched )", p.i);
   return `root ::= ${body}\n`;
+}
+
+/**
+ * A GBNF expression for the inside of a JSON string (without its quotes) whose value JSON Schema's `pattern` accepts:
+ * a search (ECMA-262), so `anyChar` (a rule for one JSON string character) may come before unless the pattern starts
+ * with ^, and after unless it ends with $. Anchors beside a top-level | are refused (they bind to one alternative).
+ */
+export function regexJsonString(pattern: string, anyChar: string): string {
+  const p = new RegexToGbnf(pattern, true), body = p.alt(true);
+  if (p.i < pattern.length) p.fail("unmatched )", p.i);
+  if (p.topAlts > 1 && (p.anchoredStart || p.anchoredEnd)) p.fail("^ or $ beside a top-level | (anchor a group instead)", 0);
+  return `${p.anchoredStart ? "" : `${anyChar}* `}(${body})${p.anchoredEnd ? "" : ` ${anyChar}*`}`;
 }

@@ -1,12 +1,13 @@
 // JSON Schema -> GBNF (after llama.cpp's json-schema-to-grammar): objects with properties in
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
-// minLength/maxLength), number, integer, boolean, null, arrays (items, minItems, maxItems),
+// minLength/maxLength, or a pattern: regex.ts), number, integer, boolean, null, arrays (items, minItems, maxItems),
 // anyOf/oneOf, local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
 // Pure; the converter state lives for one call.
 import { GrammarError } from "./errors.ts";
+import { regexJsonString } from "./regex.ts";
 
 export interface SchemaOpts {
   /** "flexible" (default): llama.cpp's bounded optional whitespace after tokens; "compact": none. */
@@ -36,7 +37,7 @@ const PRIMS: Record<string, [string, string[]]> = {
 
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
   "readOnly", "writeOnly", "$defs", "definitions"]);
-const UNSUPPORTED = ["pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+const UNSUPPORTED = ["format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
   "allOf", "not", "if", "then", "else", "patternProperties", "propertyNames", "minProperties", "maxProperties",
   "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems", "dependentRequired",
   "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
@@ -140,13 +141,25 @@ class Converter {
     if (type === undefined) {
       if ("properties" in s || "required" in s || "additionalProperties" in s) type = "object";
       else if ("items" in s || "minItems" in s || "maxItems" in s) type = "array";
-      else if ("minLength" in s || "maxLength" in s) type = "string";
+      else if ("minLength" in s || "maxLength" in s || "pattern" in s) type = "string";
       else return this.prim("value");
     }
     switch (type) {
       case "string": {
         const lo = this.int(s, "minLength", path) ?? 0, hi = this.int(s, "maxLength", path) ?? Infinity;
         if (lo > hi) this.fail("minLength is greater than maxLength", path);
+        if ("pattern" in s) { // regex.ts; with a length bound too (an intersection) it is not enforced
+          if (typeof s.pattern !== "string") this.fail("pattern must be a string", `${path}/pattern`);
+          let inner: string | null = null;
+          try {
+            if (lo > 0 || hi !== Infinity) throw new GrammarError("pattern together with minLength / maxLength is not supported");
+            inner = regexJsonString(s.pattern, this.prim("char"));
+          } catch (e) {
+            if (!(e instanceof GrammarError)) throw e;
+            if (this.opts.strict) this.fail(`pattern: ${e.message} (pass strict: false to ignore it)`, `${path}/pattern`);
+          }
+          if (inner !== null) return this.add(name, `"\\"" ${inner} "\\"" ${sp()}`, own);
+        }
         if (lo === 0 && hi === Infinity) return this.prim("string");
         this.prim("char");
         return this.add(name, `"\\"" char${this.rep(lo, hi)} "\\"" ${sp()}`, own);
