@@ -9,7 +9,8 @@ export { parseGbnf, type ParsedGrammar, type RuleDef, type Expr } from "./gbnf.t
 export { compile, type CompiledGrammar } from "./compile.ts";
 export { compileGrammar, Grammar, GrammarState } from "./state.ts";
 export { TokenVocab, loadTokenVocab, type Trie } from "./vocab.ts";
-export { schemaToGbnf, jsonObjectGbnf, gbnfLiteral, type SchemaOpts } from "./schema.ts";
+export { schemaToGbnf, jsonObjectGbnf, type SchemaOpts } from "./schema.ts";
+export { gbnfLiteral } from "./literal.ts";
 export { responseFormatGbnf } from "./response-format.ts";
 export { regexToGbnf } from "./regex.ts";
 export { forcedDraft, maskDraftRows } from "./draft.ts";

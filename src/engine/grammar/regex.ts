@@ -8,7 +8,7 @@
 // lookarounds, \b, inner anchors and other escapes are GrammarErrors naming the offset. Also JSON Schema's
 // `pattern` (regexJsonString): the characters as a JSON string spells them, and a search unless anchored. Pure.
 import { GrammarError } from "./errors.ts";
-import { gbnfLiteral } from "./schema.ts";
+import { gbnfLiteral } from "./literal.ts";
 
 type Ranges = [number, number][];
 const MAX_CP = 0x10ffff;

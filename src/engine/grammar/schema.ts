@@ -7,6 +7,7 @@
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
 // Pure; the converter state lives for one call.
 import { GrammarError } from "./errors.ts";
+import { gbnfLiteral } from "./literal.ts";
 import { regexJsonString } from "./regex.ts";
 
 export interface SchemaOpts {
@@ -44,20 +45,6 @@ const UNSUPPORTED = ["format", "minimum", "maximum", "exclusiveMinimum", "exclus
   "contentEncoding", "contentMediaType", "contentSchema"];
 const MAX_ITEMS = 10_000;
 
-/** A GBNF string literal for `s` (quotes, backslashes and control characters escaped). */
-export function gbnfLiteral(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === '"' || ch === "\\") out += "\\" + ch;
-    else if (c === 10) out += "\\n";
-    else if (c === 13) out += "\\r";
-    else if (c === 9) out += "\\t";
-    else if (c < 0x20 || c === 0x7f) out += "\\x" + c.toString(16).padStart(2, "0");
-    else out += ch;
-  }
-  return out + '"';
-}
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const sanitize = (k: string) => k.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "x";
