@@ -1,7 +1,8 @@
 // Tool calling: GLM call parsing (typed arguments, any chunking, unfinished calls kept as text), the
 // forced-choice schema, `tools` and earlier calls reaching the chat template, and the chat route end to
 // end: a GLM call in the output (spelled under a GBNF grammar, as the tiny model would never write one)
-// becomes tool_calls, streamed and not; tool_choice required / named force calls; bad tool fields → 400.
+// becomes tool_calls, streamed and not; tool_choice required / named force calls; parallel_tool_calls false keeps one
+// call; bad tool fields → 400.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -180,6 +181,21 @@ describe.skipIf(!hasTiny)("serve: tool calls", () => {
       expect(c.function.name).toBe("set_unit");
       expect(["c", "f"]).toContain(JSON.parse(c.function.arguments).unit);
     }
+  });
+
+  test("parallel_tool_calls false: one call at most (auto: the later ones dropped; required: an array of one)", async () => {
+    const two = `root ::= "Sure. " ${JSON.stringify(SHORT + SHORT.replace("Paris", "Lyon"))}`;
+    const ask = async (extra: object) => (await (await post(s.url, "/v1/chat/completions", { messages: msgs, tools: TOOLS, max_tokens: 600, temperature: 0, ...extra })).json()) as any;
+    expect((await ask({ grammar: two })).choices[0].message.tool_calls).toHaveLength(2);
+    const one = (await ask({ grammar: two, parallel_tool_calls: false })).choices[0];
+    expect(one.message.tool_calls).toHaveLength(1);
+    expect(JSON.parse(one.message.tool_calls[0].function.arguments)).toEqual(SHORT_ARGS); // the first
+    expect(one.finish_reason).toBe("tool_calls");
+    // required: the grammar's array holds one call (a long enough output would otherwise hold several)
+    const req = forcedSchema(TOOLS, "required", true) as any;
+    expect(req.maxItems).toBe(1);
+    const forced = (await ask({ tool_choice: "required", parallel_tool_calls: false, max_tokens: 200, temperature: 1, seed: 5 })).choices[0];
+    expect(forced.message.tool_calls).toHaveLength(1);
   });
 
   test("earlier calls and tool results in messages are accepted", async () => {

@@ -64,8 +64,8 @@ class ChatChoice implements ChoiceView {
   /** vLLM's prompt_logprobs, once the prompt is prefilled (pk: how many alternatives; undefined: not asked) */
   plp: ReturnType<typeof promptLogprobs> | undefined;
 
-  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean, private readonly pk?: number) {
-    this.reply = new ReplySplit(thinking, tools, choice);
+  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean, private readonly pk?: number, single = false) {
+    this.reply = new ReplySplit(thinking, tools, choice, single);
   }
 
   onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.reply.accept(e); }
@@ -122,7 +122,7 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   const base = { id, created, model, system_fingerprint: o.fingerprint };
   const gen = runs[0].gen;
   const views = runs.map(() => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto",
-    gen.logprobs !== undefined, gen.prompt_logprobs));
+    gen.logprobs !== undefined, gen.prompt_logprobs, data.parallel_tool_calls === false));
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;

@@ -10,9 +10,10 @@ export interface ReplyParts { reasoning: string; content: string; calls: ToolCal
 export class ReplySplit {
   private think: ThinkSplit;
   private readonly tools: ToolOutput;
-  constructor(readonly thinking: boolean, tools: Tool[], choice: ToolChoice) {
+  /** single: one tool call at most (parallel_tool_calls false) */
+  constructor(readonly thinking: boolean, tools: Tool[], choice: ToolChoice, single = false) {
     this.think = new ThinkSplit(thinking, false);
-    this.tools = new ToolOutput(tools, choice);
+    this.tools = new ToolOutput(tools, choice, single);
   }
   /** the request was accepted: its prompt may end inside a think block */
   accept(e: Extract<ReqEvent, { t: "accept" }>): void { this.think = new ThinkSplit(this.thinking, e.think); }

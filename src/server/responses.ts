@@ -91,12 +91,12 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const p = await readRequest(req, o, ResponsesRequest, engine);
   if (!p.ok) return errorResponse(p.error);
   const b = p.data, { tools, choice } = toolsOf(b);
-  const grammar = grammarOf({ tools, tool_choice: choice });
+  const grammar = grammarOf({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls });
   if (grammar && "status" in grammar) return errorResponse(grammar);
   const r = run(engine, toGen(b, grammar), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
-  const reply = new ReplySplit(thinks(b) && !grammar, tools, choice);
+  const reply = new ReplySplit(thinks(b) && !grammar, tools, choice, b.parallel_tool_calls === false);
   let seq = 0;
   // output items in order of appearance: reasoning, message text, function calls (a text item opened by its first text)
   type Out = { kind: "reasoning" | "message"; id: string; text: string } | { kind: "function_call"; id: string; call: ToolCall };

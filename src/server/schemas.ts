@@ -201,7 +201,8 @@ function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefine
   return g ? { ...g, field } : g ?? undefined;
 }
 
-export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & Guided & { tools?: Tool[] | null; tool_choice?: ToolChoice | null }): GrammarSpec | null | ApiError {
+export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & Guided & { tools?: Tool[] | null; tool_choice?: ToolChoice | null;
+  parallel_tool_calls?: boolean | null }): GrammarSpec | null | ApiError {
   const rf = b.response_format;
   const guided = guidedOf(b, (rf != null && rf.type !== "text") || b.grammar != null || (b.tool_choice != null && b.tool_choice !== "auto" && b.tool_choice !== "none"));
   if (guided !== undefined) return guided;
@@ -213,7 +214,7 @@ export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & 
     if (typeof choice === "object" && !tools.some((t) => t.function.name === choice.function.name))
       return apiError(400, `${field}: no tool is named ${JSON.stringify(choice.function.name).slice(0, 80)}`, field, "invalid_value");
     if (constrained || b.grammar != null) return apiError(400, "tool_choice: a forced tool call cannot be combined with response_format or grammar", "tool_choice", "invalid_value");
-    const g = grammarOf({ response_format: { type: "json_schema", json_schema: { name: "tool", schema: forcedSchema(tools, choice) as Record<string, unknown> } } });
+    const g = grammarOf({ response_format: { type: "json_schema", json_schema: { name: "tool", schema: forcedSchema(tools, choice, b.parallel_tool_calls === false) as Record<string, unknown> } } });
     return g && "status" in g ? apiError(400, `tools: a parameters schema cannot be enforced (${g.message})`, "tools", "invalid_value") : g;
   }
   if (b.grammar != null) {

@@ -7,7 +7,8 @@
 //    calls is `content`; an unterminated call at the end stays content (nothing is lost);
 //  - tool_choice "required" / a named function: the output is constrained (json_schema grammar, as vLLM
 //    does) to the function's arguments (named) or to a non-empty array of {name, parameters} (required);
-//  - "none": the tools are not rendered and nothing is parsed.
+//  - "none": the tools are not rendered and nothing is parsed;
+//  - parallel_tool_calls false: one call at most ("required": an array of one; "auto": the later calls dropped).
 // State: ToolCallStream holds one response's held-back text and whether a call is open.
 import { z } from "zod";
 
@@ -50,13 +51,14 @@ export function templateArguments(args: string): unknown {
 let calls = 0;
 export const callId = () => `call_${Date.now().toString(36)}${(calls = (calls + 1) % 1e9).toString(36)}${Math.floor(Math.random() * 1e8).toString(36)}`;
 
-/** The JSON schema that a forced tool_choice constrains the output to (null: "auto" / "none"). */
-export function forcedSchema(tools: Tool[], choice: ToolChoice): object | null {
+/** The JSON schema that a forced tool_choice constrains the output to (null: "auto" / "none"); single: one call at most
+ *  (parallel_tool_calls false). */
+export function forcedSchema(tools: Tool[], choice: ToolChoice, single = false): object | null {
   const params = (t: Tool) => t.function.parameters ?? { type: "object" };
   if (typeof choice === "object") return params(tools.find((t) => t.function.name === choice.function.name)!);
   if (choice !== "required") return null;
   return {
-    type: "array", minItems: 1,
+    type: "array", minItems: 1, ...(single ? { maxItems: 1 } : {}),
     items: { anyOf: tools.map((t) => ({ type: "object", properties: { name: { const: t.function.name }, parameters: params(t) }, required: ["name", "parameters"], additionalProperties: false })) },
   };
 }
@@ -141,8 +143,10 @@ export class ToolOutput {
   private readonly scan: ToolCallStream | null;
   private readonly forced: ToolChoice | null;
   private text = "";      // forced: the output so far
+  private made = 0;       // calls returned so far
 
-  constructor(tools: Tool[], choice: ToolChoice) {
+  /** single: one call at most (parallel_tool_calls false; "auto": the model's later calls are dropped) */
+  constructor(tools: Tool[], choice: ToolChoice, private readonly single = false) {
     const on = tools.length > 0 && choice !== "none";
     this.forced = on && choice !== "auto" ? choice : null;
     this.scan = scansForCalls(tools, choice) ? new ToolCallStream(tools) : null;
@@ -150,7 +154,11 @@ export class ToolOutput {
 
   push(content: string): { content: string; calls: ToolCall[] } {
     if (this.forced) { this.text += content; return { content: "", calls: [] }; }
-    return this.scan ? this.scan.push(content) : { content, calls: [] };
+    if (!this.scan) return { content, calls: [] };
+    const out = this.scan.push(content);
+    if (this.single) out.calls = out.calls.slice(0, Math.max(0, 1 - this.made));
+    this.made += out.calls.length;
+    return out;
   }
 
   /** The end of the output: what is left as content, and the calls it completes (forced: all of them). */
