@@ -85,6 +85,13 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
     expect(m.content[0]).toMatchObject({ type: "tool_use", name: "get_weather", input: JSON.parse(want.function.arguments) });
     const any = (await (await post(s.url, "/v1/messages", { ...body, tool_choice: { type: "any" } }, auth)).json()) as any;
     expect(any.content.map((c: any) => c.type)).toContain("tool_use");
+    // disable_parallel_tool_use: one tool_use at most, as the chat route's parallel_tool_calls false
+    const one = ((await (await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "Weather?" }], max_tokens: 48, temperature: 0,
+      tools: chatTools, tool_choice: "required", parallel_tool_calls: false }, { authorization: `Bearer ${KEY}` })).json()) as any).choices[0].message.tool_calls;
+    const single = (await (await post(s.url, "/v1/messages", { ...body, tool_choice: { type: "any", disable_parallel_tool_use: true } }, auth)).json()) as any;
+    const uses = single.content.filter((c: any) => c.type === "tool_use");
+    expect(uses.length).toBeLessThanOrEqual(1);
+    expect(uses.map((u: any) => u.input)).toEqual(one.map((c: any) => JSON.parse(c.function.arguments)));
     const res = await post(s.url, "/v1/messages", { ...body, stream: true }, auth);
     const events = (await res.text()).split("\n\n").filter(Boolean).map((b) => JSON.parse(b.split("\n")[1].slice("data: ".length)));
     expect(events.map((e) => e.type)).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);

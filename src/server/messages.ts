@@ -45,7 +45,8 @@ export const MessagesRequest = z.object({
   thinking: nullish(z.discriminatedUnion("type", [z.object({ type: z.literal("enabled"), budget_tokens: z.int().min(1) }), z.object({ type: z.literal("disabled") })])),
   tools: nullish(z.array(AnthropicTool).max(128)),
   tool_choice: nullish(z.discriminatedUnion("type", [
-    z.looseObject({ type: z.enum(["auto", "any", "none"]) }), z.looseObject({ type: z.literal("tool"), name: z.string() }),
+    z.looseObject({ type: z.enum(["auto", "any", "none"]), disable_parallel_tool_use: nullish(z.boolean()) }),
+    z.looseObject({ type: z.literal("tool"), name: z.string(), disable_parallel_tool_use: nullish(z.boolean()) }),
   ])),
 });
 type MessagesRequest = z.infer<typeof MessagesRequest>;
@@ -56,10 +57,11 @@ const errorResponse = (e: ApiError) => Response.json(anthropicError(e), { status
 const text = (c: string | { type?: string; text?: string }[] | null | undefined) =>
   c == null ? "" : typeof c === "string" ? c : c.map((b) => (b.type === "text" || b.type === undefined ? b.text ?? "" : "")).join("");
 
-/** the request's tools and tool_choice as the chat route takes them */
-function toolsOf(b: Pick<MessagesRequest, "tools" | "tool_choice">): { tools: Tool[]; choice: ToolChoice } {
+/** the request's tools and tool_choice as the chat route takes them (single: disable_parallel_tool_use) */
+function toolsOf(b: Pick<MessagesRequest, "tools" | "tool_choice">): { tools: Tool[]; choice: ToolChoice; single: boolean } {
   const c = b.tool_choice;
   return {
+    single: c?.disable_parallel_tool_use === true,
     tools: (b.tools ?? []).map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.input_schema } })),
     choice: c == null || c.type === "auto" ? "auto" : c.type === "none" ? "none" : c.type === "any" ? "required" : { type: "function", function: { name: (c as { name: string }).name } },
   };
@@ -94,8 +96,8 @@ function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number },
 
 /** the forced-call grammar of the request's tools, as an Anthropic error when it cannot be made */
 function grammarFor(b: Pick<MessagesRequest, "tools" | "tool_choice">): GrammarSpec | null | ApiError {
-  const { tools, choice } = toolsOf(b);
-  return grammarOf({ tools, tool_choice: choice });
+  const { tools, choice, single } = toolsOf(b);
+  return grammarOf({ tools, tool_choice: choice, parallel_tool_calls: !single });
 }
 
 /** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it ({input_tokens}) */
@@ -120,7 +122,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   const r = run(engine, toGen(b, grammar), req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "messages")); }
   const id = responseId("msg"), model = engine.info!.model, thinking = b.thinking?.type === "enabled" && !grammar;
-  const { tools, choice } = toolsOf(b), reply = new ReplySplit(thinking, tools, choice);
+  const { tools, choice, single } = toolsOf(b), reply = new ReplySplit(thinking, tools, choice, single);
   // blocks in order of appearance: [kind, text]; a kind change (or a call) opens the next block
   const blocks: (["thinking" | "text", string] | ["tool_use", ToolCall])[] = [];
   const add = (kind: "thinking" | "text", s: string, emit: (ev: object) => void) => {
