@@ -162,6 +162,19 @@ describe("DRY", () => {
   });
 });
 
+/** N greedy tokens after `prompt` (fast mode, in process), each chosen from `process`(its logits, the output so far) */
+function greedy(m: ReturnType<typeof loadModel>, prompt: number[], N: number, process: (l: Float32Array, out: number[]) => Float32Array): number[] {
+  const sess = new Session(m, { exact: false }), out: number[] = [];
+  let l = sess.feed(prompt);
+  for (let k = 0; k < N; k++) {
+    const id = argmax(process(l, out));
+    if (m.cfg.stop_ids.includes(id)) break;
+    out.push(id);
+    l = sess.feed([id]);
+  }
+  return out;
+}
+
 describe.skipIf(!hasTiny)("serve: penalties and logit_bias", () => {
   let s: Server;
   beforeAll(async () => { s = await startTiny({ slots: 2 }); });
@@ -198,17 +211,7 @@ describe.skipIf(!hasTiny)("serve: penalties and logit_bias", () => {
     const m = loadModel(TINY), codec = loadTokenizer(TINY);
     const prompt = [5, 17, 42, 8, 99, 3, 17, 42], N = 24;
     const o = { presence: 0.3, frequency: 0.6, repetition: 1.2, bias: [[7, 1.5]] as [number, number][] };
-    const ref = (pen: boolean) => {
-      const sess = new Session(m, { exact: false }), out: number[] = [];
-      let l = sess.feed(prompt);
-      for (let k = 0; k < N; k++) {
-        const id = argmax(pen ? reference(l, o, prompt, out) : l);
-        if (m.cfg.stop_ids.includes(id)) break;
-        out.push(id);
-        l = sess.feed([id]);
-      }
-      return codec.decode(out);
-    };
+    const ref = (pen: boolean) => codec.decode(greedy(m, prompt, N, (l, out) => (pen ? reference(l, o, prompt, out) : l)));
     const body = { prompt, max_tokens: N, temperature: 0, presence_penalty: o.presence, frequency_penalty: o.frequency,
       repetition_penalty: o.repetition, logit_bias: { 7: 1.5 } };
     const got = ((await (await post(s.url, "/v1/completions", body)).json()) as any).choices[0].text;
@@ -226,17 +229,7 @@ describe.skipIf(!hasTiny)("serve: penalties and logit_bias", () => {
     // a bias that makes the prompt's token 17 tempting: llama.cpp's window counts its two prompt occurrences, OpenAI's
     // rules only what the output repeats
     const o = { presence: 2, frequency: 2, repetition: 1.2, bias: [[17, 5]] as [number, number][] };
-    const ref = (w: number) => {
-      const sess = new Session(m, { exact: false }), out: number[] = [];
-      let l = sess.feed(prompt);
-      for (let k = 0; k < N; k++) {
-        const id = argmax(llamaReference(l, o, w, [...prompt, ...out]));
-        if (m.cfg.stop_ids.includes(id)) break;
-        out.push(id);
-        l = sess.feed([id]);
-      }
-      return codec.decode(out);
-    };
+    const ref = (w: number) => codec.decode(greedy(m, prompt, N, (l, out) => llamaReference(l, o, w, [...prompt, ...out])));
     const body = { prompt, n_predict: N, temperature: 0, presence_penalty: o.presence, frequency_penalty: o.frequency, repeat_penalty: o.repetition };
     const text = async (route: string, extra: object) => {
       const bias = route === "/completion" ? [[17, 5]] : { 17: 5 };
