@@ -61,4 +61,23 @@ describe("regex to GBNF", () => {
       expect(compileGrammar(schemaToGbnf(bad, { strict: false, whitespace: "compact" })).matches('"zz"')).toBe(true);
     }
   });
+
+  test("JSON Schema formats: date, time, date-time, uuid, ipv4, hostname, email — as their patterns say, in JSON strings", () => {
+    const cases: Record<string, [string[], string[]]> = {
+      date: [["2024-02-29", "1999-12-31"], ["2024-13-01", "2024-1-01", "24-01-01", "2024-01-32"]],
+      time: [["23:59:60Z", "00:00:00.123+05:30", "12:30:00z"], ["24:00:00Z", "12:30:00", "12:60:00Z"]],
+      "date-time": [["2024-01-02T03:04:05Z", "2024-01-02t03:04:05.5-08:00"], ["2024-01-02 03:04:05Z", "2024-01-02T03:04Z"]],
+      uuid: [["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"]],
+      ipv4: [["192.168.0.1", "0.0.0.0", "255.255.255.255"], ["256.1.1.1", "1.2.3", "01.2.3.4"]],
+      hostname: [["example.com", "a-b.c0", "localhost"], ["-a.com", "a..b", "a_b.com"]],
+      email: [["a.b+c@example.co"], ["a@b", "@example.com", "a b@example.com"]],
+    };
+    for (const [format, [yes, no]] of Object.entries(cases)) {
+      const g = compileGrammar(schemaToGbnf({ type: "string", format }, { whitespace: "compact" }));
+      for (const v of yes) expect([format, v, g.matches(JSON.stringify(v))]).toEqual([format, v, true]);
+      for (const v of no) expect([format, v, g.matches(JSON.stringify(v))]).toEqual([format, v, false]);
+    }
+    expect(compileGrammar(schemaToGbnf({ format: "date" }, { whitespace: "compact" })).matches('"2024-01-01"')).toBe(true); // (a string)
+    expect(() => schemaToGbnf({ type: "string", format: "date", pattern: "x" })).toThrow(/pattern \/ format/);
+  });
 });

@@ -73,7 +73,7 @@ describe("schemaToGbnf: errors name the schema path", () => {
   const cases: [unknown, string, string][] = [
     [{ type: "string", pattern: "(a)\\1" }, "#/pattern", "pattern: regex: \\1 is not supported"],
     [{ type: "object", properties: { n: { type: "integer", minimum: 0 } } }, "#/properties/n/minimum", 'unsupported keyword "minimum"'],
-    [{ type: "object", properties: { d: { type: "string", format: "date" } } }, "#/properties/d/format", "format"],
+    [{ type: "object", properties: { d: { type: "string", format: "uri" } } }, "#/properties/d/format", "format \"uri\" is not supported"],
     [{ allOf: [{ type: "string" }] }, "#/allOf", "allOf"],
     [{ type: "array", items: [{ type: "string" }] }, "#/items", "tuple-style"],
     [{ type: "array", prefixItems: [{ type: "string" }] }, "#/prefixItems", "prefixItems"],

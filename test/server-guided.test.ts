@@ -38,7 +38,7 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
     expect(choices).toContain(comp.choices[0].text);
   });
 
-  test("guided_regex / structured_outputs.regex, and JSON Schema patterns: the output matches, greedy or sampled", async () => {
+  test("guided_regex / structured_outputs.regex, and JSON Schema patterns and formats: the output matches, greedy or sampled", async () => {
     const re = "[0-9]{3}-[a-z]{2}(x|yz)?";
     for (const extra of [{ guided_regex: re }, { structured_outputs: { regex: re } }, { guided_regex: re, temperature: 1, seed: 4 }]) {
       const { status, j } = await chat(extra);
@@ -51,6 +51,11 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
     const js = (await chat({ guided_json: schema, max_tokens: 40 })).j.choices[0];
     expect(js.finish_reason).toBe("stop");
     expect(JSON.parse(js.message.content).code).toMatch(/^[A-Z]{2}-[0-9]{2}$/);
+    // a format (as pydantic writes a datetime field), under a strict response_format
+    const when = { type: "object", properties: { at: { type: "string", format: "date-time" } }, required: ["at"], additionalProperties: false };
+    const dt = (await chat({ response_format: { type: "json_schema", json_schema: { name: "w", strict: true, schema: when } }, max_tokens: 60 })).j.choices[0];
+    expect(dt.finish_reason).toBe("stop");
+    expect(JSON.parse(dt.message.content).at).toMatch(/^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/); // (RFC 3339)
     const comp = (await (await post(s.url, "/v1/completions", { prompt: "Code:", max_tokens: 12, temperature: 0, guided_regex: "\\d{1,3}\\.\\d" })).json()) as any;
     expect(comp.choices[0].text).toMatch(/^\d{1,3}\.\d$/);
   });

@@ -1,7 +1,7 @@
 // JSON Schema -> GBNF (after llama.cpp's json-schema-to-grammar): objects with properties in
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
-// minLength/maxLength, or a pattern: regex.ts), number, integer, boolean, null, arrays (items, minItems, maxItems),
+// minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number, integer, boolean, null, arrays (items, minItems, maxItems),
 // anyOf/oneOf, local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
@@ -38,12 +38,23 @@ const PRIMS: Record<string, [string, string[]]> = {
 
 const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
   "readOnly", "writeOnly", "$defs", "definitions"]);
-const UNSUPPORTED = ["format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+const UNSUPPORTED = [ "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
   "allOf", "not", "if", "then", "else", "patternProperties", "propertyNames", "minProperties", "maxProperties",
   "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems", "dependentRequired",
   "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
   "contentEncoding", "contentMediaType", "contentSchema"];
 const MAX_ITEMS = 10_000;
+/** string formats as anchored patterns (RFC 3339 dates and times, RFC 4122 UUIDs, dotted IPv4, RFC 1123 host names, a
+ *  plain e-mail address); others are unsupported keywords */
+const TIME = `([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`;
+const DATE = `[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])`, OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+const LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", HEX = "[0-9a-fA-F]";
+export const FORMATS: Record<string, string> = {
+  date: `^${DATE}$`, time: `^${TIME}$`, "date-time": `^${DATE}[Tt]${TIME}$`,
+  uuid: `^${HEX}{8}-${HEX}{4}-${HEX}{4}-${HEX}{4}-${HEX}{12}$`,
+  ipv4: `^(${OCTET}\\.){3}${OCTET}$`, hostname: `^${LABEL}(\\.${LABEL})*$`,
+  email: `^[A-Za-z0-9._%+-]+@${LABEL}(\\.${LABEL})+$`,
+};
 
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -128,22 +139,27 @@ class Converter {
     if (type === undefined) {
       if ("properties" in s || "required" in s || "additionalProperties" in s) type = "object";
       else if ("items" in s || "minItems" in s || "maxItems" in s) type = "array";
-      else if ("minLength" in s || "maxLength" in s || "pattern" in s) type = "string";
+      else if ("minLength" in s || "maxLength" in s || "pattern" in s || "format" in s) type = "string";
       else return this.prim("value");
     }
     switch (type) {
       case "string": {
         const lo = this.int(s, "minLength", path) ?? 0, hi = this.int(s, "maxLength", path) ?? Infinity;
         if (lo > hi) this.fail("minLength is greater than maxLength", path);
-        if ("pattern" in s) { // regex.ts; with a length bound too (an intersection) it is not enforced
-          if (typeof s.pattern !== "string") this.fail("pattern must be a string", `${path}/pattern`);
+        // a pattern (regex.ts) or a format (FORMATS); with each other or a length bound (an intersection) not enforced
+        for (const key of ["pattern", "format"] as const) {
+          if (!(key in s)) continue;
+          const v = s[key];
+          if (typeof v !== "string") this.fail(`${key} must be a string`, `${path}/${key}`);
           let inner: string | null = null;
           try {
-            if (lo > 0 || hi !== Infinity) throw new GrammarError("pattern together with minLength / maxLength is not supported");
-            inner = regexJsonString(s.pattern, this.prim("char"));
+            if (lo > 0 || hi !== Infinity || ("pattern" in s && "format" in s))
+              throw new GrammarError(`${key} together with ${"pattern" in s && "format" in s ? "pattern / format" : "minLength / maxLength"} is not supported`);
+            if (key === "format" && !(v in FORMATS)) throw new GrammarError(`format ${JSON.stringify(v)} is not supported (${Object.keys(FORMATS).join(", ")} are)`);
+            inner = regexJsonString(key === "format" ? FORMATS[v] : v, this.prim("char"));
           } catch (e) {
             if (!(e instanceof GrammarError)) throw e;
-            if (this.opts.strict) this.fail(`pattern: ${e.message} (pass strict: false to ignore it)`, `${path}/pattern`);
+            if (this.opts.strict) this.fail(`${key}: ${e.message} (pass strict: false to ignore it)`, `${path}/${key}`);
           }
           if (inner !== null) return this.add(name, `"\\"" ${inner} "\\"" ${sp()}`, own);
         }
