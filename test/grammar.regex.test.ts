@@ -2,10 +2,11 @@
 // alphabet matches the compiled grammar exactly when JavaScript's RegExp matches it whole (the oracle); unsupported
 // constructs are GrammarErrors naming the offset. JSON Schema's `pattern` likewise: a JSON string is accepted exactly
 // when RegExp finds the pattern in its value (a search unless anchored), whatever quotes, backslashes and newlines it
-// holds.
+// holds; string formats; integer ranges (JSON Schema's minimum / maximum) against plain comparisons.
 import { describe, expect, test } from "bun:test";
 import { compileGrammar, GrammarError, schemaToGbnf } from "../src/engine/grammar/index.ts";
 import { regexToGbnf } from "../src/engine/grammar/regex.ts";
+import { intRangeRegex } from "../src/engine/grammar/int-range.ts";
 
 const PATTERNS = ["a*b", "(ab|ba)+", "[a-c]{2,3}", "\\d+(\\.\\d{1,2})?", "[^a]*", "\\w+\\s\\w+", "a{2}", "a{2,}", "(?:a|b)?0",
   "(?<n>ab)*", "^ab$", ".*", "[\\d.]+", "a|", "[-a]+", "[a-]+", "\\x61\\u0062", "[\\s\\S]{2}", "\\W*", "b{1,2}?a", "(a|b|)(0|1)",
@@ -79,5 +80,27 @@ describe("regex to GBNF", () => {
     }
     expect(compileGrammar(schemaToGbnf({ format: "date" }, { whitespace: "compact" })).matches('"2024-01-01"')).toBe(true); // (a string)
     expect(() => schemaToGbnf({ type: "string", format: "date", pattern: "x" })).toThrow(/pattern \/ format/);
+  });
+
+  test("integer ranges: exactly the canonical numerals within the bounds (either may be open)", () => {
+    const bounds = [null, -101, -100, -9, -1, 0, 1, 9, 10, 99, 100, 1000];
+    for (const lo of bounds) for (const hi of bounds) {
+      const re = intRangeRegex(lo === null ? null : BigInt(lo), hi === null ? null : BigInt(hi));
+      if (lo !== null && hi !== null && lo > hi) { expect(re).toBeNull(); continue; }
+      const g = compileGrammar(regexToGbnf(re!));
+      for (let v = -1100; v <= 1100; v++)
+        if (g.matches(String(v)) !== ((lo === null || v >= lo) && (hi === null || v <= hi))) throw new Error(`[${lo}, ${hi}] on ${v}`);
+      for (const bad of ["-0", "007", "01", "-01", ""]) expect(g.matches(bad)).toBe(false);
+    }
+  });
+
+  test("JSON Schema integer bounds: minimum / maximum, exclusive ones (numbers, and draft 4's booleans), beside null", () => {
+    const ok = (schema: object, v: string) => compileGrammar(schemaToGbnf(schema, { whitespace: "compact" })).matches(v);
+    expect(["0", "5", "10", "-1", "11"].map((v) => ok({ type: "integer", minimum: 0, maximum: 10 }, v))).toEqual([true, true, true, false, false]);
+    expect(["0", "1", "9", "10"].map((v) => ok({ type: "integer", exclusiveMinimum: 0, exclusiveMaximum: 10 }, v))).toEqual([false, true, true, false]);
+    expect(["0", "1", "10"].map((v) => ok({ type: "integer", minimum: 0, exclusiveMinimum: true, maximum: 10, exclusiveMaximum: true }, v))).toEqual([false, true, false]);
+    expect(["1", "2", "3"].map((v) => ok({ type: "integer", minimum: 1.5, maximum: 2.5 }, v))).toEqual([false, true, false]);
+    expect(["null", "3", "-3"].map((v) => ok({ type: ["integer", "null"], minimum: 0 }, v))).toEqual([true, true, false]); // strict: no error
+    expect(() => schemaToGbnf({ type: "number", minimum: 0 })).toThrow(/minimum/); // (numbers: not enforced)
   });
 });

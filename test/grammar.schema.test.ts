@@ -72,7 +72,8 @@ describe("schemaToGbnf: accepted and rejected texts", () => {
 describe("schemaToGbnf: errors name the schema path", () => {
   const cases: [unknown, string, string][] = [
     [{ type: "string", pattern: "(a)\\1" }, "#/pattern", "pattern: regex: \\1 is not supported"],
-    [{ type: "object", properties: { n: { type: "integer", minimum: 0 } } }, "#/properties/n/minimum", 'unsupported keyword "minimum"'],
+    [{ type: "object", properties: { n: { type: "number", minimum: 0 } } }, "#/properties/n/minimum", 'unsupported keyword "minimum"'],
+    [{ type: "integer", minimum: 5, maximum: 4 }, "#", "the integer bounds leave no value"],
     [{ type: "object", properties: { d: { type: "string", format: "uri" } } }, "#/properties/d/format", "format \"uri\" is not supported"],
     [{ allOf: [{ type: "string" }] }, "#/allOf", "allOf"],
     [{ type: "array", items: [{ type: "string" }] }, "#/items", "tuple-style"],
@@ -100,7 +101,7 @@ describe("schemaToGbnf: errors name the schema path", () => {
     });
 
   test("strict: false ignores what it cannot enforce", () => {
-    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "integer", minimum: 0 }, s: { type: "string", pattern: "(x)\\1" } } }, { strict: false }));
+    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "number", minimum: 0 }, s: { type: "string", pattern: "(x)\\1" } } }, { strict: false }));
     expect(g.matches('{"n":-1,"s":"y"}')).toBe(true);
   });
   test("annotations and unknown keywords are ignored", () => {

@@ -1,14 +1,15 @@
 // JSON Schema -> GBNF (after llama.cpp's json-schema-to-grammar): objects with properties in
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
-// minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number, integer, boolean, null, arrays (items, minItems, maxItems),
-// anyOf/oneOf, local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
+// minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number, integer (with bounds: int-range.ts),
+// boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
 // Pure; the converter state lives for one call.
 import { GrammarError } from "./errors.ts";
 import { gbnfLiteral } from "./literal.ts";
-import { regexJsonString } from "./regex.ts";
+import { intRangeRegex } from "./int-range.ts";
+import { regexJsonString, regexToGbnf } from "./regex.ts";
 
 export interface SchemaOpts {
   /** "flexible" (default): llama.cpp's bounded optional whitespace after tokens; "compact": none. */
@@ -44,6 +45,7 @@ const UNSUPPORTED = [ "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximu
   "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
   "contentEncoding", "contentMediaType", "contentSchema"];
 const MAX_ITEMS = 10_000;
+const BOUNDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 /** string formats as anchored patterns (RFC 3339 dates and times, RFC 4122 UUIDs, dotted IPv4, RFC 1123 host names, a
  *  plain e-mail address); others are unsupported keywords */
 const TIME = `([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`;
@@ -109,7 +111,9 @@ class Converter {
     if (s === true) return this.prim("value");
     if (s === false) this.fail("the schema `false` matches nothing", path);
     if (!isObj(s)) this.fail("a schema must be an object or a boolean", path);
-    if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
+    // (integer bounds are enforced: see `integer`; on numbers they are not)
+    const intOnly = [s.type].flat().includes("integer") && ![s.type].flat().includes("number");
+    if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s && !(intOnly && BOUNDS.includes(k))) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
     const sp = () => this.prim("space");
     if ("$ref" in s) {
       const extra = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && !UNSUPPORTED.includes(k));
@@ -133,7 +137,9 @@ class Converter {
     let type = s.type;
     if (Array.isArray(type)) {
       if (type.length === 0) this.fail("type must not be an empty list", `${path}/type`);
-      if (type.length > 1) return this.add(name, type.map((t, i) => this.visit({ ...s, type: t }, `${name}-${typeof t === "string" ? t : i}`, `${path}/type/${i}`)).join(" | "), own);
+      // each type with its keywords (numeric bounds only go to the numeric ones: they apply to nothing else)
+      const keywordsFor = (t: unknown) => (t === "integer" || t === "number" ? s : Object.fromEntries(Object.entries(s).filter(([k]) => !BOUNDS.includes(k))));
+      if (type.length > 1) return this.add(name, type.map((t, i) => this.visit({ ...keywordsFor(t), type: t }, `${name}-${typeof t === "string" ? t : i}`, `${path}/type/${i}`)).join(" | "), own);
       type = type[0];
     }
     if (type === undefined) {
@@ -167,11 +173,35 @@ class Converter {
         this.prim("char");
         return this.add(name, `"\\"" char${this.rep(lo, hi)} "\\"" ${sp()}`, own);
       }
-      case "number": case "integer": case "boolean": case "null": return this.prim(type);
+      case "integer": return this.integer(s, name, path, own);
+      case "number": case "boolean": case "null": return this.prim(type);
       case "object": return this.object(s, name, path, own);
       case "array": return this.array(s, name, path, own);
       default: this.fail(`unknown type ${JSON.stringify(type)}`, `${path}/type`);
     }
+  }
+
+  /** an integer, within minimum / maximum / exclusiveMinimum / exclusiveMaximum when given (int-range.ts; draft 4's
+   *  boolean exclusive forms too) */
+  integer(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
+    if (!BOUNDS.some((k) => k in s)) return this.prim("integer");
+    const num = (k: string) => {
+      const v = s[k];
+      if (v === undefined || typeof v === "boolean") return undefined;
+      if (typeof v !== "number" || !Number.isFinite(v)) this.fail(`${k} must be a number`, `${path}/${k}`);
+      return v;
+    };
+    let lo: bigint | null = null, hi: bigint | null = null;
+    const atLeast = (v: bigint) => { if (lo === null || v > lo) lo = v; }, atMost = (v: bigint) => { if (hi === null || v < hi) hi = v; };
+    const min = num("minimum"), max = num("maximum"), xmin = num("exclusiveMinimum"), xmax = num("exclusiveMaximum");
+    if (min !== undefined) atLeast(s.exclusiveMinimum === true ? BigInt(Math.floor(min)) + 1n : BigInt(Math.ceil(min)));
+    if (max !== undefined) atMost(s.exclusiveMaximum === true ? BigInt(Math.ceil(max)) - 1n : BigInt(Math.floor(max)));
+    if (xmin !== undefined) atLeast(BigInt(Math.floor(xmin)) + 1n);
+    if (xmax !== undefined) atMost(BigInt(Math.ceil(xmax)) - 1n);
+    const LIMIT = 10n ** 16n - 1n; // the 16 digits of the integer primitive
+    const re = intRangeRegex(lo === null || lo < -LIMIT ? -LIMIT : lo, hi === null || hi > LIMIT ? LIMIT : hi);
+    if (re === null) this.fail("the integer bounds leave no value", path);
+    return this.add(name, `${regexToGbnf(re).replace(/^root ::= /, "").trim()} ${this.prim("space")}`, own);
   }
 
   object(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
