@@ -75,7 +75,8 @@ describe("schemaToGbnf: errors name the schema path", () => {
     [{ type: "object", properties: { n: { type: "number", minimum: 0 } } }, "#/properties/n/minimum", 'unsupported keyword "minimum"'],
     [{ type: "integer", minimum: 5, maximum: 4 }, "#", "the integer bounds leave no value"],
     [{ type: "object", properties: { d: { type: "string", format: "uri" } } }, "#/properties/d/format", "format \"uri\" is not supported"],
-    [{ allOf: [{ type: "string" }] }, "#/allOf", "allOf"],
+    [{ allOf: [{ type: "string" }, { minLength: 2 }] }, "#/allOf", "allOf"],
+    [{ allOf: [{ type: "string" }], minLength: 2 }, "#/allOf", "allOf"],
     [{ type: "array", items: [{ type: "string" }] }, "#/items", "tuple-style"],
     [{ type: "array", prefixItems: [{ type: "string" }] }, "#/prefixItems", "prefixItems"],
     [{ type: "object", properties: { a: {} }, additionalProperties: true }, "#/additionalProperties", "additionalProperties"],
@@ -103,6 +104,13 @@ describe("schemaToGbnf: errors name the schema path", () => {
   test("strict: false ignores what it cannot enforce", () => {
     const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "number", minimum: 0 }, s: { type: "string", pattern: "(x)\\1" } } }, { strict: false }));
     expect(g.matches('{"n":-1,"s":"y"}')).toBe(true);
+  });
+  test("allOf of one schema beside annotations (pydantic v1's described $ref) is that schema", () => {
+    const schema = { type: "object", properties: { p: { title: "P", description: "a point", allOf: [{ $ref: "#/definitions/Pt" }] } }, required: ["p"],
+      definitions: { Pt: { type: "object", properties: { x: { type: "integer" } }, required: ["x"] } } };
+    const g = compileGrammar(schemaToGbnf(schema, { whitespace: "compact" }));
+    expect(g.matches('{"p":{"x":3}}')).toBe(true);
+    expect(g.matches('{"p":3}')).toBe(false);
   });
   test("annotations and unknown keywords are ignored", () => {
     expect(() => schemaToGbnf({ title: "t", description: "d", $schema: "x", default: 1, examples: [], type: "integer", "x-vendor": 1 })).not.toThrow();

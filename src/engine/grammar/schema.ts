@@ -2,7 +2,8 @@
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
 // minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number, integer (with bounds: int-range.ts),
-// boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
+// boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf of one schema (pydantic v1's described
+// $ref), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
 // Pure; the converter state lives for one call.
@@ -111,6 +112,9 @@ class Converter {
     if (s === true) return this.prim("value");
     if (s === false) this.fail("the schema `false` matches nothing", path);
     if (!isObj(s)) this.fail("a schema must be an object or a boolean", path);
+    // allOf of one schema beside annotations only (as pydantic v1 wraps a described $ref): that schema
+    if (Array.isArray(s.allOf) && s.allOf.length === 1 && Object.keys(s).every((k) => k === "allOf" || ANNOTATIONS.has(k)))
+      return this.visit(s.allOf[0], name, `${path}/allOf/0`, own);
     // (integer bounds are enforced: see `integer`; on numbers they are not)
     const intOnly = [s.type].flat().includes("integer") && ![s.type].flat().includes("number");
     if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s && !(intOnly && BOUNDS.includes(k))) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
