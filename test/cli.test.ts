@@ -190,7 +190,7 @@ describe("exit codes in process", () => {
 });
 
 describe("generate's sampling flags", () => {
-  test("--typical-p and --xtc change the draw as defined; bad values exit 2 naming the flag", async () => {
+  test("--typical-p, --xtc, --top-n-sigma, --mirostat change the draw as defined; bad values exit 2 naming the flag", async () => {
     const { demoModelDir } = await import("../src/model/demo.ts");
     const gen = async (...a: string[]) => {
       const r = await cli("generate", "--model", demoModelDir(), "--ids", "5,6,7,8", "--max-tokens", "1", "--json", "--draft", "off", ...a);
@@ -198,11 +198,18 @@ describe("generate's sampling flags", () => {
       return JSON.parse(r.out).gen_ids[0] as number;
     };
     const seeds = ["1", "2", "3", "4", "5", "6"], top2 = ["--temperature", "1", "--top-k", "2"];
-    const [greedy, plain, xtc, typical, bad] = await Promise.all([gen("--temperature", "0"),
+    const [greedy, plain, xtc, typical, sigma, bad, badMirostat] = await Promise.all([gen("--temperature", "0"),
       Promise.all(seeds.map((sd) => gen(...top2, "--seed", sd))),
       Promise.all(seeds.map((sd) => gen(...top2, "--xtc", "1,0", "--seed", sd))), // the top two's more probable removed
       Promise.all(seeds.map((sd) => gen(...top2, "--typical-p", "0.01", "--seed", sd))), // of two, the more probable is the more typical
-      cli("generate", "--model", demoModelDir(), "--ids", "5", "--max-tokens", "1", "--xtc", "2")]);
+      Promise.all(seeds.map((sd) => gen(...top2, "--top-n-sigma", "0.0001", "--seed", sd))), // only the top logit is that close
+      cli("generate", "--model", demoModelDir(), "--ids", "5", "--max-tokens", "1", "--xtc", "2"),
+      cli("generate", "--model", demoModelDir(), "--ids", "5", "--max-tokens", "1", "--mirostat", "3")]);
+    expect(sigma).toEqual(seeds.map(() => greedy));
+    expect(badMirostat.code).toBe(2);
+    expect(badMirostat.err).toContain("mirostat");
+    const m = ["--temperature", "1", "--mirostat", "2", "--mirostat-ent", "2", "--seed", "4", "--max-tokens", "6"];
+    expect(await gen(...m)).toBe(await gen(...m)); // seeded
     expect(new Set(plain).size).toBe(2); // these seeds draw both of the top two without the filters
     const runnerUp = plain.find((t) => t !== greedy)!;
     expect(xtc).toEqual(seeds.map(() => runnerUp));

@@ -15,7 +15,8 @@ import { DEVICE_HELP, deviceFlags, openDeviceFor } from "./device.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 
 const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat [--chat-template FILE]]) --max-tokens N
-       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--typical-p P] [--xtc P[,THRESHOLD]] [--seed N] [--json] [--exact]
+       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--typical-p P] [--xtc P[,THRESHOLD]] [--top-n-sigma N]
+       [--dynatemp-range R [--dynatemp-exp E]] [--mirostat 1|2 [--mirostat-ent TAU] [--mirostat-lr ETA]] [--seed N] [--json] [--exact]
        [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID:B,...]
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
        [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]... [--threads N]
@@ -31,7 +32,10 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
 --grammar / --json-schema: constrain the output (llama.cpp GBNF, or a JSON schema converted to GBNF);
   the bytes the grammar forces are drafted speculatively.
 --typical-p P: locally typical sampling (llama.cpp's; after top-k / top-p / min-p); --xtc P[,T]: XTC (llama.cpp's
-  "exclude top choices": with probability P the tokens over threshold T, default 0.1, but the least probable go).
+  "exclude top choices": with probability P the tokens over threshold T, default 0.1, but the least probable go);
+  --top-n-sigma N: only the logits within N standard deviations of the top; --dynatemp-range R (--dynatemp-exp E):
+  the temperature within ±R from the distribution's entropy; --mirostat 1|2 (--mirostat-ent TAU, default 5;
+  --mirostat-lr ETA, default 0.1): mirostat in place of top-k and the rest (not drafted).
 --presence-penalty / --frequency-penalty (-2..2, over the output, as OpenAI), --repetition-penalty (> 0,
   over prompt and output, as vLLM), --logit-bias ID:BIAS,... (added to those tokens' logits, -100..100).
 --exact: f32 activations in every matmul (default: fast mode, activations quantized to int8 per row
@@ -82,7 +86,7 @@ export const command: Command = {
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, "typical-p": s, xtc: s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "chat-template": s, threads: s, ...expertFlags, ...deviceFlags }, help);
+      "top-k": s, "min-p": s, "typical-p": s, xtc: s, "top-n-sigma": s, "dynatemp-range": s, "dynatemp-exp": s, mirostat: s, "mirostat-ent": s, "mirostat-lr": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "chat-template": s, threads: s, ...expertFlags, ...deviceFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -91,7 +95,10 @@ export const command: Command = {
       temperature: num(v.temperature, "temperature", 0, 100) ?? 0, top_p: num(v["top-p"], "top-p", 0, 1),
       top_k: v["top-k"] === undefined ? undefined : intOption(v["top-k"], "top-k", help),
       min_p: num(v["min-p"], "min-p", 0, 1), seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help),
-      typical_p: num(v["typical-p"], "typical-p", 1e-9, 1),
+      typical_p: num(v["typical-p"], "typical-p", 1e-9, 1), top_n_sigma: num(v["top-n-sigma"], "top-n-sigma", 0, 1000),
+      dynatemp_range: num(v["dynatemp-range"], "dynatemp-range", 0, 10), dynatemp_exponent: num(v["dynatemp-exp"], "dynatemp-exp", 0, 100),
+      mirostat: v.mirostat === undefined ? undefined : Number(choice(v.mirostat, "mirostat", ["0", "1", "2"] as const, help)),
+      mirostat_tau: num(v["mirostat-ent"], "mirostat-ent", 0, 100), mirostat_eta: num(v["mirostat-lr"], "mirostat-lr", 0, 1),
       ...(v.xtc === undefined ? {} : { xtc_probability: num(v.xtc.split(",")[0], "xtc", 0, 1), xtc_threshold: num(v.xtc.split(",")[1], "xtc", 0, 1) }),
     };
     const penalties = {
