@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { compileGrammar, GrammarError, schemaToGbnf } from "../src/engine/grammar/index.ts";
 import { regexToGbnf } from "../src/engine/grammar/regex.ts";
 import { intRangeRegex } from "../src/engine/grammar/int-range.ts";
+import { decimalOf, numRangeRegex } from "../src/engine/grammar/num-range.ts";
 
 const PATTERNS = ["a*b", "(ab|ba)+", "[a-c]{2,3}", "\\d+(\\.\\d{1,2})?", "[^a]*", "\\w+\\s\\w+", "a{2}", "a{2,}", "(?:a|b)?0",
   "(?<n>ab)*", "^ab$", ".*", "[\\d.]+", "a|", "[-a]+", "[a-]+", "\\x61\\u0062", "[\\s\\S]{2}", "\\W*", "b{1,2}?a", "(a|b|)(0|1)",
@@ -94,13 +95,33 @@ describe("regex to GBNF", () => {
     }
   });
 
-  test("JSON Schema integer bounds: minimum / maximum, exclusive ones (numbers, and draft 4's booleans), beside null", () => {
+  test("JSON Schema numeric bounds: minimum / maximum, exclusive ones (numbers, and draft 4's booleans), beside null", () => {
     const ok = (schema: object, v: string) => compileGrammar(schemaToGbnf(schema, { whitespace: "compact" })).matches(v);
     expect(["0", "5", "10", "-1", "11"].map((v) => ok({ type: "integer", minimum: 0, maximum: 10 }, v))).toEqual([true, true, true, false, false]);
     expect(["0", "1", "9", "10"].map((v) => ok({ type: "integer", exclusiveMinimum: 0, exclusiveMaximum: 10 }, v))).toEqual([false, true, true, false]);
     expect(["0", "1", "10"].map((v) => ok({ type: "integer", minimum: 0, exclusiveMinimum: true, maximum: 10, exclusiveMaximum: true }, v))).toEqual([false, true, false]);
     expect(["1", "2", "3"].map((v) => ok({ type: "integer", minimum: 1.5, maximum: 2.5 }, v))).toEqual([false, true, false]);
     expect(["null", "3", "-3"].map((v) => ok({ type: ["integer", "null"], minimum: 0 }, v))).toEqual([true, true, false]); // strict: no error
-    expect(() => schemaToGbnf({ type: "number", minimum: 0 })).toThrow(/minimum/); // (numbers: not enforced)
+    expect(["0.5", "0", "1", "1.0", "1.01", "-0.1", "1e-1"].map((v) => ok({ type: "number", minimum: 0, maximum: 1 }, v)))
+      .toEqual([true, true, true, true, false, false, false]); // (bounded numbers: no exponent)
+    expect(["0.5", "0.51", "0.49", "2"].map((v) => ok({ type: "number", exclusiveMinimum: 0.5 }, v))).toEqual([false, true, false, true]);
+    expect(["1e-7", "0.0000001", "0.00000009"].map((v) => ok({ type: "number", minimum: 1e-7 }, v))).toEqual([false, true, false]);
+    expect(() => schemaToGbnf({ type: "number", minimum: 2, maximum: 1 })).toThrow(/leave no value/);
+  });
+
+  test("decimal ranges: exactly the JSON numerals (no exponent) within the bounds, closed or open, either side unbounded", () => {
+    const bounds = [null, "-12.5", "-1", "-0.25", "0", "0.1", "0.5", "2.7", "2.705", "10", "99.99"];
+    const fracs = ["", ".0", ".00", ".05", ".25", ".5", ".50", ".7", ".705", ".7051", ".99", ".001"];
+    const vals = [...Array.from({ length: 31 }, (_, k) => k - 15).flatMap((i) => fracs.map((f) => `${i}${f}`)), ...fracs.filter(Boolean).map((f) => `-0${f}`)]
+      .filter((v) => !/^-0(\.0*)?$/.test(v));
+    for (const lo of bounds) for (const hi of bounds) for (const il of [true, false]) for (const ih of [true, false]) {
+      const re = numRangeRegex(lo, il, hi, ih);
+      const inRange = (v: number) => (lo === null || (il ? v >= Number(lo) : v > Number(lo))) && (hi === null || (ih ? v <= Number(hi) : v < Number(hi)));
+      if (re === null) { expect(vals.some((v) => inRange(Number(v)))).toBe(false); continue; }
+      const g = compileGrammar(regexToGbnf(re));
+      for (const v of vals) if (g.matches(v) !== inRange(Number(v))) throw new Error(`${il ? "[" : "("}${lo}, ${hi}${ih ? "]" : ")"} on ${v}`);
+      for (const bad of ["-0", "-0.0", "01", "1.", ".5", "+1", "1e2"]) expect(g.matches(bad)).toBe(false);
+    }
+    expect(["0.0000001", "2000000000000000000000", "-0.5", "123.25"]).toEqual([1e-7, 2e21, -0.5, 123.25].map(decimalOf));
   });
 });

@@ -72,7 +72,7 @@ describe("schemaToGbnf: accepted and rejected texts", () => {
 describe("schemaToGbnf: errors name the schema path", () => {
   const cases: [unknown, string, string][] = [
     [{ type: "string", pattern: "(a)\\1" }, "#/pattern", "pattern: regex: \\1 is not supported"],
-    [{ type: "object", properties: { n: { type: "number", minimum: 0 } } }, "#/properties/n/minimum", 'unsupported keyword "minimum"'],
+    [{ type: "object", properties: { n: { type: "number", multipleOf: 2 } } }, "#/properties/n/multipleOf", 'unsupported keyword "multipleOf"'],
     [{ type: "integer", minimum: 5, maximum: 4 }, "#", "the integer bounds leave no value"],
     [{ type: "object", properties: { d: { type: "string", format: "uri" } } }, "#/properties/d/format", "format \"uri\" is not supported"],
     [{ allOf: [{ type: "string" }, { minLength: 2 }] }, "#/allOf", "allOf"],
@@ -102,7 +102,7 @@ describe("schemaToGbnf: errors name the schema path", () => {
     });
 
   test("strict: false ignores what it cannot enforce", () => {
-    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "number", minimum: 0 }, s: { type: "string", pattern: "(x)\\1" } } }, { strict: false }));
+    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "number", multipleOf: 2 }, s: { type: "string", pattern: "(x)\\1" } } }, { strict: false }));
     expect(g.matches('{"n":-1,"s":"y"}')).toBe(true);
   });
   test("allOf of one schema beside annotations (pydantic v1's described $ref) is that schema", () => {

@@ -6,6 +6,7 @@ const nines = (n: number) => "9".repeat(n), zeros = (n: number) => "0".repeat(n)
 /** numerals of exactly x.length digits from x to y (x ≤ y as numbers, equal length): digit by digit */
 function sameLength(x: string, y: string): string {
   if (x === y) return x;
+  if (/^0*$/.test(x) && /^9*$/.test(y)) return `[0-9]{${x.length}}`; // (every numeral of that length: keeps it linear)
   if (x.length === 1) return `[${x}-${y}]`;
   if (x[0] === y[0]) return x[0] + `(${sameLength(x.slice(1), y.slice(1))})`;
   const rest = x.length - 1, alts = [`${x[0]}(${sameLength(x.slice(1), nines(rest))})`];

@@ -1,15 +1,16 @@
 // JSON Schema -> GBNF (after llama.cpp's json-schema-to-grammar): objects with properties in
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
-// minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number, integer (with bounds: int-range.ts),
-// boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf of one schema (pydantic v1's described
-// $ref), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
+// minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number and integer (with bounds: num-range.ts,
+// int-range.ts), boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf of one schema (pydantic v1's
+// described $ref), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
 // Pure; the converter state lives for one call.
 import { GrammarError } from "./errors.ts";
 import { gbnfLiteral } from "./literal.ts";
 import { intRangeRegex } from "./int-range.ts";
+import { decimalOf, numRangeRegex } from "./num-range.ts";
 import { regexJsonString, regexToGbnf } from "./regex.ts";
 
 export interface SchemaOpts {
@@ -115,9 +116,9 @@ class Converter {
     // allOf of one schema beside annotations only (as pydantic v1 wraps a described $ref): that schema
     if (Array.isArray(s.allOf) && s.allOf.length === 1 && Object.keys(s).every((k) => k === "allOf" || ANNOTATIONS.has(k)))
       return this.visit(s.allOf[0], name, `${path}/allOf/0`, own);
-    // (integer bounds are enforced: see `integer`; on numbers they are not)
-    const intOnly = [s.type].flat().includes("integer") && ![s.type].flat().includes("number");
-    if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s && !(intOnly && BOUNDS.includes(k))) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
+    // (numeric bounds are enforced on integers and numbers: see `bounded`)
+    const numeric = [s.type].flat().some((t) => t === "integer" || t === "number");
+    if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s && !(numeric && BOUNDS.includes(k))) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
     const sp = () => this.prim("space");
     if ("$ref" in s) {
       const extra = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && !UNSUPPORTED.includes(k));
@@ -177,34 +178,47 @@ class Converter {
         this.prim("char");
         return this.add(name, `"\\"" char${this.rep(lo, hi)} "\\"" ${sp()}`, own);
       }
-      case "integer": return this.integer(s, name, path, own);
-      case "number": case "boolean": case "null": return this.prim(type);
+      case "integer": case "number": return this.bounded(type, s, name, path, own);
+      case "boolean": case "null": return this.prim(type);
       case "object": return this.object(s, name, path, own);
       case "array": return this.array(s, name, path, own);
       default: this.fail(`unknown type ${JSON.stringify(type)}`, `${path}/type`);
     }
   }
 
-  /** an integer, within minimum / maximum / exclusiveMinimum / exclusiveMaximum when given (int-range.ts; draft 4's
-   *  boolean exclusive forms too) */
-  integer(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
-    if (!BOUNDS.some((k) => k in s)) return this.prim("integer");
+  /** an integer or a number, within minimum / maximum / exclusiveMinimum / exclusiveMaximum when given (draft 4's
+   *  boolean exclusive forms too): integers as int-range.ts's numerals, numbers as num-range.ts's decimals (no
+   *  exponent), both within the primitives' 16 integer digits */
+  bounded(type: "integer" | "number", s: Record<string, unknown>, name: string, path: string, own: boolean): string {
+    if (!BOUNDS.some((k) => k in s)) return this.prim(type);
     const num = (k: string) => {
       const v = s[k];
       if (v === undefined || typeof v === "boolean") return undefined;
       if (typeof v !== "number" || !Number.isFinite(v)) this.fail(`${k} must be a number`, `${path}/${k}`);
       return v;
     };
-    let lo: bigint | null = null, hi: bigint | null = null;
-    const atLeast = (v: bigint) => { if (lo === null || v > lo) lo = v; }, atMost = (v: bigint) => { if (hi === null || v < hi) hi = v; };
+    // the tighter of each side's bounds (at equal values the open one), as [value, closed]
+    let lo: [number, boolean] | null = null, hi: [number, boolean] | null = null;
+    const atLeast = (v: number, closed: boolean) => { if (lo === null || v > lo[0] || (v === lo[0] && !closed)) lo = [v, closed]; };
+    const atMost = (v: number, closed: boolean) => { if (hi === null || v < hi[0] || (v === hi[0] && !closed)) hi = [v, closed]; };
     const min = num("minimum"), max = num("maximum"), xmin = num("exclusiveMinimum"), xmax = num("exclusiveMaximum");
-    if (min !== undefined) atLeast(s.exclusiveMinimum === true ? BigInt(Math.floor(min)) + 1n : BigInt(Math.ceil(min)));
-    if (max !== undefined) atMost(s.exclusiveMaximum === true ? BigInt(Math.ceil(max)) - 1n : BigInt(Math.floor(max)));
-    if (xmin !== undefined) atLeast(BigInt(Math.floor(xmin)) + 1n);
-    if (xmax !== undefined) atMost(BigInt(Math.ceil(xmax)) - 1n);
-    const LIMIT = 10n ** 16n - 1n; // the 16 digits of the integer primitive
-    const re = intRangeRegex(lo === null || lo < -LIMIT ? -LIMIT : lo, hi === null || hi > LIMIT ? LIMIT : hi);
-    if (re === null) this.fail("the integer bounds leave no value", path);
+    if (min !== undefined) atLeast(min, s.exclusiveMinimum !== true);
+    if (max !== undefined) atMost(max, s.exclusiveMaximum !== true);
+    if (xmin !== undefined) atLeast(xmin, false);
+    if (xmax !== undefined) atMost(xmax, false);
+    const [l, h] = [lo as [number, boolean] | null, hi as [number, boolean] | null];
+    let re: string | null;
+    const LIMIT = 10n ** 16n - 1n; // the 16 integer digits of the primitives (an open side ends there too)
+    if (type === "number") {
+      const edge = `${LIMIT}`, outside = (v: number) => Math.abs(v) >= 1e16;
+      re = numRangeRegex(l === null || (outside(l[0]) && l[0] < 0) ? `-${edge}` : decimalOf(l[0]), l === null || outside(l[0]) || l[1],
+        h === null || (outside(h[0]) && h[0] > 0) ? edge : decimalOf(h[0]), h === null || outside(h[0]) || h[1]);
+    } else {
+      const ilo = l === null ? -LIMIT : BigInt(Math.floor(l[0])) + (l[1] && Number.isInteger(l[0]) ? 0n : 1n);
+      const ihi = h === null ? LIMIT : BigInt(Math.ceil(h[0])) - (h[1] && Number.isInteger(h[0]) ? 0n : 1n);
+      re = intRangeRegex(ilo < -LIMIT ? -LIMIT : ilo, ihi > LIMIT ? LIMIT : ihi);
+    }
+    if (re === null) this.fail(`the ${type} bounds leave no value`, path);
     return this.add(name, `${regexToGbnf(re).replace(/^root ::= /, "").trim()} ${this.prim("space")}`, own);
   }
 
