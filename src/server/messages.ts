@@ -143,19 +143,8 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
     emit({ type: "content_block_delta", index: blocks.length - 1, delta: { type: "input_json_delta", partial_json: c.function.arguments } });
   };
   /** every event until done (or an error) through `emit` (`started` once the prompt is accepted); the done event */
-  const drive = async (emit: (ev: object) => void, started: (e: Extract<ReqEvent, { t: "accept" }>) => void = () => {}):
-    Promise<Done | Extract<ReqEvent, { t: "error" }>> => {
-    for (let e: ReqEvent = first; ; e = await r.q.next()) {
-      if (e.t === "accept") { reply.accept(e); started(e); }
-      else if (e.t === "tok" || e.t === "done") {
-        const parts = reply.take(e.text, e.t === "tok" ? e.mark : undefined, e.t === "done");
-        add("thinking", parts.reasoning, emit);
-        add("text", parts.content, emit);
-        for (const c of parts.calls) addCall(c, emit);
-        if (e.t === "done") return e;
-      } else if (e.t === "error") return e;
-    }
-  };
+  const drive = (emit: (ev: object) => void, started?: (e: Extract<ReqEvent, { t: "accept" }>) => void) => reply.drive(first, () => r.q.next(),
+    { reasoning: (s) => add("thinking", s, emit), content: (s) => add("text", s, emit), call: (c) => addCall(c, emit), accepted: started });
   const usage = (d: Done) => ({ input_tokens: d.prompt_tokens, output_tokens: d.emitted, cache_read_input_tokens: d.cached_tokens });
   const content = () => blocks.map((bk) => bk[0] === "tool_use"
     ? { type: "tool_use", id: bk[1].id, name: bk[1].function.name, input: JSON.parse(bk[1].function.arguments) }

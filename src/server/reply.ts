@@ -1,11 +1,19 @@
 // One chat reply as it streams, split into reasoning (GLM thinking, think.ts), content and tool calls (tools.ts:
 // GLM's native calls scanned on "auto", the forced JSON collected): what the chat, Anthropic and Responses routes
-// each turn into their own deltas and blocks. State: the think split and the tool output of one reply.
+// each turn into their own deltas and blocks (`drive`: a run's events into a sink). State: the think split and the tool
+// output of one reply.
 import type { ReqEvent } from "./protocol.ts";
 import { ThinkSplit } from "./think.ts";
 import { ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 
 export interface ReplyParts { reasoning: string; content: string; calls: ToolCall[] }
+/** where a driven reply goes: each event's reasoning and content text (maybe empty), then the calls it completed */
+export interface ReplySink {
+  reasoning(s: string): void;
+  content(s: string): void;
+  call(c: ToolCall): void;
+  accepted?(e: Extract<ReqEvent, { t: "accept" }>): void;
+}
 
 export class ReplySplit {
   private think: ThinkSplit;
@@ -23,5 +31,19 @@ export class ReplySplit {
     const out = d.content !== undefined ? this.tools.push(d.content) : { content: "", calls: [] as ToolCall[] };
     if (end) { const f = this.tools.finish(); out.content += f.content; out.calls.push(...f.calls); }
     return { reasoning: d.reasoning_content ?? "", content: out.content, calls: out.calls };
+  }
+  /** every event of a run from `first` (then `next()`) split into `sink` until done or an error: that event */
+  async drive(first: ReqEvent, next: () => Promise<ReqEvent>, sink: ReplySink):
+    Promise<Extract<ReqEvent, { t: "done" }> | Extract<ReqEvent, { t: "error" }>> {
+    for (let e = first; ; e = await next()) {
+      if (e.t === "accept") { this.accept(e); sink.accepted?.(e); }
+      else if (e.t === "tok" || e.t === "done") {
+        const parts = this.take(e.text, e.t === "tok" ? e.mark : undefined, e.t === "done");
+        sink.reasoning(parts.reasoning);
+        sink.content(parts.content);
+        for (const c of parts.calls) sink.call(c);
+        if (e.t === "done") return e;
+      } else if (e.t === "error") return e;
+    }
   }
 }

@@ -11,7 +11,7 @@ import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, GrammarSpec } from "./protocol.ts";
 import { grammarOf, nullish, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
@@ -143,18 +143,8 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
     it.text += s;
     emit({ type: kind === "message" ? "response.output_text.delta" : "response.reasoning_text.delta", item_id: it.id, output_index: at, content_index: 0, delta: s });
   };
-  const drive = async (emit: (ev: object) => void): Promise<Done | Extract<ReqEvent, { t: "error" }>> => {
-    for (let e: ReqEvent = first; ; e = await r.q.next()) {
-      if (e.t === "accept") reply.accept(e);
-      else if (e.t === "tok" || e.t === "done") {
-        const parts = reply.take(e.text, e.t === "tok" ? e.mark : undefined, e.t === "done");
-        add("reasoning", parts.reasoning, emit);
-        add("message", parts.content, emit);
-        for (const c of parts.calls) addCall(c, emit);
-        if (e.t === "done") return e;
-      } else if (e.t === "error") return e;
-    }
-  };
+  const drive = (emit: (ev: object) => void) => reply.drive(first, () => r.q.next(),
+    { reasoning: (s) => add("reasoning", s, emit), content: (s) => add("message", s, emit), call: (c) => addCall(c, emit) });
   const status = (d: Done) => (d.reason === "length" ? "incomplete" : "completed");
 
   if (b.stream) {
