@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
-import { post, startTiny } from "./server.helpers.ts";
+import { post, startTiny, TOOL_TURNS_TEMPLATE } from "./server.helpers.ts";
 
 describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
   let s: Server;
@@ -101,10 +101,7 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
   });
 
   test("tool_use / tool_result turns render as the chat route's tool turns", async () => {
-    const T = "{%- for t in tools -%}[tool {{ t.function.name }}]{%- endfor -%}{%- for m in messages -%}<{{ m.role }}>{{ m.content }}"
-      + "{%- for c in m.tool_calls or [] -%}(call {{ c.function.name }} city={{ c.function.arguments.city }}){%- endfor -%}"
-      + "{%- if m.tool_call_id -%}(for {{ m.tool_call_id }}){%- endif -%}{%- endfor -%}<assistant>";
-    const t = await startTiny({ slots: 1, chatTemplate: T });
+    const t = await startTiny({ slots: 1, chatTemplate: TOOL_TURNS_TEMPLATE });
     try {
       const want = (await (await post(t.url, "/v1/chat/completions", { max_tokens: 6, temperature: 0, tools: chatTools, messages: [
         { role: "user", content: "Weather?" },

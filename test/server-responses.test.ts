@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
-import { post, startTiny } from "./server.helpers.ts";
+import { post, startTiny, TOOL_TURNS_TEMPLATE } from "./server.helpers.ts";
 
 describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
   let s: Server, client: OpenAI;
@@ -97,11 +97,7 @@ describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
   });
 
   test("earlier function_call / function_call_output items render as the chat route's tool turns", async () => {
-    // a template that shows tools, calls and results (the fixture's own ignores them)
-    const T = "{%- for t in tools -%}[tool {{ t.function.name }}]{%- endfor -%}{%- for m in messages -%}<{{ m.role }}>{{ m.content }}"
-      + "{%- for c in m.tool_calls or [] -%}(call {{ c.function.name }} city={{ c.function.arguments.city }}){%- endfor -%}"
-      + "{%- if m.tool_call_id -%}(for {{ m.tool_call_id }}){%- endif -%}{%- endfor -%}<assistant>";
-    const t = await startTiny({ slots: 1, chatTemplate: T });
+    const t = await startTiny({ slots: 1, chatTemplate: TOOL_TURNS_TEMPLATE });
     try {
       const args = JSON.stringify({ city: "Paris" });
       const want = ((await (await post(t.url, "/v1/chat/completions", { max_tokens: 8, temperature: 0, tools: chatTools, messages: [

@@ -4,6 +4,12 @@
 import { startServer, type ServeOptions, type Server } from "../src/server/server.ts";
 import { TINY } from "./helpers/fixture.ts";
 
+/** a chat template that shows tools, assistant tool calls and tool results (the fixture's own ignores them): for
+ *  checking that other routes' tool turns render as the chat route's */
+export const TOOL_TURNS_TEMPLATE = "{%- for t in tools -%}[tool {{ t.function.name }}]{%- endfor -%}{%- for m in messages -%}<{{ m.role }}>{{ m.content }}"
+  + "{%- for c in m.tool_calls or [] -%}(call {{ c.function.name }} city={{ c.function.arguments.city }}){%- endfor -%}"
+  + "{%- if m.tool_call_id -%}(for {{ m.tool_call_id }}){%- endif -%}{%- endfor -%}<assistant>";
+
 export async function startTiny(o: Partial<ServeOptions> = {}): Promise<Server> {
   const s = startServer({ dir: TINY, slots: 4, port: 0, host: "127.0.0.1", ...o });
   await s.engine.ready;
