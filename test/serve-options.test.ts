@@ -60,6 +60,7 @@ describe("chat template override", () => {
       cli("serve", "--alias", " "), cli("serve", "--chat-template", badTemplate), cli("chat", "--threads", "x"),
       cli("serve", "--alias", "a", "--served-model-name", "b"),
       cli("generate", "--model", TINY, "--prompt", "hi", "--max-tokens", "1", "--chat-template", templateFile),
+      cli("serve", "--model", TINY, "--reasoning-budget=-2"), cli("chat", "--model", TINY, "--reasoning-budget-message", "ok"),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -71,6 +72,8 @@ describe("chat template override", () => {
     expect(runs[5].err).toContain("--threads must be a non-negative integer");
     if (hasTiny) expect(runs[7].err).toContain("--chat-template needs --chat");
     expect(runs[6].err).toContain("give --alias or --served-model-name, not both");
+    expect(runs[8].err).toContain("--reasoning-budget must be -1 or a non-negative integer");
+    expect(runs[9].err).toContain("--reasoning-budget-message needs --reasoning-budget");
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {

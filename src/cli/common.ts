@@ -78,6 +78,23 @@ export function fmtBytes(n: number): string {
 }
 
 /** --threads N and --chat-template FILE as engine options (serve, chat, generate) */
+/** --reasoning-budget N (−1: none, llama-server's default; 0: </think> at once) and --reasoning-budget-message TEXT, as
+ *  the engine's options (serve's and chat's) */
+export const REASONING_HELP = `  --reasoning-budget N  tokens a thinking model may spend inside <think> before </think> is forced (−1: no
+                   limit, the default; 0: none at all); requests may set their own (thinking_token_budget,
+                   reasoning_budget_tokens, Anthropic's thinking.budget_tokens)
+  --reasoning-budget-message TEXT  text forced before </think> when a budget is spent (llama-server's flag)`;
+export const reasoningFlags = { "reasoning-budget": { type: "string" }, "reasoning-budget-message": { type: "string" } } as const;
+export function reasoningOptions(v: { "reasoning-budget"?: string; "reasoning-budget-message"?: string }, help: string):
+  { reasoningBudget?: number; reasoningBudgetMessage?: string } {
+  const b = v["reasoning-budget"];
+  if (b !== undefined && !(/^(-1|\d+)$/.test(b) && Number.isSafeInteger(Number(b))))
+    throw new UsageError(`--reasoning-budget must be -1 or a non-negative integer, got ${JSON.stringify(b)}`, help);
+  const m = v["reasoning-budget-message"];
+  if (m !== undefined && b === undefined) throw new UsageError("--reasoning-budget-message needs --reasoning-budget", help);
+  return { ...(b !== undefined ? { reasoningBudget: Number(b) } : {}), ...(m ? { reasoningBudgetMessage: m } : {}) };
+}
+
 export function threadsAndTemplate(v: { threads?: string; "chat-template"?: string }, help: string): { threads?: number; chatTemplate?: string } {
   const threads = v.threads === undefined ? undefined : intOption(v.threads, "threads", help);
   if (threads !== undefined && (threads < 1 || threads > 256)) throw new UsageError("--threads must be in [1, 256]", help);

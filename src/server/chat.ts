@@ -11,7 +11,7 @@ import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, 
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
-import { ChatRequest, contentText, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
+import { budgetOf, ChatRequest, contentText, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import { ReplySplit } from "./reply.ts";
 import { scansForCalls, templateArguments, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
@@ -41,7 +41,7 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
     temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
     seed: b.seed ?? undefined, logprobs, stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b),
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b),
     ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
   };
 }

@@ -9,7 +9,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, promptLogprobs, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
-import { CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
+import { budgetOf, CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
 
@@ -28,7 +28,7 @@ function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest[] 
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined, echo: b.echo ?? false,
     ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b), ...(b.skip_special_tokens === false ? { keepSpecial: true } : {}),
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b), ...(b.skip_special_tokens === false ? { keepSpecial: true } : {}),
   }));
 }
 

@@ -11,7 +11,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
-import { llamaSamplers, nullish, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
+import { budgetFields, budgetOf, llamaSamplers, nullish, oneBudget, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 
 const Bias = z.union([
@@ -41,7 +41,8 @@ const LlamaCompletion = z.object({
   json_schema: nullish(z.record(z.string(), z.unknown())),
   n_probs: nullish(z.int().min(0).max(20)),
   ...llamaSamplers,
-}).transform((b) => ({
+  ...budgetFields,
+}).refine(...oneBudget).transform((b) => ({
   ...b,
   // false: the token is banned (llama-server's spelling), as a bias of -100 is here
   logit_bias: b.logit_bias == null ? undefined
@@ -58,7 +59,7 @@ function toGen(b: LlamaCompletion, grammar: GrammarSpec | null): GenRequest {
     temperature: b.temperature ?? 0.8, top_p: b.top_p ?? 0.95, min_p: b.min_p ?? 0.05, top_k: b.top_k ?? 40, // llama-server's defaults
     temperature_last: true, // and its sampler chain: top-k, top-p, min-p (then typical, XTC) on the T = 1 distribution
     seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [], ...(b.n_probs ? { logprobs: b.n_probs } : {}),
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, 64), ...stoppingOf(b), ...samplersOf(b), // (llama-server's penalty window)
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, 64), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b), // (llama-server's penalty window)
   };
 }
 

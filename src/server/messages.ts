@@ -2,7 +2,7 @@
 // llama-server offers it): `system` and user / assistant turns (string or content blocks: text, tool_use,
 // tool_result; thinking blocks sent back are left out) through the chat template, `max_tokens` (required),
 // `stop_sequences`, `temperature` / `top_p` / `top_k`, `thinking` (GLM's enable_thinking: a `thinking` content block
-// before the text), `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned
+// before the text; its budget_tokens enforced: </think> forced once they are spent), `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned
 // on auto, the input constrained on any / tool; each call a tool_use block, stop_reason "tool_use"), and `stream` as
 // Anthropic's named SSE events (message_start, content_block_start / _delta — text, thinking or input_json — / _stop,
 // message_delta, message_stop); /v1/messages/count_tokens. Errors in Anthropic's shape {type: "error", error: {type,
@@ -91,6 +91,7 @@ function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_tokens, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: 0, top_k: b.top_k ?? 0,
     stop: b.stop_sequences ?? [],
+    ...(b.thinking?.type === "enabled" && !grammar ? { think_budget: b.thinking.budget_tokens } : {}), // (enforced: forced </think>)
   };
 }
 

@@ -40,6 +40,7 @@ export interface GenRequest {
   truncate?: number;       // only the prompt's last this many tokens are used (vLLM's truncate_prompt_tokens)
   token_ids_as_text?: boolean; // logprobs name tokens `token_id:ID` (vLLM's return_tokens_as_token_ids)
   prompt_logprobs?: number; // each prompt token's logprob, rank and this many alternatives (vLLM's prompt_logprobs)
+  think_budget?: number;   // tokens allowed inside <think> before </think> is forced (−1: none; absent: the server's --reasoning-budget)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */
@@ -66,6 +67,8 @@ export interface WorkerOptions {
   chatTemplate?: string;   // a Jinja chat template replacing the model's (the text of --chat-template FILE)
   threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
   slotSavePath?: string;   // folder of the slots' KV files (POST /slots/{id}?action=save|restore); absent: off
+  reasoningBudget?: number; // the thinking budget of requests that name none (−1 / absent: none)
+  reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
 }
 
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number; chatTemplate: string | null }

@@ -17,11 +17,14 @@
 // by one (penalties, grammar, stops and logprobs see each token in turn), each draft kept while the sampled
 // token equals it (greedy: the argmax; sampled: engine/speculative.ts's rejection rule); the KV rows past the
 // kept ones are dropped.
+// Thinking budget (engine/think-budget.ts): a job with one counts its tokens inside <think> and then forces the
+// budget message and </think>, as one more mask on its logits.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { Sampler } from "../engine/sampler.ts";
 import { type Draft, verifyDraft } from "../engine/speculative.ts";
+import { ThinkBudget } from "../engine/think-budget.ts";
 import { badWordIds, banBadWords, penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import { kvRows } from "../engine/experts/budget.ts";
@@ -54,6 +57,7 @@ interface Job {
   allowed: Int32Array | null; // the only ids it may sample (allowed_token_ids), or null
   bad: number[][] | null;   // bad_words as token sequences (vLLM's), or null
   out: number[];            // the ids emitted (with bad words: their matching needs the output's tail)
+  budget: ThinkBudget | null; // the thinking budget (null: none)
   tFirst: number; tLast: number;
 }
 
@@ -64,6 +68,8 @@ export interface SchedOptions {
   slots: number; ctx: number; queue: number; chunk: number; attn?: "auto" | "naive" | "absorbed";
   draft?: DraftOptions;
   forward?: ForwardOpts; // exact mode, the device chain as layer executor
+  thinkBudget?: number;  // the thinking budget of requests that name none (−1 / absent: none)
+  budgetMessage?: string; // text forced before </think> when a budget is spent (llama-server's --reasoning-budget-message)
 }
 
 const PREALLOC = 8192;
@@ -74,6 +80,15 @@ function keepOnly(logits: Float32Array, allowed: Int32Array, tmp: Float32Array):
   for (let i = 0; i < allowed.length; i++) tmp[i] = allowed[i] < logits.length ? logits[allowed[i]] : -Infinity;
   logits.fill(-Infinity);
   for (let i = 0; i < allowed.length; i++) if (allowed[i] < logits.length) logits[allowed[i]] = tmp[i];
+}
+
+/** whether ids leave a <think> block open (the last think tag in them is `open`) */
+function openThink(ids: number[], t: ThinkIds): boolean {
+  for (let i = ids.length - 1; i >= 0; i--) {
+    if (ids[i] === t.close) return false;
+    if (ids[i] === t.open) return true;
+  }
+  return false;
 }
 
 function lcp(a: number[], b: number[]): number {
@@ -97,6 +112,7 @@ export class Scheduler {
   private winStart = performance.now();
   private winTokens = 0;
   private tokS = 0;
+  private budgetMsg: number[] | null = null; // the budget message's tokens (made on first use)
   private kept = new Float32Array(1 << 16); // keepOnly's scratch (allowed_token_ids holds at most 65536 ids)
   private texts: string[] | null = null;   // every token's text, made on DRY's first use (its sequence breakers)
   private breakerSets = new Map<string, ReadonlySet<number>>();
@@ -173,6 +189,7 @@ export class Scheduler {
       stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
       allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,
       bad: req.bad_words?.length ? badWordIds(req.bad_words, (t) => this.codec.encode(t)) : null, out: [],
+      budget: this.budgetFor(req.think_budget ?? this.o.thinkBudget ?? -1, p.ids),
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -261,6 +278,15 @@ export class Scheduler {
     }
   }
 
+  /** A thinking budget over a job's output (null: none asked, or the model has no single-token think tags). */
+  private budgetFor(budget: number, prompt: number[]): ThinkBudget | null {
+    const t = this.think;
+    if (budget < 0 || t.open < 0 || t.close < 0) return null;
+    this.budgetMsg ??= this.o.budgetMessage ? this.codec.encode(this.o.budgetMessage) : [];
+    return new ThinkBudget({ budget, open: t.open, close: t.close, forced: [...this.budgetMsg, t.close], bytes: (id) => this.codec.tokenBytes(id, false) },
+      openThink(prompt, t));
+  }
+
   /** How j's logprobs name tokens: their text, or `token_id:ID` (vLLM's return_tokens_as_token_ids) */
   private lpText(j: Job): (t: number) => string {
     return j.req.token_ids_as_text ? (t) => `token_id:${t}` : (t) => this.codec.decode([t]);
@@ -293,12 +319,14 @@ export class Scheduler {
       for (const t of j.stops) if (t < logits.length) logits[t] = -Infinity;
       if (g && !logits.some((v) => v > -Infinity)) return (this.finish(j, "stop"), false); // (only a grammar leaves none)
     }
+    if (j.budget && !j.budget.mask(logits)) return (this.finish(j, "stop"), false); // another rule banned the forced token
     if (j.allowed) {
       keepOnly(logits, j.allowed, this.kept);
       if (!logits.some((v) => v > -Infinity)) return (this.finish(j, "stop"), false); // the other rules banned every allowed id
     }
     const id = draft < 0 ? j.sampler.sample(logits) : verifyDraft(logits, draft, q, j.sampler).token;
     j.pen?.accept(id);
+    j.budget?.accept(id);
     if (j.stops.has(id)) return (this.finish(j, "stop"), false);
     g?.accept(id); // (cannot throw: the mask allowed it; if it did, the caller fails the job)
     const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, this.lpText(j));

@@ -45,6 +45,23 @@ export const samplersOf = (b: Samplers) => ({
     ...(b.mirostat_eta != null ? { mirostat_eta: b.mirostat_eta } : {}) } : {}),
 });
 
+/** The thinking budget's fields (engine/think-budget.ts): vLLM's `thinking_token_budget`, llama-server's
+ *  `reasoning_budget_tokens` (−1: the server's --reasoning-budget, as there) */
+export const budgetFields = {
+  thinking_token_budget: nullish(z.int().min(0).max(2 ** 31 - 1)),
+  reasoning_budget_tokens: nullish(z.int().min(-1).max(2 ** 31 - 1)),
+};
+type Budget = { thinking_token_budget?: number | null; reasoning_budget_tokens?: number | null };
+/** the request's budget as a GenRequest field (absent: the server's) */
+export const budgetOf = (b: Budget) => {
+  const n = b.thinking_token_budget ?? (b.reasoning_budget_tokens === -1 ? null : b.reasoning_budget_tokens);
+  return n != null ? { think_budget: n } : {};
+};
+/** both budget spellings given with different values: the error (zod refine) */
+export const oneBudget: [(b: Budget) => boolean, { message: string; path: string[] }] = [(b: Budget) => b.thinking_token_budget == null || b.reasoning_budget_tokens == null || b.reasoning_budget_tokens === -1
+  || b.thinking_token_budget === b.reasoning_budget_tokens,
+{ message: "thinking_token_budget and reasoning_budget_tokens differ (give one)", path: ["reasoning_budget_tokens"] }];
+
 const sampling = {
   model: nullish(z.string().max(256)),
   max_tokens: nullish(z.int().min(1, "must be ≥ 1")),
@@ -80,6 +97,7 @@ const sampling = {
   ], { message: "type must be text, json_object or json_schema" })),
   grammar: nullish(z.string().min(1, "must not be empty")), // extension (llama-server): GBNF, start rule `root`
   ...llamaSamplers,
+  ...budgetFields,
   // vLLM's (ignore_eos also llama-server's): the model's end ids do not stop; more ids that stop; end and stop ids
   // banned until min_tokens tokens are out
   ignore_eos: nullish(z.boolean()),
@@ -132,7 +150,7 @@ export const ChatRequest = z.object({
   add_generation_prompt: nullish(z.boolean()),
   continue_final_message: nullish(z.boolean()),
   prompt_logprobs: nullish(z.int().min(0).max(20)), // vLLM's (in the response, beside the choices; not streamed)
-}).refine((b) => !b.continue_final_message || b.messages[b.messages.length - 1].role === "assistant",
+}).refine(...oneBudget).refine((b) => !b.continue_final_message || b.messages[b.messages.length - 1].role === "assistant",
   { message: "continue_final_message needs an assistant message last", path: ["continue_final_message"] })
   .refine((b) => !(b.continue_final_message && b.add_generation_prompt === true),
     { message: "continue_final_message and add_generation_prompt: true cannot go together", path: ["add_generation_prompt"] })
@@ -151,7 +169,7 @@ export const CompletionRequest = z.object({
   prompt_logprobs: nullish(z.int().min(0).max(20)), // vLLM's: each prompt token's logprob, rank and alternatives
   suffix: nullish(unsupported("suffix")),
   best_of: nullish(z.literal(1, { message: "only best_of = 1 is supported" })),
-}).refine((b) => b.max_tokens !== 0 || b.echo === true, { message: "0 needs echo: true", path: ["max_tokens"] })
+}).refine(...oneBudget).refine((b) => b.max_tokens !== 0 || b.echo === true, { message: "0 needs echo: true", path: ["max_tokens"] })
   .refine((b) => promptCount(b.prompt) * (b.n ?? 1) <= MAX_CHOICES, { message: `prompts × n must be at most ${MAX_CHOICES} choices`, path: ["n"] });
 /** how many prompts a completions `prompt` holds (a list of strings or of token-id lists: a batch) */
 export function promptCount(p: string | string[] | number[] | number[][]): number {

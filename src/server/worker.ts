@@ -75,7 +75,8 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const dev = openDevice(m, o.device ?? "auto", { layers: o.deviceLayers });
     log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
-    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts }, post);
+    sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts,
+      thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage }, post);
     if (sched.drafter) log(sched.drafter.describe());
     post({ t: "ready", info: { model: o.alias ?? (basename(o.dir.replace(/\/+$/, "")) || "model"), dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size, threads, chatTemplate: codec.templateText } });
     postStats(true);
