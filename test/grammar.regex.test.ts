@@ -4,6 +4,7 @@
 // when RegExp finds the pattern in its value (a search unless anchored), whatever quotes, backslashes and newlines it
 // holds; string formats; integer ranges (JSON Schema's minimum / maximum) against plain comparisons.
 import { describe, expect, test } from "bun:test";
+import { isIPv6 } from "node:net";
 import { compileGrammar, GrammarError, schemaToGbnf } from "../src/engine/grammar/index.ts";
 import { regexToGbnf } from "../src/engine/grammar/regex.ts";
 import { intRangeRegex } from "../src/engine/grammar/int-range.ts";
@@ -64,7 +65,7 @@ describe("regex to GBNF", () => {
     }
   });
 
-  test("JSON Schema formats: date, time, date-time, uuid, ipv4, hostname, email — as their patterns say, in JSON strings", () => {
+  test("JSON Schema formats: date, time, date-time, duration, uuid, ipv4, ipv6, hostname, email, uri, uri-reference — in JSON strings", () => {
     const cases: Record<string, [string[], string[]]> = {
       date: [["2024-02-29", "1999-12-31"], ["2024-13-01", "2024-1-01", "24-01-01", "2024-01-32"]],
       time: [["23:59:60Z", "00:00:00.123+05:30", "12:30:00z"], ["24:00:00Z", "12:30:00", "12:60:00Z"]],
@@ -73,6 +74,12 @@ describe("regex to GBNF", () => {
       ipv4: [["192.168.0.1", "0.0.0.0", "255.255.255.255"], ["256.1.1.1", "1.2.3", "01.2.3.4"]],
       hostname: [["example.com", "a-b.c0", "localhost"], ["-a.com", "a..b", "a_b.com"]],
       email: [["a.b+c@example.co"], ["a@b", "@example.com", "a b@example.com"]],
+      duration: [["P1D", "PT1H", "P1Y2M3DT4H5M6S", "P2W", "PT0S", "P1M", "PT36H", "P1YT1S"], ["P", "PT", "P1H", "P1DT", "1D", "P1W2D", "P1.5D", "P1D2M"]],
+      uri: [["http://example.com/a?b=c#d", "urn:isbn:0451450523", "mailto:a@b.c", "http://[::1]:8080/", "file:///etc/passwd", "a:", "http://a%20b/",
+        "http://u:p@h:1/x", "h://[v1.x]/"], ["example.com", "http://a b/", "1http://x", "http://x/%zz", "http://[::1/", "http://x:80a/", "a:b#c#d", "http://[1::2::3]/"]],
+      "uri-reference": [["../a/b", "?q", "#f", "", "//host/p", "a/b:c", "http://x/"], ["a:b c", "a b", ":x", "//a:b:c/", "%g0"]],
+      ipv6: [["::", "::1", "1::", "1:2:3:4:5:6:7:8", "fe80::1:2", "::ffff:1.2.3.4", "1:2:3:4:5:6:1.2.3.4"],
+        ["1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", "1:2:3:4:5:6:7", ":1::", "::1.2.3.256", "fe80::1%eth0"]],
     };
     for (const [format, [yes, no]] of Object.entries(cases)) {
       const g = compileGrammar(schemaToGbnf({ type: "string", format }, { whitespace: "compact" }));
@@ -81,6 +88,21 @@ describe("regex to GBNF", () => {
     }
     expect(compileGrammar(schemaToGbnf({ format: "date" }, { whitespace: "compact" })).matches('"2024-01-01"')).toBe(true); // (a string)
     expect(() => schemaToGbnf({ type: "string", format: "date", pattern: "x" })).toThrow(/pattern \/ format/);
+  });
+
+  test("format ipv6 accepts exactly what Node's net.isIPv6 does (20000 random strings of groups, colons and dotted quads)", () => {
+    const g = compileGrammar(schemaToGbnf({ type: "string", format: "ipv6" }, { whitespace: "compact" }));
+    const parts = ["1", "ab", "ffff", "12345", ":", "::", ".", "1.2.3.4", "0", "g", "255.0.0.1", "01.2.3.4"];
+    let seed = 7, yes = 0;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let i = 0; i < 20000; i++) {
+      let v = "";
+      for (let j = 1 + rnd(14); j > 0; j--) v += parts[rnd(parts.length)];
+      const m = g.matches(JSON.stringify(v));
+      if (m !== isIPv6(v)) throw new Error(`${JSON.stringify(v)}: grammar ${m}, isIPv6 ${isIPv6(v)}`);
+      if (m) yes++;
+    }
+    expect(yes).toBeGreaterThan(1000); // (both sides well covered)
   });
 
   test("integer ranges: exactly the canonical numerals within the bounds (either may be open)", () => {

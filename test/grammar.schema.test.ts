@@ -74,9 +74,13 @@ describe("schemaToGbnf: errors name the schema path", () => {
     [{ type: "string", pattern: "(a)\\1" }, "#/pattern", "pattern: regex: \\1 is not supported"],
     [{ type: "object", properties: { n: { type: "number", multipleOf: 2 } } }, "#/properties/n/multipleOf", 'unsupported keyword "multipleOf"'],
     [{ type: "integer", minimum: 5, maximum: 4 }, "#", "the integer bounds leave no value"],
-    [{ type: "object", properties: { d: { type: "string", format: "uri" } } }, "#/properties/d/format", "format \"uri\" is not supported"],
-    [{ allOf: [{ type: "string" }, { minLength: 2 }] }, "#/allOf", "allOf"],
-    [{ allOf: [{ type: "string" }], minLength: 2 }, "#/allOf", "allOf"],
+    [{ type: "object", properties: { d: { type: "string", format: "uri-template" } } }, "#/properties/d/format", "format \"uri-template\" is not supported"],
+    [{ allOf: [{ type: "string" }, { minLength: 2 }] }, "#/allOf/0/type", "allOf: every part must be of type object"],
+    [{ allOf: [{ type: "string" }], minLength: 2 }, "#", "allOf: only object schemas"],
+    [{ allOf: [{ properties: { a: { type: "string" } } }, { properties: { a: { type: "integer" } } }] }, "#/allOf/1/properties/a", "two different schemas"],
+    [{ allOf: [{ properties: { a: {} }, additionalProperties: false }, { properties: { b: {} } }] }, "#/allOf/0", 'property "b" is excluded'],
+    [{ allOf: [{ $ref: "#/$defs/A", description: "x", minProperties: 1 }, {}], $defs: { A: {} } }, "#/allOf/0", "beside $ref"],
+    [{ allOf: [] }, "#/allOf", "non-empty"],
     [{ type: "array", items: [{ type: "string" }] }, "#/items", "tuple-style"],
     [{ type: "array", prefixItems: [{ type: "string" }] }, "#/prefixItems", "prefixItems"],
     [{ type: "object", properties: { a: {} }, additionalProperties: true }, "#/additionalProperties", "additionalProperties"],
@@ -111,6 +115,22 @@ describe("schemaToGbnf: errors name the schema path", () => {
     const g = compileGrammar(schemaToGbnf(schema, { whitespace: "compact" }));
     expect(g.matches('{"p":{"x":3}}')).toBe(true);
     expect(g.matches('{"p":3}')).toBe(false);
+  });
+  test("allOf of object schemas ($ref'd, inline, nested, beside the schema's own properties) is one merged object", () => {
+    const defs = { $defs: { Base: { type: "object", properties: { id: { type: "integer" } }, required: ["id"] },
+      Named: { allOf: [{ $ref: "#/$defs/Base" }, { properties: { name: { type: "string" } }, required: ["name"] }] } } };
+    const ok = (schema: object, v: string) => compileGrammar(schemaToGbnf(schema, { whitespace: "compact" })).matches(v);
+    const named = { ...defs, allOf: [{ $ref: "#/$defs/Named" }, { properties: { tag: { enum: ["a", "b"] } } }] };
+    expect(['{"id":1,"name":"x"}', '{"id":1,"name":"x","tag":"b"}', '{"name":"x"}', '{"id":1}', '{"id":1,"name":"x","tag":"c"}', '{"id":1,"name":"x","z":1}']
+      .map((v) => ok(named, v))).toEqual([true, true, false, false, false, false]);
+    // the schema's own properties first, then the parts'; a property in two parts with one schema is one property
+    const own = { type: "object", properties: { a: { type: "boolean" } }, required: ["a"], allOf: [{ properties: { b: { type: "null" }, a: { type: "boolean" } } }] };
+    expect(['{"a":true,"b":null}', '{"a":true}', '{"b":null}'].map((v) => ok(own, v))).toEqual([true, true, false]);
+    // a part closed with additionalProperties: false that lists every property merges
+    expect(ok({ allOf: [{ properties: { a: {} }, additionalProperties: false }, { required: ["a"] }] }, '{"a":1}')).toBe(true);
+    // strict: false drops an allOf that cannot merge (and keeps the rest)
+    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { a: { type: "integer" } }, allOf: [{ type: "string" }] }, { strict: false, whitespace: "compact" }));
+    expect(g.matches('{"a":1}')).toBe(true);
   });
   test("annotations and unknown keywords are ignored", () => {
     expect(() => schemaToGbnf({ title: "t", description: "d", $schema: "x", default: 1, examples: [], type: "integer", "x-vendor": 1 })).not.toThrow();

@@ -165,7 +165,7 @@ describe("constrained output (generated tiny model)", () => {
 
   const bad: [string, string, object, string][] = [
     ["unknown schema type", "/v1/chat/completions", { messages: MSGS, response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", properties: { a: { type: "frobnicate" } } } } } }, "response_format.json_schema.schema.properties.a.type"],
-    ["strict schema with an unenforceable keyword", "/v1/completions", { prompt: "x", response_format: { type: "json_schema", json_schema: { name: "x", strict: true, schema: { type: "string", format: "uri" } } } }, "response_format.json_schema.schema.format"],
+    ["strict schema with an unenforceable keyword", "/v1/completions", { prompt: "x", response_format: { type: "json_schema", json_schema: { name: "x", strict: true, schema: { type: "string", format: "uri-template" } } } }, "response_format.json_schema.schema.format"],
     ["schema that is not an object", "/v1/chat/completions", { messages: MSGS, response_format: { type: "json_schema", json_schema: { name: "x", schema: 5 } } }, "response_format.json_schema.schema"],
     ["no json_schema.name", "/v1/chat/completions", { messages: MSGS, response_format: { type: "json_schema", json_schema: { schema: {} } } }, "response_format.json_schema.name"],
     ["unknown response_format type", "/v1/chat/completions", { messages: MSGS, response_format: { type: "xml" } }, "response_format.type"],

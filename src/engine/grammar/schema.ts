@@ -2,8 +2,8 @@
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
 // minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number and integer (with bounds: num-range.ts,
-// int-range.ts), boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf of one schema (pydantic v1's
-// described $ref), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
+// int-range.ts), boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf (of one schema: pydantic v1's
+// described $ref; of object schemas: one merged object), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
 // Pure; the converter state lives for one call.
@@ -48,16 +48,32 @@ const UNSUPPORTED = [ "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximu
   "contentEncoding", "contentMediaType", "contentSchema"];
 const MAX_ITEMS = 10_000;
 const BOUNDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
-/** string formats as anchored patterns (RFC 3339 dates and times, RFC 4122 UUIDs, dotted IPv4, RFC 1123 host names, a
- *  plain e-mail address); others are unsupported keywords */
+/** string formats as anchored patterns (RFC 3339 dates, times and durations, RFC 4122 UUIDs, dotted IPv4, RFC 3986's
+ *  IPv6, URI and URI reference, RFC 1123 host names, a plain e-mail address); others are unsupported keywords */
 const TIME = `([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`;
 const DATE = `[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])`, OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
 const LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", HEX = "[0-9a-fA-F]";
+const IPV4 = `(${OCTET}\\.){3}${OCTET}`, H16 = `${HEX}{1,4}`, LS32 = `(${H16}:${H16}|${IPV4})`;
+/** RFC 3986's IPv6address: n groups after "::" (or 6 and no "::"), at most 7 − n before it */
+const IPV6 = [`(${H16}:){6}${LS32}`, `::(${H16}:){5}${LS32}`,
+  ...[4, 3, 2, 1, 0].map((n, i) => `(${i ? `(${H16}:){0,${i}}` : ""}${H16})?::${n ? `(${H16}:){${n}}` : ""}${LS32}`),
+  `((${H16}:){0,5}${H16})?::${H16}`, `((${H16}:){0,6}${H16})?::`].map((x) => `(${x})`).join("|");
+/** RFC 3986's URI (scheme ":" hier-part [? query] [# fragment]); a URI reference may also be a relative one */
+const PCT = `%${HEX}{2}`, UNRES_SUB = "[A-Za-z0-9._~!$&'()*+,;=-]", PCHAR = `(${UNRES_SUB}|${PCT}|[:@])`;
+const AUTHORITY = `((${UNRES_SUB}|${PCT}|:)*@)?(\\[(${IPV6}|[vV]${HEX}+\\.(${UNRES_SUB}|:)+)\\]|${IPV4}|(${UNRES_SUB}|${PCT})*)(:[0-9]*)?`;
+const SEGS = `(/${PCHAR}*)*`, QF = `(\\?(${PCHAR}|[/?])*)?(#(${PCHAR}|[/?])*)?`;
+const HIER = `(//${AUTHORITY}${SEGS}|/(${PCHAR}+${SEGS})?|${PCHAR}+${SEGS}|)`;
+const NOCOLON = `(${UNRES_SUB}|${PCT}|@)`; // a relative path's first segment holds no ":"
+/** ISO 8601 durations as RFC 3339's appendix A writes them */
+const DTIME = "T([0-9]+H([0-9]+M([0-9]+S)?)?|[0-9]+M([0-9]+S)?|[0-9]+S)";
 export const FORMATS: Record<string, string> = {
   date: `^${DATE}$`, time: `^${TIME}$`, "date-time": `^${DATE}[Tt]${TIME}$`,
+  duration: `^P(([0-9]+D|[0-9]+M([0-9]+D)?|[0-9]+Y([0-9]+M([0-9]+D)?)?)(${DTIME})?|${DTIME}|[0-9]+W)$`,
   uuid: `^${HEX}{8}-${HEX}{4}-${HEX}{4}-${HEX}{4}-${HEX}{12}$`,
-  ipv4: `^(${OCTET}\\.){3}${OCTET}$`, hostname: `^${LABEL}(\\.${LABEL})*$`,
+  ipv4: `^${IPV4}$`, ipv6: `^(${IPV6})$`, hostname: `^${LABEL}(\\.${LABEL})*$`,
   email: `^[A-Za-z0-9._%+-]+@${LABEL}(\\.${LABEL})+$`,
+  uri: `^[A-Za-z][A-Za-z0-9+.-]*:${HIER}${QF}$`,
+  "uri-reference": `^([A-Za-z][A-Za-z0-9+.-]*:${HIER}|//${AUTHORITY}${SEGS}|/(${PCHAR}+${SEGS})?|${NOCOLON}+${SEGS}|)${QF}$`,
 };
 
 
@@ -116,6 +132,15 @@ class Converter {
     // allOf of one schema beside annotations only (as pydantic v1 wraps a described $ref): that schema
     if (Array.isArray(s.allOf) && s.allOf.length === 1 && Object.keys(s).every((k) => k === "allOf" || ANNOTATIONS.has(k)))
       return this.visit(s.allOf[0], name, `${path}/allOf/0`, own);
+    // allOf of object schemas (an OpenAPI-style composition): one merged object (strict: false ignores what cannot merge)
+    if ("allOf" in s) {
+      let merged: Record<string, unknown>;
+      try { merged = this.mergeAllOf(s, path); } catch (e) {
+        if (this.opts.strict || !(e instanceof GrammarError)) throw e;
+        merged = Object.fromEntries(Object.entries(s).filter(([k]) => k !== "allOf"));
+      }
+      return this.visit(merged, name, path, own);
+    }
     // (numeric bounds are enforced on integers and numbers: see `bounded`)
     const numeric = [s.type].flat().some((t) => t === "integer" || t === "number");
     if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s && !(numeric && BOUNDS.includes(k))) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
@@ -272,20 +297,67 @@ class Converter {
     return this.add(name, lo === 0 ? `"[" ${sp} ( ${list} )? "]" ${sp}` : `"[" ${sp} ${list} "]" ${sp}`, own);
   }
 
-  ref(r: unknown, path: string): string {
+  /** allOf's parts (each inline or a local $ref; nested allOf too) and the schema's own object keywords merged into one
+   *  object schema: the properties in order of appearance (one named twice must be the same schema), every part's
+   *  required. A part with additionalProperties: false admits only its own properties, so any other is an error. */
+  mergeAllOf(s: Record<string, unknown>, path: string): Record<string, unknown> {
+    const props: Record<string, unknown> = {}, required = new Set<string>(), closed: [string[], string][] = [];
+    const MERGEABLE = new Set(["type", "properties", "required", "additionalProperties", "allOf", "$ref"]);
+    const take = (x: unknown, at: string, depth: number): void => {
+      if (depth > 32) this.fail("allOf: parts nested too deep", at);
+      if (isObj(x) && typeof x.$ref === "string") {
+        if (Object.keys(x).some((k) => k !== "$ref" && !ANNOTATIONS.has(k))) this.fail("allOf: keywords beside $ref are not supported", at);
+        return take(this.resolve(x.$ref, `${at}/$ref`).schema, `${at}/$ref`, depth + 1);
+      }
+      if (!isObj(x)) this.fail("allOf: each part must be an object schema", at);
+      const extra = Object.keys(x).filter((k) => !MERGEABLE.has(k) && !ANNOTATIONS.has(k));
+      if (extra.length) this.fail(`allOf: only object schemas (properties, required, additionalProperties) merge; not ${extra.join(", ")}`, at);
+      if (x.type !== undefined && x.type !== "object") this.fail("allOf: every part must be of type object", `${at}/type`);
+      if (x.allOf !== undefined) {
+        if (!Array.isArray(x.allOf) || x.allOf.length === 0) this.fail("allOf must be a non-empty array", `${at}/allOf`);
+        x.allOf.forEach((y, i) => take(y, `${at}/allOf/${i}`, depth + 1));
+      }
+      const p = x.properties ?? {};
+      if (!isObj(p)) this.fail("properties must be an object", `${at}/properties`);
+      for (const [k, v] of Object.entries(p)) {
+        if (k in props && JSON.stringify(props[k]) !== JSON.stringify(v)) this.fail(`allOf: property ${JSON.stringify(k)} has two different schemas`, `${at}/properties/${ptr(k)}`);
+        props[k] = v;
+      }
+      const r = x.required ?? [];
+      if (!Array.isArray(r) || r.some((k) => typeof k !== "string")) this.fail("required must be an array of strings", `${at}/required`);
+      for (const k of r) required.add(k);
+      if (x.additionalProperties === false) closed.push([Object.keys(p), at]);
+      else if (x.additionalProperties !== undefined && x.additionalProperties !== true) this.fail("allOf: additionalProperties other than true / false is not supported", `${at}/additionalProperties`);
+    };
+    if (!Array.isArray(s.allOf) || s.allOf.length === 0) this.fail("allOf must be a non-empty array", `${path}/allOf`);
+    take(Object.fromEntries(Object.entries(s).filter(([k]) => k !== "allOf" && !ANNOTATIONS.has(k))), path, 0);
+    s.allOf.forEach((y, i) => take(y, `${path}/allOf/${i}`, 1));
+    for (const [own, at] of closed) for (const k of Object.keys(props))
+      if (!own.includes(k)) this.fail(`allOf: property ${JSON.stringify(k)} is excluded by a part with additionalProperties: false`, at);
+    return { type: "object", properties: props, ...(required.size ? { required: [...required] } : {}) };
+  }
+
+  /** a local reference: the schema it names, its key (null for "#") and its pointer */
+  resolve(r: unknown, path: string): { schema: unknown; key: string | null; at: string } {
     if (typeof r !== "string") this.fail("$ref must be a string", path);
-    const hit = this.refs.get(r);
-    if (hit) return hit;
-    if (r === "#") { this.refs.set(r, "root"); return "root"; }
+    if (r === "#") return { schema: this.rootSchema, key: null, at: "#" };
     const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(r);
     if (!m) this.fail(`only local references #/$defs/NAME, #/definitions/NAME and # are supported, got ${JSON.stringify(r)}`, path);
     const key = decodeURIComponent(m[2]).replaceAll("~1", "/").replaceAll("~0", "~");
     const defs = isObj(this.rootSchema) ? this.rootSchema[m[1]] : undefined;
     if (!isObj(defs) || !(key in defs)) this.fail(`unresolved reference ${JSON.stringify(r)}`, path);
+    return { schema: defs[key], key, at: `#/${m[1]}/${ptr(key)}` };
+  }
+
+  ref(r: unknown, path: string): string {
+    const hit = typeof r === "string" ? this.refs.get(r) : undefined;
+    if (hit) return hit;
+    const { schema, key, at } = this.resolve(r, path);
+    if (key === null) { this.refs.set("#", "root"); return "root"; }
     const name = this.unique(`def-${sanitize(key)}`);
     this.reserved.add(name);
-    this.refs.set(r, name);
-    const got = this.visit(defs[key], name, `#/${m[1]}/${ptr(key)}`, true);
+    this.refs.set(r as string, name);
+    const got = this.visit(schema, name, at, true);
     if (got !== name) this.rules.set(name, got); // an alias (e.g. a primitive)
     return name;
   }
