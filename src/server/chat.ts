@@ -7,7 +7,7 @@
 // `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
 // (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, streamChoices, timings, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
@@ -126,11 +126,11 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
-    const chunk = (choices: object[], p?: Progress) =>
-      ({ ...base, object: "chat.completion.chunk", choices, ...(withUsage ? { usage: running && p ? usageSoFar(p) : null } : {}) });
+    const chunk = (choices: object[], p?: Progress, d?: Done) => ({ ...base, object: "chat.completion.chunk", choices,
+      ...(withUsage ? { usage: running && p ? usageSoFar(p) : null } : {}), ...(d && runs.length === 1 ? { timings: timings(d) } : {}) });
     return sseResponse(async (send) => {
       send(chunk(runs.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }))));
-      const r = await streamChoices(runs, views, abandon, (c, p) => send(chunk(c, p)));
+      const r = await streamChoices(runs, views, abandon, (c, p, d) => send(chunk(c, p, d)));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "messages"))); return false; }
       if (withUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage: usageAll(r) });
       return true;
@@ -140,5 +140,6 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   const r = await collectChoices(runs, views, abandon);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "messages"));
   return Response.json({ ...base, object: "chat.completion", choices: r.choices, usage: usageAll(r.dones),
+    ...(runs.length === 1 ? { timings: timings(r.dones[0]) } : {}), // (llama-server's)
     ...(views[0].plp ? { prompt_logprobs: views[0].plp } : {}) }); // (vLLM's: the prompt's, shared by the choices)
 }

@@ -6,7 +6,7 @@
 // prompts (a list of strings or of token-id lists, as vLLM takes them) gives each prompt its `n` choices,
 // indexed prompt by prompt. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, literalText, promptLogprobs, responseId, sseResponse, streamChoices, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, literalText, promptLogprobs, responseId, sseResponse, streamChoices, timings, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
 import { budgetOf, CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
@@ -99,7 +99,8 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
     return sseResponse(async (send) => {
       const r = await streamChoices(runs, views, abandon,
-        (choices, p) => send({ ...base, choices, ...(withUsage ? { usage: running ? usageSoFar(p, data.n ?? 1) : null } : {}) }));
+        (choices, p, d) => send({ ...base, choices, ...(withUsage ? { usage: running ? usageSoFar(p, data.n ?? 1) : null } : {}),
+          ...(d && runs.length === 1 ? { timings: timings(d) } : {}) }));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "prompt"))); return false; }
       if (withUsage) send({ ...base, choices: [], usage: usageAll(r, data.n ?? 1) });
       return true;
@@ -108,5 +109,5 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
 
   const r = await collectChoices(runs, views, abandon);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));
-  return Response.json({ ...base, choices: r.choices, usage: usageAll(r.dones, data.n ?? 1) });
+  return Response.json({ ...base, choices: r.choices, usage: usageAll(r.dones, data.n ?? 1), ...(runs.length === 1 ? { timings: timings(r.dones[0]) } : {}) });
 }

@@ -103,6 +103,18 @@ export function literalText(e: Extract<ReqEvent, { t: "tok" }>): string {
 }
 
 export type Done = Extract<ReqEvent, { t: "done" }>;
+
+/** llama-server's `timings` of a finished request: the prompt's new (uncached) tokens over the prefill's time, the
+ *  generated tokens over theirs (a decode rate over n − 1 steps: the first token comes with the prompt) */
+export function timings(d: Done) {
+  const prompt_n = d.prompt_tokens - d.cached_tokens, steps = d.emitted - 1;
+  return {
+    cache_n: d.cached_tokens, prompt_n, prompt_ms: d.prompt_ms,
+    prompt_per_token_ms: prompt_n > 0 ? d.prompt_ms / prompt_n : 0, prompt_per_second: d.prompt_ms > 0 ? (prompt_n * 1000) / d.prompt_ms : 0,
+    predicted_n: d.emitted, predicted_ms: d.predicted_ms,
+    predicted_per_token_ms: steps > 0 ? d.predicted_ms / steps : 0, predicted_per_second: d.decode_tok_s,
+  };
+}
 export type Tok = Extract<ReqEvent, { t: "tok" }>;
 /** One choice of a request as the routes see it: `first` was already taken from the queue. */
 interface ChoiceRun { r: Running; first: ReqEvent }
@@ -141,7 +153,7 @@ export function usageSoFar(p: Progress, n = p.prompt.length) {
 
 /** Feed each choice's events to its view until done; the first error abandons the rest and is returned. */
 async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
-  emit: (i: number, objs: object[]) => void, progress?: Progress): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  emit: (i: number, objs: object[], done?: Done) => void, progress?: Progress): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
   let failed: Extract<ReqEvent, { t: "error" }> | null = null;
   const dones = await Promise.all(runs.map(async (run, i) => {
     for (let e = run.first; ; e = await run.r.q.next()) {
@@ -149,18 +161,19 @@ async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void
       if (e.t === "accept") { views[i].onAccept?.(e); if (progress) { progress.prompt[i] = e.prompt_tokens; progress.cached[i] = e.cached_tokens; } }
       else if (e.t === "prompt") emit(i, views[i].onPrompt?.(e) ?? []);
       else if (e.t === "tok") { if (progress) progress.emitted[i]++; emit(i, views[i].onTok(e)); }
-      else if (e.t === "done") { emit(i, views[i].onDone(e)); return e; }
+      else if (e.t === "done") { emit(i, views[i].onDone(e), e); return e; }
       else if (e.t === "error") { failed = e; abandon(); return null; }
     }
   }));
   return failed ?? (dones as Done[]);
 }
 
-/** Stream the choices' chunks as they come (`send` wraps choice objects in a chunk). */
+/** Stream the choices' chunks as they come (`send` wraps choice objects in a chunk; a choice's last chunk comes with
+ *  its done event). */
 export function streamChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
-  send: (choices: object[], progress: Progress) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  send: (choices: object[], progress: Progress, done?: Done) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
   const progress: Progress = { prompt: runs.map(() => 0), cached: runs.map(() => 0), emitted: runs.map(() => 0) };
-  return drive(runs, views, abandon, (i, objs) => { for (const c of objs) send([{ index: i, ...c }], progress); }, progress);
+  return drive(runs, views, abandon, (i, objs, done) => objs.forEach((c, k) => send([{ index: i, ...c }], progress, k === objs.length - 1 ? done : undefined)), progress);
 }
 
 /** Every choice whole, in index order (or the first error). */

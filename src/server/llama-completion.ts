@@ -8,7 +8,7 @@
 // request (text or token ids). State: per request only.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, literalText, sseResponse, streamChoices, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
+import { collectChoices, literalText, sseResponse, streamChoices, timings, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { budgetFields, budgetOf, llamaSamplers, nullish, oneBudget, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
@@ -96,7 +96,7 @@ class LlamaChoice implements ChoiceView {
     return {
       stop: true, id_slot: this.slot, model: this.model, tokens_predicted: e.emitted, tokens_evaluated: e.prompt_tokens,
       tokens_cached: e.cached_tokens, truncated: false, stop_type: limit ? "limit" : word ? "word" : e.reason === "stopped" ? "none" : "eos",
-      stopping_word: word, timings: { predicted_n: e.emitted, predicted_per_second: e.decode_tok_s },
+      stopping_word: word, timings: timings(e),
       generation_settings: { stop: this.stops },
     };
   }

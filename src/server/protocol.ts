@@ -125,7 +125,8 @@ export type ReqEvent =
     lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
   }
   | { t: "prompt"; rid: number; text: string; toks: PromptTok[] | null; echo: boolean } // echo / prompt_logprobs: after the prefill, before any tok
-  | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number; stop_text?: string /* the stop string that ended it */ }
+  | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number; stop_text?: string /* the stop string that ended it */
+      prompt_ms: number; predicted_ms: number } // admission to the first token (the prefill), first token to the last
   | { t: "error"; rid: number; code: ErrorCode; detail: string };
 
 export type FromWorker =

@@ -58,7 +58,7 @@ interface Job {
   bad: number[][] | null;   // bad_words as token sequences (vLLM's), or null
   out: number[];            // the ids emitted (with bad words: their matching needs the output's tail)
   budget: ThinkBudget | null; // the thinking budget (null: none)
-  tFirst: number; tLast: number;
+  tAdmit: number; tFirst: number; tLast: number; // (performance.now(): admitted, prefill done, last token)
 }
 
 /** Rows a step may hold: the prefill chunk, and each slot's pending token with its drafts. */
@@ -183,7 +183,7 @@ export class Scheduler {
       rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length), sampler,
       detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial, req.min_tokens ?? 0), grammar,
       pen: penaltiesFor(req.penalties, p.ids, this.breakerIds),
-      state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tFirst: 0, tLast: 0,
+      state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0,
       drafts: sampler.stateful ? null : this.drafter?.forJob(sampler) ?? null, // (mirostat: each draw moves the next distribution)
       plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
       stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
@@ -366,6 +366,7 @@ export class Scheduler {
     j.slot = s;
     j.fed = j.cached = reuse;
     j.state = "prefill";
+    j.tAdmit = performance.now();
     this.running.push(j);
     const think = j.ids[j.ids.length - 1] === this.think.open;
     this.emit({ t: "accept", rid: j.rid, slot: s.id, prompt_tokens: j.ids.length, cached_tokens: reuse, think });
@@ -378,9 +379,11 @@ export class Scheduler {
       bytes = Buffer.concat([bytes, utf8.encode(j.detok.stopText)]);
     }
     const tokS = j.emitted >= 2 && j.tLast > j.tFirst ? (j.emitted - 1) / ((j.tLast - j.tFirst) / 1000) : 0;
+    const prompt_ms = j.tAdmit ? (j.tFirst || performance.now()) - j.tAdmit : 0, predicted_ms = j.emitted ? j.tLast - j.tFirst : 0;
     this.release(j);
     const stop_text = j.detok.stopText;
-    this.emit({ t: "done", rid: j.rid, reason, text, bytes, emitted: j.emitted, prompt_tokens: j.ids.length, cached_tokens: j.cached, decode_tok_s: tokS, ...(stop_text !== null ? { stop_text } : {}) });
+    this.emit({ t: "done", rid: j.rid, reason, text, bytes, emitted: j.emitted, prompt_tokens: j.ids.length, cached_tokens: j.cached, decode_tok_s: tokS, prompt_ms, predicted_ms,
+      ...(stop_text !== null ? { stop_text } : {}) });
   }
 
   private fail(j: Job, e: unknown): void {
