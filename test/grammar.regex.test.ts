@@ -105,6 +105,43 @@ describe("regex to GBNF", () => {
     expect(yes).toBeGreaterThan(1000); // (both sides well covered)
   });
 
+  test("multipleOf: exactly the multiples (spelled with at most the step's fraction digits), unbounded, from 0, or between bounds", () => {
+    // the oracle: value and step as exact decimals scaled by 10^6
+    const big = (v: string) => { const neg = v.startsWith("-"), [i, f = ""] = v.replace("-", "").split("."); const n = BigInt(i + f.padEnd(6, "0")); return neg ? -n : n; };
+    const fracs = ["", ".0", ".5", ".05", ".25", ".3", ".75", ".050", ".125", ".6"];
+    const vals = Array.from({ length: 61 }, (_, k) => k - 30).flatMap((i) => fracs.map((f) => `${i}${f}`)).filter((v) => v !== "-0" && !v.startsWith("-0."))
+      .concat(fracs.filter(Boolean).map((f) => `-0${f}`), ["100", "125", "1000", "12.5"]).filter((v) => !/^-0(\.0*)?$/.test(v)); // (no "-0")
+    const bounds: [string, object][] = [["none", {}], ["min 0", { minimum: 0 }], ["[-10, 10]", { minimum: -10, maximum: 10 }],
+      ["(0, 7.5]", { exclusiveMinimum: 0, maximum: 7.5 }], ["[-3.3, 12.25)", { minimum: -3.3, exclusiveMaximum: 12.25 }]];
+    for (const type of ["integer", "number"]) for (const step of [5, 3, 0.05, 2.5, 0.25, 7, 0.3, 12, 1.5, 0.01, 1]) for (const [bname, b] of bounds) {
+      const schema = { type, multipleOf: step, ...b } as Record<string, number | string>;
+      let g: { matches(v: string): boolean };
+      try { g = compileGrammar(schemaToGbnf(schema, { whitespace: "compact" })); } catch (e) {
+        if (!String(e).includes("bounds leave no value")) throw e;
+        g = { matches: () => false }; // (then no value may be wanted below)
+      }
+      const q = (String(step).split(".")[1] ?? "").length;
+      const lo = (b as { minimum?: number; exclusiveMinimum?: number }), hi = (b as { maximum?: number; exclusiveMaximum?: number });
+      for (const v of vals) {
+        const x = big(v), digits = (v.split(".")[1] ?? "").length;
+        const want = (type === "integer" ? digits === 0 : digits <= q) && x % big(String(step)) === 0n
+          && (lo.minimum === undefined || x >= big(String(lo.minimum))) && (lo.exclusiveMinimum === undefined || x > big(String(lo.exclusiveMinimum)))
+          && (hi.maximum === undefined || x <= big(String(hi.maximum))) && (hi.exclusiveMaximum === undefined || x < big(String(hi.exclusiveMaximum)));
+        if (g.matches(v) !== want) throw new Error(`${type} multipleOf ${step} ${bname} on ${v}: grammar ${g.matches(v)}`);
+      }
+    }
+    // unbounded: up to the primitives' 16 integer digits
+    const g7 = compileGrammar(schemaToGbnf({ type: "integer", multipleOf: 7 }, { whitespace: "compact" }));
+    expect(["7000000000000000", "-9999999999999996", "70000000000000000", "7000000000000001"].map((v) => g7.matches(v))).toEqual([true, true, false, false]);
+    // what it cannot do is an error naming multipleOf (strict), ignored otherwise
+    for (const [schema, msg] of [[{ type: "integer", multipleOf: 5, minimum: 3 }, "one bound"], [{ type: "integer", multipleOf: 5, maximum: 10 }, "one bound"],
+      [{ type: "integer", multipleOf: 3, minimum: 0, maximum: 1e6 }, "333334 multiples"], [{ type: "number", multipleOf: 0.0001234 }, "too many states"],
+      [{ type: "number", multipleOf: 0 }, "greater than 0"], [{ type: "number", multipleOf: -2 }, "greater than 0"]] as const) {
+      expect(() => schemaToGbnf(schema)).toThrow(msg);
+      try { schemaToGbnf(schema); } catch (e) { expect((e as GrammarError).path).toBe("#/multipleOf"); }
+    }
+  });
+
   test("integer ranges: exactly the canonical numerals within the bounds (either may be open)", () => {
     const bounds = [null, -101, -100, -9, -1, 0, 1, 9, 10, 99, 100, 1000];
     for (const lo of bounds) for (const hi of bounds) {
@@ -134,17 +171,20 @@ describe("regex to GBNF", () => {
       expect(schemaToGbnf({ type, ...b }).length).toBeLessThan(20_000);
   });
 
-  test("decimal ranges: exactly the JSON numerals (no exponent) within the bounds, closed or open, either side unbounded", () => {
+  test("decimal ranges: exactly the JSON numerals (no exponent) within the bounds, closed or open, either side unbounded, fraction digits capped or not", () => {
     const bounds = [null, "-12.5", "-1", "-0.25", "0", "0.1", "0.5", "2.7", "2.705", "10", "99.99"];
     const fracs = ["", ".0", ".00", ".05", ".25", ".5", ".50", ".7", ".705", ".7051", ".99", ".001"];
     const vals = [...Array.from({ length: 31 }, (_, k) => k - 15).flatMap((i) => fracs.map((f) => `${i}${f}`)), ...fracs.filter(Boolean).map((f) => `-0${f}`)]
       .filter((v) => !/^-0(\.0*)?$/.test(v));
-    for (const lo of bounds) for (const hi of bounds) for (const il of [true, false]) for (const ih of [true, false]) {
-      const re = numRangeRegex(lo, il, hi, ih);
-      const inRange = (v: number) => (lo === null || (il ? v >= Number(lo) : v > Number(lo))) && (hi === null || (ih ? v <= Number(hi) : v < Number(hi)));
-      if (re === null) { expect(vals.some((v) => inRange(Number(v)))).toBe(false); continue; }
+    // (and with the fraction digits capped, as multipleOf 1 / 0.1 / 0.01 / 0.001 asks)
+    const digits = (v: string) => (v.split(".")[1] ?? "").length;
+    for (const cap of [Infinity, 0, 1, 2, 3]) for (const lo of bounds) for (const hi of bounds) for (const il of [true, false]) for (const ih of [true, false]) {
+      const re = numRangeRegex(lo, il, hi, ih, cap);
+      const inRange = (v: string) => digits(v) <= cap && (lo === null || (il ? Number(v) >= Number(lo) : Number(v) > Number(lo)))
+        && (hi === null || (ih ? Number(v) <= Number(hi) : Number(v) < Number(hi)));
+      if (re === null) { expect(vals.some(inRange)).toBe(false); continue; }
       const g = compileGrammar(regexToGbnf(re));
-      for (const v of vals) if (g.matches(v) !== inRange(Number(v))) throw new Error(`${il ? "[" : "("}${lo}, ${hi}${ih ? "]" : ")"} on ${v}`);
+      for (const v of vals) if (g.matches(v) !== inRange(v)) throw new Error(`${il ? "[" : "("}${lo}, ${hi}${ih ? "]" : ")"} (≤ ${cap} digits) on ${v}`);
       for (const bad of ["-0", "-0.0", "01", "1.", ".5", "+1", "1e2"]) expect(g.matches(bad)).toBe(false);
     }
     expect(["0.0000001", "2000000000000000000000", "-0.5", "123.25"]).toEqual([1e-7, 2e21, -0.5, 123.25].map(decimalOf));

@@ -72,7 +72,7 @@ describe("schemaToGbnf: accepted and rejected texts", () => {
 describe("schemaToGbnf: errors name the schema path", () => {
   const cases: [unknown, string, string][] = [
     [{ type: "string", pattern: "(a)\\1" }, "#/pattern", "pattern: regex: \\1 is not supported"],
-    [{ type: "object", properties: { n: { type: "number", multipleOf: 2 } } }, "#/properties/n/multipleOf", 'unsupported keyword "multipleOf"'],
+    [{ type: "object", properties: { n: { type: "array", uniqueItems: true } } }, "#/properties/n/uniqueItems", 'unsupported keyword "uniqueItems"'],
     [{ type: "integer", minimum: 5, maximum: 4 }, "#", "the integer bounds leave no value"],
     [{ type: "object", properties: { d: { type: "string", format: "uri-template" } } }, "#/properties/d/format", "format \"uri-template\" is not supported"],
     [{ allOf: [{ type: "string" }, { minLength: 2 }] }, "#/allOf/0/type", "allOf: every part must be of type object"],
@@ -93,7 +93,7 @@ describe("schemaToGbnf: errors name the schema path", () => {
     [{ type: "array", minItems: 3, maxItems: 2 }, "#", "minItems is greater"],
     [false, "#", "matches nothing"],
     ["string", "#", "must be an object or a boolean"],
-    [{ anyOf: [{ type: "string" }, { type: "number", multipleOf: 2 }] }, "#/anyOf/1/multipleOf", "multipleOf"],
+    [{ anyOf: [{ type: "string" }, { type: "integer", multipleOf: 2, minimum: 1 }] }, "#/anyOf/1/multipleOf", "multipleOf: with one bound"],
     [{ type: "object", anyOf: [{}] }, "#", "beside anyOf"],
   ];
   for (const [schema, path, msg] of cases)
@@ -106,8 +106,9 @@ describe("schemaToGbnf: errors name the schema path", () => {
     });
 
   test("strict: false ignores what it cannot enforce", () => {
-    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "number", multipleOf: 2 }, s: { type: "string", pattern: "(x)\\1" } } }, { strict: false }));
-    expect(g.matches('{"n":-1,"s":"y"}')).toBe(true);
+    const g = compileGrammar(schemaToGbnf({ type: "object", properties: { n: { type: "integer", multipleOf: 2, minimum: 1 }, s: { type: "string", pattern: "(x)\\1" } } }, { strict: false }));
+    expect(g.matches('{"n":3,"s":"y"}')).toBe(true); // (multipleOf ignored, minimum kept)
+    expect(g.matches('{"n":0,"s":"y"}')).toBe(false);
   });
   test("allOf of one schema beside annotations (pydantic v1's described $ref) is that schema", () => {
     const schema = { type: "object", properties: { p: { title: "P", description: "a point", allOf: [{ $ref: "#/definitions/Pt" }] } }, required: ["p"],

@@ -53,13 +53,17 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
     expect(JSON.parse(js.message.content).code).toMatch(/^[A-Z]{2}-[0-9]{2}$/);
     // a format (as pydantic writes a datetime field), under a strict response_format
     const when = { type: "object", properties: { at: { type: "string", format: "date-time" }, n: { type: "integer", minimum: 3, maximum: 42 },
-      p: { type: "number", minimum: 0, maximum: 1 } }, required: ["at", "n", "p"], additionalProperties: false };
-    const dt = (await chat({ response_format: { type: "json_schema", json_schema: { name: "w", strict: true, schema: when } }, max_tokens: 90 })).j.choices[0];
+      p: { type: "number", minimum: 0, maximum: 1 }, price: { type: "number", multipleOf: 0.01, exclusiveMinimum: 0 }, k: { type: "integer", multipleOf: 7 } },
+      required: ["at", "n", "p", "price", "k"], additionalProperties: false };
+    const dt = (await chat({ response_format: { type: "json_schema", json_schema: { name: "w", strict: true, schema: when } }, max_tokens: 160 })).j.choices[0];
     expect(dt.finish_reason).toBe("stop");
     const n = JSON.parse(dt.message.content).n;
     expect(Number.isInteger(n) && n >= 3 && n <= 42).toBe(true); // (and bounded integers and numbers, as pydantic's conint, confloat)
     const p = JSON.parse(dt.message.content).p;
     expect(p >= 0 && p <= 1).toBe(true);
+    const { price, k } = JSON.parse(dt.message.content); // (multipleOf, as OpenAI's structured outputs take it)
+    expect(price > 0 && /^\d+(\.\d{1,2})?$/.test(String(price))).toBe(true);
+    expect([dt.message.content, Number.isInteger(k) && k % 7 === 0]).toEqual([dt.message.content, true]);
     expect(JSON.parse(dt.message.content).at).toMatch(/^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/); // (RFC 3339)
     const comp = (await (await post(s.url, "/v1/completions", { prompt: "Code:", max_tokens: 12, temperature: 0, guided_regex: "\\d{1,3}\\.\\d" })).json()) as any;
     expect(comp.choices[0].text).toMatch(/^\d{1,3}\.\d$/);

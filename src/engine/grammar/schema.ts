@@ -2,7 +2,7 @@
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
 // minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number and integer (with bounds: num-range.ts,
-// int-range.ts), boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf (of one schema: pydantic v1's
+// int-range.ts; multipleOf: multiple.ts), boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf (of one schema: pydantic v1's
 // described $ref; of object schemas: one merged object), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
@@ -11,6 +11,7 @@ import { GrammarError } from "./errors.ts";
 import { gbnfLiteral } from "./literal.ts";
 import { intRangeRegex } from "./int-range.ts";
 import { decimalOf, numRangeRegex } from "./num-range.ts";
+import { INT_DIGITS, multipleRules, multiplesRegex, stepOf } from "./multiple.ts";
 import { regexJsonString, regexToGbnf } from "./regex.ts";
 
 export interface SchemaOpts {
@@ -47,7 +48,9 @@ const UNSUPPORTED = [ "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximu
   "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
   "contentEncoding", "contentMediaType", "contentSchema"];
 const MAX_ITEMS = 10_000;
-const BOUNDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+const BOUNDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
+const LIMIT = 10n ** 16n - 1n; // the 16 integer digits of the primitives (an open side of a range ends there too)
+const MAX_MULTIPLES = 1000, MAX_STEP_STATES = 4096; // multipleOf: values listed within bounds; remainder states unbounded
 /** string formats as anchored patterns (RFC 3339 dates, times and durations, RFC 4122 UUIDs, dotted IPv4, RFC 3986's
  *  IPv6, URI and URI reference, RFC 1123 host names, a plain e-mail address); others are unsupported keywords */
 const TIME = `([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`;
@@ -212,8 +215,10 @@ class Converter {
   }
 
   /** an integer or a number, within minimum / maximum / exclusiveMinimum / exclusiveMaximum when given (draft 4's
-   *  boolean exclusive forms too): integers as int-range.ts's numerals, numbers as num-range.ts's decimals (no
-   *  exponent), both within the primitives' 16 integer digits */
+   *  boolean exclusive forms too), a multiple of multipleOf when given: integers as int-range.ts's numerals, numbers as
+   *  num-range.ts's decimals (no exponent), both within the primitives' 16 integer digits; a step m = p·10^−q with
+   *  p > 1 (multiple.ts) runs through remainders when unbounded (or bounded below by minimum: 0 alone) and lists the
+   *  multiples between two bounds (at most MAX_MULTIPLES) */
   bounded(type: "integer" | "number", s: Record<string, unknown>, name: string, path: string, own: boolean): string {
     if (!BOUNDS.some((k) => k in s)) return this.prim(type);
     const num = (k: string) => {
@@ -222,6 +227,11 @@ class Converter {
       if (typeof v !== "number" || !Number.isFinite(v)) this.fail(`${k} must be a number`, `${path}/${k}`);
       return v;
     };
+    // the step as p·10^−q; on integers only its part that integers can miss (m = 2.5: multiples of 5)
+    const m = num("multipleOf");
+    if (m !== undefined && !(m > 0)) this.fail("multipleOf must be greater than 0", `${path}/multipleOf`);
+    let [p, q] = m === undefined ? [1n, 0] : stepOf(decimalOf(m));
+    if (type === "integer") { const t = 10n ** BigInt(q); let g = p, h = t; while (h) [g, h] = [h, g % h]; [p, q] = [p / g, 0]; }
     // the tighter of each side's bounds (at equal values the open one), as [value, closed]
     let lo: [number, boolean] | null = null, hi: [number, boolean] | null = null;
     const atLeast = (v: number, closed: boolean) => { if (lo === null || v > lo[0] || (v === lo[0] && !closed)) lo = [v, closed]; };
@@ -232,19 +242,41 @@ class Converter {
     if (xmin !== undefined) atLeast(xmin, false);
     if (xmax !== undefined) atMost(xmax, false);
     const [l, h] = [lo as [number, boolean] | null, hi as [number, boolean] | null];
-    let re: string | null;
-    const LIMIT = 10n ** 16n - 1n; // the 16 integer digits of the primitives (an open side ends there too)
+    const done = (re: string | null) => {
+      if (re === null) this.fail(`the ${type} bounds leave no value`, path);
+      return this.add(name, `${regexToGbnf(re).replace(/^root ::= /, "").trim()} ${this.prim("space")}`, own);
+    };
+    if (p > 1n) { // a step other than 10^−q (strict: false ignores one that cannot be enforced)
+      const unsupported = (msg: string) => {
+        if (this.opts.strict) this.fail(`multipleOf: ${msg} (pass strict: false to ignore it)`, `${path}/multipleOf`);
+        return null;
+      };
+      let out: string | null = null;
+      if (l !== null && h !== null) {
+        try { out = done(multiplesRegex(p, q, [decimalOf(l[0]), l[1]], [decimalOf(h[0]), h[1]], MAX_MULTIPLES)); } catch (e) {
+          if (!(e instanceof RangeError)) throw e;
+          unsupported(e.message);
+        }
+      } else if (h !== null || (l !== null && !(l[0] === 0 && l[1]))) unsupported("with one bound only minimum: 0 is supported");
+      else if (p * BigInt(INT_DIGITS + q) > BigInt(MAX_STEP_STATES)) unsupported(`${m} needs too many states (p·10^−q with p·(${INT_DIGITS} + q) ≤ ${MAX_STEP_STATES} is supported)`);
+      else {
+        const base = this.unique(`${name}-step`), rules = multipleRules(Number(p), q, base, l !== null);
+        if ([...rules.keys()].some((k) => this.rules.has(k) || this.reserved.has(k))) this.fail("multipleOf: rule names taken", path);
+        for (const [k, v] of rules) this.rules.set(k, v);
+        out = this.add(name, `${base} ${this.prim("space")}`, own);
+      }
+      if (out !== null) return out;
+      [p, q] = [1n, type === "integer" ? 0 : Infinity]; // ignored
+    }
     if (type === "number") {
       const edge = `${LIMIT}`, outside = (v: number) => Math.abs(v) >= 1e16;
-      re = numRangeRegex(l === null || (outside(l[0]) && l[0] < 0) ? `-${edge}` : decimalOf(l[0]), l === null || outside(l[0]) || l[1],
-        h === null || (outside(h[0]) && h[0] > 0) ? edge : decimalOf(h[0]), h === null || outside(h[0]) || h[1]);
-    } else {
-      const ilo = l === null ? -LIMIT : BigInt(Math.floor(l[0])) + (l[1] && Number.isInteger(l[0]) ? 0n : 1n);
-      const ihi = h === null ? LIMIT : BigInt(Math.ceil(h[0])) - (h[1] && Number.isInteger(h[0]) ? 0n : 1n);
-      re = intRangeRegex(ilo < -LIMIT ? -LIMIT : ilo, ihi > LIMIT ? LIMIT : ihi);
+      return done(numRangeRegex(l === null || (outside(l[0]) && l[0] < 0) ? `-${edge}` : decimalOf(l[0]), l === null || outside(l[0]) || l[1],
+        h === null || (outside(h[0]) && h[0] > 0) ? edge : decimalOf(h[0]), h === null || outside(h[0]) || h[1], m === undefined ? Infinity : q));
     }
-    if (re === null) this.fail(`the ${type} bounds leave no value`, path);
-    return this.add(name, `${regexToGbnf(re).replace(/^root ::= /, "").trim()} ${this.prim("space")}`, own);
+    if (l === null && h === null) return this.prim(type); // (a step integers always meet)
+    const ilo = l === null ? -LIMIT : BigInt(Math.floor(l[0])) + (l[1] && Number.isInteger(l[0]) ? 0n : 1n);
+    const ihi = h === null ? LIMIT : BigInt(Math.ceil(h[0])) - (h[1] && Number.isInteger(h[0]) ? 0n : 1n);
+    return done(intRangeRegex(ilo < -LIMIT ? -LIMIT : ilo, ihi > LIMIT ? LIMIT : ihi));
   }
 
   object(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
