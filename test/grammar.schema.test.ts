@@ -81,8 +81,8 @@ describe("schemaToGbnf: errors name the schema path", () => {
     [{ allOf: [{ properties: { a: {} }, additionalProperties: false }, { properties: { b: {} } }] }, "#/allOf/0", 'property "b" is excluded'],
     [{ allOf: [{ $ref: "#/$defs/A", description: "x", minProperties: 1 }, {}], $defs: { A: {} } }, "#/allOf/0", "beside $ref"],
     [{ allOf: [] }, "#/allOf", "non-empty"],
-    [{ type: "array", items: [{ type: "string" }] }, "#/items", "tuple-style"],
-    [{ type: "array", prefixItems: [{ type: "string" }] }, "#/prefixItems", "prefixItems"],
+    [{ type: "array", prefixItems: { type: "string" } }, "#/prefixItems", "prefixItems must be an array"],
+    [{ type: "array", prefixItems: [{}, {}], items: false, minItems: 3 }, "#", "items: false with minItems > 2"],
     [{ type: "object", properties: { a: {} }, additionalProperties: true }, "#/additionalProperties", "additionalProperties"],
     [{ type: "object", properties: { a: {} }, required: ["b"] }, "#/required", 'required property "b"'],
     [{ $ref: "other.json#/x" }, "#/$ref", "only local references"],
@@ -132,6 +132,31 @@ describe("schemaToGbnf: errors name the schema path", () => {
     // strict: false drops an allOf that cannot merge (and keeps the rest)
     const g = compileGrammar(schemaToGbnf({ type: "object", properties: { a: { type: "integer" } }, allOf: [{ type: "string" }] }, { strict: false, whitespace: "compact" }));
     expect(g.matches('{"a":1}')).toBe(true);
+  });
+  test("tuples (prefixItems, and the older array form of items with additionalItems) accept exactly the arrays they describe", () => {
+    const kinds: [object, (v: unknown) => boolean][] = [[{ type: "integer" }, Number.isInteger], [{ type: "string" }, (v) => typeof v === "string"],
+      [{ type: "boolean" }, (v) => typeof v === "boolean"]];
+    const elems = [1, "a", true], rng = new Rng(5);
+    const arrays: unknown[][] = [[]];
+    for (let len = 1; len <= 4; len++) for (let k = 0; k < 3 ** len; k++) arrays.push(Array.from({ length: len }, (_, i) => elems[Math.floor(k / 3 ** i) % 3]));
+    for (let c = 0; c < 300; c++) {
+      const n = Math.floor(rng.next() * 4), heads = Array.from({ length: n }, () => kinds[Math.floor(rng.next() * 3)]);
+      const restPick = Math.floor(rng.next() * 3), rest: [unknown, (v: unknown) => boolean] | null =
+        restPick === 0 ? [undefined, () => true] : restPick === 1 ? [false, () => false] : [kinds[2][0], kinds[2][1]];
+      const lo = rng.next() < 0.5 ? undefined : Math.floor(rng.next() * 4), hi = rng.next() < 0.5 ? undefined : Math.floor(rng.next() * 5);
+      if (lo !== undefined && hi !== undefined && lo > hi) continue;
+      if (rest![0] === false && (lo ?? 0) > n) continue;
+      const old = rng.next() < 0.3; // draft 4's spelling
+      const schema: Record<string, unknown> = { type: "array", ...(lo !== undefined ? { minItems: lo } : {}), ...(hi !== undefined ? { maxItems: hi } : {}) };
+      if (old) { schema.items = heads.map((h) => h[0]); if (rest![0] !== undefined) schema.additionalItems = rest![0]; }
+      else { schema.prefixItems = heads.map((h) => h[0]); if (rest![0] !== undefined) schema.items = rest![0]; }
+      if (old && n === 0) continue; // (items: [] alone)
+      const g = compileGrammar(schemaToGbnf(schema, { whitespace: "compact" }));
+      for (const a of arrays) {
+        const want = (lo === undefined || a.length >= lo) && (hi === undefined || a.length <= hi) && a.every((v, i) => (i < n ? heads[i][1](v) : rest![1](v)));
+        if (g.matches(JSON.stringify(a)) !== want) throw new Error(`${JSON.stringify(schema)} on ${JSON.stringify(a)}: grammar ${!want}`);
+      }
+    }
   });
   test("annotations and unknown keywords are ignored", () => {
     expect(() => schemaToGbnf({ title: "t", description: "d", $schema: "x", default: 1, examples: [], type: "integer", "x-vendor": 1 })).not.toThrow();

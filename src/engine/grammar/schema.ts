@@ -2,7 +2,8 @@
 // declared order (optional ones may be left out, commas placed right), required,
 // additionalProperties (false by default when properties are given), strings (enum, const,
 // minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number and integer (with bounds: num-range.ts,
-// int-range.ts; multipleOf: multiple.ts), boolean, null, arrays (items, minItems, maxItems), anyOf/oneOf, allOf (of one schema: pydantic v1's
+// int-range.ts; multipleOf: multiple.ts), boolean, null, arrays (items, minItems, maxItems; tuples: prefixItems, or items
+// as an array with additionalItems), anyOf/oneOf, allOf (of one schema: pydantic v1's
 // described $ref; of object schemas: one merged object), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
@@ -44,7 +45,7 @@ const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$sc
   "readOnly", "writeOnly", "$defs", "definitions"]);
 const UNSUPPORTED = [ "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
   "allOf", "not", "if", "then", "else", "patternProperties", "propertyNames", "minProperties", "maxProperties",
-  "uniqueItems", "contains", "minContains", "maxContains", "prefixItems", "additionalItems", "dependentRequired",
+  "uniqueItems", "contains", "minContains", "maxContains", "dependentRequired",
   "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
   "contentEncoding", "contentMediaType", "contentSchema"];
 const MAX_ITEMS = 10_000;
@@ -177,7 +178,7 @@ class Converter {
     }
     if (type === undefined) {
       if ("properties" in s || "required" in s || "additionalProperties" in s) type = "object";
-      else if ("items" in s || "minItems" in s || "maxItems" in s) type = "array";
+      else if ("items" in s || "prefixItems" in s || "minItems" in s || "maxItems" in s) type = "array";
       else if ("minLength" in s || "maxLength" in s || "pattern" in s || "format" in s) type = "string";
       else return this.prim("value");
     }
@@ -315,18 +316,32 @@ class Converter {
     return this.add(me, `"{" ${sp} ${T} "}" ${sp}`, true);
   }
 
+  /** an array: `items` for every element, or a tuple — `prefixItems` (draft 2020-12; pydantic's tuples) or the older
+   *  array form of `items` — for the first elements and `items` / `additionalItems` for the rest; minItems, maxItems */
   array(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
     const sp = this.prim("space");
-    if (Array.isArray(s.items)) this.fail("tuple-style items (an array) is not supported", `${path}/items`);
+    const tupleKey = "prefixItems" in s ? "prefixItems" : Array.isArray(s.items) ? "items" : null;
+    const tuple = tupleKey ? s[tupleKey] : [];
+    if (!Array.isArray(tuple)) this.fail("prefixItems must be an array of schemas", `${path}/prefixItems`);
+    const restKey = tupleKey === "items" ? "additionalItems" : "items", rest = s[restKey];
     const lo = this.int(s, "minItems", path) ?? 0;
     let hi = this.int(s, "maxItems", path) ?? Infinity;
     if (lo > hi) this.fail("minItems is greater than maxItems", path);
-    if (s.items === false) { if (lo > 0) this.fail("items: false with minItems > 0 matches nothing", path); hi = 0; }
+    if (rest === false) { if (lo > tuple.length) this.fail(`${restKey}: false with minItems > ${tuple.length} matches nothing`, path); hi = Math.min(hi, tuple.length); }
     if (hi === 0) return this.add(name, `"[" ${sp} "]" ${sp}`, own);
-    const it = s.items === undefined || s.items === true ? this.prim("value") : this.visit(s.items, `${name}-item`, `${path}/items`);
-    const more = hi === 1 ? "" : ` ( "," ${sp} ${it} )${this.rep(Math.max(lo - 1, 0), hi - 1)}`;
-    const list = `${it}${more}`;
-    return this.add(name, lo === 0 ? `"[" ${sp} ( ${list} )? "]" ${sp}` : `"[" ${sp} ${list} "]" ${sp}`, own);
+    const it = () => (rest === undefined || rest === true ? this.prim("value") : this.visit(rest, `${name}-item`, `${path}/${restKey}`));
+    // after element i - 1: the elements from i on (each after a comma), the first `lo` of all required
+    const n = Math.min(tuple.length, hi);
+    const heads = tuple.slice(0, n).map((x, i) => this.visit(x, `${name}-${i}`, `${path}/${tupleKey}/${i}`));
+    const tail = hi - n > 0 ? (() => { const e = it(); return ` ( "," ${sp} ${e} )${this.rep(Math.max(lo - n, 0), hi - n)}`; })() : "";
+    let after = tail; // the elements after index i, as a body
+    for (let i = n - 1; i >= 1; i--) {
+      const r = this.add(`${name}-from${i}`, `"," ${sp} ${heads[i]}${after}`);
+      after = i >= lo ? ` ${r}?` : ` ${r}`;
+    }
+    // the first element: a prefix one, else one of `items` (then the rest of them after commas, as before)
+    const first = n > 0 ? `${heads[0]}${after}` : (() => { const e = it(); return `${e}${hi === 1 ? "" : ` ( "," ${sp} ${e} )${this.rep(Math.max(lo - 1, 0), hi - 1)}`}`; })();
+    return this.add(name, lo === 0 ? `"[" ${sp} ( ${first} )? "]" ${sp}` : `"[" ${sp} ${first} "]" ${sp}`, own);
   }
 
   /** allOf's parts (each inline or a local $ref; nested allOf too) and the schema's own object keywords merged into one
