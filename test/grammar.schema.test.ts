@@ -158,6 +158,41 @@ describe("schemaToGbnf: errors name the schema path", () => {
       }
     }
   });
+  test("maps: propertyNames, one patternProperties pattern, minProperties / maxProperties accept exactly the objects they describe", () => {
+    const keys = ["a", "ab", "x", "k1", "abc", ""], values = [1, true, "s"];
+    const objects: [string, unknown][][] = [[]];
+    for (let n = 1; n <= 3; n++) for (let k = 0; k < 18 ** n; k += 7) objects.push(Array.from({ length: n }, (_, i) => [keys[Math.floor(k / 18 ** i) % 18 % 6], values[Math.floor(k / 18 ** i / 6) % 3]]));
+    const isInt = (v: unknown) => Number.isInteger(v), isBool = (v: unknown) => typeof v === "boolean";
+    const cases: [object, (k: string) => boolean, (v: unknown) => boolean][] = [
+      [{ propertyNames: { pattern: "^[a-c]+$" }, additionalProperties: { type: "integer" } }, (k) => /^[a-c]+$/.test(k), isInt],
+      [{ propertyNames: { maxLength: 1 } }, (k) => k.length <= 1, () => true],
+      [{ propertyNames: { enum: ["x", "k1"] }, additionalProperties: { type: "boolean" } }, (k) => k === "x" || k === "k1", isBool],
+      [{ patternProperties: { "^k[0-9]$": { type: "boolean" } } }, (k) => /^k[0-9]$/.test(k), isBool],
+      [{ additionalProperties: { type: "integer" } }, () => true, isInt],
+    ];
+    for (const [base, keyOk, valOk] of cases) for (const [lo, hi] of [[undefined, undefined], [1, undefined], [undefined, 2], [2, 2], [0, 0]]) {
+      const schema = { type: "object", ...base, ...(lo !== undefined ? { minProperties: lo } : {}), ...(hi !== undefined ? { maxProperties: hi } : {}) };
+      const g = compileGrammar(schemaToGbnf(schema, { whitespace: "compact" }));
+      for (const o of objects) {
+        const text = `{${o.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(",")}}`;
+        const want = (lo === undefined || o.length >= lo) && (hi === undefined || o.length <= hi) && o.every(([k, v]) => keyOk(k) && valOk(v));
+        if (g.matches(text) !== want) throw new Error(`${JSON.stringify(schema)} on ${text}: grammar ${!want}`);
+      }
+    }
+    // uniqueItems: false is no constraint
+    expect(compileGrammar(schemaToGbnf({ type: "array", uniqueItems: false }, { whitespace: "compact" })).matches("[1,1]")).toBe(true);
+    for (const [schema, at, msg] of [
+      [{ type: "object", properties: { a: {} }, propertyNames: { maxLength: 3 } }, "#/propertyNames", "together with properties"],
+      [{ type: "object", patternProperties: { "^a": {}, "^b": {} } }, "#/patternProperties", "one pattern"],
+      [{ type: "object", propertyNames: { enum: ["a", 1] } }, "#/propertyNames", "schema of strings"],
+      [{ type: "object", minProperties: 3, maxProperties: 2 }, "#", "minProperties is greater"],
+      [{ type: "array", uniqueItems: true }, "#/uniqueItems", "unsupported keyword"],
+    ] as const) {
+      let err: unknown;
+      try { schemaToGbnf(schema); } catch (e) { err = e; }
+      expect([(err as GrammarError)?.path, String(err).includes(msg)]).toEqual([at, true]);
+    }
+  });
   test("annotations and unknown keywords are ignored", () => {
     expect(() => schemaToGbnf({ title: "t", description: "d", $schema: "x", default: 1, examples: [], type: "integer", "x-vendor": 1 })).not.toThrow();
   });

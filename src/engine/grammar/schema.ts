@@ -14,6 +14,8 @@ import { intRangeRegex } from "./int-range.ts";
 import { decimalOf, numRangeRegex } from "./num-range.ts";
 import { INT_DIGITS, multipleRules, multiplesRegex, stepOf } from "./multiple.ts";
 import { regexJsonString, regexToGbnf } from "./regex.ts";
+import { FORMATS } from "./formats.ts";
+import { ANNOTATIONS, isObj, mergeAllOf, ptr } from "./allof.ts";
 
 export interface SchemaOpts {
   /** "flexible" (default): llama.cpp's bounded optional whitespace after tokens; "compact": none. */
@@ -41,49 +43,18 @@ const PRIMS: Record<string, [string, string[]]> = {
   null: ['"null" space', ["space"]],
 };
 
-const ANNOTATIONS = new Set(["title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
-  "readOnly", "writeOnly", "$defs", "definitions"]);
 const UNSUPPORTED = [ "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
   "allOf", "not", "if", "then", "else", "patternProperties", "propertyNames", "minProperties", "maxProperties",
   "uniqueItems", "contains", "minContains", "maxContains", "dependentRequired",
   "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
   "contentEncoding", "contentMediaType", "contentSchema"];
 const MAX_ITEMS = 10_000;
+/** keywords of objects used as maps (no properties): object() enforces them */
+const MAP_KEYS = ["patternProperties", "propertyNames", "minProperties", "maxProperties"];
 const BOUNDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
 const LIMIT = 10n ** 16n - 1n; // the 16 integer digits of the primitives (an open side of a range ends there too)
 const MAX_MULTIPLES = 1000, MAX_STEP_STATES = 4096; // multipleOf: values listed within bounds; remainder states unbounded
-/** string formats as anchored patterns (RFC 3339 dates, times and durations, RFC 4122 UUIDs, dotted IPv4, RFC 3986's
- *  IPv6, URI and URI reference, RFC 1123 host names, a plain e-mail address); others are unsupported keywords */
-const TIME = `([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?(Z|z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`;
-const DATE = `[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])`, OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
-const LABEL = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", HEX = "[0-9a-fA-F]";
-const IPV4 = `(${OCTET}\\.){3}${OCTET}`, H16 = `${HEX}{1,4}`, LS32 = `(${H16}:${H16}|${IPV4})`;
-/** RFC 3986's IPv6address: n groups after "::" (or 6 and no "::"), at most 7 − n before it */
-const IPV6 = [`(${H16}:){6}${LS32}`, `::(${H16}:){5}${LS32}`,
-  ...[4, 3, 2, 1, 0].map((n, i) => `(${i ? `(${H16}:){0,${i}}` : ""}${H16})?::${n ? `(${H16}:){${n}}` : ""}${LS32}`),
-  `((${H16}:){0,5}${H16})?::${H16}`, `((${H16}:){0,6}${H16})?::`].map((x) => `(${x})`).join("|");
-/** RFC 3986's URI (scheme ":" hier-part [? query] [# fragment]); a URI reference may also be a relative one */
-const PCT = `%${HEX}{2}`, UNRES_SUB = "[A-Za-z0-9._~!$&'()*+,;=-]", PCHAR = `(${UNRES_SUB}|${PCT}|[:@])`;
-const AUTHORITY = `((${UNRES_SUB}|${PCT}|:)*@)?(\\[(${IPV6}|[vV]${HEX}+\\.(${UNRES_SUB}|:)+)\\]|${IPV4}|(${UNRES_SUB}|${PCT})*)(:[0-9]*)?`;
-const SEGS = `(/${PCHAR}*)*`, QF = `(\\?(${PCHAR}|[/?])*)?(#(${PCHAR}|[/?])*)?`;
-const HIER = `(//${AUTHORITY}${SEGS}|/(${PCHAR}+${SEGS})?|${PCHAR}+${SEGS}|)`;
-const NOCOLON = `(${UNRES_SUB}|${PCT}|@)`; // a relative path's first segment holds no ":"
-/** ISO 8601 durations as RFC 3339's appendix A writes them */
-const DTIME = "T([0-9]+H([0-9]+M([0-9]+S)?)?|[0-9]+M([0-9]+S)?|[0-9]+S)";
-export const FORMATS: Record<string, string> = {
-  date: `^${DATE}$`, time: `^${TIME}$`, "date-time": `^${DATE}[Tt]${TIME}$`,
-  duration: `^P(([0-9]+D|[0-9]+M([0-9]+D)?|[0-9]+Y([0-9]+M([0-9]+D)?)?)(${DTIME})?|${DTIME}|[0-9]+W)$`,
-  uuid: `^${HEX}{8}-${HEX}{4}-${HEX}{4}-${HEX}{4}-${HEX}{12}$`,
-  ipv4: `^${IPV4}$`, ipv6: `^(${IPV6})$`, hostname: `^${LABEL}(\\.${LABEL})*$`,
-  email: `^[A-Za-z0-9._%+-]+@${LABEL}(\\.${LABEL})+$`,
-  uri: `^[A-Za-z][A-Za-z0-9+.-]*:${HIER}${QF}$`,
-  "uri-reference": `^([A-Za-z][A-Za-z0-9+.-]*:${HIER}|//${AUTHORITY}${SEGS}|/(${PCHAR}+${SEGS})?|${NOCOLON}+${SEGS}|)${QF}$`,
-};
-
-
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const sanitize = (k: string) => k.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "x";
-const ptr = (k: string) => k.replaceAll("~", "~0").replaceAll("/", "~1");
 
 class Converter {
   rules = new Map<string, string>();
@@ -139,7 +110,7 @@ class Converter {
     // allOf of object schemas (an OpenAPI-style composition): one merged object (strict: false ignores what cannot merge)
     if ("allOf" in s) {
       let merged: Record<string, unknown>;
-      try { merged = this.mergeAllOf(s, path); } catch (e) {
+      try { merged = mergeAllOf(s, path, (r, at) => this.resolve(r, at).schema); } catch (e) {
         if (this.opts.strict || !(e instanceof GrammarError)) throw e;
         merged = Object.fromEntries(Object.entries(s).filter(([k]) => k !== "allOf"));
       }
@@ -147,7 +118,9 @@ class Converter {
     }
     // (numeric bounds are enforced on integers and numbers: see `bounded`)
     const numeric = [s.type].flat().some((t) => t === "integer" || t === "number");
-    if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s && !(numeric && BOUNDS.includes(k))) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
+    const map = [s.type].flat().includes("object") || (s.type === undefined && !("properties" in s)); // (object() checks the rest)
+    const handled = (k: string) => (numeric && BOUNDS.includes(k)) || (map && MAP_KEYS.includes(k)) || (k === "uniqueItems" && s.uniqueItems === false);
+    if (this.opts.strict) for (const k of UNSUPPORTED) if (k in s && !handled(k)) this.fail(`unsupported keyword ${JSON.stringify(k)} (pass strict: false to ignore it)`, `${path}/${k}`);
     const sp = () => this.prim("space");
     if ("$ref" in s) {
       const extra = Object.keys(s).filter((k) => k !== "$ref" && !ANNOTATIONS.has(k) && !UNSUPPORTED.includes(k));
@@ -177,7 +150,7 @@ class Converter {
       type = type[0];
     }
     if (type === undefined) {
-      if ("properties" in s || "required" in s || "additionalProperties" in s) type = "object";
+      if ("properties" in s || "required" in s || "additionalProperties" in s || MAP_KEYS.some((k) => k in s)) type = "object";
       else if ("items" in s || "prefixItems" in s || "minItems" in s || "maxItems" in s) type = "array";
       else if ("minLength" in s || "maxLength" in s || "pattern" in s || "format" in s) type = "string";
       else return this.prim("value");
@@ -287,13 +260,8 @@ class Converter {
     const req = s.required ?? [];
     if (!Array.isArray(req) || req.some((r) => typeof r !== "string")) this.fail("required must be an array of strings", `${path}/required`);
     const keys = Object.keys(props), ap = s.additionalProperties;
-    if (keys.length === 0) {
-      if (req.length) this.fail("required without properties is not supported", `${path}/required`);
-      if (ap === false) return this.add(name, `"{" ${sp} "}" ${sp}`, own);
-      const v = ap === undefined || ap === true ? this.prim("value") : this.visit(ap, `${name}-value`, `${path}/additionalProperties`);
-      const kv = `${this.prim("string")} ":" ${sp} ${v}`;
-      return this.add(name, `"{" ${sp} ( ${kv} ( "," ${sp} ${kv} )* )? "}" ${sp}`, own);
-    }
+    if (keys.length === 0) return this.map(s, name, path, own);
+    if (this.opts.strict) for (const k of MAP_KEYS) if (k in s) this.fail(`${k} together with properties is not supported (pass strict: false to ignore it)`, `${path}/${k}`);
     if (ap !== undefined && ap !== false && this.opts.strict)
       this.fail("additionalProperties other than false together with properties is not supported", `${path}/additionalProperties`);
     for (const r of req) if (!keys.includes(r as string)) this.fail(`required property ${JSON.stringify(r)} is not in properties`, `${path}/required`);
@@ -314,6 +282,33 @@ class Converter {
       S = nS;
     }
     return this.add(me, `"{" ${sp} ${T} "}" ${sp}`, true);
+  }
+
+  /** an object used as a map (no properties): keys of `propertyNames` (a string schema) or of a single pattern of
+   *  `patternProperties` (then its values; other keys are not written), values of `additionalProperties`, and between
+   *  minProperties and maxProperties members (distinct keys are not enforced) */
+  map(s: Record<string, unknown>, name: string, path: string, own: boolean): string {
+    const sp = this.prim("space"), ap = s.additionalProperties, pp = s.patternProperties, pn = s.propertyNames;
+    if (Array.isArray(s.required) && s.required.length) this.fail("required without properties is not supported", `${path}/required`);
+    let key = this.prim("string"), value: unknown = ap === undefined ? true : ap, valuePath = `${path}/additionalProperties`;
+    if (pp !== undefined) {
+      if (!isObj(pp) || Object.keys(pp).length !== 1) this.fail("patternProperties with one pattern is supported", `${path}/patternProperties`);
+      const [pat, sch] = Object.entries(pp)[0];
+      key = this.visit({ type: "string", pattern: pat }, `${name}-key`, `${path}/patternProperties`);
+      [value, valuePath] = [sch, `${path}/patternProperties/${ptr(pat)}`];
+    }
+    if (pn !== undefined) {
+      if (pp !== undefined) this.fail("propertyNames together with patternProperties is not supported", `${path}/propertyNames`);
+      if (!isObj(pn) || [pn.enum ?? []].flat().concat("const" in pn ? [pn.const] : []).some((v) => typeof v !== "string"))
+        this.fail("propertyNames must be a schema of strings", `${path}/propertyNames`);
+      key = this.visit({ ...pn, type: "string" }, `${name}-key`, `${path}/propertyNames`);
+    }
+    const lo = this.int(s, "minProperties", path) ?? 0, hi = value === false ? 0 : this.int(s, "maxProperties", path) ?? Infinity;
+    if (lo > hi) this.fail(value === false ? "minProperties > 0 with no property allowed matches nothing" : "minProperties is greater than maxProperties", path);
+    if (hi === 0) return this.add(name, `"{" ${sp} "}" ${sp}`, own);
+    const v = value === true ? this.prim("value") : this.visit(value, `${name}-value`, valuePath);
+    const kv = `${key} ":" ${sp} ${v}`, list = `${kv}${hi === 1 ? "" : ` ( "," ${sp} ${kv} )${this.rep(Math.max(lo - 1, 0), hi - 1)}`}`;
+    return this.add(name, lo === 0 ? `"{" ${sp} ( ${list} )? "}" ${sp}` : `"{" ${sp} ${list} "}" ${sp}`, own);
   }
 
   /** an array: `items` for every element, or a tuple — `prefixItems` (draft 2020-12; pydantic's tuples) or the older
@@ -342,46 +337,6 @@ class Converter {
     // the first element: a prefix one, else one of `items` (then the rest of them after commas, as before)
     const first = n > 0 ? `${heads[0]}${after}` : (() => { const e = it(); return `${e}${hi === 1 ? "" : ` ( "," ${sp} ${e} )${this.rep(Math.max(lo - 1, 0), hi - 1)}`}`; })();
     return this.add(name, lo === 0 ? `"[" ${sp} ( ${first} )? "]" ${sp}` : `"[" ${sp} ${first} "]" ${sp}`, own);
-  }
-
-  /** allOf's parts (each inline or a local $ref; nested allOf too) and the schema's own object keywords merged into one
-   *  object schema: the properties in order of appearance (one named twice must be the same schema), every part's
-   *  required. A part with additionalProperties: false admits only its own properties, so any other is an error. */
-  mergeAllOf(s: Record<string, unknown>, path: string): Record<string, unknown> {
-    const props: Record<string, unknown> = {}, required = new Set<string>(), closed: [string[], string][] = [];
-    const MERGEABLE = new Set(["type", "properties", "required", "additionalProperties", "allOf", "$ref"]);
-    const take = (x: unknown, at: string, depth: number): void => {
-      if (depth > 32) this.fail("allOf: parts nested too deep", at);
-      if (isObj(x) && typeof x.$ref === "string") {
-        if (Object.keys(x).some((k) => k !== "$ref" && !ANNOTATIONS.has(k))) this.fail("allOf: keywords beside $ref are not supported", at);
-        return take(this.resolve(x.$ref, `${at}/$ref`).schema, `${at}/$ref`, depth + 1);
-      }
-      if (!isObj(x)) this.fail("allOf: each part must be an object schema", at);
-      const extra = Object.keys(x).filter((k) => !MERGEABLE.has(k) && !ANNOTATIONS.has(k));
-      if (extra.length) this.fail(`allOf: only object schemas (properties, required, additionalProperties) merge; not ${extra.join(", ")}`, at);
-      if (x.type !== undefined && x.type !== "object") this.fail("allOf: every part must be of type object", `${at}/type`);
-      if (x.allOf !== undefined) {
-        if (!Array.isArray(x.allOf) || x.allOf.length === 0) this.fail("allOf must be a non-empty array", `${at}/allOf`);
-        x.allOf.forEach((y, i) => take(y, `${at}/allOf/${i}`, depth + 1));
-      }
-      const p = x.properties ?? {};
-      if (!isObj(p)) this.fail("properties must be an object", `${at}/properties`);
-      for (const [k, v] of Object.entries(p)) {
-        if (k in props && JSON.stringify(props[k]) !== JSON.stringify(v)) this.fail(`allOf: property ${JSON.stringify(k)} has two different schemas`, `${at}/properties/${ptr(k)}`);
-        props[k] = v;
-      }
-      const r = x.required ?? [];
-      if (!Array.isArray(r) || r.some((k) => typeof k !== "string")) this.fail("required must be an array of strings", `${at}/required`);
-      for (const k of r) required.add(k);
-      if (x.additionalProperties === false) closed.push([Object.keys(p), at]);
-      else if (x.additionalProperties !== undefined && x.additionalProperties !== true) this.fail("allOf: additionalProperties other than true / false is not supported", `${at}/additionalProperties`);
-    };
-    if (!Array.isArray(s.allOf) || s.allOf.length === 0) this.fail("allOf must be a non-empty array", `${path}/allOf`);
-    take(Object.fromEntries(Object.entries(s).filter(([k]) => k !== "allOf" && !ANNOTATIONS.has(k))), path, 0);
-    s.allOf.forEach((y, i) => take(y, `${path}/allOf/${i}`, 1));
-    for (const [own, at] of closed) for (const k of Object.keys(props))
-      if (!own.includes(k)) this.fail(`allOf: property ${JSON.stringify(k)} is excluded by a part with additionalProperties: false`, at);
-    return { type: "object", properties: props, ...(required.size ? { required: [...required] } : {}) };
   }
 
   /** a local reference: the schema it names, its key (null for "#") and its pointer */
