@@ -9,7 +9,7 @@ import { post, startTiny } from "./server.helpers.ts";
 
 describe.skipIf(!hasTiny)("the chat page in a DOM", () => {
   const KEY = "sk-page";
-  let s: Server, window: Window;
+  let s: Server, window: Window, lastBody: unknown = null;
   type El = { value: string; textContent: string | null; disabled: boolean; click(): void; dispatchEvent(e: unknown): boolean };
   const $ = (id: string) => window.document.getElementById(id) as unknown as El;
   const texts = (cls: string) => [...window.document.querySelectorAll(`.${cls}`)].map((e) => e.textContent ?? "");
@@ -24,6 +24,7 @@ describe.skipIf(!hasTiny)("the chat page in a DOM", () => {
     (window as unknown as { fetch: unknown }).fetch = (u: string, o: RequestInit & { signal?: { addEventListener(t: string, f: () => void): void } } = {}) => {
       const ctl = new AbortController();
       o.signal?.addEventListener("abort", () => ctl.abort());
+      lastBody = o.body ?? null;
       return fetch(new URL(u, `${s.url}/`), { ...o, signal: ctl.signal } as RequestInit);
     };
     window.document.write(await (await fetch(`${s.url}/`)).text());
@@ -51,10 +52,15 @@ describe.skipIf(!hasTiny)("the chat page in a DOM", () => {
     await send("Hello");
     const first = await reply([{ role: "user", content: "Hello" }], 6);
     expect(texts("bot").at(-1)).toBe(first);
-    expect(texts("meta").at(-1)).toMatch(/^\d+ prompt \+ 6 tokens in [\d.]+ s \([\d.]+ tok\/s\), length$/);
+    expect(texts("meta").at(-1)).toMatch(/^\d+ prompt \+ 6 tokens in [\d.]+ s \(prompt [\d.]+ tok\/s, decode [\d.]+ tok\/s\), length$/); // (the timings)
     await send("And then?");
     expect(texts("bot").at(-1)).toBe(await reply([{ role: "user", content: "Hello" }, { role: "assistant", content: first }, { role: "user", content: "And then?" }], 6));
     expect(texts("user")).toEqual(["Hello", "And then?"]);
+    // the thinking switch and budget go into the request
+    (window.document.getElementById("think") as unknown as { checked: boolean }).checked = true;
+    $("budget").value = "2";
+    await send("Think.");
+    expect(JSON.parse(String(lastBody))).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_token_budget: 2 });
   });
 
   test("Stop ends a long reply and the slot is free again", async () => {
