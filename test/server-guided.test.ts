@@ -25,7 +25,9 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
       expect(j.choices[0].finish_reason).toBe("stop");
     }
     const viaRf = (await chat({ response_format: { type: "json_schema", json_schema: { name: "s", schema } } })).j.choices[0].message.content;
-    for (const extra of [{ guided_json: schema }, { guided_json: JSON.stringify(schema) }, { structured_outputs: { json: schema } }]) {
+    // (and llama-server's spellings: a schema beside json_object, a top-level json_schema)
+    for (const extra of [{ guided_json: schema }, { guided_json: JSON.stringify(schema) }, { structured_outputs: { json: schema } },
+      { response_format: { type: "json_object", schema } }, { json_schema: schema }]) {
       const out = (await chat(extra)).j.choices[0].message.content;
       expect(out).toBe(viaRf);
       if (out.endsWith("}")) expect(Number.isInteger(JSON.parse(out).a)).toBe(true);
@@ -71,6 +73,9 @@ describe.skipIf(!hasTiny)("serve: vLLM's guided decoding", () => {
 
   test("conflicts, unsupported regexes and bad JSON are refused naming the field", async () => {
     for (const [extra, param] of [
+      [{ json_schema: schema, guided_json: schema }, "json_schema"],
+      [{ response_format: { type: "json_object", schema: { type: "strin" } } }, "response_format.schema.type"],
+      [{ json_schema: { type: "object", properties: { n: { type: "strin" } } } }, "json_schema.properties.n.type"],
       [{ guided_json: schema, response_format: { type: "json_object" } }, "guided_json"],
       [{ guided_choice: ["a"], guided_grammar: 'root ::= "a"' }, "guided_choice"],
       [{ structured_outputs: { choice: ["a"] }, grammar: 'root ::= "a"' }, "structured_outputs.choice"],

@@ -47,7 +47,6 @@ const LlamaCompletion = z.object({
   // false: the token is banned (llama-server's spelling), as a bias of -100 is here
   logit_bias: b.logit_bias == null ? undefined
     : Object.fromEntries((Array.isArray(b.logit_bias) ? b.logit_bias : Object.entries(b.logit_bias)).map(([t, v]) => [String(t), v === false ? -100 : v])),
-  response_format: b.json_schema ? { type: "json_schema" as const, json_schema: { name: "json_schema", schema: b.json_schema } } : undefined,
   slot: b.id_slot == null || b.id_slot < 0 ? undefined : b.id_slot,
 }));
 type LlamaCompletion = z.infer<typeof LlamaCompletion>;

@@ -84,7 +84,7 @@ const sampling = {
   slot: nullish(z.int().min(0)), // extension: pin the request to a KV slot
   response_format: nullish(z.discriminatedUnion("type", [
     z.looseObject({ type: z.literal("text") }),
-    z.looseObject({ type: z.literal("json_object") }),
+    z.looseObject({ type: z.literal("json_object"), schema: nullish(z.union([z.record(z.string(), z.unknown()), z.boolean()])) }), // (schema: llama-server's)
     z.looseObject({
       type: z.literal("json_schema"),
       json_schema: z.looseObject({
@@ -114,6 +114,7 @@ const sampling = {
   // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar,
   // a regular expression (the whole output matches it)
   guided_json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
+  json_schema: nullish(z.record(z.string(), z.unknown())), // llama-server's: a JSON schema the output follows
   guided_choice: nullish(z.array(z.string()).min(1).max(256)),
   guided_grammar: nullish(z.string().min(1, "must not be empty")),
   guided_regex: nullish(z.string().min(1, "must not be empty").max(1 << 14)),
@@ -190,11 +191,11 @@ export function zodError(e: z.ZodError): ApiError {
  * cannot be enforced (pattern, format, minimum, ...); otherwise they are ignored (best effort).
  * Whitespace between JSON tokens is compact (none).
  */
-type Guided = Partial<Pick<ChatRequest, "guided_json" | "guided_choice" | "guided_grammar" | "guided_regex" | "structured_outputs">>;
+type Guided = Partial<Pick<ChatRequest, "guided_json" | "guided_choice" | "guided_grammar" | "guided_regex" | "structured_outputs" | "json_schema">>;
 /** vLLM's guided decoding as a GrammarSpec (undefined: none asked; an ApiError naming the field) */
 function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefined {
   const so = b.structured_outputs ?? {};
-  const asked = ([["guided_json", b.guided_json], ["guided_choice", b.guided_choice], ["guided_grammar", b.guided_grammar],
+  const asked = ([["json_schema", b.json_schema], ["guided_json", b.guided_json], ["guided_choice", b.guided_choice], ["guided_grammar", b.guided_grammar],
     ["guided_regex", b.guided_regex], ["structured_outputs.json", so.json], ["structured_outputs.choice", so.choice],
     ["structured_outputs.grammar", so.grammar], ["structured_outputs.regex", so.regex]] as const)
     .filter(([, v]) => v != null);
@@ -219,6 +220,9 @@ function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefine
   return g ? { ...g, field } : g ?? undefined;
 }
 
+/** where a response_format's schema sits (json_object's `schema`: llama-server's) */
+const schemaField = (type: string) => (type === "json_schema" ? "response_format.json_schema.schema" : "response_format.schema");
+
 export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & Guided & { tools?: Tool[] | null; tool_choice?: ToolChoice | null;
   parallel_tool_calls?: boolean | null }): GrammarSpec | null | ApiError {
   const rf = b.response_format;
@@ -242,14 +246,14 @@ export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & 
   if (!constrained) return null;
   const strict = rf.type === "json_schema" && (rf as { json_schema: { strict?: boolean | null } }).json_schema.strict === true;
   try {
-    const noSchema = rf.type === "json_schema" && (rf as { json_schema: { schema?: unknown } }).json_schema.schema == null;
+    const noSchema = rf.type === "json_schema" ? (rf as { json_schema: { schema?: unknown } }).json_schema.schema == null : (rf as { schema?: unknown }).schema == null;
     const gbnf = responseFormatGbnf(noSchema ? { type: "json_object" } : rf, { whitespace: "compact", strict });
-    return gbnf === null ? null : { gbnf, field: rf.type === "json_schema" ? "response_format.json_schema.schema" : "response_format" };
+    return gbnf === null ? null : { gbnf, field: schemaField(rf.type) };
   } catch (e) {
     if (!(e instanceof GrammarError)) throw e;
     // a schema location (#/properties/a) becomes a dotted parameter path
     const at = e.path ? e.path.replace(/^#\/?/, "").split("/").filter(Boolean).map((k) => k.replaceAll("~1", "/").replaceAll("~0", "~")) : [];
-    const param = ["response_format", "json_schema", "schema", ...at].join(".");
+    const param = [schemaField(rf.type), ...at].join(".");
     return apiError(400, `${param}: ${e.detail}`, param, "invalid_value");
   }
 }
