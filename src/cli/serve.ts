@@ -17,6 +17,7 @@ const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
+                         [--chat-template-kwargs JSON]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
@@ -47,6 +48,9 @@ options:
   --alias NAME     the model id /v1/models reports and responses carry (default: the directory's name; also
                    spelled --served-model-name, as vLLM does)
   --chat-template FILE  a Jinja chat template used instead of the model's tokenizer_config.json one
+  --chat-template-kwargs JSON  template variables of requests that give none, e.g. '{"enable_thinking": true}'
+                   (thinking on unless a request turns it off); a request's chat_template_kwargs override
+                   them (llama-server's flag; vLLM's spelling --default-chat-template-kwargs too)
   --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
                    * = any origin); default: no CORS headers at all
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
@@ -76,6 +80,19 @@ export function draftOption(draft: string | undefined, len: string | undefined, 
   const k = len === undefined ? DRAFT_LEN[kind] : intOption(len, "draft-len", help);
   if (k < 1 || k > 16) throw new UsageError("--draft-len must be in [1, 16]", help);
   return { kind, len: k };
+}
+
+/** --chat-template-kwargs (or vLLM's --default-chat-template-kwargs): a JSON object; enable_thinking a boolean */
+function templateKwargsOption(a: string | undefined, b: string | undefined, help: string): Record<string, unknown> | undefined {
+  if (a !== undefined && b !== undefined) throw new UsageError("give --chat-template-kwargs or --default-chat-template-kwargs, not both", help);
+  const s = a ?? b;
+  if (s === undefined) return undefined;
+  let v: unknown;
+  try { v = JSON.parse(s); } catch (e) { throw new UsageError(`--chat-template-kwargs: not JSON: ${(e as Error).message}`, help); }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new UsageError("--chat-template-kwargs must be a JSON object", help);
+  const t = (v as Record<string, unknown>).enable_thinking;
+  if (t !== undefined && typeof t !== "boolean") throw new UsageError("--chat-template-kwargs: enable_thinking must be true or false", help);
+  return v as Record<string, unknown>;
 }
 
 /** --cors: "*" or comma-separated origins (scheme://host[:port], as browsers send them) */
@@ -116,7 +133,8 @@ async function run(argv: string[]): Promise<number> {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "served-model-name": { type: "string" }, "chat-template": { type: "string" },
-    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags, ...expertFlags, ...deviceFlags,
+    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
+    "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -144,6 +162,7 @@ async function run(argv: string[]): Promise<number> {
     ...reasoningOptions(v, help),
   };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
+  const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
 
   if (v.stdio) {
@@ -156,7 +175,7 @@ async function run(argv: string[]): Promise<number> {
     return engine.state === "failed" ? 2 : 0;
   }
 
-  const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias,
+  const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
     cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, ...engineOpts });
   log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
   const host = v.host ?? "127.0.0.1";

@@ -83,11 +83,12 @@ export class TextCodec {
     try { return utf8.encode(this.decode([id], skipSpecial)); } catch { return new Uint8Array(0); }
   }
 
-  /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`; `tools` as OpenAI sends them). */
-  chat(messages: ChatMessage[], opts: { enableThinking?: boolean; addGenerationPrompt?: boolean; tools?: unknown[] } = {}): string {
+  /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`; `tools` as OpenAI sends them;
+   *  `kwargs`: more template variables, as chat_template_kwargs gives them). */
+  chat(messages: ChatMessage[], opts: { enableThinking?: boolean; addGenerationPrompt?: boolean; tools?: unknown[]; kwargs?: Record<string, unknown> } = {}): string {
     if (!this.template) throw new ModelError("no chat template", { file: "tokenizer_config.json", field: "chat_template" });
     return this.template.render({
-      messages, add_generation_prompt: opts.addGenerationPrompt ?? true, enable_thinking: opts.enableThinking ?? false,
+      ...opts.kwargs, messages, add_generation_prompt: opts.addGenerationPrompt ?? true, enable_thinking: opts.enableThinking ?? false,
       ...(opts.tools?.length ? { tools: opts.tools } : {}),
     });
   }

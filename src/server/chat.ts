@@ -11,7 +11,7 @@ import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, 
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
-import { budgetOf, ChatRequest, contentText, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
+import { budgetOf, ChatRequest, contentText, templateOf, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import { ReplySplit } from "./reply.ts";
 import { scansForCalls, templateArguments, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
@@ -28,13 +28,12 @@ export function templateMessages(ms: ChatRequest["messages"]): ChatMessage[] {
   }));
 }
 
-function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
+function toGen(b: ChatRequest, grammar: GrammarSpec | null, defaults?: Record<string, unknown>): GenRequest {
   const messages = templateMessages(b.messages);
   const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
   const tools = toolsOf(b);
   return {
-    // constrained output starts at the first generated token, so thinking is off (the template closes it)
-    prompt: { kind: "chat", messages, enableThinking: grammar ? false : (b.chat_template_kwargs?.enable_thinking ?? false), ...(tools.length ? { tools } : {}),
+    prompt: { kind: "chat", messages, ...chatTemplate(b, grammar, defaults), ...(tools.length ? { tools } : {}),
       ...(b.add_generation_prompt === false ? { generationPrompt: false } : {}), ...(b.continue_final_message ? { continueFinal: true } : {}) },
     keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto") || b.skip_special_tokens === false,
     slot: b.slot ?? "auto",
@@ -44,6 +43,13 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null): GenRequest {
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b),
     ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
   };
+}
+
+/** the template's variables: the server's, then the request's; constrained output starts at the first generated
+ *  token, so thinking is off then (the template closes it) */
+function chatTemplate(b: ChatRequest, grammar: GrammarSpec | null, defaults?: Record<string, unknown>) {
+  const t = templateOf(b.chat_template_kwargs, defaults);
+  return grammar ? { ...t, enableThinking: false } : t;
 }
 
 function lpEntry(e: Tok) {
@@ -112,7 +118,7 @@ class ChatChoice implements ChoiceView {
 }
 
 export async function chatCompletions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const started = await startGeneration(req, engine, o, ChatRequest, toGen, "messages", (b) =>
+  const started = await startGeneration(req, engine, o, ChatRequest, (b, g) => toGen(b, g, o.templateKwargs), "messages", (b) =>
     b.top_logprobs != null && !b.logprobs
       ? { status: 400, message: "top_logprobs requires logprobs: true", type: "invalid_request_error", param: "top_logprobs", code: "invalid_value" }
       : null);

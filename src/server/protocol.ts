@@ -8,7 +8,8 @@ import type { PenaltyParams } from "../engine/penalties.ts";
 export type PromptSpec =
   | { kind: "text"; text: string }
   | { kind: "ids"; ids: number[] }
-  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean; tools?: unknown[]; generationPrompt?: boolean; continueFinal?: boolean };
+  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean; tools?: unknown[]; generationPrompt?: boolean; continueFinal?: boolean;
+      kwargs?: Record<string, unknown> }; // more chat template variables (chat_template_kwargs but enable_thinking)
 
 export interface GenRequest {
   prompt: PromptSpec;

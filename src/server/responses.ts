@@ -12,7 +12,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec } from "./protocol.ts";
-import { grammarOf, nullish, type ChatRequest } from "./schemas.ts";
+import { grammarOf, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
@@ -53,7 +53,10 @@ const ResponsesRequest = z.object({
 type ResponsesRequest = z.infer<typeof ResponsesRequest>;
 
 const partsText = (c: string | { text: string }[]) => (typeof c === "string" ? c : c.map((p) => p.text).join(""));
-const thinks = (b: ResponsesRequest) => b.reasoning != null && b.reasoning.effort !== "none" && b.reasoning.effort !== "minimal";
+/** thinking: asked by `reasoning` (effort none / minimal: off), else the server's enable_thinking; and the template's
+ *  other variables (the server's) */
+const template = (b: ResponsesRequest, defaults?: Record<string, unknown>) =>
+  templateOf(b.reasoning != null ? { enable_thinking: b.reasoning.effort !== "none" && b.reasoning.effort !== "minimal" } : null, defaults);
 /** the request's tools and tool_choice as the chat route takes them */
 const toolsOf = (b: ResponsesRequest): { tools: Tool[]; choice: ToolChoice } => {
   const c = b.tool_choice ?? "auto";
@@ -78,10 +81,11 @@ function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
   return out;
 }
 
-function toGen(b: ResponsesRequest, grammar: GrammarSpec | null): GenRequest {
-  const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools;
+function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, defaults?: Record<string, unknown>): GenRequest {
+  const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools, t = template(b, defaults);
   return {
-    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), enableThinking: grammar ? false : thinks(b), ...(rendered.length ? { tools: rendered } : {}) },
+    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t, enableThinking: grammar ? false : t.enableThinking,
+      ...(rendered.length ? { tools: rendered } : {}) },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_output_tokens ?? undefined, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: 0, top_k: 0, stop: [],
   };
@@ -93,10 +97,10 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const b = p.data, { tools, choice } = toolsOf(b);
   const grammar = grammarOf({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls });
   if (grammar && "status" in grammar) return errorResponse(grammar);
-  const r = run(engine, toGen(b, grammar), req.signal), first = await r.q.next();
+  const gen = toGen(b, grammar, o.templateKwargs), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
-  const reply = new ReplySplit(thinks(b) && !grammar, tools, choice, b.parallel_tool_calls === false);
+  const reply = new ReplySplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, tools, choice, b.parallel_tool_calls === false);
   let seq = 0;
   // output items in order of appearance: reasoning, message text, function calls (a text item opened by its first text)
   type Out = { kind: "reasoning" | "message"; id: string; text: string } | { kind: "function_call"; id: string; call: ToolCall };

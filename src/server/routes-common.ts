@@ -10,6 +10,7 @@ import { biasOutside, grammarOf, zodError } from "./schemas.ts";
 export interface RouteOptions {
   maxBody: number;        // bytes of a JSON body (413 above)
   fingerprint: string;    // system_fingerprint of responses
+  templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
 }
 
 /** The 503 while the model loads (or after it failed to load). */

@@ -136,13 +136,22 @@ export const ChatMessageSchema = z.object({
 });
 export const MessagesSchema = z.array(ChatMessageSchema).min(1, "messages must not be empty");
 
+/** chat_template_kwargs: template variables (vLLM passes them all to the template); enable_thinking also splits the
+ *  reply into reasoning_content and content */
+export const TemplateKwargs = nullish(z.looseObject({ enable_thinking: nullish(z.boolean()) }));
+/** a request's template variables over the server's (--chat-template-kwargs) as PromptSpec fields */
+export function templateOf(kw: Record<string, unknown> | null | undefined, defaults: Record<string, unknown> = {}): { enableThinking: boolean; kwargs?: Record<string, unknown> } {
+  const { enable_thinking, ...rest } = { ...defaults, ...Object.fromEntries(Object.entries(kw ?? {}).filter(([, v]) => v !== null && v !== undefined)) };
+  return { enableThinking: enable_thinking === true, ...(Object.keys(rest).length ? { kwargs: rest } : {}) };
+}
+
 export const ChatRequest = z.object({
   ...sampling,
   messages: MessagesSchema,
   max_completion_tokens: nullish(z.int().min(1, "must be ≥ 1")),
   logprobs: nullish(z.boolean()),
   top_logprobs: nullish(z.int().min(0).max(20)),
-  chat_template_kwargs: nullish(z.object({ enable_thinking: nullish(z.boolean()) })),
+  chat_template_kwargs: TemplateKwargs,
   tools: nullish(z.array(ToolSchema).max(128)),
   tool_choice: nullish(ToolChoiceSchema),
   parallel_tool_calls: nullish(z.boolean()),

@@ -15,6 +15,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   ui?: boolean;            // the chat page at / (default true; --no-ui)
   log?: (line: string) => void; // one line per finished request (serve: stderr unless --quiet)
   maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
+  templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
 }
 
 export interface Server {
@@ -41,7 +42,8 @@ export function startServer(o: ServeOptions): Server {
   });
   const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK }, o.log);
-  app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}` });
+  app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
+    templateKwargs: o.templateKwargs });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `http://${host}:${server.port}`, engine,

@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
 import type { Call, PromptSpec } from "./protocol.ts";
-import { MessagesSchema, nullish } from "./schemas.ts";
+import { MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
@@ -26,7 +26,7 @@ const TemplateRequest = z.object({
   model: nullish(z.string().max(256)),
   messages: MessagesSchema,
   add_generation_prompt: nullish(z.boolean()),
-  chat_template_kwargs: nullish(z.object({ enable_thinking: nullish(z.boolean()) })),
+  chat_template_kwargs: TemplateKwargs,
 });
 
 /** Worker side: the reply to a tokenize / detokenize call (an Error's message names the bad field). */
@@ -37,7 +37,7 @@ export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec,
     return { text: codec.decode(m.ids) };
   }
   if (m.op === "template")
-    return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking }) };
+    return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking, kwargs: m.prompt.kwargs }) };
   const p = m.prompt;
   const ids = p.kind === "text" ? codec.encode(p.text)
     : p.kind === "chat" ? codec.encode(codec.chat(p.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: p.enableThinking })) : p.ids;
@@ -73,7 +73,7 @@ export async function applyTemplate(req: Request, engine: EngineClient, o: Route
   const b = await body(req, o, TemplateRequest, engine);
   if (b instanceof Response) return b;
   const r = await engine.call({ op: "template", generationPrompt: b.add_generation_prompt ?? true,
-    prompt: { kind: "chat", messages: templateMessages(b.messages), enableThinking: b.chat_template_kwargs?.enable_thinking ?? false } });
+    prompt: { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.templateKwargs) } });
   if (!r.ok) return errorResponse(apiError(400, r.detail, "messages", "invalid_value"));
   return Response.json(r.value);
 }
