@@ -122,6 +122,16 @@ describe("derived fields", () => {
     expect(err(() => parseConfig(BASE, { eos_token_id: [600] })).message).toContain("generation_config.json: eos_token_id");
     expect(err(() => parseConfig(BASE, [1])).file).toBe("generation_config.json");
   });
+
+  test("generation_config sampling parameters become the served defaults; bad ones name the key", () => {
+    expect(parseConfig(BASE).sampling).toEqual({});
+    expect(parseConfig(BASE, { temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0, repetition_penalty: 1.1, do_sample: true, max_new_tokens: 9 }).sampling)
+      .toEqual({ temperature: 0.6, top_p: 0.95, top_k: 20, min_p: 0, repetition_penalty: 1.1 });
+    for (const [k, v] of [["temperature", -1], ["top_p", 0], ["top_k", 1.5], ["min_p", 2], ["repetition_penalty", 0], ["temperature", "hot"]] as const) {
+      const e = err(() => parseConfig(BASE, { [k]: v }));
+      expect([e.file, e.field]).toEqual(["generation_config.json", k]);
+    }
+  });
 });
 
 describe("hostile values name the key", () => {

@@ -17,7 +17,7 @@ const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
-                         [--chat-template-kwargs JSON]
+                         [--chat-template-kwargs JSON] [--generation-config auto|vllm]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
@@ -51,6 +51,9 @@ options:
   --chat-template-kwargs JSON  template variables of requests that give none, e.g. '{"enable_thinking": true}'
                    (thinking on unless a request turns it off); a request's chat_template_kwargs override
                    them (llama-server's flag; vLLM's spelling --default-chat-template-kwargs too)
+  --generation-config G  auto (default): requests that name no temperature, top_p, top_k, min_p or
+                   repetition_penalty get the model's generation_config.json values (as vLLM does);
+                   vllm: the API's own defaults (temperature 1, top_p 1, no top-k, min-p or penalty)
   --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
                    * = any origin); default: no CORS headers at all
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
@@ -134,7 +137,7 @@ async function run(argv: string[]): Promise<number> {
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "served-model-name": { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
-    "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -176,6 +179,7 @@ async function run(argv: string[]): Promise<number> {
   }
 
   const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
+    generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, ...engineOpts });
   log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
   const host = v.host ?? "127.0.0.1";

@@ -21,6 +21,7 @@ export interface Config {
   has_dsa: boolean; // index_topk > 0 (indexer dims then required)
   attn_scale: number; // 1/sqrt(qk_nope+qk_rope)
   stop_ids: number[]; // eos_token_id (int|list) ∪ generation_config eos, sorted
+  sampling: SamplingDefaults; // generation_config.json's sampling parameters
 }
 
 const MAX_VOCAB = 4 * 1024 * 1024, MAX_LAYERS = 512, MAX_DIM = 65536, MAX_INTER = 1 << 20;
@@ -94,7 +95,14 @@ const Schema = z.looseObject({
   scoring_func: lit("sigmoid", "the router is sigmoid (noaux_tc)").optional(),
   topk_method: lit("noaux_tc", "the router is sigmoid (noaux_tc)").optional(),
 });
-const GenSchema = z.looseObject({ eos_token_id: tokenIds().optional() });
+const GenSchema = z.looseObject({
+  eos_token_id: tokenIds().optional(),
+  // sampling defaults (served as vLLM does with --generation-config auto)
+  temperature: z.number().min(0).max(100).nullish(), top_p: z.number().gt(0).max(1).nullish(), top_k: z.int().min(0).nullish(),
+  min_p: z.number().min(0).max(1).nullish(), repetition_penalty: z.number().gt(0).max(100).nullish(),
+});
+/** the sampling parameters a model's generation_config.json names (absent keys: none) */
+export interface SamplingDefaults { temperature?: number; top_p?: number; top_k?: number; min_p?: number; repetition_penalty?: number }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const idList = (v: number | number[] | null | undefined): number[] => (v == null ? [] : Array.isArray(v) ? v : [v]);
@@ -164,11 +172,13 @@ export function parseConfig(raw: unknown, gen?: unknown, file = "config.json", g
 
   // stop ids
   let genEos: number[] = [];
+  const sampling: SamplingDefaults = {};
   if (gen !== undefined) {
     if (!isObject(gen)) throw new ModelError(`must be a JSON object (got ${show(gen)})`, { file: genFile });
     const g = GenSchema.safeParse(gen);
     if (!g.success) throw fromZod(g.error, { file: genFile });
     genEos = idList(g.data.eos_token_id);
+    for (const k of ["temperature", "top_p", "top_k", "min_p", "repetition_penalty"] as const) if (g.data[k] != null) sampling[k] = g.data[k];
     for (const id of genEos) if (id >= c.vocab_size) throw new ModelError(`id ${id} is ≥ vocab_size ${c.vocab_size}`, { file: genFile, field: "eos_token_id" });
   }
   const eos = idList(c.eos_token_id);
@@ -186,7 +196,7 @@ export function parseConfig(raw: unknown, gen?: unknown, file = "config.json", g
     rms_norm_eps: c.rms_norm_eps ?? 1e-6, rope_theta,
     index_topk: has_dsa ? topk : 0, index_n_heads: nh, index_head_dim: hd,
     num_nextn_predict_layers: c.num_nextn_predict_layers ?? 0, max_position_embeddings: c.max_position_embeddings ?? 4096,
-    layer_kinds, indexer_types, has_dsa, attn_scale: 1 / Math.sqrt(dn + dr), stop_ids,
+    layer_kinds, indexer_types, has_dsa, attn_scale: 1 / Math.sqrt(dn + dr), stop_ids, sampling,
   };
 }
 

@@ -121,10 +121,16 @@ export interface ModelPlan {
   dataBytes: number;
 }
 
+/** the generated models' generation_config.json (GLM's sampling defaults: temperature 1, top_p 0.95) */
+const generationConfig = (raw: Record<string, unknown>) => ({
+  _from_model_config: true, bos_token_id: raw.bos_token_id, eos_token_id: raw.eos_token_id,
+  pad_token_id: raw.pad_token_id, do_sample: true, temperature: 1.0, top_p: 0.95,
+});
+
 /** Dry run: the config and the tensor plan, no weights. Validates with parseConfig. */
 export function planModel(opts: MakeModelOptions): ModelPlan {
   const raw = buildRawConfig(opts);
-  const config = parseConfig(raw, undefined, "config.json");
+  const config = parseConfig(raw, generationConfig(raw), "config.json");
   const dtype = opts.dtype ?? defaultDtype(opts.preset);
   const tensors = planTensors(config, dtype, opts.mtpDrafts ?? false);
   return { raw, config, dtype, tensors, dataBytes: tensors.reduce((a, t) => a + tensorBytes(t), 0) };
@@ -144,10 +150,7 @@ export function makeModel(outDir: string, opts: MakeModelOptions, onTensor?: (i:
   mkdirSync(outDir, { recursive: true });
   const json = (name: string, v: unknown) => writeFileSync(join(outDir, name), JSON.stringify(v, null, 2) + "\n");
   json("config.json", plan.raw);
-  json("generation_config.json", {
-    _from_model_config: true, bos_token_id: plan.raw.bos_token_id, eos_token_id: plan.raw.eos_token_id,
-    pad_token_id: plan.raw.pad_token_id, do_sample: true, temperature: 1.0, top_p: 0.95,
-  });
+  json("generation_config.json", generationConfig(plan.raw));
   json("tokenizer.json", tokenizer);
   json("tokenizer_config.json", makeTokenizerConfig(cfg.max_position_embeddings));
   const meta: Record<string, string> = {

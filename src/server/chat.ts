@@ -12,7 +12,7 @@ import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
 import { budgetOf, ChatRequest, contentText, templateOf, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
-import { startGeneration, type RouteOptions } from "./routes-common.ts";
+import { basicSampling, defaultsOf, startGeneration, type Defaults, type RouteOptions } from "./routes-common.ts";
 import { ReplySplit } from "./reply.ts";
 import { scansForCalls, templateArguments, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 
@@ -28,19 +28,19 @@ export function templateMessages(ms: ChatRequest["messages"]): ChatMessage[] {
   }));
 }
 
-function toGen(b: ChatRequest, grammar: GrammarSpec | null, defaults?: Record<string, unknown>): GenRequest {
+function toGen(b: ChatRequest, grammar: GrammarSpec | null, d: Defaults): GenRequest {
   const messages = templateMessages(b.messages);
   const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
   const tools = toolsOf(b);
   return {
-    prompt: { kind: "chat", messages, ...chatTemplate(b, grammar, defaults), ...(tools.length ? { tools } : {}),
+    prompt: { kind: "chat", messages, ...chatTemplate(b, grammar, d.template), ...(tools.length ? { tools } : {}),
       ...(b.add_generation_prompt === false ? { generationPrompt: false } : {}), ...(b.continue_final_message ? { continueFinal: true } : {}) },
     keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto") || b.skip_special_tokens === false,
     slot: b.slot ?? "auto",
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
-    temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
+    ...basicSampling(b, d.sampling),
     seed: b.seed ?? undefined, logprobs, stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b),
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, undefined, d.sampling.repetition_penalty), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b),
     ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
   };
 }
@@ -118,7 +118,7 @@ class ChatChoice implements ChoiceView {
 }
 
 export async function chatCompletions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const started = await startGeneration(req, engine, o, ChatRequest, (b, g) => toGen(b, g, o.templateKwargs), "messages", (b) =>
+  const started = await startGeneration(req, engine, o, ChatRequest, (b, g) => toGen(b, g, defaultsOf(engine, o)), "messages", (b) =>
     b.top_logprobs != null && !b.logprobs
       ? { status: 400, message: "top_logprobs requires logprobs: true", type: "invalid_request_error", param: "top_logprobs", code: "invalid_value" }
       : null);

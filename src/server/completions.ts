@@ -10,7 +10,7 @@ import { collectChoices, finishReason, literalText, promptLogprobs, responseId, 
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
 import { budgetOf, CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
-import { startGeneration, type RouteOptions } from "./routes-common.ts";
+import { basicSampling, defaultsOf, startGeneration, type Defaults, type RouteOptions } from "./routes-common.ts";
 
 
 /** the request's prompts: one, or a batch (a list of strings or of token-id lists) */
@@ -21,14 +21,14 @@ function promptsOf(p: CompletionRequest["prompt"]): PromptSpec[] {
 }
 
 /** one generation request per prompt (startGeneration adds the `n` choices of each) */
-function toGen(b: CompletionRequest, grammar: GrammarSpec | null): GenRequest[] {
+function toGen(b: CompletionRequest, grammar: GrammarSpec | null, d: Defaults): GenRequest[] {
   return promptsOf(b.prompt).map((prompt) => ({
     prompt, slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default
-    temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: b.min_p ?? 0, top_k: b.top_k ?? 0,
+    ...basicSampling(b, d.sampling),
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined, echo: b.echo ?? false,
     ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
     stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b), ...(b.skip_special_tokens === false ? { keepSpecial: true } : {}),
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, undefined, d.sampling.repetition_penalty), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b), ...(b.skip_special_tokens === false ? { keepSpecial: true } : {}),
   }));
 }
 
@@ -89,7 +89,7 @@ class TextChoice implements ChoiceView {
 }
 
 export async function completions(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const started = await startGeneration(req, engine, o, CompletionRequest, toGen, "prompt");
+  const started = await startGeneration(req, engine, o, CompletionRequest, (b, g) => toGen(b, g, defaultsOf(engine, o)), "prompt");
   if (started instanceof Response) return started;
   const { data, runs, abandon } = started;
   const base = { id: responseId("cmpl"), object: "text_completion", created: Math.floor(Date.now() / 1000), model: engine.info!.model, system_fingerprint: o.fingerprint };

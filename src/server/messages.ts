@@ -15,7 +15,7 @@ import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { grammarOf, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
-import { readRequest, type RouteOptions } from "./routes-common.ts";
+import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
 import { ReplySplit } from "./reply.ts";
 
 const TextBlock = z.object({ type: z.literal("text"), text: z.string() });
@@ -83,15 +83,15 @@ function chatMessages(b: Pick<MessagesRequest, "system" | "messages">): ChatRequ
   return out;
 }
 
-/** (defaults: the server's chat template variables; its enable_thinking when the request has no `thinking`) */
-function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number }, grammar: GrammarSpec | null, defaults?: Record<string, unknown>): GenRequest {
+/** (d: the server's defaults; its enable_thinking when the request has no `thinking`) */
+function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number }, grammar: GrammarSpec | null, d: Defaults): GenRequest {
   const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools;
-  const t = templateOf(b.thinking ? { enable_thinking: b.thinking.type === "enabled" } : null, defaults);
+  const t = templateOf(b.thinking ? { enable_thinking: b.thinking.type === "enabled" } : null, d.template);
   return {
     prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t, enableThinking: grammar ? false : t.enableThinking,
       ...(rendered.length ? { tools: rendered } : {}) },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
-    slot: "auto", max_tokens: b.max_tokens, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: 0, top_k: b.top_k ?? 0,
+    slot: "auto", max_tokens: b.max_tokens, ...basicSampling(b, d.sampling),
     stop: b.stop_sequences ?? [],
     ...(b.thinking?.type === "enabled" && !grammar ? { think_budget: b.thinking.budget_tokens } : {}), // (enforced: forced </think>)
   };
@@ -109,7 +109,7 @@ export async function countTokens(req: Request, engine: EngineClient, o: RouteOp
   if (!p.ok) return errorResponse(p.error);
   const g = grammarFor(p.data);
   if (g && "status" in g) return errorResponse(g);
-  const r = await engine.call({ op: "tokenize", prompt: toGen(p.data, g, o.templateKwargs).prompt, pieces: false, generationPrompt: true });
+  const r = await engine.call({ op: "tokenize", prompt: toGen(p.data, g, defaultsOf(engine, o)).prompt, pieces: false, generationPrompt: true });
   if (!r.ok) return errorResponse({ status: 400, message: r.detail, type: "", param: "messages", code: null });
   return Response.json({ input_tokens: (r.value as { ids: number[] }).ids.length });
 }
@@ -122,7 +122,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   if (!p.ok) return errorResponse(p.error);
   const b = p.data, grammar = grammarFor(b);
   if (grammar && "status" in grammar) return errorResponse(grammar);
-  const gen = toGen(b, grammar, o.templateKwargs), r = run(engine, gen, req.signal), first = await r.q.next();
+  const gen = toGen(b, grammar, defaultsOf(engine, o)), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "messages")); }
   const id = responseId("msg"), model = engine.info!.model, thinking = gen.prompt.kind === "chat" && gen.prompt.enableThinking;
   const { tools, choice, single } = toolsOf(b), reply = new ReplySplit(thinking, tools, choice, single);

@@ -4,6 +4,7 @@ import type { ChatMessage } from "../model/tokenizer.ts";
 import type { ExpertOptions } from "../engine/experts/index.ts";
 import type { DeviceMode } from "../../gpu/device.ts";
 import type { PenaltyParams } from "../engine/penalties.ts";
+import type { SamplingDefaults } from "../model/config.ts";
 
 export type PromptSpec =
   | { kind: "text"; text: string }
@@ -72,7 +73,8 @@ export interface WorkerOptions {
   reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
 }
 
-export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number; chatTemplate: string | null }
+export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number; chatTemplate: string | null;
+  sampling: SamplingDefaults } // (the model's generation_config.json)
 
 export interface TopLogprob { id: number; lp: number; text: string }
 /** One prompt token of an echo: its logprob given the tokens before it (null for the first). */

@@ -15,7 +15,7 @@ import type { GenRequest, GrammarSpec } from "./protocol.ts";
 import { grammarOf, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
-import { readRequest, type RouteOptions } from "./routes-common.ts";
+import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
 import { ReplySplit } from "./reply.ts";
 
 const refused = (what: string) => z.unknown().refine((v) => v == null, { message: `${what} is not supported on /v1/responses` });
@@ -81,13 +81,13 @@ function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
   return out;
 }
 
-function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, defaults?: Record<string, unknown>): GenRequest {
-  const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools, t = template(b, defaults);
+function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, d: Defaults): GenRequest {
+  const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools, t = template(b, d.template);
   return {
     prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t, enableThinking: grammar ? false : t.enableThinking,
       ...(rendered.length ? { tools: rendered } : {}) },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
-    slot: "auto", max_tokens: b.max_output_tokens ?? undefined, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1, min_p: 0, top_k: 0, stop: [],
+    slot: "auto", max_tokens: b.max_output_tokens ?? undefined, ...basicSampling(b, d.sampling), stop: [],
   };
 }
 
@@ -97,7 +97,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const b = p.data, { tools, choice } = toolsOf(b);
   const grammar = grammarOf({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls });
   if (grammar && "status" in grammar) return errorResponse(grammar);
-  const gen = toGen(b, grammar, o.templateKwargs), r = run(engine, gen, req.signal), first = await r.q.next();
+  const gen = toGen(b, grammar, defaultsOf(engine, o)), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const reply = new ReplySplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, tools, choice, b.parallel_tool_calls === false);
@@ -115,7 +115,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
     usage: d ? { input_tokens: d.prompt_tokens, input_tokens_details: { cached_tokens: d.cached_tokens }, output_tokens: d.emitted,
       output_tokens_details: { reasoning_tokens: 0 }, total_tokens: d.prompt_tokens + d.emitted } : null,
     incomplete_details: d?.reason === "length" ? { reason: "max_output_tokens" } : null, error: null,
-    instructions: b.instructions ?? null, max_output_tokens: b.max_output_tokens ?? null, temperature: b.temperature ?? 1, top_p: b.top_p ?? 1,
+    instructions: b.instructions ?? null, max_output_tokens: b.max_output_tokens ?? null, temperature: gen.temperature, top_p: gen.top_p,
     parallel_tool_calls: b.parallel_tool_calls ?? true, tool_choice: b.tool_choice ?? "auto", tools: b.tools ?? [],
   });
   const closeItem = (emit: (ev: object) => void) => {

@@ -6,12 +6,25 @@ import { run, type Running } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker, readJson, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { biasOutside, grammarOf, zodError } from "./schemas.ts";
+import type { SamplingDefaults } from "../model/config.ts";
 
 export interface RouteOptions {
   maxBody: number;        // bytes of a JSON body (413 above)
   fingerprint: string;    // system_fingerprint of responses
   templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
+  generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (auto, the default) or none
 }
+
+/** What a request that names none gets: the chat template's variables (--chat-template-kwargs) and the sampling
+ *  parameters of the model's generation_config.json (vLLM's --generation-config auto; `vllm`: the API's own). */
+export interface Defaults { template?: Record<string, unknown>; sampling: SamplingDefaults }
+export const defaultsOf = (engine: EngineClient, o: RouteOptions): Defaults =>
+  ({ template: o.templateKwargs, sampling: o.generationConfig === "vllm" ? {} : engine.info?.sampling ?? {} });
+type Basic = { temperature?: number | null; top_p?: number | null; min_p?: number | null; top_k?: number | null };
+/** temperature, top_p, min_p, top_k: the request's, else the model's defaults, else the API's (1, 1, 0, off) */
+export const basicSampling = (b: Basic, s: SamplingDefaults) => ({
+  temperature: b.temperature ?? s.temperature ?? 1, top_p: b.top_p ?? s.top_p ?? 1, min_p: b.min_p ?? s.min_p ?? 0, top_k: b.top_k ?? s.top_k ?? 0,
+});
 
 /** The 503 while the model loads (or after it failed to load). */
 export function notReadyError(engine: EngineClient): ApiError {

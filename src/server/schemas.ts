@@ -272,13 +272,14 @@ type Penalized = Pick<ChatRequest, "presence_penalty" | "frequency_penalty" | "r
 
 /** The request's penalties, logit_bias and DRY (undefined when they change nothing; DRY at llama-server's defaults:
  *  base 1.75, allowed length 2, the whole context, breakers newline, colon, quote and asterisk). window: llama.cpp's
- *  penalty window when the request names none (llama-server's /completion: 64; absent: vLLM's / OpenAI's rules). */
-export function penaltiesOf(b: Penalized, window?: number): PenaltyParams | undefined {
+ *  penalty window when the request names none (llama-server's /completion: 64; absent: vLLM's / OpenAI's rules);
+ *  repetition: the repetition penalty when the request names none (the model's generation_config.json). */
+export function penaltiesOf(b: Penalized, window?: number, repetition = 1): PenaltyParams | undefined {
   const w = b.repeat_last_n ?? window;
   const p: PenaltyParams = {
     ...(w !== undefined ? { window: w } : {}),
     presence: b.presence_penalty ?? 0, frequency: b.frequency_penalty ?? 0,
-    repetition: b.repetition_penalty ?? b.repeat_penalty ?? 1,
+    repetition: b.repetition_penalty ?? b.repeat_penalty ?? repetition,
     bias: Object.entries(b.logit_bias ?? {}).map(([t, v]) => [Number(t), v]),
     ...(b.dry_multiplier ? { dry: { multiplier: b.dry_multiplier, base: b.dry_base ?? 1.75, allowed: b.dry_allowed_length ?? 2,
       lastN: b.dry_penalty_last_n ?? -1, breakers: b.dry_sequence_breakers ?? DRY_BREAKERS } } : {}),

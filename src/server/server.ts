@@ -16,6 +16,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   log?: (line: string) => void; // one line per finished request (serve: stderr unless --quiet)
   maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
   templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
+  generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (default) or the API's
 }
 
 export interface Server {
@@ -43,7 +44,7 @@ export function startServer(o: ServeOptions): Server {
   const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
-    templateKwargs: o.templateKwargs });
+    templateKwargs: o.templateKwargs, generationConfig: o.generationConfig });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `http://${host}:${server.port}`, engine,

@@ -1,0 +1,41 @@
+// The model's generation_config.json as the served sampling defaults (vLLM's --generation-config auto), on the shared
+// fixture copied beside such a file: requests that name no temperature / top_p / top_k / min_p / repetition_penalty
+// get the file's (the same tokens as asking for them), requests that name them keep theirs, and
+// generationConfig "vllm" serves the API's own defaults.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve: generation_config.json sampling defaults", () => {
+  let dir: string, plain: Server, auto: Server, vllm: Server;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "hb-genconf-"));
+    for (const f of readdirSync(TINY)) if (f !== "ref") symlinkSync(join(TINY, f), join(dir, f));
+    writeFileSync(join(dir, "generation_config.json"), JSON.stringify({ temperature: 0.5, top_k: 3, repetition_penalty: 1.3 }));
+    plain = await startTiny({ slots: 1 });
+    auto = await startTiny({ slots: 1, dir });
+    vllm = await startTiny({ slots: 1, dir, generationConfig: "vllm" });
+  });
+  afterAll(async () => { await plain.stop(); await auto.stop(); await vllm.stop(); rmSync(dir, { recursive: true, force: true }); });
+  const text = async (s: Server, extra: object) =>
+    ((await (await post(s.url, "/v1/completions", { prompt: "Once upon a time", max_tokens: 24, seed: 7, ignore_eos: true, ...extra })).json()) as any).choices[0].text as string;
+  const FILE = { temperature: 0.5, top_k: 3, repetition_penalty: 1.3 };
+
+  test("unnamed parameters come from the file; named ones stay; vllm: the API's defaults", async () => {
+    const asFile = await text(plain, FILE);
+    expect(await text(auto, {})).toBe(asFile);
+    expect(asFile).not.toBe(await text(plain, {})); // (the defaults matter here)
+    expect(await text(auto, { temperature: 1, top_k: 0, repetition_penalty: 1 })).toBe(await text(plain, {}));
+    expect(await text(vllm, {})).toBe(await text(plain, {}));
+    // the chat, Anthropic and Responses routes too (the latter reports what it used)
+    const chat = async (s: Server, extra: object) => ((await (await post(s.url, "/v1/chat/completions",
+      { messages: [{ role: "user", content: "Hi" }], max_tokens: 12, seed: 3, ignore_eos: true, ...extra })).json()) as any).choices[0].message.content;
+    expect(await chat(auto, {})).toBe(await chat(plain, FILE));
+    const r = (await (await post(auto.url, "/v1/responses", { model: "m", input: "Hi", max_output_tokens: 4 })).json()) as any;
+    expect(r.temperature).toBe(0.5);
+  });
+});
