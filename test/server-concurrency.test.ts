@@ -90,7 +90,10 @@ describe.skipIf(!hasTiny)("serve: continuous batching", () => {
     // a non-streaming request abandoned mid-way is cancelled too
     const ac2 = new AbortController();
     const p = fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac2.signal, body: JSON.stringify({ prompt: [22], max_tokens: 3000, temperature: 0 }) }).catch(() => null);
-    for (let i = 0; i < 200 && (await (await fetch(`${s.url}/slots`)).json() as any).busy === 0; i++) await Bun.sleep(5);
+    // (until the worker reports it running: aborting a fetch the server has not yet received cancels nothing there)
+    let busy = false;
+    for (let i = 0; i < 2000 && !busy; i++) busy = ((await (await fetch(`${s.url}/slots`)).json()) as any).busy > 0 || (await Bun.sleep(5), false);
+    expect(busy).toBe(true);
     ac2.abort();
     await p;
     await idle(s.url);

@@ -97,6 +97,26 @@ export class Session {
     return c;
   }
 
+  /** Take positions [0, n) of another Session on the same model — its KV rows, indexer keys, hidden rows and
+   *  tokens — in place of this history (a server's slot sharing a prompt prefix another slot holds: a copy, no
+   *  forward). The MTP rows are re-derived from the pairs at the next sync, as after a restore. */
+  copyPrefix(src: Session, n: number): void {
+    if (src.m !== this.m) throw new Error("copyPrefix: another model");
+    if (!Number.isInteger(n) || n < 0 || n > src.tokens.length || src.kv.len < n) throw new RangeError(`copyPrefix(${n}) outside [0, ${src.tokens.length}]`);
+    const a = src.kv, b = this.kv;
+    this.truncate(0);
+    b.truncate(0);
+    b.reserve(n);
+    for (let i = 0; i < b.nLayers; i++) {
+      b.kv[i].set(a.kv[i].subarray(0, n * a.kvWidth));
+      const ik = a.ik[i];
+      if (ik) b.ik[i]!.set(ik.subarray(0, n * a.ikWidth));
+    }
+    b.len = n;
+    b.wrote(0);
+    this.adopt(src.tokens.slice(0, n), src.hidden.subarray(0, n * this.m.cfg.hidden_size));
+  }
+
   /** Install a history whose KV rows are already in `kv` (kvfile load): tokens + hidden [n, D]. */
   adopt(tokens: number[], hidden: Float32Array | null): void {
     if (this.kv.len !== tokens.length) throw new Error(`adopt: ${tokens.length} tokens but ${this.kv.len} KV rows`);

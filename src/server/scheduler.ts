@@ -73,6 +73,9 @@ export interface SchedOptions {
 }
 
 const PREALLOC = 8192;
+/** prompt tokens another slot must hold beyond this slot's own prefix for its rows to be copied (under this, the
+ *  MTP head's rebuild of the copied rows could cost more than prefilling them) */
+const COPY_MIN = 16;
 const utf8 = new TextEncoder();
 
 /** logits of every id but `allowed` set to −∞ (saved into `tmp` first: a fill is much cheaper than a pass over V) */
@@ -343,10 +346,12 @@ export class Scheduler {
   }
 
   private admitQueued(): void {
+    const later: Job[] = [];
     while (this.queue.length > 0) {
       const free = this.slots.filter((s) => !s.job);
-      if (free.length === 0) return;
+      if (free.length === 0) break;
       const j = this.queue.shift()!;
+      if (this.awaitsDonor(j)) { later.push(j); continue; }
       // prefer the free slot sharing the longest prefix, then the least recently used
       let best = free[0], bestL = -1;
       for (const s of free) {
@@ -355,11 +360,34 @@ export class Scheduler {
       }
       this.admit(j, best);
     }
+    this.queue.unshift(...later);
+  }
+
+  /** Whether a job being prefilled will hold COPY_MIN more of j's prompt than any slot holds now: j then waits for
+   *  its rows (copied at admission) rather than prefilling them beside it (n choices of a prompt, a shared system
+   *  prompt arriving in a burst: one prefill instead of several splitting the step's prefill budget). */
+  private awaitsDonor(j: Job): boolean {
+    if (j.plp) return false;
+    const lim = j.ids.length - 1;
+    let have = 0, soon = 0;
+    for (const s of this.slots) have = Math.max(have, Math.min(lcp(s.sess.tokens, j.ids), lim));
+    for (const r of this.running) if (r.state === "prefill") soon = Math.max(soon, Math.min(lcp(r.ids, j.ids), lim));
+    return soon - have >= COPY_MIN;
   }
 
   private admit(j: Job, s: Slot): void {
     // the last prompt token is always fed (its logits start decoding); prompt logprobs need every row's logits
-    const reuse = j.plp ? 0 : Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1);
+    let reuse = j.plp ? 0 : Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1);
+    // another slot (idle, or busy: its rows so far) holding a longer prefix of the prompt: its rows are copied (the
+    // same bits a prefill would write: the kernels are batch-invariant and the attention form fixed)
+    if (!j.plp) {
+      let donor: Slot | null = null, best = reuse + COPY_MIN - 1;
+      for (const d of this.slots) {
+        const l = d === s ? 0 : Math.min(lcp(d.sess.tokens, j.ids), j.ids.length - 1);
+        if (l > best) { best = l; donor = d; }
+      }
+      if (donor) { s.sess.copyPrefix(donor.sess, best); reuse = best; }
+    }
     s.sess.truncate(reuse);
     s.job = j;
     s.used = ++this.clock;
