@@ -37,5 +37,9 @@ describe.skipIf(!hasTiny)("serve: generation_config.json sampling defaults", () 
     expect(await chat(auto, {})).toBe(await chat(plain, FILE));
     const r = (await (await post(auto.url, "/v1/responses", { model: "m", input: "Hi", max_output_tokens: 4 })).json()) as any;
     expect(r.temperature).toBe(0.5);
+    // llama-server's /props reports them
+    const props = async (x: Server) => ((await (await fetch(`${x.url}/props`)).json()) as any).default_generation_settings.params;
+    expect(await props(auto)).toEqual({ temperature: 0.5, top_p: 1, min_p: 0, top_k: 3, repeat_penalty: 1.3 });
+    expect(await props(vllm)).toEqual({ temperature: 1, top_p: 1, min_p: 0, top_k: 0, repeat_penalty: 1 });
   });
 });

@@ -201,6 +201,12 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     expect((await no.json() as any).error.type).toBe("authentication_error");
     expect((await fetch(`${s.url}/v1/models`, { headers: { authorization: "Bearer nope" } })).status).toBe(401);
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    // several keys, comma-separated (llama-server's): each opens, their list does not
+    const multi = await startTiny({ slots: 1, apiKey: "k1,k2" });
+    try {
+      const st = async (key: string) => (await fetch(`${multi.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status;
+      expect([await st("k1"), await st("k2"), await st("k1,k2"), await st("k3")]).toEqual([200, 200, 401, 401]);
+    } finally { await multi.stop(); }
     for (const p of ["/ping", "/v1/health"]) // vLLM's and llama-server's aliases, open like /health
       expect(await (await fetch(`${s.url}${p}`)).json()).toEqual({ status: "ok" });
     // llama-server's unversioned aliases answer as the /v1 routes do (and need the key like them)
@@ -244,6 +250,16 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     }
     expect(Number(/^hummingbird_request_latency_seconds_count (\d+)/m.exec(metrics)![1]))
       .toBe(Number(/^hummingbird_requests_finished_total (\d+)/m.exec(metrics)![1]));
+    // the exposition format line by line, and vLLM's / llama-server's names carrying the same figures
+    for (const line of metrics.trimEnd().split("\n"))
+      expect(line).toMatch(/^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_]+="[^"\n]*"(,[a-zA-Z_]+="[^"\n]*")*\})? -?[0-9.e+-]+)$/);
+    const val = (re: string) => Number(new RegExp(`^${re} (\\S+)$`, "m").exec(metrics)![1]);
+    expect(val('vllm:generation_tokens_total\\{model_name="glm-tiny"\\}')).toBe(val("hummingbird_generated_tokens_total"));
+    expect(val('vllm:request_success_total\\{model_name="glm-tiny"\\}')).toBe(val("hummingbird_requests_finished_total"));
+    expect(val('vllm:time_to_first_token_seconds_count\\{model_name="glm-tiny"\\}')).toBe(val("hummingbird_time_to_first_token_seconds_count"));
+    expect(val("llamacpp:tokens_predicted_total")).toBe(val("hummingbird_generated_tokens_total"));
+    expect(val("llamacpp:kv_cache_tokens")).toBeGreaterThan(0); // (the finished requests' rows stay in their slots)
+    expect(val("llamacpp:kv_cache_usage_ratio")).toBeGreaterThan(0);
     const slots = await (await fetch(`${s.url}/slots`, { headers: auth })).json() as any;
     expect(slots.slots).toHaveLength(2);
     expect(slots.slots[0]).toHaveProperty("state");

@@ -44,7 +44,8 @@ options:
                    mtp (chained drafts of the model's MTP head) | off (default)
   --draft-len K    draft tokens per step (default 4 for ngram, 3 for mtp); each request pauses drafting by
                    itself while too few of its drafts are kept to pay for their rounds
-  --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health)
+  --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health); several keys: KEY1,KEY2 (as
+                   llama-server takes them)
   --alias NAME     the model id /v1/models reports and responses carry (default: the directory's name; also
                    spelled --served-model-name, as vLLM does)
   --chat-template FILE  a Jinja chat template used instead of the model's tokenizer_config.json one

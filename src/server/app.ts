@@ -11,7 +11,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
 import { metricsText } from "./metrics.ts";
 import { muxHttp } from "./mux-http.ts";
-import { notReady, type RouteOptions } from "./routes-common.ts";
+import { basicSampling, defaultsOf, notReady, type RouteOptions } from "./routes-common.ts";
 import { applyTemplate, detokenize, tokenize } from "./tokenize.ts";
 import { slotAction } from "./slot-files.ts";
 import { llamaCompletion } from "./llama-completion.ts";
@@ -25,11 +25,14 @@ const OPEN = new Set(["/health", "/v1/health", "/ping"]);
 export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean }
 
 /** the key as `Authorization: Bearer <key>` (OpenAI clients) or `x-api-key: <key>` (Anthropic's) */
-function keyMatches(bearer: string | undefined, xKey: string | undefined, key: string): boolean {
+/** the bearer token (or Anthropic's x-api-key) is one of the keys (several: comma-separated, as llama-server takes them) */
+function keyMatches(bearer: string | undefined, xKey: string | undefined, keys: string): boolean {
   const given = /^Bearer (.+)$/.exec(bearer ?? "")?.[1] ?? xKey;
   if (given === undefined) return false;
-  const a = Buffer.from(given), b = Buffer.from(key);
-  return a.length === b.length && timingSafeEqual(a, b);
+  const a = Buffer.from(given);
+  let ok = false;
+  for (const k of keys.split(",")) { const b = Buffer.from(k); ok = (k !== "" && a.length === b.length && timingSafeEqual(a, b)) || ok; }
+  return ok;
 }
 
 export function makeApp(engine: EngineClient, o: AppOptions): Hono {
@@ -82,10 +85,12 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   // llama-server's /props (its web UI and some clients read the context size and chat template there)
   app.get("/props", (c) => {
     if (engine.state !== "ready") return notReady(engine);
-    const i = engine.info!;
+    const i = engine.info!, d = defaultsOf(engine, o);
     return c.json({
       model_alias: i.model, model_path: i.dir, total_slots: i.slots, chat_template: i.chatTemplate ?? "",
-      default_generation_settings: { n_ctx: i.ctx, params: { temperature: 1, top_p: 1, min_p: 0, top_k: 0 } },
+      // what a chat or completions request that names none gets (the model's generation_config.json, else the API's)
+      default_generation_settings: { n_ctx: i.ctx, params: { ...basicSampling({}, d.sampling), repeat_penalty: d.sampling.repetition_penalty ?? 1 },
+        ...(d.template ? { chat_template_kwargs: d.template } : {}) },
       modalities: { vision: false, audio: false }, build_info: o.fingerprint,
     });
   });

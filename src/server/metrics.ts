@@ -1,13 +1,14 @@
 // GET /metrics: Prometheus text exposition of the engine client's totals, its latency histograms (time to the
 // first token, to the end) and the worker's latest stats (busy slots, queue depth, decode tok/s, the expert
-// cache). No state of its own.
+// cache); then the same figures under vLLM's names (with its model_name label) and llama-server's, so dashboards
+// built for either read this server. No state of its own.
 import { Histogram, type EngineClient } from "./engine-client.ts";
 
 export function metricsText(engine: EngineClient, httpRequests: number): string {
   const t = engine.totals, s = engine.stats;
   const lines: string[] = [];
-  const metric = (name: string, type: "counter" | "gauge", help: string, v: number) => {
-    lines.push(`# HELP hummingbird_${name} ${help}`, `# TYPE hummingbird_${name} ${type}`, `hummingbird_${name} ${Number.isFinite(v) ? v : 0}`);
+  const metric = (name: string, type: "counter" | "gauge", help: string, v: number, full = `hummingbird_${name}`, labels = "") => {
+    lines.push(`# HELP ${full} ${help}`, `# TYPE ${full} ${type}`, `${full}${labels} ${Number.isFinite(v) ? v : 0}`);
   };
   metric("http_requests_total", "counter", "HTTP requests received", httpRequests);
   metric("requests_total", "counter", "generation requests submitted to the engine", t.requests);
@@ -23,12 +24,13 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("slots_busy", "gauge", "slots running a request", s.busy);
   metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);
   metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
-  const histogram = (name: string, help: string, h: Histogram) => {
-    lines.push(`# HELP hummingbird_${name} ${help}`, `# TYPE hummingbird_${name} histogram`);
+  const histogram = (name: string, help: string, h: Histogram, full = `hummingbird_${name}`, label = "") => {
+    lines.push(`# HELP ${full} ${help}`, `# TYPE ${full} histogram`);
     let n = 0;
-    Histogram.BOUNDS.forEach((b, i) => { n += h.counts[i]; lines.push(`hummingbird_${name}_bucket{le="${b}"} ${n}`); });
+    const l = label ? `${label},` : "", tail = label ? `{${label}}` : "";
+    Histogram.BOUNDS.forEach((b, i) => { n += h.counts[i]; lines.push(`${full}_bucket{${l}le="${b}"} ${n}`); });
     n += h.counts[Histogram.BOUNDS.length];
-    lines.push(`hummingbird_${name}_bucket{le="+Inf"} ${n}`, `hummingbird_${name}_sum ${h.sum}`, `hummingbird_${name}_count ${n}`);
+    lines.push(`${full}_bucket{${l}le="+Inf"} ${n}`, `${full}_sum${tail} ${h.sum}`, `${full}_count${tail} ${n}`);
   };
   histogram("time_to_first_token_seconds", "seconds from a request's submission to its first token", engine.ttft);
   histogram("request_latency_seconds", "seconds from a request's submission to its end (requests that finished)", engine.e2e);
@@ -41,5 +43,26 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
     metric("expert_read_gigabytes_per_second", "gauge", "expert read rate over the I/O pool's busy time", x.readGBs);
     metric("expert_wait_ms_per_token", "gauge", "time the forward blocked on expert reads, per token", x.waitMsPerToken);
   }
+  // vLLM's names (model_name label) and llama-server's, for the dashboards made for them
+  const model = `model_name="${(engine.info?.model ?? "").replace(/["\\\n]/g, "_")}"`, lb = `{${model}}`;
+  const kvTokens = s.slots.reduce((a, x) => a + x.tokens, 0), kvCap = (engine.info?.ctx ?? 0) * s.slots.length;
+  const kvUse = kvCap > 0 ? kvTokens / kvCap : 0;
+  metric("", "gauge", "requests running", s.busy, "vllm:num_requests_running", lb);
+  metric("", "gauge", "requests waiting", s.queue, "vllm:num_requests_waiting", lb);
+  metric("", "counter", "prompt tokens", t.prompt_tokens, "vllm:prompt_tokens_total", lb);
+  metric("", "counter", "generated tokens", t.generated_tokens, "vllm:generation_tokens_total", lb);
+  metric("", "counter", "requests that finished", t.finished, "vllm:request_success_total", lb);
+  metric("", "counter", "prompt tokens looked up in the prefix cache", t.prompt_tokens, "vllm:prefix_cache_queries_total", lb);
+  metric("", "counter", "prompt tokens found in the prefix cache", t.cached_tokens, "vllm:prefix_cache_hits_total", lb);
+  metric("", "gauge", "KV cache rows in use over all slots' rows", kvUse, "vllm:kv_cache_usage_perc", lb);
+  histogram("", "seconds to the first token", engine.ttft, "vllm:time_to_first_token_seconds", model);
+  histogram("", "seconds to the end of a request", engine.e2e, "vllm:e2e_request_latency_seconds", model);
+  metric("", "counter", "prompt tokens processed", t.prompt_tokens - t.cached_tokens, "llamacpp:prompt_tokens_total");
+  metric("", "counter", "tokens generated", t.generated_tokens, "llamacpp:tokens_predicted_total");
+  metric("", "gauge", "generated tokens per second", s.decode_tok_s, "llamacpp:predicted_tokens_seconds");
+  metric("", "gauge", "requests processing", s.busy, "llamacpp:requests_processing");
+  metric("", "gauge", "requests deferred", s.queue, "llamacpp:requests_deferred");
+  metric("", "gauge", "KV cache usage (1 = full)", kvUse, "llamacpp:kv_cache_usage_ratio");
+  metric("", "gauge", "KV cache tokens", kvTokens, "llamacpp:kv_cache_tokens");
   return lines.join("\n") + "\n";
 }
