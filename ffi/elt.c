@@ -382,6 +382,14 @@ __attribute__((target("avx2,f16c"))) static void f16_f16c(const uint16_t *s, flo
 }
 #endif
 
+/* n halves -> f32 on the calling thread (exact; F16C where the level has it) */
+void hb_f16_widen(const uint16_t *s, float *d, int64_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (hb_simd_level() >= HB_AVX2) { f16_f16c(s, d, n); return; }
+#endif
+  for (int64_t i = 0; i < n; i++) d[i] = hb_f16_to_f32(s[i]);
+}
+
 static void conv_range(const conv_ctx *c, int64_t lo, int64_t hi) {
   float *d = c->dst;
   switch (c->kind) {

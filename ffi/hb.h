@@ -67,6 +67,26 @@ static inline float hb_f16_to_f32(uint16_t h) {
   union { uint32_t u; float f; } v; v.u = u; return v.f;
 }
 
+/* f32 -> IEEE half, rounded to nearest even, saturated at ±65504 (an f16 KV cache: a large value is no inf); NaN
+ * stays NaN. F16C's vcvtps2ph of the clamped value gives the same bits (moe.c). */
+static inline uint16_t hb_f32_to_f16(float f) {
+  if (f > 65504.0f) f = 65504.0f;
+  else if (f < -65504.0f) f = -65504.0f;
+  union { float f; uint32_t u; } v; v.f = f;
+  const uint32_t s = (v.u >> 16) & 0x8000u, u = v.u & 0x7fffffffu;
+  if (u > 0x7f800000u) return (uint16_t)(s | 0x7e00u | ((u & 0x7fffffu) >> 13));   /* NaN: quiet */
+  if (u >= 0x38800000u) {                                        /* normal: rebias, round the 13 bits dropped */
+    const uint32_t r = u - 0x38000000u;
+    return (uint16_t)(s | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+  }
+  if (u <= 0x33000000u) return (uint16_t)s;                      /* ≤ 2^-25: zero (the tie goes to even) */
+  const uint32_t e = u >> 23, m = (u & 0x7fffffu) | 0x800000u, sh = 126 - e;   /* subnormal: m · 2^(e-126) units */
+  uint32_t q = m >> sh;
+  const uint32_t rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1);
+  if (rem > half || (rem == half && (q & 1u))) q++;
+  return (uint16_t)(s | q);
+}
+
 /* ---- kernels (one file each; see src/engine/hb.ts for the TS side) ---- */
 /* matmul.c: W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for fmts 1..4 */
 void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
@@ -89,7 +109,10 @@ double hb_membw(int64_t bytes, int reps);
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
 /* MLA cache rows of nseg segments: desc[3g] = address of segment g's first new cache row, desc[3g+1] = its first
  * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr] */
-void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr);
+void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int f16);
+/* n values f32 -> f16 (hb_f32_to_f16; F16C where the level has it); and back, exact, on the calling thread (elt.c) */
+void hb_to_f16(const float *src, uint16_t *dst, int64_t n);
+void hb_f16_widen(const uint16_t *src, float *dst, int64_t n);
 void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n);
 /* MoE router (route.c): S rows of logits z [S, E] -> experts / gates [S, K]; with off [E+1] (else NULL: no grouping)
  * the pairs grouped by expert (rows / rgates [S·K], each expert's at [off[e], off[e+1]), rows ascending) and the

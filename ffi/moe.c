@@ -28,18 +28,47 @@ void hb_copy_heads(float *dst, int dRow, int dHead, const float *src, int sRow, 
   else copy_task(&j, 0, S);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+/* hb_f32_to_f16 eight at a time: clamp (NaN kept: it is max/min's second operand), then vcvtps2ph to nearest even */
+__attribute__((target("avx2,f16c"))) static void to_f16_f16c(const float *s, uint16_t *d, int64_t n) {
+  const __m256 lo = _mm256_set1_ps(-65504.0f), hi = _mm256_set1_ps(65504.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_loadu_ps(s + i))),
+                                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; i++) d[i] = hb_f32_to_f16(s[i]);
+}
+#endif
+
+void hb_to_f16(const float *src, uint16_t *dst, int64_t n) {
+  if (!src || !dst || n <= 0) return;
+#if defined(__x86_64__) || defined(__i386__)
+  if (hb_simd_level() >= HB_AVX2) { to_f16_f16c(src, dst, n); return; }
+#endif
+  for (int64_t i = 0; i < n; i++) dst[i] = hb_f32_to_f16(src[i]);
+}
+
 /* Segment g (desc[3g..3g+2] = address of its cache row pos0, r0, n): cache row r = [lat[r0+r] (kvr) ‖
- * kpe[(r0+r)·kpeRow .. + dr]] for r < n, cache rows kvr + dr wide. */
-void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr) {
+ * kpe[(r0+r)·kpeRow .. + dr]] for r < n, cache rows kvr + dr wide; f16: the cache holds IEEE halves (hb_to_f16). */
+void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int f16) {
   if (nseg <= 0 || !desc || !lat || !kpe || kvr < 0 || dr < 0) return;
   const size_t W = (size_t)kvr + (size_t)dr;
   for (int g = 0; g < nseg; g++) {
-    float *dst = (float *)(uintptr_t)desc[3 * g];
+    void *dst = (void *)(uintptr_t)desc[3 * g];
     const int r0 = (int)desc[3 * g + 1], n = (int)desc[3 * g + 2];
     if (!dst || r0 < 0) continue;
     for (int r = 0; r < n; r++) {
-      memcpy(dst + (size_t)r * W, lat + (size_t)(r0 + r) * kvr, (size_t)kvr * sizeof(float));
-      memcpy(dst + (size_t)r * W + kvr, kpe + (size_t)(r0 + r) * kpeRow, (size_t)dr * sizeof(float));
+      const float *a = lat + (size_t)(r0 + r) * kvr, *b = kpe + (size_t)(r0 + r) * kpeRow;
+      if (f16) {
+        uint16_t *d = (uint16_t *)dst + (size_t)r * W;
+        hb_to_f16(a, d, kvr);
+        hb_to_f16(b, d + kvr, dr);
+      } else {
+        float *d = (float *)dst + (size_t)r * W;
+        memcpy(d, a, (size_t)kvr * sizeof(float));
+        memcpy(d + kvr, b, (size_t)dr * sizeof(float));
+      }
     }
   }
 }

@@ -281,7 +281,7 @@ export class VulkanChain {
     // the mirrors now hold the step's rows in every chain layer (a sub-range leaves them at pos0: conservative)
     if (lo === 0 && hi === this.n) segs.forEach((g, j) => {
       const end = g.pos0 + g.n;
-      slots[j].wm.wrote(g.kv, end, { layer: lo, row: end - 1, data: g.kv.kv[lo].subarray((end - 1) * W, end * W) });
+      slots[j].wm.wrote(g.kv, end, { layer: lo, row: end - 1, data: g.kv.f32(lo).subarray((end - 1) * W, end * W) });
     });
     this.pool.trim(); // a batch with more conversations than `slots` grew the pool for itself only
     st0.forwards++;

@@ -72,7 +72,7 @@ export class MirrorSlot {
     if (to <= from) return;
     const { W, hd } = this.shape;
     this.shape.layers.forEach((layer, i) => {
-      if (!this.split) this.kv[i].write(4 * from * W, kv.kv[layer].subarray(from * W, to * W));
+      if (!this.split) this.kv[i].write(4 * from * W, kv.f32(layer).subarray(from * W, to * W));
       const ik = this.ik[i], host = kv.ik[layer];
       if (ik && host) ik.write(4 * from * hd, host.subarray(from * hd, to * hd));
     });
@@ -88,7 +88,7 @@ export class MirrorSlot {
   prepare(kv: KVCache, pos0: number, end: number, from: number, lo: number, hi: number): void {
     const W = this.shape.W, blk = this.shape.split!.blk;
     for (let i = lo; i < hi; i++) {
-      const r = this.res[i], host = kv.kv[this.shape.layers[i]];
+      const r = this.res[i], host = kv.f32(this.shape.layers[i]);
       r.invalidate(from);
       for (const u of r.plan(pos0, end)) {
         this.kv[i].write(4 * u.dev0 * W, host.subarray(u.row0 * W, u.row1 * W));

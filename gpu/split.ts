@@ -69,7 +69,7 @@ export class HostPart {
       }
       if (any === 0) return;
       total += any;
-      const cache = g.kv.kv[layer];
+      const cache = g.kv.f32(layer);
       attnStats(g.n, H, W, kvr, { a: qcat.subarray(g.r0 * H * W), row: H * W, head: W }, { a: cache, row: W, head: 0 },
         { a: cache, row: W, head: 0 }, this.sel, this.n.subarray(0, g.n), maxK, cfg.attn_scale,
         { a: o.subarray(g.r0 * H * kvr), row: H * kvr, head: kvr }, stats.subarray(2 * g.r0 * H, 2 * (g.r0 + g.n) * H));

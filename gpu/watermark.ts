@@ -54,7 +54,7 @@ export class Watermark {
     if (this.stepEnd < 0 || kv.version !== this.seen + 1 || kv.len !== this.stepEnd) return false;
     const p = this.probe;
     if (!p) return true;
-    const W = p.data.length, host = kv.kv[p.layer];
+    const W = p.data.length, host = kv.f32(p.layer);
     if (!host || (p.row + 1) * W > host.length) return false;
     for (let i = 0; i < W; i++) if (!Object.is(host[p.row * W + i], p.data[i])) return false;
     return true;

@@ -2,7 +2,7 @@
 // hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
 // Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { attn, attnSegs, dsaSelect, hb, indexScores, Simd, type AttnOperand } from "../src/engine/hb.ts";
+import { attn, attnSegs, dsaSelect, hb, indexScores, Simd, toF16, type AttnOperand } from "../src/engine/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
 // ---- helpers ----
@@ -375,6 +375,54 @@ describe("hb_dsa_select", () => {
     const scores = new Float32Array(S * n);
     for (let i = 0; i < scores.length; i++) scores[i] = r() < 0.5 ? pool[randInt(r, pool.length)] : (r() - 0.5) * 10 ** randInt(r, 8);
     for (const topk of [1, 7, 128, 1500]) checkSelect(scores, n, Int32Array.of(n, 2000, 513), topk);
+  });
+});
+
+describe("an f16 KV cache", () => {
+  test("f32 -> f16: round to nearest even and saturation, as Float16Array rounds (and clamps), at every level", () => {
+    const r = rng(5), n = 5000, x = new Float32Array(n);
+    for (let i = 0; i < n; i++) x[i] = (r() - 0.5) * 2 ** (Math.floor(r() * 50) - 30); // subnormal to overflowing
+    x.set([0, -0, 65504, 65519.99, 65520, 1e9, -1e9, 2 ** -25, 2 ** -24, 1.5 * 2 ** -25, 2 ** -14, 1 + 2 ** -11, 1 + 3 * 2 ** -11]);
+    const want = Uint16Array.from(new Uint16Array(new Float16Array(Array.from(x, (v) => Math.max(-65504, Math.min(65504, v)))).buffer));
+    for (const level of [Simd.scalar, Simd.avx2, Simd.avx512]) {
+      const got = new Uint16Array(n);
+      atLevel(level, () => toF16(x, got, n));
+      expect(Array.from(got)).toEqual(Array.from(want));
+    }
+  });
+
+  test("hb_attn_segs over an f16 cache equals it over an f32 cache of the widened values, bit for bit, at every level", () => {
+    const r = rng(78), H = 16, W = 40, dv = 32, topk = 6, scale = 0.3, lens = [3, 9, 14], rowsOf = [1, 2, 3];
+    const S = rowsOf.reduce((a, b) => a + b, 0), QR = H * W, OR = H * dv;
+    const halves = lens.map((T) => { const h = new Uint16Array(T * W); toF16(randArr(r, T * W), h, T * W); return h; });
+    const wide = halves.map((h) => Float32Array.from(new Float16Array(h.buffer)));
+    const q = randArr(r, S * QR), sel = new Int32Array(S * topk), nsel = new Int32Array(S);
+    const f16s: { r0: number; n: number; k: Uint16Array; v: Uint16Array }[] = [], f32s: { r0: number; n: number; k: Float32Array; v: Float32Array }[] = [];
+    let r0 = 0;
+    rowsOf.forEach((n, g) => {
+      for (let j = 0; j < n; j++) {
+        const s = r0 + j, T = lens[g], m = s === 1 ? 0 : Math.min(topk, T); // row 1 sees no keys
+        nsel[s] = m;
+        for (let i = 0; i < m; i++) sel[s * topk + i] = T - 1 - Math.floor((i * T) / m); // (descending: order matters)
+      }
+      f16s.push({ r0, n, k: halves[g], v: halves[g] });
+      f32s.push({ r0, n, k: wide[g], v: wide[g] });
+      r0 += n;
+    });
+    for (const level of [Simd.scalar, Simd.avx2, Simd.avx512]) for (const useSel of [true, false]) {
+      const ns = useSel ? nsel : Int32Array.from(nsel, (_, s) => lens[f32s.findIndex((g) => s >= g.r0 && s < g.r0 + g.n)]);
+      const run = (segs: typeof f16s | typeof f32s) => {
+        const out = new Float32Array(S * OR).fill(NaN);
+        atLevel(level, () => attnSegs(segs, H, W, dv, { a: q, row: QR, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
+          useSel ? sel : null, ns, topk, scale, { a: out, row: OR, head: dv }));
+        return out;
+      };
+      const got = run(f16s), want = run(f32s);
+      expect(Array.from(new Uint32Array(got.buffer))).toEqual(Array.from(new Uint32Array(want.buffer)));
+      expect(got.some(Number.isNaN)).toBe(false);
+    }
+    expect(() => attnSegs([{ r0: 0, n: 1, k: halves[0], v: halves[1] }], H, W, dv, { a: q, row: QR, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
+      null, nsel, topk, scale, { a: new Float32Array(OR), row: OR, head: dv })).toThrow(/f16/);
   });
 });
 

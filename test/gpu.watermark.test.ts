@@ -22,7 +22,7 @@ function chainStep(wm: Watermark, kv: KVCache, pos0: number, n: number, fill: nu
   kv.reserve(pos0 + n);
   kv.kv[0].fill(fill, pos0 * W, (pos0 + n) * W);
   const end = pos0 + n;
-  wm.wrote(kv, end, { layer: 0, row: end - 1, data: kv.kv[0].subarray((end - 1) * W, end * W) });
+  wm.wrote(kv, end, { layer: 0, row: end - 1, data: kv.f32(0).subarray((end - 1) * W, end * W) });
   kv.len = end;
   kv.wrote(pos0); // what forward() does after the layers
   return from;
@@ -66,7 +66,7 @@ describe("KV mirror watermark", () => {
     wm.sync(kv, 6);
     // our forward failed after the chain (no bump); a CPU forward then rewrote [3, 6) with one bump
     const end = 6;
-    wm.wrote(kv, end, { layer: 0, row: end - 1, data: kv.kv[0].subarray((end - 1) * W, end * W) });
+    wm.wrote(kv, end, { layer: 0, row: end - 1, data: kv.f32(0).subarray((end - 1) * W, end * W) });
     hostStep(kv, 3, 3, 7);
     expect(wm.sync(kv, 6)).toBeLessThanOrEqual(3);
   });

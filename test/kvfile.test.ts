@@ -43,7 +43,7 @@ function expectRowsMatchPrefill(s: Session): void {
     return d / mx;
   };
   for (let i = 0; i < m.cfg.num_hidden_layers; i++) {
-    expect(worst(s.kv.kv[i], f.kv.kv[i], T * s.kv.kvWidth)).toBeLessThan(1e-6);
+    expect(worst(s.kv.f32(i), f.kv.f32(i), T * s.kv.kvWidth)).toBeLessThan(1e-6);
     if (f.kv.ik[i]) expect(worst(s.kv.ik[i]!, f.kv.ik[i]!, T * s.kv.ikWidth)).toBeLessThan(1e-6);
   }
   expect(worst(s.hidden, f.hidden, T * m.cfg.hidden_size)).toBeLessThan(1e-6);

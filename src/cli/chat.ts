@@ -4,7 +4,7 @@
 // this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits. /reset clears
 // the history, /exit (or the end of input) quits. State: the messages so far and the engine.
 import { existsSync } from "node:fs";
-import { type Command, threadsAndTemplate, intOption, numOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError } from "./common.ts";
+import { type Command, threadsAndTemplate, intOption, KV_HELP, kvOption, numOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError } from "./common.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
 import { PREFILL_CHUNK } from "../server/server.ts";
@@ -15,7 +15,7 @@ import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
        [--top-p P] [--seed N] [--draft ngram|mtp|off] [--stop STR]... [--think] [--exact] [--timings]
-       [--chat-template FILE] [--threads N] [--reasoning-budget N [--reasoning-budget-message TEXT]]
+       [--chat-template FILE] [--threads N] [--reasoning-budget N [--reasoning-budget-message TEXT]] [--kv-cache-dtype f32|f16]
 
 Talk to a model in the terminal: every line of stdin is a user message; the reply streams to stdout. The
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn
@@ -31,6 +31,7 @@ input or Ctrl-C at the prompt quits. Without --model: the embedded demo model.
 --exact: f32 activations in every matmul. --timings: each turn's token counts and speed on stderr.
 --chat-template FILE: a Jinja chat template instead of the model's. --threads: compute threads (as serve).
 ${REASONING_HELP}
+${KV_HELP}
 ${EXPERT_HELP}`;
 
 export const command: Command = {
@@ -39,7 +40,7 @@ export const command: Command = {
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s,
-      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: s, ...reasoningFlags, ...expertFlags }, help);
+      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: s, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const maxTokens = v["max-tokens"] === undefined ? 512 : intOption(v["max-tokens"], "max-tokens", help);
@@ -52,7 +53,7 @@ export const command: Command = {
     const dir = v.model ?? defaultModel("chatting with", (l) => process.stderr.write(`hummingbird chat: ${l}\n`), help);
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
     const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts,
-      draft, ...text, ...reasoningOptions(v, help) });
+      draft, ...text, ...reasoningOptions(v, help), ...kvOption(v, help) });
     try {
       await engine.ready;
     } catch (e) {

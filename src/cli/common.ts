@@ -78,6 +78,16 @@ export function fmtBytes(n: number): string {
 }
 
 /** --threads N and --chat-template FILE as engine options (serve, chat, generate) */
+/** --kv-cache-dtype f32|f16 (vLLM's flag name): the slots' MLA caches in IEEE halves — half the memory, fast mode on
+ *  the CPU path (serve's and chat's) */
+export const KV_HELP = `  --kv-cache-dtype T  f32 (default) | f16: the KV cache in IEEE halves — half its memory, on the CPU path in fast
+                   mode (the absorbed attention form; not with --exact, a device chain or slot files)`;
+export function kvOption(v: { "kv-cache-dtype"?: string; exact?: boolean }, help: string): { kvF16?: boolean } {
+  const t = v["kv-cache-dtype"] === undefined ? "f32" : choice(v["kv-cache-dtype"], "kv-cache-dtype", ["f32", "f16"] as const, help);
+  if (t === "f16" && v.exact) throw new UsageError("--kv-cache-dtype f16 is a fast-mode option: not with --exact", help);
+  return t === "f16" ? { kvF16: true } : {};
+}
+
 /** --reasoning-budget N (−1: none, llama-server's default; 0: </think> at once) and --reasoning-budget-message TEXT, as
  *  the engine's options (serve's and chat's) */
 export const REASONING_HELP = `  --reasoning-budget N  tokens a thinking model may spend inside <think> before </think> is forced (−1: no

@@ -10,14 +10,14 @@ import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
-import { choice, threadsAndTemplate, intOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
+import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
-                         [--chat-template-kwargs JSON] [--generation-config auto|vllm]
+                         [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
@@ -64,6 +64,7 @@ options:
                    and back into any idle slot: later prompts with that prefix prefill only the rest) and
                    ?action=erase; created if missing (llama-server's flag and API)
 ${REASONING_HELP}
+${KV_HELP}
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -138,7 +139,8 @@ async function run(argv: string[]): Promise<number> {
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "served-model-name": { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
-    "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
+    "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -163,9 +165,10 @@ async function run(argv: string[]): Promise<number> {
     draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
     ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
-    ...reasoningOptions(v, help),
+    ...reasoningOptions(v, help), ...kvOption(v, help),
   };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
+  if (engineOpts.slotSavePath && engineOpts.kvF16) throw new UsageError("--slot-save-path needs an f32 KV cache (slot files hold f32 rows)", help);
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
 

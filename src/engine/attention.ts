@@ -101,13 +101,14 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
 
   // each segment in the cheaper exact form; the absorbed ones share their per-row head projections (one
   // call each side for all of them: the kernels give every row the same bits whatever the batch)
-  const naive = segs.map((g) => mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, g.pos0 + g.n, useSel ? topk : Infinity)));
+  // (an f16 cache: always absorbed — the naive form would widen every cached row to rebuild k_nope / v)
+  const naive = segs.map((g) => !g.kv.f16 && (mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, g.pos0 + g.n, useSel ? topk : Infinity))));
   const abs = segs.filter((_, k) => !naive[k]);
   const ab = abs.length > 0 ? absorbed(cfg, w.kv_b) : null;
   segs.forEach((g, k) => {
     if (!naive[k]) return;
     const sel = useSel ? st.sel.subarray(g.r0 * topk) : null, nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
-    naiveCore(cfg, st, w.kv_b, g.kv.kv[kvLayer], g, g.pos0 + g.n, sel, nsel, topk);
+    naiveCore(cfg, st, w.kv_b, g.kv.f32(kvLayer), g, g.pos0 + g.n, sel, nsel, topk);
   });
   if (ab) {
     absorbedQ(cfg, st, ab, abs);
@@ -173,7 +174,7 @@ function absorbedQ(cfg: Config, st: RunState, ab: Absorbed, segs: Segment[]): vo
 
 /** absorbed form, every segment in one call: scores over each one's [c_kv ‖ k_pe] rows, shared by all heads;
  * o_lat[r,h] = Σ P c_kv */
-function absorbedAttn(cfg: Config, st: RunState, caches: Float32Array[], segs: Segment[], sel: Int32Array | null,
+function absorbedAttn(cfg: Config, st: RunState, caches: (Float32Array | Uint16Array)[], segs: Segment[], sel: Int32Array | null,
   topk: number): void {
   const H = cfg.num_attention_heads, kvr = cfg.kv_lora_rank, W = kvr + cfg.qk_rope_head_dim, QC = H * W;
   attnSegs(segs.map((g, i) => ({ r0: g.r0, n: g.n, k: caches[i], v: caches[i] })), H, W, kvr,

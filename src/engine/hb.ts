@@ -34,7 +34,8 @@ const symbols = {
   hb_gather_rows: { args: [ptr, i32, ptr, i32, ptr], returns: FFIType.void }, // (x, D, rows i32[n], n, out [n,D])
   // (dst, dRow, dHead, src, sRow, sHead, S, H, n): dst[s,h][0..n) = src[s,h][0..n) (sHead 0: shared by all heads)
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
-  hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32], returns: FFIType.void },
+  hb_to_f16: { args: [ptr, ptr, i64], returns: FFIType.void }, // (f32 src, u16 dst, n)
+  hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, f16 cache)
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
@@ -62,7 +63,7 @@ const symbols = {
   // hb_attn over segments (own keys/values each) in one job: (nseg, desc f64[4·nseg]: r0, n, k addr, v addr,
   // H, dk, dv, q, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale, out, oRow, oHead)
   hb_attn_segs: {
-    args: [i32, ptr, i32, i32, i32, ptr, i32, i32, i32, i32, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32],
+    args: [i32, ptr, i32, i32, i32, ptr, i32, i32, i32, i32, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32, i32], // (…, kv16)
     returns: FFIType.void,
   },
   // I[s,t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for t < nk[s]
@@ -249,17 +250,21 @@ export const gatherRows = (x: F32, D: number, rows: Int32Array, n: number, out: 
 export const copyHeads = (dst: Strided, src: Strided, S: number, H: number, n: number) =>
   hb().hb_copy_heads(dst.a, dst.row, dst.head, src.a, src.row, src.head, S, H, n);
 let kvDesc = new Float64Array(3 * 8);
-/** One segment of `kvWrite`: its cache [*, kvr + dr], the first cache row to write (pos0), batch rows [r0, r0+n). */
-export interface KvSeg { cache: F32; pos0: number; r0: number; n: number }
-/** For each segment, cache row pos0 + r = [lat row r0+r (kvr) ‖ kpe row r0+r (dr, rows kpeRow apart)], r < n: one call */
+/** One segment of `kvWrite`: its cache [*, kvr + dr] (f32, or IEEE halves), the first cache row to write (pos0),
+ *  batch rows [r0, r0+n). */
+export interface KvSeg { cache: F32 | Uint16Array; pos0: number; r0: number; n: number }
+/** For each segment, cache row pos0 + r = [lat row r0+r (kvr) ‖ kpe row r0+r (dr, rows kpeRow apart)], r < n: one call
+ *  (the segments' caches all f32 or all f16: rounded to nearest even, saturated at ±65504) */
 export function kvWrite(segs: readonly KvSeg[], lat: F32, kvr: number, kpe: F32, kpeRow: number, dr: number) {
   if (kvDesc.length < 3 * segs.length) kvDesc = new Float64Array(6 * segs.length);
+  const f16 = segs.length > 0 && segs[0].cache instanceof Uint16Array;
   for (let i = 0; i < segs.length; i++) {
     const g = segs[i];
+    if ((g.cache instanceof Uint16Array) !== f16) throw new Error("kvWrite: f32 and f16 caches in one call");
     if ((g.pos0 + g.n) * (kvr + dr) > g.cache.length) throw new Error(`kvWrite: rows [${g.pos0}, ${g.pos0 + g.n}) outside the cache of ${g.cache.length / (kvr + dr)}`);
-    kvDesc[3 * i] = ptr_(g.cache) + 4 * g.pos0 * (kvr + dr); kvDesc[3 * i + 1] = g.r0; kvDesc[3 * i + 2] = g.n;
+    kvDesc[3 * i] = ptr_(g.cache) + g.cache.BYTES_PER_ELEMENT * g.pos0 * (kvr + dr); kvDesc[3 * i + 1] = g.r0; kvDesc[3 * i + 2] = g.n;
   }
-  hb().hb_kv_write(segs.length, kvDesc, lat, kvr, kpe, kpeRow, dr);
+  hb().hb_kv_write(segs.length, kvDesc, lat, kvr, kpe, kpeRow, dr, f16 ? 1 : 0);
 }
 /** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
 export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
@@ -282,6 +287,8 @@ export function rope(x: F32, S: number, rowStride: number, nvec: number, vecStri
   hb().hb_rope(x, S, rowStride, nvec, vecStride, dr, pos, theta);
 }
 export const convert = (kind: number, src: Uint8Array | Uint16Array, dst: F32, n: number) => hb().hb_convert(kind, src, dst, n);
+/** f32 -> IEEE half (round to nearest even, saturated at ±65504: an f16 KV cache's writes) */
+export const toF16 = (src: F32, dst: Uint16Array, n: number) => hb().hb_to_f16(src, dst, n);
 export const pread = (fd: number, buf: Uint8Array, len: number, off: number): number =>
   Number(hb().hb_pread(fd, buf, len, off));
 
@@ -298,8 +305,9 @@ export function attn(S: number, H: number, dk: number, dv: number, q: AttnOperan
     out.a, out.row, out.head);
 }
 let segDesc = new Float64Array(4 * 8);
-/** One segment of `attnSegs`: rows [r0, r0+n) of q/sel/nsel/out against its own keys k and values v. */
-export interface AttnSeg { r0: number; n: number; k: F32; v: F32 }
+/** One segment of `attnSegs`: rows [r0, r0+n) of q/sel/nsel/out against its own keys k and values v (f16: the same
+ *  cache of halves, the absorbed form's). */
+export interface AttnSeg { r0: number; n: number; k: F32 | Uint16Array; v: F32 | Uint16Array }
 /**
  * `attn` for several segments in one call (one pool job): the q/sel/nsel/out operands are shared buffers
  * addressed by row (segment g uses rows r0..r0+n-1), keys and values are per segment with shared strides.
@@ -309,11 +317,14 @@ export function attnSegs(segs: readonly AttnSeg[], H: number, dk: number, dv: nu
   k: { row: number; head: number }, v: { row: number; head: number }, sel: Int32Array | null, nsel: Int32Array,
   selRow: number, scale: number, out: AttnOperand) {
   if (segDesc.length < 4 * segs.length) segDesc = new Float64Array(8 * segs.length);
+  const kv16 = segs.length > 0 && segs[0].k instanceof Uint16Array;
   segs.forEach((g, i) => {
+    if ((g.k instanceof Uint16Array) !== kv16 || (kv16 && (g.v !== g.k || k.row !== v.row || k.head !== 0 || v.head !== 0)))
+      throw new Error("attnSegs: an f16 cache must be every segment's keys and values (shared heads, one row stride)");
     segDesc[4 * i] = g.r0; segDesc[4 * i + 1] = g.n; segDesc[4 * i + 2] = addr(g.k); segDesc[4 * i + 3] = addr(g.v);
   });
   hb().hb_attn_segs(segs.length, segDesc, H, dk, dv, q.a, q.row, q.head, k.row, k.head, v.row, v.head, sel, nsel,
-    selRow, scale, out.a, out.row, out.head);
+    selRow, scale, out.a, out.row, out.head, kv16 ? 1 : 0);
 }
 /** qI [S, nh*hd], w [S, nh], kI [T, hd], nk [S] -> out [S, outRow] (t < nk[s] written) */
 export function indexScores(S: number, nh: number, hd: number, qI: F32, w: F32, kI: F32, nk: Int32Array, out: F32, outRow: number, scale: number) {

@@ -15,6 +15,12 @@ import { checkHeader, encodeHeader, HEADER, modelShape, RECORD, RecordLayout, ty
 import type { Model } from "./model.ts";
 import { Session } from "./session.ts";
 
+/** a Session's MLA cache layers as f32 (KV files hold f32 rows: an f16 cache is refused, naming the option) */
+function f32Layers(s: Session): Float32Array[] {
+  if (s.kv.f16) throw new Error("KV files need an f32 KV cache (--kv-cache-dtype f32)");
+  return s.kv.kv.map((_, i) => s.kv.f32(i));
+}
+
 export { KV_VERSION, modelShape } from "./kvfile-format.ts";
 
 export const slotPath = (dir: string, slot: number) => join(dir, `slot-${slot}.kv`);
@@ -109,7 +115,7 @@ export class KvFile {
     for (let t = n; t < T; t++) {
       const o = (t - n) * R;
       let fo = (o + RECORD.payload) / 4;
-      this.rec.rows(s.kv.kv, s.kv.ik, hidden, t, (a, off, len) => { f.set(a.subarray(off, off + len), fo); fo += len; });
+      this.rec.rows(f32Layers(s), s.kv.ik, hidden, t, (a, off, len) => { f.set(a.subarray(off, off + len), fo); fo += len; });
       dv.setUint32(o + RECORD.token, s.tokens[t], true);
       dv.setUint32(o + RECORD.crc, Bun.hash.crc32(buf.subarray(o + RECORD.payload, o + R)), true);
     }
@@ -152,7 +158,7 @@ export class KvFile {
           break outer;
         }
         let fo = (o + RECORD.payload) / 4;
-        this.rec.rows(s.kv.kv, s.kv.ik, hidden, t, (a, off, len) => { a.set(f.subarray(fo, fo + len), off); fo += len; });
+        this.rec.rows(f32Layers(s), s.kv.ik, hidden, t, (a, off, len) => { a.set(f.subarray(fo, fo + len), off); fo += len; });
       }
     }
     if (ok < N) { this.writeCount(ok); this.tokens.length = ok; }

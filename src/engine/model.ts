@@ -15,13 +15,13 @@ export function loadModel(dir: string): Model {
 }
 
 /** A fresh conversation cache for the main layers. */
-export function newKV(m: Model, cap = 64): KVCache {
+export function newKV(m: Model, cap = 64, f16 = false): KVCache {
   const c = m.cfg;
   const indexed = c.indexer_types.map((t) => c.has_dsa && t === "full");
-  return new KVCache(c, c.num_hidden_layers, indexed, cap);
+  return new KVCache(c, c.num_hidden_layers, indexed, cap, f16);
 }
 
 /** A fresh cache for the MTP layer (dense attention over MTP positions: no indexer keys). */
-export function newMtpKV(m: Model, cap = 64): KVCache {
-  return new KVCache(m.cfg, 1, [false], cap);
+export function newMtpKV(m: Model, cap = 64, f16 = false): KVCache {
+  return new KVCache(m.cfg, 1, [false], cap, f16);
 }

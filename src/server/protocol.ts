@@ -69,6 +69,7 @@ export interface WorkerOptions {
   chatTemplate?: string;   // a Jinja chat template replacing the model's (the text of --chat-template FILE)
   threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
   slotSavePath?: string;   // folder of the slots' KV files (POST /slots/{id}?action=save|restore); absent: off
+  kvF16?: boolean;          // the slots' MLA caches in IEEE halves (--kv-cache-dtype f16: half the memory; CPU, fast mode)
   reasoningBudget?: number; // the thinking budget of requests that name none (−1 / absent: none)
   reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
 }

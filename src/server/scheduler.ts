@@ -68,6 +68,7 @@ export interface SchedOptions {
   slots: number; ctx: number; queue: number; chunk: number; attn?: "auto" | "naive" | "absorbed";
   draft?: DraftOptions;
   forward?: ForwardOpts; // exact mode, the device chain as layer executor
+  kvF16?: boolean;       // the slots' MLA caches in IEEE halves
   thinkBudget?: number;  // the thinking budget of requests that name none (−1 / absent: none)
   budgetMessage?: string; // text forced before </think> when a budget is spent (llama-server's --reasoning-budget-message)
 }
@@ -142,10 +143,10 @@ export class Scheduler {
     const sessOpts = { ...o.forward, attn: o.attn ?? "absorbed" };
     const slot = (id: number): Slot => {
       try {
-        const sess = new Session(m, sessOpts, { st: this.st, kv: newKV(m, kvRows(o.ctx)) });
+        const sess = new Session(m, sessOpts, { st: this.st, kv: newKV(m, kvRows(o.ctx), o.kvF16) });
         sess.mtpKV?.reserve(kvRows(o.ctx)); // its MTP layer's cache too (one layer: drafting with --draft mtp)
         return { id, sess, job: null, used: 0 };
-      } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre) }), job: null, used: 0 }; }
+      } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre, o.kvF16) }), job: null, used: 0 }; }
     };
     this.slots = Array.from({ length: o.slots }, (_, id) => slot(id));
     if (o.draft && o.draft.len > 0) this.drafter = new Drafter(m, o.draft, (t) => codec.encode(t));

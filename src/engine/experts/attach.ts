@@ -31,6 +31,8 @@ export interface ExpertOptions {
   ctx?: number;
   rows?: number;
   sessions?: number;
+  /** the sessions' MLA caches in IEEE halves (their reserve halves) */
+  kvF16?: boolean;
   /** streaming buffers shared by the layers (default min(8, max(2, top-k))) */
   workingSlabs?: number;
   /** where the plan and warnings go (default stderr); quiet: no plan line */
@@ -70,7 +72,7 @@ export function attachExperts(m: Model, o: ExpertOptions = {}): ExpertStore {
     const plan = planBudget({
       ram: ram.bytes, residentBytes: residentBytes(m), expertBytes: store.maxSlotBytes(),
       moeLayers: store.layers.length, experts: m.cfg.n_routed_experts,
-      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg),
+      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvF16),
       activationBytes: runStateBytes(m.cfg, rows, kvRows(ctx)) /* RunState grows T by doubling */ + Math.min(STAGE_BYTES, rows * K * m.cfg.hidden_size * 4),
       workingSlabs: store.mmap ? 0 : W, slots: o.slots, historyTokens: learner?.tokens() ?? 0,
     });

@@ -15,13 +15,14 @@ export const PIN_HALF = 4096;
 /** Outputs computed ahead of ascending order are staged up to this many bytes (else: ascending). */
 export const STAGE_BYTES = 64 * MiB;
 
-/** Bytes of KV state per token of context: every layer's c_kv ‖ k_pe, indexer keys, the MTP layer, hidden. */
-export function kvBytesPerToken(cfg: Config): number {
+/** Bytes of KV state per token of context: every layer's c_kv ‖ k_pe (f32, or halves with f16), indexer keys, the
+ *  MTP layer, hidden. */
+export function kvBytesPerToken(cfg: Config, f16 = false): number {
   const kv = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
   const indexed = cfg.has_dsa ? cfg.indexer_types.filter((t) => t === "full").length : 0;
   const mtp = cfg.num_nextn_predict_layers >= 1 ? 1 : 0;
   // indexer keys in f32, and fast mode's int8 copy of them (ikq.ts: a byte per element and a scale per row)
-  return 4 * (cfg.num_hidden_layers * kv + indexed * cfg.index_head_dim + mtp * kv + cfg.hidden_size) + indexed * (cfg.index_head_dim + 4);
+  return (f16 ? 2 : 4) * (cfg.num_hidden_layers + mtp) * kv + 4 * (indexed * cfg.index_head_dim + cfg.hidden_size) + indexed * (cfg.index_head_dim + 4);
 }
 
 /** KVCache grows by doubling from 16 rows: the rows it holds for ctx tokens. */

@@ -1,0 +1,59 @@
+// An f16 KV cache end to end (shared fixture): a server with --kv-cache-dtype f16 generates what an in-process Session
+// with an f16 cache generates (greedy, the absorbed form), prefix reuse across slots included; the options it cannot
+// go with are refused naming the flag.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { resolve } from "node:path";
+import { loadModel, newKV } from "../src/engine/model.ts";
+import { Session, argmax } from "../src/engine/session.ts";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { logprobsOf } from "../src/server/prepare.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("serve --kv-cache-dtype f16", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 2, kvF16: true }); });
+  afterAll(() => s.stop());
+  const PROMPT = Array.from({ length: 60 }, (_, i) => (i * 37) % 480 + 16);
+  const served = async (prompt: number[], n: number) => {
+    const j = (await (await post(s.url, "/v1/completions", { prompt, max_tokens: n, temperature: 0, ignore_eos: true, logprobs: 0, return_tokens_as_token_ids: true })).json()) as any;
+    return { ids: (j.choices[0].logprobs.tokens as string[]).map((t) => Number(t.slice("token_id:".length))), lps: j.choices[0].logprobs.token_logprobs as number[] };
+  };
+  const local = (prompt: number[], n: number, f16: boolean) => {
+    const m = loadModel(TINY), sess = new Session(m, { attn: "absorbed" }, { kv: newKV(m, 256, f16) }), ids: number[] = [], lps: number[] = [];
+    let l = sess.feed(prompt);
+    for (let i = 0; i < n; i++) { ids.push(argmax(l)); lps.push(logprobsOf(l, ids[i], 0, String).lp); l = sess.feed([ids[i]]); }
+    return { ids, lps };
+  };
+
+  test("tokens and logprobs equal an in-process Session's over an f16 cache (also when the prompt's prefix is copied from a slot)", async () => {
+    const want = local(PROMPT, 16, true);
+    expect(await served(PROMPT, 16)).toEqual(want);
+    expect(local(PROMPT, 16, false).lps).not.toEqual(want.lps); // (an f32 cache gives other low bits)
+    const longer = [...PROMPT, 77, 78];
+    expect(await served(longer, 8)).toEqual(local(longer, 8, true));
+  });
+
+  test("MTP drafting over f16 caches (the MTP layer's too) gives the plain server's tokens", async () => {
+    const d = await startTiny({ slots: 1, kvF16: true, draft: { kind: "mtp", len: 3 } });
+    try {
+      const j = (await (await post(d.url, "/v1/completions", { prompt: PROMPT, max_tokens: 16, temperature: 0, ignore_eos: true })).json()) as any;
+      const plain = (await (await post(s.url, "/v1/completions", { prompt: PROMPT, max_tokens: 16, temperature: 0, ignore_eos: true })).json()) as any;
+      expect(j.choices[0].text).toBe(plain.choices[0].text);
+    } finally { await d.stop(); }
+  });
+
+  test("bad combinations exit 2 naming the flag", async () => {
+    const cli = async (...args: string[]) => {
+      const p = Bun.spawn(["bun", "src/cli.ts", "serve", "--model", TINY, "--port", "0", ...args], { cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+      const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+      return { code, err };
+    };
+    const runs = await Promise.all([cli("--kv-cache-dtype", "f8"), cli("--kv-cache-dtype", "f16", "--exact"),
+      cli("--kv-cache-dtype", "f16", "--slot-save-path", "/tmp/hb-slots-f16")]);
+    expect(runs.map((r) => r.code)).toEqual([2, 2, 2]);
+    expect(runs[0].err).toContain("--kv-cache-dtype");
+    expect(runs[1].err).toContain("not with --exact");
+    expect(runs[2].err).toContain("--slot-save-path needs an f32 KV cache");
+  }, 60_000);
+});
