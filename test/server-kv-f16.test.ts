@@ -43,6 +43,14 @@ describe.skipIf(!hasTiny)("serve --kv-cache-dtype f16", () => {
     } finally { await d.stop(); }
   });
 
+  test("generate --kv-cache-dtype f16: the same tokens as an in-process Session over an f16 cache", async () => {
+    const p = Bun.spawn(["bun", "src/cli.ts", "generate", "--model", TINY, "--ids", PROMPT.join(","), "--max-tokens", "12", "--json",
+      "--kv-cache-dtype", "f16", "--draft", "off"], { cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+    const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out).gen_ids).toEqual(local(PROMPT, 12, true).ids);
+  }, 60_000);
+
   test("bad combinations exit 2 naming the flag", async () => {
     const cli = async (...args: string[]) => {
       const p = Bun.spawn(["bun", "src/cli.ts", "serve", "--model", TINY, "--port", "0", ...args], { cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });

@@ -3,10 +3,11 @@
 // conversation lives in DIR/slot-N.kv: its cached prefix is reused and the history saved after.
 import { mkdirSync, readFileSync } from "node:fs";
 import { compileGrammar, GrammarError, loadTokenVocab, schemaToGbnf, type GrammarState } from "../engine/grammar/index.ts";
-import { type Command, parseCli, required, intOption, choice, numOption, UsageError, threadsAndTemplate } from "./common.ts";
+import { type Command, parseCli, required, intOption, choice, numOption, UsageError, threadsAndTemplate, KV_HELP, kvOption } from "./common.ts";
 import { hb } from "../engine/hb.ts";
 import { promptIds } from "./ids.ts";
-import { loadModel } from "../engine/model.ts";
+import { loadModel, newKV } from "../engine/model.ts";
+import { Session } from "../engine/session.ts";
 import { generate, type DraftKind } from "../engine/generate.ts";
 import { KvFile, slotPath } from "../engine/kvfile.ts";
 import { loadTokenizer } from "../model/tokenizer.ts";
@@ -19,7 +20,7 @@ const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TE
        [--dynatemp-range R [--dynatemp-exp E]] [--mirostat 1|2 [--mirostat-ent TAU] [--mirostat-lr ETA]] [--seed N] [--json] [--exact]
        [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID:B,...]
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
-       [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]... [--threads N]
+       [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]... [--threads N] [--kv-cache-dtype f32|f16]
 
 Greedy at --temperature 0 (the default). Without --json, streams the decoded text; with --json prints
 {"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
@@ -46,6 +47,7 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
   HB_THREADS, else the physical cores).
 --state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
   prefix with the saved history is not prefilled again, and the history is saved afterwards.
+${KV_HELP}
 ${EXPERT_HELP}
 ${DEVICE_HELP}`;
 
@@ -86,7 +88,7 @@ export const command: Command = {
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(argv, { model: s, ids: s, prompt: s, chat: b, "max-tokens": s, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, "typical-p": s, xtc: s, "top-n-sigma": s, "dynatemp-range": s, "dynatemp-exp": s, mirostat: s, "mirostat-ent": s, "mirostat-lr": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "chat-template": s, threads: s, ...expertFlags, ...deviceFlags }, help);
+      "top-k": s, "min-p": s, "typical-p": s, xtc: s, "top-n-sigma": s, "dynatemp-range": s, "dynatemp-exp": s, mirostat: s, "mirostat-ent": s, "mirostat-lr": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "chat-template": s, threads: s, "kv-cache-dtype": s, ...expertFlags, ...deviceFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const dir = required(v, "model", help);
@@ -109,15 +111,17 @@ export const command: Command = {
     const draftLen = v["draft-len"] === undefined ? undefined : intOption(v["draft-len"], "draft-len", help);
     if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
     const slot = v.slot === undefined ? 0 : intOption(v.slot, "slot", help);
-    const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help);
+    const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help), { kvF16 } = kvOption(v, help);
+    if (kvF16 && v.state !== undefined) throw new UsageError("--state needs an f32 KV cache (KV files hold f32 rows)", help);
+    if (kvF16 && v.device === "vulkan") throw new UsageError("--kv-cache-dtype f16 runs on the CPU path only (--device cpu or auto)", help);
     if (threads !== undefined) hb().hb_init(threads);
     const m = loadModel(dir);
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
     const far = penalties.bias?.find(([t]) => t >= m.cfg.vocab_size);
     if (far) throw new UsageError(`--logit-bias: token id ${far[0]} is outside the vocabulary [0, ${m.cfg.vocab_size})`, help);
     const prompt = promptIds(dir, v, m.cfg.vocab_size, help, chatTemplate);
-    const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length });
-    const dev = openDeviceFor(m, v, help);
+    const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length, kvF16 });
+    const dev = openDeviceFor(m, kvF16 ? { ...v, device: "cpu" } : v, help);
     let kvf: KvFile | null = null;
     if (v.state !== undefined) {
       mkdirSync(v.state, { recursive: true });
@@ -126,7 +130,7 @@ export const command: Command = {
     try {
       const exact = !!v.exact;
       const fwd = { exact, ...dev.forward };
-      const session = kvf?.load(fwd);
+      const session = kvf?.load(fwd) ?? (kvF16 ? new Session(m, fwd, { kv: newKV(m, 64, true) }) : undefined);
       const codec = loadTokenizer(dir), text = !v.json, dec = codec.stream(), stops = new StopMatcher(v.stop ?? []);
       const stopIds = codec.stopIds(m.cfg.stop_ids), grammar = grammarOption(v, dir, stopIds);
       const res = generate(m, prompt, {
