@@ -201,22 +201,22 @@ typedef struct {
   int nseg, H, G, ngroups, blk;
 } attn_ctx;
 
-/* row s's keys (its selection, or 0..n-1) of an f16 cache widened into kb [n, kRow] (exact), in list order */
+/* row s's keys (its selection, or 0..n-1) of a cache in op->kfmt widened into kb [n, kRow], in list order */
 static void widen_keys(const hb_attn_ops *op, int s, float *kb) {
   const int n = op->nsel[s];
   const int32_t *sr = op->sel ? op->sel + (ptrdiff_t)s * op->selRow : NULL;
+  const size_t rb = hb_kv_row_bytes(op->kfmt, op->kRow);
   for (int j = 0; j < n; j++) {
-    const uint16_t *src = op->k16 + (ptrdiff_t)(sr ? sr[j] : j) * op->kRow;
-    if (j + 8 < n) __builtin_prefetch(op->k16 + (ptrdiff_t)(sr ? sr[j + 8] : j + 8) * op->kRow);
-    hb_f16_widen(src, kb + (ptrdiff_t)j * op->kRow, op->kRow);
+    if (j + 8 < n) __builtin_prefetch(op->kc + (size_t)(sr ? sr[j + 8] : j + 8) * rb);
+    hb_kv_widen(op->kfmt, op->kc + (size_t)(sr ? sr[j] : j) * rb, op->kRow, kb + (ptrdiff_t)j * op->kRow);
   }
 }
 
 static void attn_item(const hb_attn_ops *op, int s, int nr, int h0, int G, float *p /* [max(G, 4), maxn] */, float *kb) {
-  if (op->k16) { /* f16 keys and values: each row over its keys widened (the same bits as an f32 cache of them) */
+  if (op->kc) { /* f16 / q8 keys and values: each row over its keys widened (the same bits as an f32 cache of them) */
     for (int r = s; r < s + nr; r++) {
       hb_attn_ops w = *op;
-      w.k16 = NULL; w.k = w.v = kb; w.vRow = w.kRow; w.sel = NULL;
+      w.kc = NULL; w.k = w.v = kb; w.vRow = w.kRow; w.sel = NULL;
       if (op->nsel[r] > 0) widen_keys(op, r, kb);
       attn_item(&w, r, 1, h0, G, p, NULL);   /* (no keys: zeros) */
     }
@@ -241,7 +241,7 @@ static void attn_task(void *ctx, int lo, int hi) {
   const attn_ctx *c = ctx;
   const int maxn = c->seg[0].maxn;
   float *p = malloc(sizeof(float) * (size_t)(c->G > 4 ? c->G : 4) * (size_t)(maxn > 0 ? maxn : 1));
-  float *kb = c->seg[0].k16 ? malloc(sizeof(float) * (size_t)(maxn > 0 ? maxn : 1) * (size_t)c->seg[0].kRow) : NULL;
+  float *kb = c->seg[0].kc ? malloc(sizeof(float) * (size_t)(maxn > 0 ? maxn : 1) * (size_t)c->seg[0].kRow) : NULL;
   int a = 0, b = c->nseg - 1;          /* the segment holding item lo */
   while (a < b) { const int m = (a + b + 1) / 2; if (c->first[m] <= lo) a = m; else b = m - 1; }
   for (int it = lo, g = a; it < hi; it++) {
@@ -250,7 +250,7 @@ static void attn_task(void *ctx, int lo, int hi) {
     const int local = it - c->first[g], blocks = (c->first[g + 1] - c->first[g]) / c->ngroups;
     const int s = (local % blocks) * c->blk, h0 = (local / blocks) * c->G;
     const int G = c->H - h0 < c->G ? c->H - h0 : c->G, nr = c->rows[g] - s < c->blk ? c->rows[g] - s : c->blk;
-    if (p && (!op->k16 || kb)) { attn_item(op, s, nr, h0, G, p, kb); continue; }
+    if (p && (!op->kc || kb)) { attn_item(op, s, nr, h0, G, p, kb); continue; }
     for (int r = s; r < s + nr; r++) /* out of memory: make the failure visible instead of silent */
       for (int k = 0; k < G; k++) {
         float *o = op->out + (ptrdiff_t)r * op->oRow + (ptrdiff_t)(h0 + k) * op->oHead;
@@ -296,12 +296,13 @@ static void attn_run(hb_attn_kern kn, int S, int H, int dk, int dv, const float 
 /* hb_attn over several segments in one pool job: segment g = rows [r0, r0 + n) of q, sel, nsel and out (the
  * strides of hb_attn) against its own keys and values (addresses k, v: each conversation has its cache).
  * desc: f64[4] per segment: r0, n, k address, v address. Every row equals hb_attn of its segment alone,
- * bit for bit. A segment with n <= 0 or a null k / v is left out. kv16: the caches hold IEEE halves, keys and
- * values the same rows (k = v, kRow = vRow, heads shared: the absorbed form); each row's keys are widened first,
- * so a row equals hb_attn over an f32 cache of the widened values, bit for bit. */
+ * bit for bit. A segment with n <= 0 or a null k / v is left out. kvfmt (HB_KV_F16 / HB_KV_Q8): the caches hold
+ * rows in that format, keys and values the same rows (k = v, kRow = vRow, heads shared: the absorbed form); each row's
+ * keys are widened first, so a row equals hb_attn over an f32 cache of the widened values, bit for bit. */
 void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow, int qHead,
                   int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
-                  float scale, float *out, int oRow, int oHead, int kv16) {
+                  float scale, float *out, int oRow, int oHead, int kvfmt) {
+  const int kv16 = kvfmt == HB_KV_F16 || kvfmt == HB_KV_Q8; /* (a cache to widen) */
   if (kv16 && (kRow != vRow || kHead != 0 || vHead != 0)) return;
   if (nseg <= 0 || !desc || H <= 0 || dk < 0 || dv <= 0 || !q || !nsel || !out) return;
   hb_attn_ops *segs = malloc(sizeof *segs * (size_t)nseg);
@@ -315,7 +316,7 @@ void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const flo
       if (rn <= 0 || r0 < 0 || !k || !v || (kv16 && k != v)) continue;
       segs[n] = (hb_attn_ops){ dk, dv, 0, q + (ptrdiff_t)r0 * qRow, k, v, qRow, qHead, kRow, kHead, vRow, vHead,
                                sel ? sel + (ptrdiff_t)r0 * selRow : NULL, nsel + r0, selRow, scale,
-                               out + (ptrdiff_t)r0 * oRow, oRow, oHead, kn, kv16 ? (const uint16_t *)k : NULL };
+                               out + (ptrdiff_t)r0 * oRow, oRow, oHead, kn, kv16 ? (const uint8_t *)k : NULL, kvfmt };
       rows[n++] = rn;
     }
     if (n > 0) attn_jobs(segs, rows, n, H);

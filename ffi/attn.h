@@ -29,8 +29,9 @@ typedef struct {
   const int32_t *sel, *nsel; int selRow; float scale;
   float *out; int oRow, oHead;
   hb_attn_kern kn;
-  const uint16_t *k16;   /* non-NULL: keys = values = these f16 rows (kRow halves each; the absorbed form's cache):
-                          * each row's keys are widened into f32 scratch first (hb_attn_segs with kv16) */
+  const uint8_t *kc;     /* non-NULL: keys = values = these cache rows of kRow values in format kfmt (HB_KV_F16, HB_KV_Q8;
+                          * the absorbed form's cache): each row's keys are widened into f32 scratch first */
+  int kfmt;
 } hb_attn_ops;
 /* Row s (nsel[s] > 0 keys), heads h0..h0+ng-1 (1 <= ng <= 4): p[i][j] = scale · q_h·k_t (p = scratch
  * [ng, maxn]), softmax per head (max-subtracted, f32 exp, double sum), out_h = Σ_j p_j · v_t in list order.

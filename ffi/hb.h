@@ -109,7 +109,15 @@ double hb_membw(int64_t bytes, int reps);
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
 /* MLA cache rows of nseg segments: desc[3g] = address of segment g's first new cache row, desc[3g+1] = its first
  * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr] */
-void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int f16);
+/* KV cache row formats: f32; IEEE halves; int8 in blocks of 32 values, each block's f32 scale after the row's bytes */
+enum { HB_KV_F32 = 0, HB_KV_F16 = 1, HB_KV_Q8 = 2 };
+#define HB_KV_Q8_BLOCK 32
+static inline size_t hb_kv_row_bytes(int fmt, int W) {
+  return fmt == HB_KV_F16 ? 2 * (size_t)W : fmt == HB_KV_Q8 ? (size_t)W + 4 * (size_t)((W + HB_KV_Q8_BLOCK - 1) / HB_KV_Q8_BLOCK) : 4 * (size_t)W;
+}
+void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int fmt);
+/* one cache row of W values in fmt widened to f32 (exact for f16; q · scale for q8), on the calling thread */
+void hb_kv_widen(int fmt, const void *row, int W, float *dst);
 /* n values f32 -> f16 (hb_f32_to_f16; F16C where the level has it); and back, exact, on the calling thread (elt.c) */
 void hb_to_f16(const float *src, uint16_t *dst, int64_t n);
 void hb_f16_widen(const uint16_t *src, float *dst, int64_t n);

@@ -5,6 +5,8 @@
  * for bit.
  * Holds no state. */
 #include "hb.h"
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Large copies (prefill) split on the pool by rows. */
@@ -49,28 +51,66 @@ void hb_to_f16(const float *src, uint16_t *dst, int64_t n) {
   for (int64_t i = 0; i < n; i++) dst[i] = hb_f32_to_f16(src[i]);
 }
 
+/* q8 row: blocks of HB_KV_Q8_BLOCK values, q = rint(x·127/amax) (half to even), scale amax/127 (0 for a zero block),
+ * the bytes then the scales (plain scalar code: the same bits at every level) */
+static void kv_q8_row(const float *x, int W, uint8_t *row) {
+  int8_t *q = (int8_t *)row;
+  float *sc = (float *)(row + W);
+  for (int b0 = 0, k = 0; b0 < W; b0 += HB_KV_Q8_BLOCK, k++) {
+    const int e = b0 + HB_KV_Q8_BLOCK < W ? b0 + HB_KV_Q8_BLOCK : W;
+    float amax = 0.0f;
+    for (int i = b0; i < e; i++) { const float a = fabsf(x[i]); if (a > amax || a != a) amax = a; }
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int i = b0; i < e; i++) q[i] = (int8_t)nearbyintf(x[i] * inv);
+    sc[k] = amax / 127.0f;
+  }
+}
+
+void hb_kv_widen(int fmt, const void *row, int W, float *dst) {
+  if (fmt == HB_KV_F16) { hb_f16_widen(row, dst, W); return; }
+  if (fmt == HB_KV_Q8) {
+    const int8_t *q = row;
+    const float *sc = (const float *)((const uint8_t *)row + W);
+    for (int b0 = 0, k = 0; b0 < W; b0 += HB_KV_Q8_BLOCK, k++) {   /* block by block (the loop vectorizes) */
+      const int e = b0 + HB_KV_Q8_BLOCK < W ? b0 + HB_KV_Q8_BLOCK : W;
+      const float d = sc[k];
+      for (int i = b0; i < e; i++) dst[i] = (float)q[i] * d;
+    }
+    return;
+  }
+  memcpy(dst, row, (size_t)W * sizeof(float));
+}
+
 /* Segment g (desc[3g..3g+2] = address of its cache row pos0, r0, n): cache row r = [lat[r0+r] (kvr) ‖
- * kpe[(r0+r)·kpeRow .. + dr]] for r < n, cache rows kvr + dr wide; f16: the cache holds IEEE halves (hb_to_f16). */
-void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int f16) {
+ * kpe[(r0+r)·kpeRow .. + dr]] for r < n, rows of kvr + dr values in fmt (HB_KV_*: f16 rounds to nearest even,
+ * saturated, hb_to_f16; q8 quantizes blocks of 32, kv_q8_row). */
+void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int fmt) {
   if (nseg <= 0 || !desc || !lat || !kpe || kvr < 0 || dr < 0) return;
-  const size_t W = (size_t)kvr + (size_t)dr;
+  const int W = kvr + dr;
+  const size_t rb = hb_kv_row_bytes(fmt, W);
+  float *tmp = fmt == HB_KV_Q8 ? malloc(sizeof(float) * (size_t)W) : NULL;
+  if (fmt == HB_KV_Q8 && !tmp) return;
   for (int g = 0; g < nseg; g++) {
-    void *dst = (void *)(uintptr_t)desc[3 * g];
+    uint8_t *dst = (uint8_t *)(uintptr_t)desc[3 * g];
     const int r0 = (int)desc[3 * g + 1], n = (int)desc[3 * g + 2];
     if (!dst || r0 < 0) continue;
     for (int r = 0; r < n; r++) {
       const float *a = lat + (size_t)(r0 + r) * kvr, *b = kpe + (size_t)(r0 + r) * kpeRow;
-      if (f16) {
-        uint16_t *d = (uint16_t *)dst + (size_t)r * W;
-        hb_to_f16(a, d, kvr);
-        hb_to_f16(b, d + kvr, dr);
+      uint8_t *d = dst + (size_t)r * rb;
+      if (fmt == HB_KV_F16) {
+        hb_to_f16(a, (uint16_t *)d, kvr);
+        hb_to_f16(b, (uint16_t *)d + kvr, dr);
+      } else if (fmt == HB_KV_Q8) {
+        memcpy(tmp, a, (size_t)kvr * sizeof(float));
+        memcpy(tmp + kvr, b, (size_t)dr * sizeof(float));
+        kv_q8_row(tmp, W, d);
       } else {
-        float *d = (float *)dst + (size_t)r * W;
         memcpy(d, a, (size_t)kvr * sizeof(float));
-        memcpy(d + kvr, b, (size_t)dr * sizeof(float));
+        memcpy(d + 4 * (size_t)kvr, b, (size_t)dr * sizeof(float));
       }
     }
   }
+  free(tmp);
 }
 
 typedef struct { const float *x; const int32_t *rows; float *out; int D; } gather_job;

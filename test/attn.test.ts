@@ -2,7 +2,7 @@
 // hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
 // Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { attn, attnSegs, dsaSelect, hb, indexScores, Simd, toF16, type AttnOperand } from "../src/engine/hb.ts";
+import { attn, attnSegs, dsaSelect, hb, indexScores, kvWrite, Simd, toF16, type AttnOperand } from "../src/engine/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
 // ---- helpers ----
@@ -423,6 +423,46 @@ describe("an f16 KV cache", () => {
     }
     expect(() => attnSegs([{ r0: 0, n: 1, k: halves[0], v: halves[1] }], H, W, dv, { a: q, row: QR, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
       null, nsel, topk, scale, { a: new Float32Array(OR), row: OR, head: dv })).toThrow(/f16/);
+  });
+});
+
+describe("a q8 KV cache", () => {
+  const W = 40, B = 32, nb = Math.ceil(W / B), rowBytes = W + 4 * nb; // (a partial last block)
+  const even = (x: number) => { const r = Math.round(x); return Math.abs(x - Math.trunc(x)) === 0.5 && r % 2 !== 0 ? r - 1 : r; };
+  /** the rows hb_kv_write makes of values x [n, W]: blocks of 32, q = rint(x·127/amax) half to even, scale amax/127 */
+  function reference(x: Float32Array, n: number): Float32Array {
+    const out = new Float32Array(n * W);
+    for (let r = 0; r < n; r++)
+      for (let b0 = 0; b0 < W; b0 += B) {
+        const e = Math.min(b0 + B, W);
+        let amax = 0;
+        for (let i = b0; i < e; i++) amax = Math.max(amax, Math.abs(x[r * W + i]));
+        const inv = amax > 0 ? Math.fround(127 / amax) : 0, d = Math.fround(amax / 127);
+        for (let i = b0; i < e; i++) out[r * W + i] = Math.fround((even(Math.fround(x[r * W + i] * inv)) + 0) * d); // (an int8 code: no -0)
+      }
+    return out;
+  }
+
+  test("rows written in blocks of 32 (half-to-even codes, amax/127 scales); attention over them equals f32 attention over the dequantized rows, bit for bit, at every level", () => {
+    const r = rng(91), H = 8, dv = 32, kvr = 32, dr = W - kvr, T = 20, S = 3, topk = 7, QR = H * W, OR = H * dv;
+    const x = randArr(r, T * W);
+    for (let i = 0; i < W; i++) x[5 * W + i] = 0; // (a zero row: scale 0)
+    const cache = new Uint8Array(T * rowBytes);
+    kvWrite([{ cache, pos0: 0, r0: 0, n: T }], Float32Array.from({ length: T * kvr }, (_, i) => x[Math.floor(i / kvr) * W + (i % kvr)]), kvr,
+      Float32Array.from({ length: T * dr }, (_, i) => x[Math.floor(i / dr) * W + kvr + (i % dr)]), dr, dr);
+    const want = reference(x, T);
+    const q = new Int8Array(cache.buffer), sc = (t: number, b: number) => new DataView(cache.buffer).getFloat32(t * rowBytes + W + 4 * b, true);
+    for (let t = 0; t < T; t++) for (let i = 0; i < W; i++) expect(Math.fround(q[t * rowBytes + i] * sc(t, Math.floor(i / B)))).toBe(want[t * W + i]);
+    const qv = randArr(r, S * QR), sel = Int32Array.from({ length: S * topk }, (_, i) => (i * 7 + 3) % T), nsel = Int32Array.of(topk, 0, 4);
+    for (const level of [Simd.scalar, Simd.avx2, Simd.avx512]) {
+      const run = (k: Uint8Array | Float32Array) => {
+        const out = new Float32Array(S * OR).fill(NaN);
+        atLevel(level, () => attnSegs([{ r0: 0, n: S, k, v: k }], H, W, dv, { a: qv, row: QR, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
+          sel, nsel, topk, 0.2, { a: out, row: OR, head: dv }));
+        return out;
+      };
+      expect(Array.from(new Uint32Array(run(cache).buffer))).toEqual(Array.from(new Uint32Array(run(want).buffer)));
+    }
   });
 });
 

@@ -8,6 +8,7 @@ import { expertOptions } from "../src/engine/experts/flags.ts";
 import { EMPTY, READY, Slot, pickVictim } from "../src/engine/experts/slots.ts";
 import { RunState } from "../src/engine/state.ts";
 import { KVCache } from "../src/engine/kv.ts";
+import { KV_DTYPES } from "../src/engine/hb.ts";
 import { ikQ8 } from "../src/engine/ikq.ts";
 import { loadConfig } from "../src/model/config.ts";
 import { genModel } from "./helpers/models.ts";
@@ -75,13 +76,13 @@ describe("planBudget", () => {
     }
     expect(kvRows(1)).toBe(16);
     expect(kvRows(100)).toBe(128);
-    for (const f16 of [false, true]) { // (an f16 cache: the MLA rows in halves, the MTP layer's too)
-      const kv = new KVCache(cfg, cfg.num_hidden_layers, cfg.indexer_types.map((t) => cfg.has_dsa && t === "full"), 16, f16);
+    for (const t of KV_DTYPES) { // (an f16 / q8 cache: the MLA rows smaller, the MTP layer's too)
+      const kv = new KVCache(cfg, cfg.num_hidden_layers, cfg.indexer_types.map((t) => cfg.has_dsa && t === "full"), 16, t);
       kv.reserve(100);
       let kvBytes = kv.kv.reduce((a, x) => a + x.byteLength, 0) + kv.ik.reduce((a, x) => a + (x?.byteLength ?? 0), 0);
       kv.ik.forEach((x, i) => { if (x) { const q = ikQ8(kv, i, 0, 0); kvBytes += q.k8.byteLength + q.dk.byteLength; } }); // fast mode's int8 keys
-      const mtpAndHidden = kvRows(100) * ((f16 ? 2 : 4) * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) + 4 * cfg.hidden_size);
-      expect(kvRows(100) * kvBytesPerToken(cfg, f16)).toBe(kvBytes + mtpAndHidden);
+      const mtpAndHidden = kvRows(100) * (kv.kv[0].byteLength / kv.cap + 4 * cfg.hidden_size);
+      expect(kvRows(100) * kvBytesPerToken(cfg, t)).toBe(kvBytes + mtpAndHidden);
     }
   });
 });

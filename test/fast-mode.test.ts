@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { columnQuads, Fmt, type FmtCode, hb, ManyBuilder, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
+import { columnQuads, Fmt, type FmtCode, hb, type KvDtype, ManyBuilder, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
 import { dequantize, parseFmt } from "../src/model/quant.ts";
 import { convert } from "../src/model/convert.ts";
 import { loadModel, newKV, type Model } from "../src/engine/model.ts";
@@ -365,17 +365,21 @@ Never put off till tomorrow what you can do the day after tomorrow.`;
     expect(Math.abs(fa.ppl / ex.ppl - 1)).toBeLessThan(0.01);
   });
 
-  test("demo model with an f16 KV cache: the caches hold halves; teacher-forced perplexity within 1% of exact mode's", () => {
+  test("demo model with f16 and q8 KV caches: the caches hold halves / int8 blocks; teacher-forced perplexity within 1% of exact mode's", () => {
     const dir = demoModelDir(), m = loadModel(dir), V = m.cfg.vocab_size, ids = [1, ...loadTokenizer(dir).encode(LONG_TEXT)];
-    const run = (f16: boolean, exact: boolean) => { // (chunks of 64, as a server prefills; the absorbed form, as it runs)
-      const s = new Session(m, { exact, attn: "absorbed" }, { kv: newKV(m, 1024, f16) }), all = new Float32Array(ids.length * V);
+    const run = (t: KvDtype, exact: boolean) => { // (chunks of 64, as a server prefills; the absorbed form, as it runs)
+      const s = new Session(m, { exact, attn: "absorbed" }, { kv: newKV(m, 1024, t) }), all = new Float32Array(ids.length * V);
       for (let p = 0; p < ids.length; p += 64) all.set(s.feed(ids.slice(p, p + 64), true), p * V);
-      expect(s.kv.kv[0] instanceof Uint16Array).toBe(f16);
+      expect(s.kv.kv[0].constructor).toBe(t === "f32" ? Float32Array : t === "f16" ? Uint16Array : Uint8Array);
       return perplexity(all, ids, V);
     };
-    const ex = run(false, true), f16 = run(true, false); // measured: +0.23% (the f32 cache in fast mode: +0.02%)
-    expect(f16).not.toBe(run(false, false)); // (the halves do change the numbers)
-    expect(Math.abs(f16 / ex - 1)).toBeLessThan(0.01);
+    // measured: f16 +0.23%, q8 +0.08% (the f32 cache in fast mode: +0.02%)
+    const ex = run("f32", true), f32 = run("f32", false);
+    for (const t of ["f16", "q8"] as const) {
+      const p = run(t, false);
+      expect(p).not.toBe(f32); // (the cache's dtype does change the numbers)
+      expect(Math.abs(p / ex - 1)).toBeLessThan(0.01);
+    }
   });
 
   test("batch invariance: each conversation's fast-mode logits are the same bits alone or batched with others", () => {

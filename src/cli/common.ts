@@ -3,6 +3,7 @@
 import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { readChatTemplate } from "../model/tokenizer.ts";
+import { KV_DTYPES, type KvDtype } from "../engine/hb.ts";
 
 /** What a subcommand module (`src/cli/<name>.ts`) exports as its `command`. */
 export interface Command {
@@ -78,14 +79,15 @@ export function fmtBytes(n: number): string {
 }
 
 /** --threads N and --chat-template FILE as engine options (serve, chat, generate) */
-/** --kv-cache-dtype f32|f16 (vLLM's flag name): the slots' MLA caches in IEEE halves — half the memory, fast mode on
- *  the CPU path (serve's and chat's) */
-export const KV_HELP = `  --kv-cache-dtype T  f32 (default) | f16: the KV cache in IEEE halves — half its memory, on the CPU path in fast
-                   mode (the absorbed attention form; not with --exact, a device chain or slot files)`;
-export function kvOption(v: { "kv-cache-dtype"?: string; exact?: boolean }, help: string): { kvF16?: boolean } {
-  const t = v["kv-cache-dtype"] === undefined ? "f32" : choice(v["kv-cache-dtype"], "kv-cache-dtype", ["f32", "f16"] as const, help);
-  if (t === "f16" && v.exact) throw new UsageError("--kv-cache-dtype f16 is a fast-mode option: not with --exact", help);
-  return t === "f16" ? { kvF16: true } : {};
+/** --kv-cache-dtype f32|f16|q8 (vLLM's flag name): the MLA caches in IEEE halves or int8 blocks — half or ~3.6x less
+ *  memory, fast mode on the CPU path (serve's, chat's and generate's) */
+export const KV_HELP = `  --kv-cache-dtype T  f32 (default) | f16 | q8: the KV cache in IEEE halves (half its memory) or int8 in blocks of
+                   32 with a scale each (~3.6x less), on the CPU path in fast mode (the absorbed attention form;
+                   not with --exact, a device chain or slot files)`;
+export function kvOption(v: { "kv-cache-dtype"?: string; exact?: boolean }, help: string): { kvDtype?: KvDtype } {
+  const t = v["kv-cache-dtype"] === undefined ? "f32" : choice(v["kv-cache-dtype"], "kv-cache-dtype", KV_DTYPES, help);
+  if (t !== "f32" && v.exact) throw new UsageError(`--kv-cache-dtype ${t} is a fast-mode option: not with --exact`, help);
+  return t !== "f32" ? { kvDtype: t } : {};
 }
 
 /** --reasoning-budget N (−1: none, llama-server's default; 0: </think> at once) and --reasoning-budget-message TEXT, as

@@ -111,17 +111,17 @@ export const command: Command = {
     const draftLen = v["draft-len"] === undefined ? undefined : intOption(v["draft-len"], "draft-len", help);
     if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
     const slot = v.slot === undefined ? 0 : intOption(v.slot, "slot", help);
-    const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help), { kvF16 } = kvOption(v, help);
-    if (kvF16 && v.state !== undefined) throw new UsageError("--state needs an f32 KV cache (KV files hold f32 rows)", help);
-    if (kvF16 && v.device === "vulkan") throw new UsageError("--kv-cache-dtype f16 runs on the CPU path only (--device cpu or auto)", help);
+    const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help), { kvDtype } = kvOption(v, help);
+    if (kvDtype && v.state !== undefined) throw new UsageError("--state needs an f32 KV cache (KV files hold f32 rows)", help);
+    if (kvDtype && v.device === "vulkan") throw new UsageError(`--kv-cache-dtype ${kvDtype} runs on the CPU path only (--device cpu or auto)`, help);
     if (threads !== undefined) hb().hb_init(threads);
     const m = loadModel(dir);
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
     const far = penalties.bias?.find(([t]) => t >= m.cfg.vocab_size);
     if (far) throw new UsageError(`--logit-bias: token id ${far[0]} is outside the vocabulary [0, ${m.cfg.vocab_size})`, help);
     const prompt = promptIds(dir, v, m.cfg.vocab_size, help, chatTemplate);
-    const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length, kvF16 });
-    const dev = openDeviceFor(m, kvF16 ? { ...v, device: "cpu" } : v, help);
+    const experts = attachExperts(m, { ...xo, ctx: prompt.length + maxTokens + 64, rows: prompt.length, kvDtype });
+    const dev = openDeviceFor(m, kvDtype ? { ...v, device: "cpu" } : v, help);
     let kvf: KvFile | null = null;
     if (v.state !== undefined) {
       mkdirSync(v.state, { recursive: true });
@@ -130,7 +130,7 @@ export const command: Command = {
     try {
       const exact = !!v.exact;
       const fwd = { exact, ...dev.forward };
-      const session = kvf?.load(fwd) ?? (kvF16 ? new Session(m, fwd, { kv: newKV(m, 64, true) }) : undefined);
+      const session = kvf?.load(fwd) ?? (kvDtype ? new Session(m, fwd, { kv: newKV(m, 64, kvDtype) }) : undefined);
       const codec = loadTokenizer(dir), text = !v.json, dec = codec.stream(), stops = new StopMatcher(v.stop ?? []);
       const stopIds = codec.stopIds(m.cfg.stop_ids), grammar = grammarOption(v, dir, stopIds);
       const res = generate(m, prompt, {

@@ -8,7 +8,7 @@
 // copy, which fast mode reads: the same bytes again).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, attnSegs, columnQuads, copyHeads, Fmt, hb, type HeadsW, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { attn, attnSegs, columnQuads, copyHeads, Fmt, hb, type HeadsW, type KvRows, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -101,8 +101,8 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
 
   // each segment in the cheaper exact form; the absorbed ones share their per-row head projections (one
   // call each side for all of them: the kernels give every row the same bits whatever the batch)
-  // (an f16 cache: always absorbed — the naive form would widen every cached row to rebuild k_nope / v)
-  const naive = segs.map((g) => !g.kv.f16 && (mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, g.pos0 + g.n, useSel ? topk : Infinity))));
+  // (an f16 / q8 cache: always absorbed — the naive form would widen every cached row to rebuild k_nope / v)
+  const naive = segs.map((g) => g.kv.dtype === "f32" && (mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, g.pos0 + g.n, useSel ? topk : Infinity))));
   const abs = segs.filter((_, k) => !naive[k]);
   const ab = abs.length > 0 ? absorbed(cfg, w.kv_b) : null;
   segs.forEach((g, k) => {
@@ -174,7 +174,7 @@ function absorbedQ(cfg: Config, st: RunState, ab: Absorbed, segs: Segment[]): vo
 
 /** absorbed form, every segment in one call: scores over each one's [c_kv ‖ k_pe] rows, shared by all heads;
  * o_lat[r,h] = Σ P c_kv */
-function absorbedAttn(cfg: Config, st: RunState, caches: (Float32Array | Uint16Array)[], segs: Segment[], sel: Int32Array | null,
+function absorbedAttn(cfg: Config, st: RunState, caches: KvRows[], segs: Segment[], sel: Int32Array | null,
   topk: number): void {
   const H = cfg.num_attention_heads, kvr = cfg.kv_lora_rank, W = kvr + cfg.qk_rope_head_dim, QC = H * W;
   attnSegs(segs.map((g, i) => ({ r0: g.r0, n: g.n, k: caches[i], v: caches[i] })), H, W, kvr,

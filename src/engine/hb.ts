@@ -35,7 +35,7 @@ const symbols = {
   // (dst, dRow, dHead, src, sRow, sHead, S, H, n): dst[s,h][0..n) = src[s,h][0..n) (sHead 0: shared by all heads)
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
   hb_to_f16: { args: [ptr, ptr, i64], returns: FFIType.void }, // (f32 src, u16 dst, n)
-  hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, f16 cache)
+  hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, HB_KV_* format)
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
@@ -63,7 +63,7 @@ const symbols = {
   // hb_attn over segments (own keys/values each) in one job: (nseg, desc f64[4·nseg]: r0, n, k addr, v addr,
   // H, dk, dv, q, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale, out, oRow, oHead)
   hb_attn_segs: {
-    args: [i32, ptr, i32, i32, i32, ptr, i32, i32, i32, i32, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32, i32], // (…, kv16)
+    args: [i32, ptr, i32, i32, i32, ptr, i32, i32, i32, i32, i32, i32, ptr, ptr, i32, f32, ptr, i32, i32, i32], // (…, HB_KV_* format)
     returns: FFIType.void,
   },
   // I[s,t] = Σ_h w[s,h]·ReLU(scale·qI[s,h]·kI[t]) for t < nk[s]
@@ -250,21 +250,31 @@ export const gatherRows = (x: F32, D: number, rows: Int32Array, n: number, out: 
 export const copyHeads = (dst: Strided, src: Strided, S: number, H: number, n: number) =>
   hb().hb_copy_heads(dst.a, dst.row, dst.head, src.a, src.row, src.head, S, H, n);
 let kvDesc = new Float64Array(3 * 8);
-/** One segment of `kvWrite`: its cache [*, kvr + dr] (f32, or IEEE halves), the first cache row to write (pos0),
- *  batch rows [r0, r0+n). */
-export interface KvSeg { cache: F32 | Uint16Array; pos0: number; r0: number; n: number }
+/** How KV cache rows are stored (ffi/hb.h HB_KV_*): f32; IEEE halves (rounded to nearest even, saturated at ±65504);
+ *  int8 in blocks of 32 values, each with an f32 scale (amax/127) after the row's bytes. */
+export type KvDtype = "f32" | "f16" | "q8";
+export const KV_DTYPES: readonly KvDtype[] = ["f32", "f16", "q8"];
+/** a cache array of each dtype (Float32Array, Uint16Array, Uint8Array) */
+export type KvRows = Float32Array | Uint16Array | Uint8Array;
+const KV_CODE = { f32: 0, f16: 1, q8: 2 } as const;
+export const kvDtypeOf = (a: KvRows): KvDtype => (a instanceof Float32Array ? "f32" : a instanceof Uint16Array ? "f16" : "q8");
+/** elements of a cache array per row of W values */
+export const kvRowElems = (t: KvDtype, W: number) => (t === "q8" ? W + 4 * Math.ceil(W / 32) : W);
+/** One segment of `kvWrite`: its cache [*, kvr + dr values] (KvDtype), the first cache row to write (pos0), batch rows
+ *  [r0, r0+n). */
+export interface KvSeg { cache: KvRows; pos0: number; r0: number; n: number }
 /** For each segment, cache row pos0 + r = [lat row r0+r (kvr) ‖ kpe row r0+r (dr, rows kpeRow apart)], r < n: one call
- *  (the segments' caches all f32 or all f16: rounded to nearest even, saturated at ±65504) */
+ *  (the segments' caches all of one dtype) */
 export function kvWrite(segs: readonly KvSeg[], lat: F32, kvr: number, kpe: F32, kpeRow: number, dr: number) {
   if (kvDesc.length < 3 * segs.length) kvDesc = new Float64Array(6 * segs.length);
-  const f16 = segs.length > 0 && segs[0].cache instanceof Uint16Array;
+  const t = segs.length > 0 ? kvDtypeOf(segs[0].cache) : "f32", row = kvRowElems(t, kvr + dr);
   for (let i = 0; i < segs.length; i++) {
     const g = segs[i];
-    if ((g.cache instanceof Uint16Array) !== f16) throw new Error("kvWrite: f32 and f16 caches in one call");
-    if ((g.pos0 + g.n) * (kvr + dr) > g.cache.length) throw new Error(`kvWrite: rows [${g.pos0}, ${g.pos0 + g.n}) outside the cache of ${g.cache.length / (kvr + dr)}`);
-    kvDesc[3 * i] = ptr_(g.cache) + g.cache.BYTES_PER_ELEMENT * g.pos0 * (kvr + dr); kvDesc[3 * i + 1] = g.r0; kvDesc[3 * i + 2] = g.n;
+    if (kvDtypeOf(g.cache) !== t) throw new Error("kvWrite: caches of several dtypes in one call");
+    if ((g.pos0 + g.n) * row > g.cache.length) throw new Error(`kvWrite: rows [${g.pos0}, ${g.pos0 + g.n}) outside the cache of ${g.cache.length / row}`);
+    kvDesc[3 * i] = ptr_(g.cache) + g.cache.BYTES_PER_ELEMENT * g.pos0 * row; kvDesc[3 * i + 1] = g.r0; kvDesc[3 * i + 2] = g.n;
   }
-  hb().hb_kv_write(segs.length, kvDesc, lat, kvr, kpe, kpeRow, dr, f16 ? 1 : 0);
+  hb().hb_kv_write(segs.length, kvDesc, lat, kvr, kpe, kpeRow, dr, KV_CODE[t]);
 }
 /** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
 export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
@@ -305,9 +315,9 @@ export function attn(S: number, H: number, dk: number, dv: number, q: AttnOperan
     out.a, out.row, out.head);
 }
 let segDesc = new Float64Array(4 * 8);
-/** One segment of `attnSegs`: rows [r0, r0+n) of q/sel/nsel/out against its own keys k and values v (f16: the same
- *  cache of halves, the absorbed form's). */
-export interface AttnSeg { r0: number; n: number; k: F32 | Uint16Array; v: F32 | Uint16Array }
+/** One segment of `attnSegs`: rows [r0, r0+n) of q/sel/nsel/out against its own keys k and values v (an f16 / q8
+ *  cache: the same rows for both, the absorbed form's). */
+export interface AttnSeg { r0: number; n: number; k: KvRows; v: KvRows }
 /**
  * `attn` for several segments in one call (one pool job): the q/sel/nsel/out operands are shared buffers
  * addressed by row (segment g uses rows r0..r0+n-1), keys and values are per segment with shared strides.
@@ -317,14 +327,14 @@ export function attnSegs(segs: readonly AttnSeg[], H: number, dk: number, dv: nu
   k: { row: number; head: number }, v: { row: number; head: number }, sel: Int32Array | null, nsel: Int32Array,
   selRow: number, scale: number, out: AttnOperand) {
   if (segDesc.length < 4 * segs.length) segDesc = new Float64Array(8 * segs.length);
-  const kv16 = segs.length > 0 && segs[0].k instanceof Uint16Array;
+  const t = segs.length > 0 ? kvDtypeOf(segs[0].k) : "f32";
   segs.forEach((g, i) => {
-    if ((g.k instanceof Uint16Array) !== kv16 || (kv16 && (g.v !== g.k || k.row !== v.row || k.head !== 0 || v.head !== 0)))
-      throw new Error("attnSegs: an f16 cache must be every segment's keys and values (shared heads, one row stride)");
+    if (kvDtypeOf(g.k) !== t || (t !== "f32" && (g.v !== g.k || k.row !== v.row || k.head !== 0 || v.head !== 0)))
+      throw new Error(`attnSegs: an ${t} cache must be every segment's keys and values (shared heads, one row stride)`);
     segDesc[4 * i] = g.r0; segDesc[4 * i + 1] = g.n; segDesc[4 * i + 2] = addr(g.k); segDesc[4 * i + 3] = addr(g.v);
   });
   hb().hb_attn_segs(segs.length, segDesc, H, dk, dv, q.a, q.row, q.head, k.row, k.head, v.row, v.head, sel, nsel,
-    selRow, scale, out.a, out.row, out.head, kv16 ? 1 : 0);
+    selRow, scale, out.a, out.row, out.head, KV_CODE[t]);
 }
 /** qI [S, nh*hd], w [S, nh], kI [T, hd], nk [S] -> out [S, outRow] (t < nk[s] written) */
 export function indexScores(S: number, nh: number, hd: number, qI: F32, w: F32, kI: F32, nk: Int32Array, out: F32, outRow: number, scale: number) {

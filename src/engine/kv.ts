@@ -1,8 +1,10 @@
 // KV state of one conversation (one sequence): the compressed MLA cache per layer and the DSA indexer
 // keys on full layers. Row t holds absolute position t. The host copy is canonical; a device mirror
-// (gpu/) follows it through `version`, which every write path bumps. The MLA cache is f32, or IEEE halves
-// (`f16`: half the memory; fast mode on the CPU path, the absorbed attention form); indexer keys stay f32.
+// (gpu/) follows it through `version`, which every write path bumps. The MLA cache is f32, or (`dtype`) IEEE halves
+// or int8 blocks (hb.ts KvDtype: half or ~3.6x less memory; fast mode on the CPU path, the absorbed attention form);
+// indexer keys stay f32.
 import type { Config } from "../model/config.ts";
+import { kvRowElems, type KvDtype, type KvRows } from "./hb.ts";
 
 export class KVCache {
   /** Tokens stored (rows [0, len) are valid). */
@@ -13,18 +15,22 @@ export class KVCache {
   version = 0;
   /** recent writes: (version after the write, first row written), for mirrors catching up */
   private writes: { v: number; from: number }[] = [];
-  /** per layer [cap, kv_lora + qk_rope]: c_kv (kv_a_layernorm'd latent) ‖ k_pe (roped); halves when `f16` */
-  readonly kv: (Float32Array | Uint16Array)[];
+  /** per layer [cap, kv_lora + qk_rope values]: c_kv (kv_a_layernorm'd latent) ‖ k_pe (roped), in `dtype` (rowElems
+   *  array elements per row) */
+  readonly kv: KvRows[];
+  /** array elements per row of kv (kvRowElems) */
+  readonly rowElems: number;
   /** per layer [cap, index_head_dim] indexer keys (LayerNorm + roped), null where the layer has none */
   readonly ik: (Float32Array | null)[];
   readonly kvWidth: number;
   readonly ikWidth: number;
 
   /** `indexed[i]`: layer i stores indexer keys (a `full` DSA layer). */
-  constructor(cfg: Config, readonly nLayers: number, readonly indexed: boolean[], initialCap = 64, readonly f16 = false) {
+  constructor(cfg: Config, readonly nLayers: number, readonly indexed: boolean[], initialCap = 64, readonly dtype: KvDtype = "f32") {
     this.kvWidth = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
     this.ikWidth = cfg.index_head_dim;
-    this.kv = Array.from({ length: nLayers }, () => (f16 ? new Uint16Array(0) : new Float32Array(0)));
+    this.rowElems = kvRowElems(dtype, this.kvWidth);
+    this.kv = Array.from({ length: nLayers }, () => this.rows(0));
     this.ik = indexed.map(() => null);
     this.reserve(initialCap);
   }
@@ -35,8 +41,8 @@ export class KVCache {
     let cap = Math.max(this.cap, 16);
     while (cap < n) cap *= 2;
     for (let i = 0; i < this.nLayers; i++) {
-      const kv = this.f16 ? new Uint16Array(cap * this.kvWidth) : new Float32Array(cap * this.kvWidth);
-      kv.set(this.kv[i].subarray(0, this.len * this.kvWidth));
+      const kv = this.rows(cap);
+      kv.set(this.kv[i].subarray(0, this.len * this.rowElems) as never);
       this.kv[i] = kv;
       if (this.indexed[i]) {
         const ik = new Float32Array(cap * this.ikWidth);
@@ -55,10 +61,15 @@ export class KVCache {
     this.wrote(n);
   }
 
-  /** layer i's rows as f32 (paths that take no f16 cache: the GPU chain, slot files, the naive form) */
+  private rows(cap: number): KvRows {
+    const n = cap * this.rowElems;
+    return this.dtype === "f16" ? new Uint16Array(n) : this.dtype === "q8" ? new Uint8Array(n) : new Float32Array(n);
+  }
+
+  /** layer i's rows as f32 (paths that take no f16 / q8 cache: the GPU chain, slot files, the naive form) */
   f32(i: number): Float32Array {
     const a = this.kv[i];
-    if (!(a instanceof Float32Array)) throw new Error("an f16 KV cache runs on the CPU path only (no device chain, slot files or naive attention form)");
+    if (!(a instanceof Float32Array)) throw new Error(`an ${this.dtype} KV cache runs on the CPU path only (no device chain, slot files or naive attention form)`);
     return a;
   }
 

@@ -15,9 +15,9 @@ import { checkHeader, encodeHeader, HEADER, modelShape, RECORD, RecordLayout, ty
 import type { Model } from "./model.ts";
 import { Session } from "./session.ts";
 
-/** a Session's MLA cache layers as f32 (KV files hold f32 rows: an f16 cache is refused, naming the option) */
+/** a Session's MLA cache layers as f32 (KV files hold f32 rows: an f16 / q8 cache is refused, naming the option) */
 function f32Layers(s: Session): Float32Array[] {
-  if (s.kv.f16) throw new Error("KV files need an f32 KV cache (--kv-cache-dtype f32)");
+  if (s.kv.dtype !== "f32") throw new Error("KV files need an f32 KV cache (--kv-cache-dtype f32)");
   return s.kv.kv.map((_, i) => s.kv.f32(i));
 }
 

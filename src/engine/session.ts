@@ -42,7 +42,7 @@ export class Session {
     this.kv = share.kv ?? newKV(m);
     this.st = share.st ?? new RunState(m.cfg);
     this.st.exact = opts.exact ?? false;
-    this.mtpKV = m.w.mtp ? newMtpKV(m, 64, this.kv.f16) : null; // (the main cache's element type)
+    this.mtpKV = m.w.mtp ? newMtpKV(m, 64, this.kv.dtype) : null; // (the main cache's dtype)
     this.mtpU = new Float32Array(m.cfg.hidden_size);
   }
 

@@ -5,6 +5,7 @@ import type { ExpertOptions } from "../engine/experts/index.ts";
 import type { DeviceMode } from "../../gpu/device.ts";
 import type { PenaltyParams } from "../engine/penalties.ts";
 import type { SamplingDefaults } from "../model/config.ts";
+import type { KvDtype } from "../engine/hb.ts";
 
 export type PromptSpec =
   | { kind: "text"; text: string }
@@ -69,7 +70,7 @@ export interface WorkerOptions {
   chatTemplate?: string;   // a Jinja chat template replacing the model's (the text of --chat-template FILE)
   threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
   slotSavePath?: string;   // folder of the slots' KV files (POST /slots/{id}?action=save|restore); absent: off
-  kvF16?: boolean;          // the slots' MLA caches in IEEE halves (--kv-cache-dtype f16: half the memory; CPU, fast mode)
+  kvDtype?: KvDtype;        // the slots' MLA caches (--kv-cache-dtype f16 / q8: half / ~3.6x less memory; CPU, fast mode)
   reasoningBudget?: number; // the thinking budget of requests that name none (−1 / absent: none)
   reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
 }

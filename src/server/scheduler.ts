@@ -29,6 +29,7 @@ import { badWordIds, banBadWords, penaltiesFor, type Penalties } from "../engine
 import { RunState } from "../engine/state.ts";
 import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
+import type { KvDtype } from "../engine/hb.ts";
 import type { GrammarState } from "../engine/grammar/index.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
 import { Detok, thinkIds, type ThinkIds } from "./detok.ts";
@@ -68,7 +69,7 @@ export interface SchedOptions {
   slots: number; ctx: number; queue: number; chunk: number; attn?: "auto" | "naive" | "absorbed";
   draft?: DraftOptions;
   forward?: ForwardOpts; // exact mode, the device chain as layer executor
-  kvF16?: boolean;       // the slots' MLA caches in IEEE halves
+  kvDtype?: KvDtype;     // the slots' MLA caches: f32 (default), IEEE halves or int8 blocks
   thinkBudget?: number;  // the thinking budget of requests that name none (−1 / absent: none)
   budgetMessage?: string; // text forced before </think> when a budget is spent (llama-server's --reasoning-budget-message)
 }
@@ -143,10 +144,10 @@ export class Scheduler {
     const sessOpts = { ...o.forward, attn: o.attn ?? "absorbed" };
     const slot = (id: number): Slot => {
       try {
-        const sess = new Session(m, sessOpts, { st: this.st, kv: newKV(m, kvRows(o.ctx), o.kvF16) });
+        const sess = new Session(m, sessOpts, { st: this.st, kv: newKV(m, kvRows(o.ctx), o.kvDtype) });
         sess.mtpKV?.reserve(kvRows(o.ctx)); // its MTP layer's cache too (one layer: drafting with --draft mtp)
         return { id, sess, job: null, used: 0 };
-      } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre, o.kvF16) }), job: null, used: 0 }; }
+      } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre, o.kvDtype) }), job: null, used: 0 }; }
     };
     this.slots = Array.from({ length: o.slots }, (_, id) => slot(id));
     if (o.draft && o.draft.len > 0) this.drafter = new Drafter(m, o.draft, (t) => codec.encode(t));

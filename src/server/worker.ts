@@ -71,14 +71,15 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     vocab = m.cfg.vocab_size;
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     const log = (s: string) => console.error(s);
-    store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvF16: o.kvF16, log });
-    // an f16 cache runs on the CPU path only: the device chain's attention reads f32 rows
-    if (o.kvF16 && o.device === "vulkan") throw new Error("--kv-cache-dtype f16 runs on the CPU path only (--device cpu or auto)");
-    const dev = openDevice(m, o.kvF16 ? "cpu" : o.device ?? "auto", { layers: o.deviceLayers });
+    const small = (o.kvDtype ?? "f32") !== "f32";
+    store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvDtype: o.kvDtype, log });
+    // an f16 / q8 cache runs on the CPU path only: the device chain's attention reads f32 rows
+    if (small && o.device === "vulkan") throw new Error(`--kv-cache-dtype ${o.kvDtype} runs on the CPU path only (--device cpu or auto)`);
+    const dev = openDevice(m, small ? "cpu" : o.device ?? "auto", { layers: o.deviceLayers });
     log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts,
-      kvF16: o.kvF16, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage }, post);
+      kvDtype: o.kvDtype, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage }, post);
     if (sched.drafter) log(sched.drafter.describe());
     post({ t: "ready", info: { model: o.alias ?? (basename(o.dir.replace(/\/+$/, "")) || "model"), dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling } });
     postStats(true);

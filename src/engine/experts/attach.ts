@@ -2,6 +2,7 @@
 // through it), sized by the RAM budget: detect the budget, plan it (budget.ts), print the plan to
 // stderr, load the usage history and pin the hottest experts. Stateless; the store holds the state.
 import type { Model } from "../model.ts";
+import type { KvDtype } from "../hb.ts";
 import { fmtBytes } from "../../cli/common.ts";
 import { kvBytesPerToken, kvRows, planBudget, runStateBytes, STAGE_BYTES } from "./budget.ts";
 import { Learner } from "./learn.ts";
@@ -31,8 +32,8 @@ export interface ExpertOptions {
   ctx?: number;
   rows?: number;
   sessions?: number;
-  /** the sessions' MLA caches in IEEE halves (their reserve halves) */
-  kvF16?: boolean;
+  /** the sessions' MLA cache dtype (f16 / q8: a smaller reserve) */
+  kvDtype?: KvDtype;
   /** streaming buffers shared by the layers (default min(8, max(2, top-k))) */
   workingSlabs?: number;
   /** where the plan and warnings go (default stderr); quiet: no plan line */
@@ -72,7 +73,7 @@ export function attachExperts(m: Model, o: ExpertOptions = {}): ExpertStore {
     const plan = planBudget({
       ram: ram.bytes, residentBytes: residentBytes(m), expertBytes: store.maxSlotBytes(),
       moeLayers: store.layers.length, experts: m.cfg.n_routed_experts,
-      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvF16),
+      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvDtype),
       activationBytes: runStateBytes(m.cfg, rows, kvRows(ctx)) /* RunState grows T by doubling */ + Math.min(STAGE_BYTES, rows * K * m.cfg.hidden_size * 4),
       workingSlabs: store.mmap ? 0 : W, slots: o.slots, historyTokens: learner?.tokens() ?? 0,
     });

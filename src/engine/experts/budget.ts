@@ -3,6 +3,7 @@
 // the cache slots per layer that fit in what is left, the pinned share from the history's
 // confidence, and the projected peak. No I/O, no state.
 import type { Config } from "../../model/config.ts";
+import { kvRowElems, type KvDtype } from "../hb.ts";
 
 export const MiB = 2 ** 20;
 export const GiB = 2 ** 30;
@@ -15,14 +16,15 @@ export const PIN_HALF = 4096;
 /** Outputs computed ahead of ascending order are staged up to this many bytes (else: ascending). */
 export const STAGE_BYTES = 64 * MiB;
 
-/** Bytes of KV state per token of context: every layer's c_kv ‖ k_pe (f32, or halves with f16), indexer keys, the
- *  MTP layer, hidden. */
-export function kvBytesPerToken(cfg: Config, f16 = false): number {
+/** Bytes of KV state per token of context: every layer's c_kv ‖ k_pe (in the cache's dtype), indexer keys, the MTP
+ *  layer, hidden. */
+export function kvBytesPerToken(cfg: Config, dtype: KvDtype = "f32"): number {
   const kv = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
   const indexed = cfg.has_dsa ? cfg.indexer_types.filter((t) => t === "full").length : 0;
   const mtp = cfg.num_nextn_predict_layers >= 1 ? 1 : 0;
   // indexer keys in f32, and fast mode's int8 copy of them (ikq.ts: a byte per element and a scale per row)
-  return (f16 ? 2 : 4) * (cfg.num_hidden_layers + mtp) * kv + 4 * (indexed * cfg.index_head_dim + cfg.hidden_size) + indexed * (cfg.index_head_dim + 4);
+  const row = kvRowElems(dtype, kv) * (dtype === "f32" ? 4 : dtype === "f16" ? 2 : 1);
+  return (cfg.num_hidden_layers + mtp) * row + 4 * (indexed * cfg.index_head_dim + cfg.hidden_size) + indexed * (cfg.index_head_dim + 4);
 }
 
 /** KVCache grows by doubling from 16 rows: the rows it holds for ctx tokens. */
