@@ -15,7 +15,7 @@ import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
        [--top-p P] [--seed N] [--draft ngram|mtp|off] [--stop STR]... [--think] [--exact] [--timings]
-       [--chat-template FILE] [--threads N] [--reasoning-budget N [--reasoning-budget-message TEXT]] [--kv-cache-dtype f32|f16]
+       [--chat-template FILE] [--threads N] [--reasoning-budget N [--reasoning-budget-message TEXT]] [--kv-cache-dtype f32|f16|q8]
 
 Talk to a model in the terminal: every line of stdin is a user message; the reply streams to stdout. The
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn

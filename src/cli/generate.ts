@@ -20,7 +20,7 @@ const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TE
        [--dynatemp-range R [--dynatemp-exp E]] [--mirostat 1|2 [--mirostat-ent TAU] [--mirostat-lr ETA]] [--seed N] [--json] [--exact]
        [--presence-penalty X] [--frequency-penalty X] [--repetition-penalty R] [--logit-bias ID:B,...]
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
-       [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]... [--threads N] [--kv-cache-dtype f32|f16]
+       [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]... [--threads N] [--kv-cache-dtype f32|f16|q8]
 
 Greedy at --temperature 0 (the default). Without --json, streams the decoded text; with --json prints
 {"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
