@@ -2,8 +2,8 @@
 // as one chat.completion or as SSE chat.completion.chunk's. Thinking: with
 // `chat_template_kwargs.enable_thinking: true` the text between <think> and </think> (or from the start
 // when the prompt ends with <think>) goes to `reasoning_content`; otherwise think tags are dropped.
-// `response_format` json_object / json_schema and `grammar` (GBNF) constrain the output from its first
-// token, so a constrained generation renders the template with thinking off (no reasoning_content).
+// `response_format` json_object / json_schema and `grammar` (GBNF) constrain the answer: with thinking on, from the
+// token after </think> (the reasoning is free, as with vLLM's reasoning parsers), else from the first token.
 // `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
 // (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
@@ -33,7 +33,7 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null, d: Defaults): GenReq
   const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
   const tools = toolsOf(b);
   return {
-    prompt: { kind: "chat", messages, ...chatTemplate(b, grammar, d.template), ...(tools.length ? { tools } : {}),
+    prompt: { kind: "chat", messages, ...templateOf(b.chat_template_kwargs, d.template), ...(tools.length ? { tools } : {}),
       ...(b.add_generation_prompt === false ? { generationPrompt: false } : {}), ...(b.continue_final_message ? { continueFinal: true } : {}) },
     keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto") || b.skip_special_tokens === false,
     slot: b.slot ?? "auto",
@@ -43,13 +43,6 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null, d: Defaults): GenReq
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, undefined, d.sampling.repetition_penalty), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b),
     ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),
   };
-}
-
-/** the template's variables: the server's, then the request's; constrained output starts at the first generated
- *  token, so thinking is off then (the template closes it) */
-function chatTemplate(b: ChatRequest, grammar: GrammarSpec | null, defaults?: Record<string, unknown>) {
-  const t = templateOf(b.chat_template_kwargs, defaults);
-  return grammar ? { ...t, enableThinking: false } : t;
 }
 
 function lpEntry(e: Tok) {

@@ -88,12 +88,12 @@ function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number },
   const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools;
   const t = templateOf(b.thinking ? { enable_thinking: b.thinking.type === "enabled" } : null, d.template);
   return {
-    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t, enableThinking: grammar ? false : t.enableThinking,
+    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t,
       ...(rendered.length ? { tools: rendered } : {}) },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_tokens, ...basicSampling(b, d.sampling),
     stop: b.stop_sequences ?? [],
-    ...(b.thinking?.type === "enabled" && !grammar ? { think_budget: b.thinking.budget_tokens } : {}), // (enforced: forced </think>)
+    ...(b.thinking?.type === "enabled" ? { think_budget: b.thinking.budget_tokens } : {}), // (enforced: forced </think>)
   };
 }
 

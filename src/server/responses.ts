@@ -84,7 +84,7 @@ function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
 function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, d: Defaults): GenRequest {
   const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools, t = template(b, d.template);
   return {
-    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t, enableThinking: grammar ? false : t.enableThinking,
+    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t,
       ...(rendered.length ? { tools: rendered } : {}) },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_output_tokens ?? undefined, ...basicSampling(b, d.sampling), stop: [],

@@ -18,7 +18,9 @@
 // token equals it (greedy: the argmax; sampled: engine/speculative.ts's rejection rule); the KV rows past the
 // kept ones are dropped.
 // Thinking budget (engine/think-budget.ts): a job with one counts its tokens inside <think> and then forces the
-// budget message and </think>, as one more mask on its logits.
+// budget message and </think>, as one more mask on its logits. A job with a grammar that may think first (its prompt
+// left <think> open, or a chat with thinking on whose first token may open it) is constrained from the token after
+// </think> on, as vLLM's reasoning parsers and llama.cpp do: the reasoning free, the answer under the grammar.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
@@ -47,6 +49,7 @@ interface Job {
   sampler: Sampler; detok: Detok;
   pen: Penalties | null;    // penalties / logit_bias (null: none asked)
   grammar: GrammarState | null;  // kept at the state after the last emitted token
+  gate: "maybe" | "think" | "grammar"; // a grammar's phase: the first token may open <think>, inside it, in force
   state: "queued" | "prefill" | "decode";
   slot: Slot | null;
   fed: number;              // prompt tokens in the slot's KV
@@ -195,6 +198,8 @@ export class Scheduler {
       allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,
       bad: req.bad_words?.length ? badWordIds(req.bad_words, (t) => this.codec.encode(t)) : null, out: [],
       budget: this.budgetFor(req.think_budget ?? this.o.thinkBudget ?? -1, p.ids),
+      gate: !grammar || this.think.open < 0 || this.think.close < 0 ? "grammar" : openThink(p.ids, this.think) ? "think"
+        : req.prompt.kind === "chat" && req.prompt.enableThinking ? "maybe" : "grammar",
     };
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
@@ -220,7 +225,7 @@ export class Scheduler {
     const segs: Segment[] = [], ids: number[] = [], who: Job[] = [], drafts: Draft[] = [];
     for (const j of this.running) {
       if (j.state !== "decode") continue;
-      const kv = j.slot!.sess.kv, d = j.drafts ? this.drafter!.propose(j.drafts, j.slot!.sess, j.next, j.grammar, j.limit - j.emitted - 1) : NO_DRAFT;
+      const kv = j.slot!.sess.kv, d = j.drafts ? this.drafter!.propose(j.drafts, j.slot!.sess, j.next, j.gate === "grammar" ? j.grammar : null, j.limit - j.emitted - 1) : NO_DRAFT;
       segs.push({ kv, r0: ids.length, n: 1 + d.tokens.length, pos0: kv.len, allLogits: d.tokens.length > 0 });
       ids.push(j.next, ...d.tokens);
       who.push(j);
@@ -316,10 +321,14 @@ export class Scheduler {
   /** Sample j's next token from one row of logits (processed first: penalties, grammar); with `draft` ≥ 0 the
    *  row verifies that draft token. Emits the token; true when it equals the draft and j goes on. */
   private sample(j: Job, logits: Float32Array, draft = -1, q: Float64Array | null = null): boolean {
-    const g = j.grammar;
+    const g = j.gate === "grammar" ? j.grammar : null; // (before and inside a thinking block: free)
     j.pen?.apply(logits);
     if (j.bad) banBadWords(logits, j.bad, j.out);
-    if (g && g.mask(logits) === 0) return (this.finish(j, "stop"), false); // nothing can continue the grammar
+    if (j.gate === "maybe") { // the grammar's first tokens, or <think>
+      const open = logits[this.think.open];
+      if (j.grammar!.mask(logits) === 0 && open === -Infinity) return (this.finish(j, "stop"), false);
+      logits[this.think.open] = open;
+    } else if (g && g.mask(logits) === 0) return (this.finish(j, "stop"), false); // nothing can continue the grammar
     if (j.emitted < (j.req.min_tokens ?? 0)) { // min_tokens: no end yet (and when nothing else is left, it ends here)
       for (const t of j.stops) if (t < logits.length) logits[t] = -Infinity;
       if (g && !logits.some((v) => v > -Infinity)) return (this.finish(j, "stop"), false); // (only a grammar leaves none)
@@ -334,6 +343,8 @@ export class Scheduler {
     j.budget?.accept(id);
     if (j.stops.has(id)) return (this.finish(j, "stop"), false);
     g?.accept(id); // (cannot throw: the mask allowed it; if it did, the caller fails the job)
+    if (j.gate === "maybe") { if (id === this.think.open) j.gate = "think"; else { j.gate = "grammar"; j.grammar!.accept(id); } }
+    else if (j.gate === "think" && id === this.think.close) j.gate = "grammar";
     const lp = j.req.logprobs === undefined ? undefined : logprobsOf(logits, id, j.req.logprobs, this.lpText(j));
     const d = j.detok.push(id);
     if (j.bad) j.out.push(id);
@@ -341,7 +352,7 @@ export class Scheduler {
     j.tLast = performance.now();
     this.winTokens++;
     this.emit({ t: "tok", rid: j.rid, id, text: d.text, bytes: d.bytes, ...(d.mark ? { mark: d.mark } : {}), ...(lp ?? {}) });
-    if (j.detok.stopped || g?.isDone()) return (this.finish(j, "stop"), false);
+    if (j.detok.stopped || (j.gate === "grammar" && j.grammar?.isDone())) return (this.finish(j, "stop"), false);
     if (j.emitted >= j.limit) return (this.finish(j, "length"), false);
     j.next = id;
     return id === draft;
