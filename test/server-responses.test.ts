@@ -3,8 +3,8 @@
 // incomplete_details; streamed, the SDK's events come in the API's order with increasing sequence numbers and
 // deltas adding up to the text; reasoning as a reasoning item (a template that opens <think>); a forced
 // function gives a function_call item (streamed as the call events) with the chat route's arguments, earlier call /
-// output items render as the chat route's tool turns; other tools, stored responses and formats are refused naming
-// the field.
+// output items render as the chat route's tool turns; structured outputs (text.format) as the chat route's
+// response_format; other tools, stored responses and bad formats are refused naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { Server } from "../src/server/server.ts";
@@ -113,9 +113,25 @@ describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
     } finally { await t.stop(); }
   });
 
+  test("structured outputs (text.format json_schema / json_object): the chat route's response_format output, echoed format", async () => {
+    const schema = { type: "object", properties: { a: { type: "integer" }, b: { enum: ["x", "y"] } }, required: ["a", "b"], additionalProperties: false };
+    const r = await client.responses.create({ model: "m", input: "Hi", max_output_tokens: 40, temperature: 0,
+      text: { format: { type: "json_schema", name: "s", schema, strict: true } } });
+    const want = await (await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }], max_tokens: 40, temperature: 0,
+      response_format: { type: "json_schema", json_schema: { name: "s", schema, strict: true } } })).json() as any;
+    expect(r.output_text).toBe(want.choices[0].message.content);
+    const v = JSON.parse(r.output_text);
+    expect(Number.isInteger(v.a) && ["x", "y"].includes(v.b)).toBe(true);
+    expect((r as any).text.format).toMatchObject({ type: "json_schema", name: "s" });
+    const o = await client.responses.create({ model: "m", input: "Hi", max_output_tokens: 40, temperature: 0, text: { format: { type: "json_object" } } });
+    expect(typeof JSON.parse(o.output_text)).toBe("object");
+  });
+
   test("refusals name the field", async () => {
     for (const [body, param] of [[{ input: "x", tools: [{ type: "web_search" }] }, "tools.0.type"], [{ input: [] }, "input"],
-      [{ input: "x", text: { format: { type: "json_schema" } } }, "text.format.type"], [{ input: "x", previous_response_id: "r1" }, "previous_response_id"],
+      [{ input: "x", text: { format: { type: "json_schema" } } }, "text.format.name"], [{ input: "x", previous_response_id: "r1" }, "previous_response_id"],
+      [{ input: "x", text: { format: { type: "json_schema", name: "s", schema: { type: "strin" } } } }, "text.format.schema.type"],
+      [{ input: "x", text: { format: { type: "xml" } } }, "text.format.type"],
       [{ input: [{ role: "user", content: [{ type: "input_image", image_url: "u" }] }] }, "input"]] as const) {
       const r = await post(s.url, "/v1/responses", body);
       expect(r.status).toBe(400);

@@ -42,7 +42,13 @@ const ResponsesRequest = z.object({
   top_p: nullish(z.number().gt(0).max(1)),
   stream: nullish(z.boolean()),
   reasoning: nullish(z.object({ effort: nullish(z.enum(["none", "minimal", "low", "medium", "high"])) })),
-  text: nullish(z.object({ format: nullish(z.object({ type: z.literal("text", { message: "only text output is supported here" }) })) })),
+  // structured outputs (what the SDK's responses.parse sends): the chat route's response_format, spelled flat
+  text: nullish(z.object({ format: nullish(z.discriminatedUnion("type", [
+    z.looseObject({ type: z.literal("text") }),
+    z.looseObject({ type: z.literal("json_object") }),
+    z.looseObject({ type: z.literal("json_schema"), name: z.string().min(1, "must not be empty").max(64), description: nullish(z.string()),
+      schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]), strict: nullish(z.boolean()) }),
+  ], { message: "type must be text, json_object or json_schema" })) })),
   tools: nullish(z.array(FunctionTool).max(128)),
   tool_choice: nullish(z.union([z.enum(["none", "auto", "required"]), z.object({ type: z.literal("function"), name: z.string() })],
     { message: 'must be "none", "auto", "required" or {type: "function", name}' })),
@@ -65,6 +71,18 @@ const toolsOf = (b: ResponsesRequest): { tools: Tool[]; choice: ToolChoice } => 
     choice: typeof c === "object" ? { type: "function", function: { name: c.name } } : c,
   };
 };
+
+/** the request's constraint: a forced tool call, or text.format as the chat route's response_format (errors name text.format) */
+function formatGrammar(b: ResponsesRequest, tools: Tool[], choice: ToolChoice) {
+  const f = b.text?.format;
+  const rf = f == null || f.type !== "json_schema" ? f
+    : { type: "json_schema" as const, json_schema: { name: f.name, schema: f.schema as Record<string, unknown>, strict: f.strict } };
+  const g = grammarOf({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls, response_format: rf as ChatRequest["response_format"] });
+  if (!g || !("status" in g)) return g;
+  const rename = (x: string) => x.replace("response_format.json_schema.schema", "text.format.schema").replace(/^response_format/, "text.format")
+    .replace(/\bresponse_format\b/g, "text.format");
+  return { ...g, message: rename(g.message), param: g.param ? rename(g.param) : g.param };
+}
 
 /** the items as chat messages: function_call items join one assistant turn's tool_calls, outputs become tool turns */
 function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
@@ -95,7 +113,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const p = await readRequest(req, o, ResponsesRequest, engine);
   if (!p.ok) return errorResponse(p.error);
   const b = p.data, { tools, choice } = toolsOf(b);
-  const grammar = grammarOf({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls });
+  const grammar = formatGrammar(b, tools, choice);
   if (grammar && "status" in grammar) return errorResponse(grammar);
   const gen = toGen(b, grammar, defaultsOf(engine, o)), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
@@ -117,6 +135,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
     incomplete_details: d?.reason === "length" ? { reason: "max_output_tokens" } : null, error: null,
     instructions: b.instructions ?? null, max_output_tokens: b.max_output_tokens ?? null, temperature: gen.temperature, top_p: gen.top_p,
     parallel_tool_calls: b.parallel_tool_calls ?? true, tool_choice: b.tool_choice ?? "auto", tools: b.tools ?? [],
+    text: { format: b.text?.format ?? { type: "text" } },
   });
   const closeItem = (emit: (ev: object) => void) => {
     const at = items.length - 1, it = items[at];
