@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { genModel } from "./helpers/models.ts";
 import { relRms } from "./helpers/fixture.ts";
-import { loadModel, type Model } from "../src/engine/model.ts";
+import { loadModel, newKV, type Model } from "../src/engine/model.ts";
 import { argmax, Session } from "../src/engine/session.ts";
 import { KvFile, slotPath } from "../src/engine/kvfile.ts";
 import { HEADER, RECORD } from "../src/engine/kvfile-format.ts";
@@ -60,6 +60,30 @@ function expectContinuation(s: Session, n: number): void {
 }
 
 describe("KV slot file", () => {
+  for (const dtype of ["f16", "q8"] as const)
+    test(`an ${dtype} cache: the records hold its rows as they are (bit for bit back), a file of another dtype is refused`, () => {
+      const src = new Session(m, { attn: "absorbed" }, { kv: newKV(m, 64, dtype) });
+      let l = src.feed(PROMPT);
+      for (let i = 0; i < 20; i++) l = src.feed([argmax(l)]);
+      const p = fresh(), f = KvFile.open(p, m, { dtype });
+      expect(f.persist(src)).toBe(src.tokens.length);
+      f.close();
+      const g = KvFile.open(p, m, { dtype }), s = g.load({ attn: "absorbed" });
+      g.close();
+      expect(s.kv.dtype).toBe(dtype);
+      expect(s.tokens).toEqual(src.tokens);
+      for (let i = 0; i < m.cfg.num_hidden_layers; i++)
+        expect(Buffer.from(s.kv.kv[i].buffer, s.kv.kv[i].byteOffset, src.tokens.length * s.kv.rowElems * s.kv.kv[i].BYTES_PER_ELEMENT)
+          .equals(Buffer.from(src.kv.kv[i].buffer, src.kv.kv[i].byteOffset, src.tokens.length * src.kv.rowElems * src.kv.kv[i].BYTES_PER_ELEMENT))).toBe(true);
+      // both go on the same way
+      const a = argmax(src.feed([7])), b = argmax(s.feed([7]));
+      expect(b).toBe(a);
+      let err: unknown;
+      try { KvFile.open(p, m); } catch (e) { err = e; }
+      expect(err).toBeInstanceOf(ModelError);
+      expect((err as ModelError).field).toBe("kv_dtype");
+    });
+
   test("round trip: rows equal a fresh prefill, continuation identical, MTP state re-derived", () => {
     const p = fresh(), src = decode(m, 40), f = KvFile.open(p, m);
     expect(f.persist(src)).toBe(40);

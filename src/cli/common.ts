@@ -83,7 +83,7 @@ export function fmtBytes(n: number): string {
  *  memory, fast mode on the CPU path (serve's, chat's and generate's) */
 export const KV_HELP = `  --kv-cache-dtype T  f32 (default) | f16 | q8: the KV cache in IEEE halves (half its memory) or int8 in blocks of
                    32 with a scale each (~3.6x less), on the CPU path in fast mode (the absorbed attention form;
-                   not with --exact, a device chain or slot files)`;
+                   not with --exact or a device chain)`;
 export function kvOption(v: { "kv-cache-dtype"?: string; exact?: boolean }, help: string): { kvDtype?: KvDtype } {
   const t = v["kv-cache-dtype"] === undefined ? "f32" : choice(v["kv-cache-dtype"], "kv-cache-dtype", KV_DTYPES, help);
   if (t !== "f32" && v.exact) throw new UsageError(`--kv-cache-dtype ${t} is a fast-mode option: not with --exact`, help);

@@ -112,7 +112,6 @@ export const command: Command = {
     if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
     const slot = v.slot === undefined ? 0 : intOption(v.slot, "slot", help);
     const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help), { kvDtype } = kvOption(v, help);
-    if (kvDtype && v.state !== undefined) throw new UsageError("--state needs an f32 KV cache (KV files hold f32 rows)", help);
     if (kvDtype && v.device === "vulkan") throw new UsageError(`--kv-cache-dtype ${kvDtype} runs on the CPU path only (--device cpu or auto)`, help);
     if (threads !== undefined) hb().hb_init(threads);
     const m = loadModel(dir);
@@ -125,7 +124,7 @@ export const command: Command = {
     let kvf: KvFile | null = null;
     if (v.state !== undefined) {
       mkdirSync(v.state, { recursive: true });
-      kvf = KvFile.open(slotPath(v.state, slot), m);
+      kvf = KvFile.open(slotPath(v.state, slot), m, { dtype: kvDtype });
     }
     try {
       const exact = !!v.exact;

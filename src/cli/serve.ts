@@ -168,7 +168,6 @@ async function run(argv: string[]): Promise<number> {
     ...reasoningOptions(v, help), ...kvOption(v, help),
   };
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
-  if (engineOpts.slotSavePath && engineOpts.kvDtype) throw new UsageError("--slot-save-path needs an f32 KV cache (slot files hold f32 rows)", help);
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
 

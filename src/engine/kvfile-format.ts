@@ -6,15 +6,17 @@
 //     rewritten in one write): magic "HBKV", version, header bytes, record bytes, count (records
 //     committed), JSON length, then the JSON shape (below).
 //   records, fixed size, record i at HEADER.bytes + i·recordBytes (offsets in RECORD):
-//     u32 token, u32 crc32(payload), payload f32 = per layer: c_kv‖k_pe row [kv_lora+rope]
-//     (+ indexer key row [index_head_dim] on `full` DSA layers), then (MTP models) the main
-//     hidden row [D].
+//     u32 token, u32 crc32(payload), payload = per layer: c_kv‖k_pe row [kv_lora+rope] in the cache's
+//     dtype (kv_dtype: f32, f16, or q8 — its bytes then its block scales; hb.ts KvDtype), (+ indexer key
+//     row [index_head_dim] f32 on `full` DSA layers), then (MTP models) the main hidden row [D] f32.
 // The JSON names the model's shape (model_type, vocab_size, hidden_size, num_hidden_layers,
-// kv_lora_rank, qk_rope_head_dim, index_head_dim, indexed_layers, hidden_rows) and a weights
-// fingerprint; a file from another model is refused naming the first mismatching field.
+// kv_lora_rank, qk_rope_head_dim, index_head_dim, indexed_layers, hidden_rows), the cache dtype (absent:
+// f32, as files written before it) and a weights fingerprint; a file from another model or another cache
+// dtype is refused naming the first mismatching field.
 import { z } from "zod";
 import { ModelError } from "../model/errors.ts";
 import type { Model } from "./model.ts";
+import { KV_DTYPES, kvRowElems, type KvDtype, type KvRows } from "./hb.ts";
 
 export const KV_VERSION = 1;
 const MAGIC = 0x564b4248; // "HBKV"
@@ -27,6 +29,7 @@ const Shape = z.object({
   model_type: z.string(), vocab_size: z.number().int(), hidden_size: z.number().int(),
   num_hidden_layers: z.number().int(), kv_lora_rank: z.number().int(), qk_rope_head_dim: z.number().int(),
   index_head_dim: z.number().int(), indexed_layers: z.array(z.number().int()), hidden_rows: z.boolean(),
+  kv_dtype: z.enum(KV_DTYPES as [KvDtype, ...KvDtype[]]).default("f32"),
   weights: z.string(),
 });
 export type Shape = z.infer<typeof Shape>;
@@ -37,38 +40,40 @@ function fingerprint(m: Model): string {
   return Bun.hash.wyhash(bytes(m.w.embed.data), Bun.hash.wyhash(bytes(m.w.lm_head.data))).toString(16);
 }
 
-export function modelShape(m: Model): Shape {
+export function modelShape(m: Model, kv_dtype: KvDtype = "f32"): Shape {
   const c = m.cfg;
   return {
     model_type: c.model_type, vocab_size: c.vocab_size, hidden_size: c.hidden_size, num_hidden_layers: c.num_hidden_layers,
     kv_lora_rank: c.kv_lora_rank, qk_rope_head_dim: c.qk_rope_head_dim, index_head_dim: c.index_head_dim,
     indexed_layers: c.indexer_types.flatMap((t, i) => (c.has_dsa && t === "full" ? [i] : [])),
-    hidden_rows: m.w.mtp !== null, weights: fingerprint(m),
+    hidden_rows: m.w.mtp !== null, kv_dtype, weights: fingerprint(m),
   };
 }
 
 /** The rows of one record's payload, in file order. */
 export class RecordLayout {
   readonly bytes: number;
-  private readonly W: number;
+  private readonly row: number; // array elements of a cache row
   private readonly indexed: Set<number>;
 
   constructor(readonly sh: Shape) {
-    this.W = sh.kv_lora_rank + sh.qk_rope_head_dim;
+    const W = sh.kv_lora_rank + sh.qk_rope_head_dim, bpe = sh.kv_dtype === "f32" ? 4 : sh.kv_dtype === "f16" ? 2 : 1;
+    this.row = kvRowElems(sh.kv_dtype, W);
     this.indexed = new Set(sh.indexed_layers);
-    const floats = sh.num_hidden_layers * this.W + sh.indexed_layers.length * sh.index_head_dim + (sh.hidden_rows ? sh.hidden_size : 0);
-    this.bytes = RECORD.payload + 4 * floats;
+    this.bytes = RECORD.payload + sh.num_hidden_layers * this.row * bpe + 4 * (sh.indexed_layers.length * sh.index_head_dim + (sh.hidden_rows ? sh.hidden_size : 0));
   }
 
-  /** fn(array, element offset, length) for each row of position t: kv[i] (+ ik[i]) per layer, then hidden. */
-  rows(kv: Float32Array[], ik: (Float32Array | null)[], hidden: Float32Array | null, t: number,
-    fn: (a: Float32Array, off: number, n: number) => void): void {
-    const { W, sh } = this, hw = sh.index_head_dim, D = sh.hidden_size;
+  /** fn(the bytes of each row of position t, in file order: kv[i] (+ ik[i]) per layer, then hidden) — views into the arrays */
+  rows(kv: KvRows[], ik: (Float32Array | null)[], hidden: Float32Array | null, t: number, fn: (bytes: Uint8Array) => void): void {
+    const { row, sh } = this, hw = sh.index_head_dim, D = sh.hidden_size;
+    // (a row past the array's end — hidden rows a session without MTP drafting never recorded — reads as zeros)
+    const bytes = (a: KvRows, off: number, n: number) => ((off + n) * a.BYTES_PER_ELEMENT > a.length * a.BYTES_PER_ELEMENT
+      ? new Uint8Array(n * a.BYTES_PER_ELEMENT) : new Uint8Array(a.buffer, a.byteOffset + off * a.BYTES_PER_ELEMENT, n * a.BYTES_PER_ELEMENT));
     for (let i = 0; i < sh.num_hidden_layers; i++) {
-      fn(kv[i], t * W, W);
-      if (this.indexed.has(i)) fn(ik[i]!, t * hw, hw);
+      fn(bytes(kv[i], t * row, row));
+      if (this.indexed.has(i)) fn(bytes(ik[i]!, t * hw, hw));
     }
-    if (sh.hidden_rows && hidden) fn(hidden, t * D, D);
+    if (sh.hidden_rows && hidden) fn(bytes(hidden, t * D, D));
   }
 }
 

@@ -12,20 +12,18 @@ import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSyn
 import { join } from "node:path";
 import type { ForwardOpts } from "./forward.ts";
 import { checkHeader, encodeHeader, HEADER, modelShape, RECORD, RecordLayout, type Shape } from "./kvfile-format.ts";
-import type { Model } from "./model.ts";
+import { newKV, type Model } from "./model.ts";
+import type { KvDtype } from "./hb.ts";
 import { Session } from "./session.ts";
-
-/** a Session's MLA cache layers as f32 (KV files hold f32 rows: an f16 / q8 cache is refused, naming the option) */
-function f32Layers(s: Session): Float32Array[] {
-  if (s.kv.dtype !== "f32") throw new Error("KV files need an f32 KV cache (--kv-cache-dtype f32)");
-  return s.kv.kv.map((_, i) => s.kv.f32(i));
-}
 
 export { KV_VERSION, modelShape } from "./kvfile-format.ts";
 
 export const slotPath = (dir: string, slot: number) => join(dir, `slot-${slot}.kv`);
 
-export interface KvFileOpts { /** fdatasync after data and after the count (default true) */ durable?: boolean }
+export interface KvFileOpts {
+  /** fdatasync after data and after the count (default true) */ durable?: boolean;
+  /** the cache dtype the records hold (the sessions' KVCache.dtype; default f32) */ dtype?: KvDtype;
+}
 
 export class KvFile {
   /** tokens of the committed records */
@@ -36,7 +34,7 @@ export class KvFile {
   private readonly durable: boolean;
 
   private constructor(readonly path: string, private fd: number, readonly m: Model, o: KvFileOpts) {
-    this.shape = modelShape(m);
+    this.shape = modelShape(m, o.dtype);
     this.rec = new RecordLayout(this.shape);
     this.recordBytes = this.rec.bytes;
     this.durable = o.durable ?? true;
@@ -110,12 +108,12 @@ export class KvFile {
     if (n < this.tokens.length) { this.writeCount(n); this.tokens.length = n; }
     if (T === n) return 0;
     const R = this.recordBytes, hidden = this.shape.hidden_rows ? s.hidden : null;
+    if (s.kv.dtype !== this.shape.kv_dtype) throw new Error(`${this.path}: holds ${this.shape.kv_dtype} rows, the session's cache is ${s.kv.dtype}`);
     const buf = new Uint8Array((T - n) * R), dv = new DataView(buf.buffer);
-    const f = new Float32Array(buf.buffer);
     for (let t = n; t < T; t++) {
       const o = (t - n) * R;
-      let fo = (o + RECORD.payload) / 4;
-      this.rec.rows(f32Layers(s), s.kv.ik, hidden, t, (a, off, len) => { f.set(a.subarray(off, off + len), fo); fo += len; });
+      let fo = o + RECORD.payload;
+      this.rec.rows(s.kv.kv, s.kv.ik, hidden, t, (b) => { buf.set(b, fo); fo += b.length; });
       dv.setUint32(o + RECORD.token, s.tokens[t], true);
       dv.setUint32(o + RECORD.crc, Bun.hash.crc32(buf.subarray(o + RECORD.payload, o + R)), true);
     }
@@ -131,7 +129,7 @@ export class KvFile {
    * failing its CRC ends the load there (the count is cut to match).
    */
   load(opts: ForwardOpts = {}): Session {
-    const s = new Session(this.m, opts);
+    const s = new Session(this.m, opts, { kv: newKV(this.m, 64, this.shape.kv_dtype) });
     this.loadInto(s);
     return s;
   }
@@ -145,7 +143,8 @@ export class KvFile {
     s.kv.reserve(N);
     const hidden = this.shape.hidden_rows ? new Float32Array(N * this.shape.hidden_size) : null;
     const CH = Math.max(1, Math.floor((8 << 20) / R)); // records per read (~8 MiB)
-    const buf = new Uint8Array(Math.min(N, CH) * R), f = new Float32Array(buf.buffer), dv = new DataView(buf.buffer);
+    if (s.kv.dtype !== this.shape.kv_dtype) throw new Error(`${this.path}: holds ${this.shape.kv_dtype} rows, the session's cache is ${s.kv.dtype}`);
+    const buf = new Uint8Array(Math.min(N, CH) * R), dv = new DataView(buf.buffer);
     let ok = N;
     outer: for (let c0 = 0; c0 < N; c0 += CH) {
       const nr = Math.min(CH, N - c0);
@@ -157,8 +156,8 @@ export class KvFile {
           ok = t;
           break outer;
         }
-        let fo = (o + RECORD.payload) / 4;
-        this.rec.rows(f32Layers(s), s.kv.ik, hidden, t, (a, off, len) => { a.set(f.subarray(fo, fo + len), off); fo += len; });
+        let fo = o + RECORD.payload;
+        this.rec.rows(s.kv.kv, s.kv.ik, hidden, t, (b) => { b.set(buf.subarray(fo, fo + b.length)); fo += b.length; });
       }
     }
     if (ok < N) { this.writeCount(ok); this.tokens.length = ok; }

@@ -37,7 +37,7 @@ export function slotCall(c: Extract<Call, { op: "slot" }>, m: Model, slots: read
   const path = join(dir, c.filename!);
   if (c.action === "save") {
     rmSync(path, { force: true }); // a save replaces the file
-    const f = KvFile.open(path, m);
+    const f = KvFile.open(path, m, { dtype: s.sess.kv.dtype });
     try {
       const n = f.persist(s.sess);
       return { status: 200, body: { id_slot: c.id, filename: c.filename, n_saved: n, n_written: n * f.recordBytes, timings: { save_ms: ms() } } };
@@ -45,7 +45,7 @@ export function slotCall(c: Extract<Call, { op: "slot" }>, m: Model, slots: read
   }
   if (!existsSync(path)) return err(404, `no slot file ${c.filename} in the slot save path`, "filename");
   let f: KvFile;
-  try { f = KvFile.open(path, m); } catch (e) { return err(400, `${c.filename}: ${(e as Error).message}`, "filename"); }
+  try { f = KvFile.open(path, m, { dtype: s.sess.kv.dtype }); } catch (e) { return err(400, `${c.filename}: ${(e as Error).message}`, "filename"); }
   try {
     const n = f.loadInto(s.sess);
     return { status: 200, body: { id_slot: c.id, filename: c.filename, n_restored: n, n_read: n * f.recordBytes, timings: { restore_ms: ms() } } };
