@@ -302,8 +302,8 @@ static void attn_run(hb_attn_kern kn, int S, int H, int dk, int dv, const float 
 void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow, int qHead,
                   int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
                   float scale, float *out, int oRow, int oHead, int kvfmt) {
-  const int kv16 = kvfmt == HB_KV_F16 || kvfmt == HB_KV_Q8; /* (a cache to widen) */
-  if (kv16 && (kRow != vRow || kHead != 0 || vHead != 0)) return;
+  const int widen = kvfmt == HB_KV_F16 || kvfmt == HB_KV_Q8;
+  if (widen && (kRow != vRow || kHead != 0 || vHead != 0)) return;
   if (nseg <= 0 || !desc || H <= 0 || dk < 0 || dv <= 0 || !q || !nsel || !out) return;
   hb_attn_ops *segs = malloc(sizeof *segs * (size_t)nseg);
   int *rows = malloc(sizeof(int) * (size_t)nseg), n = 0;
@@ -313,10 +313,10 @@ void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const flo
       const double *d = desc + 4 * g;
       const int r0 = (int)d[0], rn = (int)d[1];
       const float *k = (const float *)(uintptr_t)d[2], *v = (const float *)(uintptr_t)d[3];
-      if (rn <= 0 || r0 < 0 || !k || !v || (kv16 && k != v)) continue;
+      if (rn <= 0 || r0 < 0 || !k || !v || (widen && k != v)) continue;
       segs[n] = (hb_attn_ops){ dk, dv, 0, q + (ptrdiff_t)r0 * qRow, k, v, qRow, qHead, kRow, kHead, vRow, vHead,
                                sel ? sel + (ptrdiff_t)r0 * selRow : NULL, nsel + r0, selRow, scale,
-                               out + (ptrdiff_t)r0 * oRow, oRow, oHead, kn, kv16 ? (const uint8_t *)k : NULL, kvfmt };
+                               out + (ptrdiff_t)r0 * oRow, oRow, oHead, kn, widen ? (const uint8_t *)k : NULL, kvfmt };
       rows[n++] = rn;
     }
     if (n > 0) attn_jobs(segs, rows, n, H);

@@ -107,14 +107,15 @@ int64_t hb_wbytes(int reset);
 double hb_membw(int64_t bytes, int reps);
 /* moe.c: rows of one expert: gather, and y[rows[j]] += gates[j]·ye[j] (as hb_axpy per row) */
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
-/* MLA cache rows of nseg segments: desc[3g] = address of segment g's first new cache row, desc[3g+1] = its first
- * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr] */
-/* KV cache row formats: f32; IEEE halves; int8 in blocks of 32 values, each block's f32 scale after the row's bytes */
+/* KV cache row formats: f32; IEEE halves; int8 in blocks of 32 values, each block's f32 scale after the row's bytes
+ * (src/engine/hb.ts KvDtype and kvRowElems mirror these: test/attn.test.ts writes and reads them) */
 enum { HB_KV_F32 = 0, HB_KV_F16 = 1, HB_KV_Q8 = 2 };
 #define HB_KV_Q8_BLOCK 32
 static inline size_t hb_kv_row_bytes(int fmt, int W) {
   return fmt == HB_KV_F16 ? 2 * (size_t)W : fmt == HB_KV_Q8 ? (size_t)W + 4 * (size_t)((W + HB_KV_Q8_BLOCK - 1) / HB_KV_Q8_BLOCK) : 4 * (size_t)W;
 }
+/* MLA cache rows of nseg segments: desc[3g] = address of segment g's first new cache row, desc[3g+1] = its first
+ * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr], in fmt */
 void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int fmt);
 /* one cache row of W values in fmt widened to f32 (exact for f16; q · scale for q8), on the calling thread */
 void hb_kv_widen(int fmt, const void *row, int W, float *dst);

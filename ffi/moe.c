@@ -55,14 +55,14 @@ void hb_to_f16(const float *src, uint16_t *dst, int64_t n) {
  * the bytes then the scales (plain scalar code: the same bits at every level) */
 static void kv_q8_row(const float *x, int W, uint8_t *row) {
   int8_t *q = (int8_t *)row;
-  float *sc = (float *)(row + W);
   for (int b0 = 0, k = 0; b0 < W; b0 += HB_KV_Q8_BLOCK, k++) {
     const int e = b0 + HB_KV_Q8_BLOCK < W ? b0 + HB_KV_Q8_BLOCK : W;
     float amax = 0.0f;
     for (int i = b0; i < e; i++) { const float a = fabsf(x[i]); if (a > amax || a != a) amax = a; }
     const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
     for (int i = b0; i < e; i++) q[i] = (int8_t)nearbyintf(x[i] * inv);
-    sc[k] = amax / 127.0f;
+    const float d = amax / 127.0f;
+    memcpy(row + W + 4 * (size_t)k, &d, 4);     /* (rows need not be 4-aligned) */
   }
 }
 
@@ -70,10 +70,10 @@ void hb_kv_widen(int fmt, const void *row, int W, float *dst) {
   if (fmt == HB_KV_F16) { hb_f16_widen(row, dst, W); return; }
   if (fmt == HB_KV_Q8) {
     const int8_t *q = row;
-    const float *sc = (const float *)((const uint8_t *)row + W);
     for (int b0 = 0, k = 0; b0 < W; b0 += HB_KV_Q8_BLOCK, k++) {   /* block by block (the loop vectorizes) */
       const int e = b0 + HB_KV_Q8_BLOCK < W ? b0 + HB_KV_Q8_BLOCK : W;
-      const float d = sc[k];
+      float d;
+      memcpy(&d, (const uint8_t *)row + W + 4 * (size_t)k, 4);
       for (int i = b0; i < e; i++) dst[i] = (float)q[i] * d;
     }
     return;
