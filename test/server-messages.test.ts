@@ -2,7 +2,7 @@
 // the same conversation (greedy), with Anthropic's shapes (content blocks, stop_reason, usage); streamed as named
 // events whose text deltas add up to the same text; stop_sequences reported; tool use (a forced tool: a tool_use
 // block with the chat route's arguments, streamed as input_json deltas; tool_use / tool_result turns rendered as the
-// chat route's tool turns); Anthropic-shaped errors; the API key as x-api-key.
+// chat route's tool turns); structured outputs (output_config.format); Anthropic-shaped errors; the API key as x-api-key.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
@@ -114,6 +114,21 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
       expect(m.usage.input_tokens).toBe(want.usage.prompt_tokens);
       expect(m.content.filter((c: any) => c.type === "text").map((c: any) => c.text).join("")).toBe(want.choices[0].message.content ?? "");
     } finally { await t.stop(); }
+  });
+
+  test("structured outputs: output_config.format (and the beta's output_format) constrain the text as the chat route's json_schema", async () => {
+    const schema = { type: "object", properties: { a: { type: "integer" }, b: { enum: ["x", "y"] } }, required: ["a", "b"], additionalProperties: false };
+    const want = (await (await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "Hello" }], max_tokens: 40, temperature: 0,
+      response_format: { type: "json_schema", json_schema: { name: "output", schema } } }, { authorization: `Bearer ${KEY}` })).json()) as any;
+    for (const f of [{ output_config: { format: { type: "json_schema", schema } } }, { output_format: { type: "json_schema", schema } }]) {
+      const m = (await (await post(s.url, "/v1/messages", { messages: [{ role: "user", content: "Hello" }], max_tokens: 40, temperature: 0, ...f }, auth)).json()) as any;
+      expect(m.content).toEqual([{ type: "text", text: want.choices[0].message.content }]);
+      const v = JSON.parse(m.content[0].text);
+      expect(Number.isInteger(v.a) && ["x", "y"].includes(v.b)).toBe(true);
+    }
+    const res = await post(s.url, "/v1/messages", { messages: turns, max_tokens: 4, output_config: { format: { type: "json_schema", schema: { type: "strin" } } } }, auth);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as any).error.message).toContain("output_config.format.schema.type");
   });
 
   test("bad requests and a missing key: Anthropic-shaped errors naming the field", async () => {

@@ -1,7 +1,7 @@
 // POST /v1/messages: Anthropic's Messages API over the same engine, for clients built on the Anthropic SDK (as
 // llama-server offers it): `system` and user / assistant turns (string or content blocks: text, tool_use,
 // tool_result; thinking blocks sent back are left out) through the chat template, `max_tokens` (required),
-// `stop_sequences`, `temperature` / `top_p` / `top_k`, `thinking` (GLM's enable_thinking: a `thinking` content block
+// `stop_sequences`, `temperature` / `top_p` / `top_k`, `output_config.format` (structured outputs), `thinking` (GLM's enable_thinking: a `thinking` content block
 // before the text; its budget_tokens enforced: </think> forced once they are spent), `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned
 // on auto, the input constrained on any / tool; each call a tool_use block, stop_reason "tool_use"), and `stream` as
 // Anthropic's named SSE events (message_start, content_block_start / _delta — text, thinking or input_json — / _stop,
@@ -12,7 +12,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { fromWorker, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
-import { grammarOf, nullish, templateOf, type ChatRequest } from "./schemas.ts";
+import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
@@ -31,6 +31,8 @@ const AnthropicTool = z.object({
   name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
   description: nullish(z.string()), input_schema: z.record(z.string(), z.unknown()),
 });
+const OutputFormat = z.object({ type: z.literal("json_schema", { message: "only json_schema output formats are supported" }),
+  schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]) });
 export const MessagesRequest = z.object({
   model: nullish(z.string().max(256)),
   max_tokens: z.int().min(1, "must be ≥ 1"),
@@ -44,6 +46,9 @@ export const MessagesRequest = z.object({
   metadata: nullish(z.record(z.string(), z.unknown())),
   thinking: nullish(z.discriminatedUnion("type", [z.object({ type: z.literal("enabled"), budget_tokens: z.int().min(1) }), z.object({ type: z.literal("disabled") })])),
   tools: nullish(z.array(AnthropicTool).max(128)),
+  // structured outputs: output_config.format (and the beta's top-level output_format): a JSON schema the text follows
+  output_config: nullish(z.looseObject({ format: nullish(OutputFormat) })),
+  output_format: nullish(OutputFormat),
   tool_choice: nullish(z.discriminatedUnion("type", [
     z.looseObject({ type: z.enum(["auto", "any", "none"]), disable_parallel_tool_use: nullish(z.boolean()) }),
     z.looseObject({ type: z.literal("tool"), name: z.string(), disable_parallel_tool_use: nullish(z.boolean()) }),
@@ -97,10 +102,12 @@ function toGen(b: Omit<MessagesRequest, "max_tokens"> & { max_tokens?: number },
   };
 }
 
-/** the forced-call grammar of the request's tools, as an Anthropic error when it cannot be made */
-function grammarFor(b: Pick<MessagesRequest, "tools" | "tool_choice">): GrammarSpec | null | ApiError {
+/** the forced-call grammar of the request's tools, or its output format's (errors name output_config.format) */
+function grammarFor(b: Pick<MessagesRequest, "tools" | "tool_choice" | "output_config" | "output_format">): GrammarSpec | null | ApiError {
   const { tools, choice, single } = toolsOf(b);
-  return grammarOf({ tools, tool_choice: choice, parallel_tool_calls: !single });
+  const f = b.output_config?.format ?? b.output_format, field = b.output_config?.format ? "output_config.format" : "output_format";
+  return grammarAs({ tools, tool_choice: choice, parallel_tool_calls: !single,
+    response_format: f ? { type: "json_schema", json_schema: { name: "output", schema: f.schema as Record<string, unknown> } } : null }, field);
 }
 
 /** POST /v1/messages/count_tokens: the prompt's tokens as /v1/messages would render it ({input_tokens}) */

@@ -12,7 +12,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec } from "./protocol.ts";
-import { grammarOf, nullish, templateOf, type ChatRequest } from "./schemas.ts";
+import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
@@ -77,11 +77,7 @@ function formatGrammar(b: ResponsesRequest, tools: Tool[], choice: ToolChoice) {
   const f = b.text?.format;
   const rf = f == null || f.type !== "json_schema" ? f
     : { type: "json_schema" as const, json_schema: { name: f.name, schema: f.schema as Record<string, unknown>, strict: f.strict } };
-  const g = grammarOf({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls, response_format: rf as ChatRequest["response_format"] });
-  if (!g || !("status" in g)) return g;
-  const rename = (x: string) => x.replace("response_format.json_schema.schema", "text.format.schema").replace(/^response_format/, "text.format")
-    .replace(/\bresponse_format\b/g, "text.format");
-  return { ...g, message: rename(g.message), param: g.param ? rename(g.param) : g.param };
+  return grammarAs({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls, response_format: rf as ChatRequest["response_format"] }, "text.format");
 }
 
 /** the items as chat messages: function_call items join one assistant turn's tool_calls, outputs become tool turns */

@@ -267,6 +267,15 @@ export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & 
   }
 }
 
+/** grammarOf for a response_format another API spells as `field` (the Responses API's text.format, Anthropic's
+ *  output_config.format): its errors name that field */
+export function grammarAs(b: Parameters<typeof grammarOf>[0], field: string): GrammarSpec | null | ApiError {
+  const g = grammarOf(b);
+  if (!g || !("status" in g)) return g;
+  const rename = (x: string) => x.replace("response_format.json_schema.schema", `${field}.schema`).replace(/\bresponse_format\b/g, field);
+  return { ...g, message: rename(g.message), param: g.param ? rename(g.param) : g.param };
+}
+
 type Penalized = Pick<ChatRequest, "presence_penalty" | "frequency_penalty" | "repetition_penalty" | "repeat_penalty" | "logit_bias"
   | "dry_multiplier" | "dry_base" | "dry_allowed_length" | "dry_penalty_last_n" | "dry_sequence_breakers" | "repeat_last_n">;
 
