@@ -61,6 +61,7 @@ describe("chat template override", () => {
       cli("serve", "--alias", "a", "--served-model-name", "b"),
       cli("generate", "--model", TINY, "--prompt", "hi", "--max-tokens", "1", "--chat-template", templateFile),
       cli("serve", "--model", TINY, "--reasoning-budget=-2"), cli("chat", "--model", TINY, "--reasoning-budget-message", "ok"),
+      cli("serve", "--model", TINY, "--ctx", "64", "--max-model-len", "64"), cli("serve", "--model", TINY, "--parallel", "0"),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -74,6 +75,8 @@ describe("chat template override", () => {
     expect(runs[6].err).toContain("give --alias or --served-model-name, not both");
     expect(runs[8].err).toContain("--reasoning-budget must be -1 or a non-negative integer");
     expect(runs[9].err).toContain("--reasoning-budget-message needs --reasoning-budget");
+    expect(runs[10].err).toContain("give --ctx or --max-model-len, not both");
+    expect(runs[11].err).toContain("--slots must be in [1, 256]"); // (--parallel is --slots)
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {
@@ -83,11 +86,11 @@ describe("chat template override", () => {
   }, 60_000);
 });
 
-describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-key", () => {
+describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-key --parallel --max-model-len", () => {
   const UI = "http://ui.example:3000", KEY = "sk-opts";
   let proc: ReturnType<typeof Bun.spawn>, url = "", log = "";
   beforeAll(async () => {
-    proc = Bun.spawn(["bun", "src/cli.ts", "serve", "--model", TINY, "--port", "0", "--slots", "1", "--alias", "tiny-chat",
+    proc = Bun.spawn(["bun", "src/cli.ts", "serve", "--model", TINY, "--port", "0", "--parallel", "1", "--max-model-len", "512", "--alias", "tiny-chat",
       "--threads", "1", "--chat-template", templateFile, "--cors", `${UI},http://other.example`, "--api-key", KEY],
     { cwd: REPO, stdout: "pipe", stderr: "pipe" });
     const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
@@ -121,11 +124,11 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
     expect(log).toMatch(new RegExp(`request \\d+: ${prompt} prompt tokens \\(0 cached\\) \\+ 2 generated in [\\d.]+ s, decode [\\d.]+ tok/s, length`));
   });
 
-  test("/props: llama-server's fields (context, slots, chat template, alias)", async () => {
+  test("/props: llama-server's fields (context, slots, chat template, alias; --parallel and --max-model-len as --slots and --ctx)", async () => {
     expect((await fetch(`${url}/props`)).status).toBe(401);
     const p = (await (await fetch(`${url}/props`, { headers: auth })).json()) as any;
     expect(p).toMatchObject({ model_alias: "tiny-chat", model_path: TINY, total_slots: 1, chat_template: TEMPLATE });
-    expect(p.default_generation_settings.n_ctx).toBeGreaterThan(1);
+    expect(p.default_generation_settings.n_ctx).toBe(512);
   });
 
   test("messages go through the given template", async () => {

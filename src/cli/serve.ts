@@ -29,8 +29,10 @@ options:
   --model DIR      model directory (default: the embedded int8 demo model)
   --host H         address to bind (default 127.0.0.1; expose deliberately)
   --port P         TCP port (default 8080; 0 = pick a free one)
-  --slots N        KV slots = concurrent conversations (default 4)
-  --ctx N          context limit per slot in tokens (default min(4096, max_position_embeddings))
+  --slots N        KV slots = concurrent conversations (default 4; also spelled --max-num-seqs, as vLLM, and
+                   --parallel, as llama-server)
+  --ctx N          context limit per slot in tokens (default min(4096, max_position_embeddings); also spelled
+                   --max-model-len and --ctx-size)
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
   --prefill-chunk N  prompt tokens prefilled per step, between the decode steps of running streams
                    (default 128; larger: faster prompts, longer pauses for the streams decoding meanwhile)
@@ -137,17 +139,21 @@ async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
-    draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "served-model-name": { type: "string" }, "chat-template": { type: "string" },
+    draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "served-model-name": { type: "string" },
+    "max-model-len": { type: "string" }, "ctx-size": { type: "string" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
-  if (v["served-model-name"] !== undefined) {
-    if (v.alias !== undefined) throw new UsageError("give --alias or --served-model-name, not both", help);
-    v.alias = v["served-model-name"];
-  }
+  // vLLM's and llama-server's spellings of the same options
+  for (const [ours, theirs] of [["alias", ["served-model-name"]], ["ctx", ["max-model-len", "ctx-size"]], ["slots", ["max-num-seqs", "parallel"]]] as const)
+    for (const t of theirs) {
+      if (v[t] === undefined) continue;
+      if (v[ours] !== undefined) throw new UsageError(`give --${ours} or --${t}, not both`, help);
+      v[ours] = v[t];
+    }
   const port = v.port === undefined ? 8080 : intOption(v.port, "port", help);
   if (port > 65535) throw new UsageError("--port must be ≤ 65535", help);
   const slots = v.slots === undefined ? 4 : intOption(v.slots, "slots", help);
