@@ -193,6 +193,43 @@ describe("schemaToGbnf: errors name the schema path", () => {
       expect([(err as GrammarError)?.path, String(err).includes(msg)]).toEqual([at, true]);
     }
   });
+  test("2000 random schemas (every keyword, odd values): a grammar that compiles, or a GrammarError — never another error", () => {
+    const rng = new Rng(3), n = (k: number) => Math.floor(rng.next() * k), pick = <T>(a: T[]): T => a[n(a.length)];
+    const val = () => pick<unknown>([0, 1, -1, 0.5, 2.5, 1e300, -0.01, "x", "", null, true, [], {}, [1, "a"], 7, 100, 3]);
+    const KEYS = ["type", "properties", "required", "items", "prefixItems", "additionalProperties", "allOf", "anyOf", "oneOf", "enum", "const",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "pattern", "format", "minItems",
+      "maxItems", "propertyNames", "patternProperties", "minProperties", "maxProperties", "uniqueItems", "$ref", "$defs", "additionalItems", "not"];
+    const gen = (depth: number): unknown => {
+      if (depth > 3 || n(5) === 0) return pick<unknown>([true, false, {}, { type: "string" }, { type: "integer" }, 5, "s", null]);
+      const s: Record<string, unknown> = {};
+      for (let i = n(4) + 1; i > 0; i--) {
+        const k = pick(KEYS);
+        if (k === "type") s[k] = pick<unknown>(["object", "array", "string", "integer", "number", "boolean", "null", ["integer", "null"], "weird", 3]);
+        else if (k === "properties" || k === "$defs" || k === "patternProperties")
+          s[k] = Object.fromEntries(Array.from({ length: n(3) }, (_, i) => [pick(["a", "b", "^x", "c/d", "~e", ""]) + i, gen(depth + 1)]));
+        else if (k === "required") s[k] = pick<unknown>([["a0"], ["b1", "zz"], [], "a", [1]]);
+        else if (["items", "additionalProperties", "propertyNames", "not", "additionalItems"].includes(k)) s[k] = gen(depth + 1);
+        else if (["prefixItems", "allOf", "anyOf", "oneOf"].includes(k)) s[k] = n(6) === 0 ? gen(depth + 1) : Array.from({ length: n(3) }, () => gen(depth + 1));
+        else if (k === "enum") s[k] = n(5) === 0 ? "x" : Array.from({ length: n(3) }, val);
+        else if (k === "pattern") s[k] = pick(["^a+$", "(", "[a-z]{2,4}", "\\d", "a|b", "(?=x)", ".*"]);
+        else if (k === "format") s[k] = pick<unknown>(["date", "uri", "ipv6", "duration", "nope", "email", 5]);
+        else if (k === "$ref") s[k] = pick<unknown>(["#", "#/$defs/a0", "#/$defs/zz", "http://x", 3]);
+        else s[k] = val();
+      }
+      return s;
+    };
+    let compiled = 0;
+    for (let i = 0; i < 1000; i++) {
+      const schema = gen(0);
+      for (const strict of [true, false]) {
+        try { compileGrammar(schemaToGbnf(schema, { strict, whitespace: "compact" })); compiled++; } catch (e) {
+          if (!(e instanceof GrammarError)) throw new Error(`${JSON.stringify(schema)} (strict ${strict}): ${(e as Error).message}`);
+        }
+      }
+    }
+    expect(compiled).toBeGreaterThan(500); // (both outcomes well represented)
+    expect(() => schemaToGbnf({ $ref: "#" })).toThrow(GrammarError); // (found by it: a root that is only a reference to itself)
+  });
   test("annotations and unknown keywords are ignored", () => {
     expect(() => schemaToGbnf({ title: "t", description: "d", $schema: "x", default: 1, examples: [], type: "integer", "x-vendor": 1 })).not.toThrow();
   });

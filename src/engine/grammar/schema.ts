@@ -370,6 +370,7 @@ export function schemaToGbnf(schema: unknown, opts: SchemaOpts = {}): string {
   const c = new Converter(schema, { whitespace: opts.whitespace ?? "flexible", strict: opts.strict ?? true });
   const r = c.visit(schema, "root", "#", true);
   if (r !== "root") c.rules.set("root", r);
+  else if (!c.rules.has("root")) throw new GrammarError("the schema is only a reference to itself: it matches nothing", { path: "#/$ref" });
   // keep the rules reachable from root, root first
   const keep = new Set<string>(["root"]), todo = ["root"];
   while (todo.length) {
