@@ -40,6 +40,10 @@ describe.skipIf(!hasTiny)("serve: chat template variables", () => {
     expect(on).toEqual(await chat(plain, { chat_template_kwargs: { enable_thinking: true, greeting: "Ahoy" } })); // (the same prompt)
     expect((await chat(dflt, { chat_template_kwargs: { enable_thinking: false } })).reasoning_content).toBeUndefined();
     expect((await chat(plain)).reasoning_content).toBeUndefined(); // (no default: off)
+    // OpenAI's reasoning_effort: none / minimal off, others on (chat_template_kwargs win); and the template sees it
+    expect((await chat(plain, { reasoning_effort: "high", chat_template_kwargs: { greeting: "Ahoy" } }))).toEqual(on);
+    expect((await chat(dflt, { reasoning_effort: "none" })).reasoning_content).toBeUndefined();
+    expect((await chat(plain, { reasoning_effort: "none", chat_template_kwargs: { enable_thinking: true, greeting: "Ahoy" } }))).toEqual(on);
     const anthropic = async (extra: object = {}) =>
       ((await (await post(dflt.url, "/v1/messages", { model: "m", max_tokens: 6, temperature: 0, messages, ...extra })).json()) as any).content.map((b: { type: string }) => b.type);
     expect((await anthropic())[0]).toBe("thinking");

@@ -33,7 +33,9 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null, d: Defaults): GenReq
   const logprobs = b.logprobs ? (b.top_logprobs ?? 0) : undefined;
   const tools = toolsOf(b);
   return {
-    prompt: { kind: "chat", messages, ...templateOf(b.chat_template_kwargs, d.template), ...(tools.length ? { tools } : {}),
+    prompt: { kind: "chat", messages, ...templateOf(b.reasoning_effort == null ? b.chat_template_kwargs : {
+      reasoning_effort: b.reasoning_effort, enable_thinking: b.reasoning_effort !== "none" && b.reasoning_effort !== "minimal", ...b.chat_template_kwargs,
+    }, d.template), ...(tools.length ? { tools } : {}),
       ...(b.add_generation_prompt === false ? { generationPrompt: false } : {}), ...(b.continue_final_message ? { continueFinal: true } : {}) },
     keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto") || b.skip_special_tokens === false,
     slot: b.slot ?? "auto",

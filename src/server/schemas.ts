@@ -152,6 +152,9 @@ export const ChatRequest = z.object({
   logprobs: nullish(z.boolean()),
   top_logprobs: nullish(z.int().min(0).max(20)),
   chat_template_kwargs: TemplateKwargs,
+  // OpenAI's: passed to the template (as vLLM does) and, unless chat_template_kwargs name enable_thinking, thinking
+  // on for low / medium / high, off for none / minimal (as the Responses route reads reasoning.effort)
+  reasoning_effort: nullish(z.enum(["none", "minimal", "low", "medium", "high"])),
   tools: nullish(z.array(ToolSchema).max(128)),
   tool_choice: nullish(ToolChoiceSchema),
   parallel_tool_calls: nullish(z.boolean()),
