@@ -83,6 +83,7 @@ describe("planBudget", () => {
       kv.ik.forEach((x, i) => { if (x) { const q = ikQ8(kv, i, 0, 0); kvBytes += q.k8.byteLength + q.dk.byteLength; } }); // fast mode's int8 keys
       const mtpAndHidden = kvRows(100) * (kv.kv[0].byteLength / kv.cap + 4 * cfg.hidden_size);
       expect(kvRows(100) * kvBytesPerToken(cfg, t)).toBe(kvBytes + mtpAndHidden);
+      expect(kvBytesPerToken(cfg, t, false)).toBe(kvBytesPerToken(cfg, t) - 4 * cfg.hidden_size); // (no MTP drafting: no hidden rows)
     }
   });
 });

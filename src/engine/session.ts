@@ -114,18 +114,20 @@ export class Session {
     }
     b.len = n;
     b.wrote(0);
-    this.adopt(src.tokens.slice(0, n), src.hidden.subarray(0, n * this.m.cfg.hidden_size));
+    // hidden rows only where the source recorded them (MTP drafting): none to copy (or to allocate) otherwise
+    const D = this.m.cfg.hidden_size;
+    this.adopt(src.tokens.slice(0, n), src.hidden.length >= n * D ? src.hidden.subarray(0, n * D) : new Float32Array(0));
   }
 
-  /** Install a history whose KV rows are already in `kv` (kvfile load): tokens + hidden [n, D]. */
+  /** Install a history whose KV rows are already in `kv` (kvfile load, a prefix copy): tokens + hidden [n, D] (empty:
+   *  none recorded — a session that does not draft with the MTP head never reads them). */
   adopt(tokens: number[], hidden: Float32Array | null): void {
     if (this.kv.len !== tokens.length) throw new Error(`adopt: ${tokens.length} tokens but ${this.kv.len} KV rows`);
     const D = this.m.cfg.hidden_size;
     this.tokens.length = 0;
     this.tokens.push(...tokens);
-    this.ensureHidden(tokens.length);
-    if (hidden) this.hidden.set(hidden.subarray(0, tokens.length * D));
-    else if (this.mtpKV) throw new Error("adopt: this model has an MTP layer: the hidden rows are required");
+    if (hidden?.length) { this.ensureHidden(tokens.length); this.hidden.set(hidden.subarray(0, tokens.length * D)); }
+    else if (!hidden && this.mtpKV) throw new Error("adopt: this model has an MTP layer: the hidden rows are required");
     this.mtpReal = 0; // MTP rows are re-derived from (token, hidden) pairs at the next mtpSync
   }
 

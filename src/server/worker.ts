@@ -72,7 +72,8 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     const log = (s: string) => console.error(s);
     const small = (o.kvDtype ?? "f32") !== "f32";
-    store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvDtype: o.kvDtype, log });
+    store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvDtype: o.kvDtype,
+      hiddenRows: o.draft?.kind === "mtp", log }); // (the slots record hidden rows only to draft with the MTP head)
     // an f16 / q8 cache runs on the CPU path only: the device chain's attention reads f32 rows
     if (small && o.device === "vulkan") throw new Error(`--kv-cache-dtype ${o.kvDtype} runs on the CPU path only (--device cpu or auto)`);
     const dev = openDevice(m, small ? "cpu" : o.device ?? "auto", { layers: o.deviceLayers });

@@ -34,6 +34,8 @@ export interface ExpertOptions {
   sessions?: number;
   /** the sessions' MLA cache dtype (f16 / q8: a smaller reserve) */
   kvDtype?: KvDtype;
+  /** whether sessions keep the main residual's rows (MTP drafting; default true: reserved) */
+  hiddenRows?: boolean;
   /** streaming buffers shared by the layers (default min(8, max(2, top-k))) */
   workingSlabs?: number;
   /** where the plan and warnings go (default stderr); quiet: no plan line */
@@ -73,7 +75,7 @@ export function attachExperts(m: Model, o: ExpertOptions = {}): ExpertStore {
     const plan = planBudget({
       ram: ram.bytes, residentBytes: residentBytes(m), expertBytes: store.maxSlotBytes(),
       moeLayers: store.layers.length, experts: m.cfg.n_routed_experts,
-      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvDtype),
+      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvDtype, o.hiddenRows ?? true),
       activationBytes: runStateBytes(m.cfg, rows, kvRows(ctx)) /* RunState grows T by doubling */ + Math.min(STAGE_BYTES, rows * K * m.cfg.hidden_size * 4),
       workingSlabs: store.mmap ? 0 : W, slots: o.slots, historyTokens: learner?.tokens() ?? 0,
     });

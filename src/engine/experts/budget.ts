@@ -17,14 +17,14 @@ export const PIN_HALF = 4096;
 export const STAGE_BYTES = 64 * MiB;
 
 /** Bytes of KV state per token of context: every layer's c_kv ‖ k_pe (in the cache's dtype), indexer keys, the MTP
- *  layer, hidden. */
-export function kvBytesPerToken(cfg: Config, dtype: KvDtype = "f32"): number {
+ *  layer, and (hidden: MTP drafting keeps them) the main residual's rows. */
+export function kvBytesPerToken(cfg: Config, dtype: KvDtype = "f32", hidden = true): number {
   const kv = cfg.kv_lora_rank + cfg.qk_rope_head_dim;
   const indexed = cfg.has_dsa ? cfg.indexer_types.filter((t) => t === "full").length : 0;
   const mtp = cfg.num_nextn_predict_layers >= 1 ? 1 : 0;
   // indexer keys in f32, and fast mode's int8 copy of them (ikq.ts: a byte per element and a scale per row)
   const row = kvRowElems(dtype, kv) * (dtype === "f32" ? 4 : dtype === "f16" ? 2 : 1);
-  return (cfg.num_hidden_layers + mtp) * row + 4 * (indexed * cfg.index_head_dim + cfg.hidden_size) + indexed * (cfg.index_head_dim + 4);
+  return (cfg.num_hidden_layers + mtp) * row + 4 * (indexed * cfg.index_head_dim + (hidden ? cfg.hidden_size : 0)) + indexed * (cfg.index_head_dim + 4);
 }
 
 /** KVCache grows by doubling from 16 rows: the rows it holds for ctx tokens. */
