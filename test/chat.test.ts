@@ -1,9 +1,11 @@
 // `hummingbird chat` on the embedded demo model (always in the tree): greedy replies streamed for each stdin
 // line (by the engine worker, one slot) equal a fresh generation over the whole conversation rendered by the
 // chat template, while later turns reuse the cached prefix (--timings reports it); /reset starts over; --stop
-// cuts a reply; a turn past --ctx is refused.
+// cuts a reply; a turn past --ctx is refused; /think switches thinking.
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { demoModelDir } from "../src/model/demo.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { generate } from "../src/engine/generate.ts";
@@ -40,6 +42,17 @@ test("replies equal fresh generations over the conversation; later turns reuse t
   expect(turns[0][2]).toBe(0);
   expect(turns[1][2]).toBeGreaterThan(0); // the first turn's rows, kept
   expect(turns[2][2]).toBeGreaterThan(0); // the template's head, still cached after /reset
+}, 60_000);
+
+test("/think turns thinking on and off from the next turn (the template renders it)", () => {
+  const u = "Good things", tpl = join(mkdtempSync(join(tmpdir(), "hb-chat-")), "t.jinja");
+  writeFileSync(tpl, "{% for m in messages %}{{ m.content }}{% endfor %}{% if enable_thinking %} (thinking){% endif %}:");
+  const r = chat(`/think on\n${u}\n/reset\n/think\n${u}\n`, "--timings", "--chat-template", tpl);
+  expect(r.code, r.err).toBe(0);
+  expect(r.err).toContain("(thinking on)");
+  expect(r.err).toContain("(thinking off)");
+  const prompts = [...r.err.matchAll(/turn \d+: (\d+) prompt tokens/g)].map((t) => Number(t[1]));
+  expect(prompts).toEqual([codec.encode(`${u} (thinking):`).length, codec.encode(`${u}:`).length]);
 }, 60_000);
 
 test("--stop ends a reply before the stop text", () => {

@@ -19,7 +19,8 @@ const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-token
 
 Talk to a model in the terminal: every line of stdin is a user message; the reply streams to stdout. The
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn
-prefills only its new tokens). Ctrl-C stops a reply; /reset forgets the conversation; /exit, the end of
+prefills only its new tokens). Ctrl-C stops a reply; /reset forgets the conversation; /think [on|off] turns
+thinking on or off (toggles without an argument) from the next turn; /exit, the end of
 input or Ctrl-C at the prompt quits. Without --model: the embedded demo model.
 --max-tokens: the longest reply (default 512); --ctx: the conversation's token limit (default 4096, at
   most the model's): a reply stops there, and a turn whose prompt alone passes it is refused (/reset).
@@ -73,6 +74,10 @@ export const command: Command = {
         const line = raw.trim();
         if (line === "/exit" || line === "/quit") break;
         if (line === "/reset") { messages = [...system]; process.stderr.write("(conversation cleared)\n"); ask(); continue; }
+        if (line === "/think" || line === "/think on" || line === "/think off") { // thinking on or off from the next turn
+          v.think = line === "/think" ? !v.think : line === "/think on";
+          process.stderr.write(`(thinking ${v.think ? "on" : "off"})\n`); ask(); continue;
+        }
         if (line === "") { ask(); continue; }
         const turn: ChatMessage[] = [...messages, { role: "user", content: line }];
         let split = new ThinkSplit(!!v.think, false);
