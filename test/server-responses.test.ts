@@ -4,7 +4,8 @@
 // deltas adding up to the text; reasoning as a reasoning item (a template that opens <think>); a forced
 // function gives a function_call item (streamed as the call events) with the chat route's arguments, earlier call /
 // output items render as the chat route's tool turns; structured outputs (text.format) as the chat route's
-// response_format; other tools, stored responses and bad formats are refused naming the field.
+// response_format; previous_response_id (the in-memory store) and GET /v1/responses/{id}; other tools and bad formats
+// are refused naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import type { Server } from "../src/server/server.ts";
@@ -127,14 +128,33 @@ describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
     expect(typeof JSON.parse(o.output_text)).toBe("object");
   });
 
+  test("previous_response_id goes on from a stored response (its turns and output, not its instructions); GET returns it; store: false keeps none", async () => {
+    const first = await client.responses.create({ model: "m", instructions: "Be brief.", input: "Hi", max_output_tokens: 6, temperature: 0 });
+    const second = await client.responses.create({ model: "m", previous_response_id: first.id, input: "More?", max_output_tokens: 6, temperature: 0 });
+    // the same as sending the whole conversation (no instructions: they are not carried over)
+    const want = await chat([{ role: "user", content: "Hi" }, { role: "assistant", content: first.output_text }, { role: "user", content: "More?" }], 6);
+    expect(second.output_text).toBe(want.choices[0].message.content);
+    expect(second.usage!.input_tokens).toBe(want.usage.prompt_tokens);
+    const third = await client.responses.create({ model: "m", previous_response_id: second.id, input: "And?", max_output_tokens: 6, temperature: 0 });
+    const want3 = await chat([{ role: "user", content: "Hi" }, { role: "assistant", content: first.output_text }, { role: "user", content: "More?" },
+      { role: "assistant", content: second.output_text }, { role: "user", content: "And?" }], 6);
+    expect(third.output_text).toBe(want3.choices[0].message.content);
+    const { output_text: _, ...sent } = JSON.parse(JSON.stringify(second)); // (output_text: the SDK's convenience field)
+    expect(((await (await fetch(`${s.url}/v1/responses/${second.id}`)).json()) as any)).toEqual(sent);
+    const unstored = await client.responses.create({ model: "m", input: "Hi", max_output_tokens: 2, temperature: 0, store: false });
+    expect((await fetch(`${s.url}/v1/responses/${unstored.id}`)).status).toBe(404);
+    const r = await post(s.url, "/v1/responses", { input: "x", previous_response_id: unstored.id });
+    expect(r.status).toBe(404);
+  });
+
   test("refusals name the field", async () => {
     for (const [body, param] of [[{ input: "x", tools: [{ type: "web_search" }] }, "tools.0.type"], [{ input: [] }, "input"],
-      [{ input: "x", text: { format: { type: "json_schema" } } }, "text.format.name"], [{ input: "x", previous_response_id: "r1" }, "previous_response_id"],
+      [{ input: "x", text: { format: { type: "json_schema" } } }, "text.format.name"], [{ input: "x", previous_response_id: "resp-unknown" }, "previous_response_id"],
       [{ input: "x", text: { format: { type: "json_schema", name: "s", schema: { type: "strin" } } } }, "text.format.schema.type"],
       [{ input: "x", text: { format: { type: "xml" } } }, "text.format.type"],
       [{ input: [{ role: "user", content: [{ type: "input_image", image_url: "u" }] }] }, "input"]] as const) {
       const r = await post(s.url, "/v1/responses", body);
-      expect(r.status).toBe(400);
+      expect(r.status).toBe("previous_response_id" in body ? 404 : 400);
       expect(((await r.json()) as any).error.param).toStartWith(param);
     }
   });

@@ -15,7 +15,8 @@ import { basicSampling, defaultsOf, notReady, type RouteOptions } from "./routes
 import { applyTemplate, detokenize, tokenize } from "./tokenize.ts";
 import { slotAction } from "./slot-files.ts";
 import { llamaCompletion } from "./llama-completion.ts";
-import { responses } from "./responses.ts";
+import { responses, storedResponse } from "./responses.ts";
+import { ResponseStore } from "./responses-store.ts";
 import chatPage from "./ui.html" with { type: "text" };
 
 /** Paths answered without the API key: the health checks (load balancers and orchestrators call them bare). */
@@ -38,6 +39,7 @@ function keyMatches(bearer: string | undefined, xKey: string | undefined, keys: 
 export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   const app = new Hono();
   let httpRequests = 0;
+  const ro: RouteOptions = { ...o, responses: o.responses ?? new ResponseStore() }; // (the Responses API's memory)
 
   if (o.cors?.length) { // before the key check: preflights carry no credentials, and errors need the headers too
     app.use("*", cors({
@@ -107,7 +109,8 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   for (const p of ["/v1/completions", "/completions"]) app.post(p, (c) => completions(c.req.raw, engine, o)); // (the unversioned: llama-server's aliases)
   app.post("/completion", (c) => llamaCompletion(c.req.raw, engine, o)); // llama-server's own
   app.post("/v1/messages", (c) => messages(c.req.raw, engine, o));
-  app.post("/v1/responses", (c) => responses(c.req.raw, engine, o));
+  app.post("/v1/responses", (c) => responses(c.req.raw, engine, ro));
+  app.get("/v1/responses/:id", (c) => storedResponse(c.req.param("id"), ro));
   app.post("/v1/messages/count_tokens", (c) => countTokens(c.req.raw, engine, o));
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
   app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));

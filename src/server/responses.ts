@@ -5,12 +5,14 @@
 // message), function `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls
 // scanned on "auto", the arguments constrained when forced; each call a function_call item), and `stream` as the
 // API's named SSE events (response.created ... output_text / function_call_arguments deltas ... response.completed /
-// response.incomplete, each with its sequence_number). previous_response_id (nothing is stored), other tool types
-// and non-text formats are refused with a 400 naming them. Errors in the OpenAI shape. State: per request.
+// response.incomplete, each with its sequence_number). Finished responses are kept in memory (responses-store.ts)
+// for previous_response_id and GET /v1/responses/{id} unless store: false. Other tool types are refused with a 400
+// naming them. Errors in the OpenAI shape. State: per request (the store is the app's).
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
-import { errorResponse, fromWorker } from "./http-errors.ts";
+import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
+import { STORE_MAX, type Turn } from "./responses-store.ts";
 import type { GenRequest, GrammarSpec } from "./protocol.ts";
 import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
@@ -18,7 +20,6 @@ import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tool
 import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
 import { ReplySplit } from "./reply.ts";
 
-const refused = (what: string) => z.unknown().refine((v) => v == null, { message: `${what} is not supported on /v1/responses` });
 const Part = z.object({ type: z.enum(["input_text", "output_text"], { message: "only input_text / output_text parts are supported" }), text: z.string() });
 const Message = z.object({
   type: nullish(z.literal("message")), role: z.enum(["user", "assistant", "system", "developer"]), content: z.union([z.string(), z.array(Part)]),
@@ -54,7 +55,7 @@ const ResponsesRequest = z.object({
     { message: 'must be "none", "auto", "required" or {type: "function", name}' })),
   parallel_tool_calls: nullish(z.boolean()),
   store: nullish(z.boolean()), metadata: nullish(z.record(z.string(), z.unknown())), user: nullish(z.string()),
-  previous_response_id: nullish(refused("previous_response_id (nothing is stored: send the earlier items in input)")),
+  previous_response_id: nullish(z.string().max(256)),
 });
 type ResponsesRequest = z.infer<typeof ResponsesRequest>;
 
@@ -81,9 +82,14 @@ function formatGrammar(b: ResponsesRequest, tools: Tool[], choice: ToolChoice) {
 }
 
 /** the items as chat messages: function_call items join one assistant turn's tool_calls, outputs become tool turns */
-function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
-  const out: ChatRequest["messages"] = b.instructions ? [{ role: "system", content: b.instructions }] : [];
-  if (typeof b.input === "string") return [...out, { role: "user", content: b.input }];
+function chatMessages(b: ResponsesRequest, earlier: Turn[] = []): ChatRequest["messages"] {
+  return [...(b.instructions ? [{ role: "system" as const, content: b.instructions }] : []), ...earlier, ...inputTurns(b)];
+}
+
+/** the request's input items as chat turns */
+function inputTurns(b: ResponsesRequest): Turn[] {
+  const out: Turn[] = [];
+  if (typeof b.input === "string") return [{ role: "user", content: b.input }];
   for (const it of b.input) {
     if (it.type === "function_call") {
       const last = out.at(-1), call = { id: it.call_id, type: "function" as const, function: { name: it.name, arguments: it.arguments } };
@@ -95,10 +101,10 @@ function chatMessages(b: ResponsesRequest): ChatRequest["messages"] {
   return out;
 }
 
-function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, d: Defaults): GenRequest {
+function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, d: Defaults, earlier: Turn[]): GenRequest {
   const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools, t = template(b, d.template);
   return {
-    prompt: { kind: "chat", messages: templateMessages(chatMessages(b)), ...t,
+    prompt: { kind: "chat", messages: templateMessages(chatMessages(b, earlier)), ...t,
       ...(rendered.length ? { tools: rendered } : {}) },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_output_tokens ?? undefined, ...basicSampling(b, d.sampling), stop: [],
@@ -111,7 +117,11 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const b = p.data, { tools, choice } = toolsOf(b);
   const grammar = formatGrammar(b, tools, choice);
   if (grammar && "status" in grammar) return errorResponse(grammar);
-  const gen = toGen(b, grammar, defaultsOf(engine, o)), r = run(engine, gen, req.signal), first = await r.q.next();
+  const prev = b.previous_response_id != null ? o.responses?.get(b.previous_response_id) : undefined;
+  if (b.previous_response_id != null && !prev)
+    return errorResponse(apiError(404, `previous_response_id: no stored response ${JSON.stringify(b.previous_response_id)} (this server keeps the last ${STORE_MAX}, in memory)`, "previous_response_id", "not_found"));
+  const earlier = prev?.turns ?? [];
+  const gen = toGen(b, grammar, defaultsOf(engine, o), earlier), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const reply = new ReplySplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, tools, choice, b.parallel_tool_calls === false);
@@ -165,6 +175,15 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const drive = (emit: (ev: object) => void) => reply.drive(first, () => r.q.next(),
     { reasoning: (s) => add("reasoning", s, emit), content: (s) => add("message", s, emit), call: (c) => addCall(c, emit) });
   const status = (d: Done) => (d.reason === "length" ? "incomplete" : "completed");
+  /** the finished response, kept for previous_response_id unless store: false: its turns, then its output as one */
+  const keep = (d: Done) => {
+    const res = response(status(d), d);
+    if (b.store === false || !o.responses) return res;
+    const text = items.filter((it) => it.kind === "message").map((it) => (it as { text: string }).text).join("");
+    const calls = items.flatMap((it) => (it.kind === "function_call" ? [it.call] : []));
+    o.responses.put(id, { turns: [...earlier, ...inputTurns(b), { role: "assistant", content: text, ...(calls.length ? { tool_calls: calls } : {}) }], response: res });
+    return res;
+  };
 
   if (b.stream) {
     return sseResponse(async (send) => {
@@ -174,11 +193,17 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
       const d = await drive(emit);
       if (d.t === "error") { const e = fromWorker(d.code, d.detail, "input"); emit({ type: "error", code: e.code, message: e.message, param: e.param }); return false; }
       if (items.length) closeItem(emit);
-      emit({ type: `response.${status(d)}`, response: response(status(d), d) });
+      emit({ type: `response.${status(d)}`, response: keep(d) });
       return true;
     }, r.abandon, "named");
   }
   const d = await drive(() => {});
   if (d.t === "error") return errorResponse(fromWorker(d.code, d.detail, "input"));
-  return Response.json(response(status(d), d));
+  return Response.json(keep(d));
+}
+
+/** GET /v1/responses/{id}: a stored response (404 when this server holds none of that id) */
+export function storedResponse(id: string, o: RouteOptions): Response {
+  const s = o.responses?.get(id);
+  return s ? Response.json(s.response) : errorResponse(apiError(404, `no stored response ${JSON.stringify(id)}`, "response_id", "not_found"));
 }
