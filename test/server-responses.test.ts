@@ -128,7 +128,7 @@ describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
     expect(typeof JSON.parse(o.output_text)).toBe("object");
   });
 
-  test("previous_response_id goes on from a stored response (its turns and output, not its instructions); GET returns it; store: false keeps none", async () => {
+  test("previous_response_id goes on from a stored response (its turns and output, not its instructions); GET returns it, DELETE forgets it; store: false keeps none", async () => {
     const first = await client.responses.create({ model: "m", instructions: "Be brief.", input: "Hi", max_output_tokens: 6, temperature: 0 });
     const second = await client.responses.create({ model: "m", previous_response_id: first.id, input: "More?", max_output_tokens: 6, temperature: 0 });
     // the same as sending the whole conversation (no instructions: they are not carried over)
@@ -141,6 +141,9 @@ describe.skipIf(!hasTiny)("serve: /v1/responses", () => {
     expect(third.output_text).toBe(want3.choices[0].message.content);
     const { output_text: _, ...sent } = JSON.parse(JSON.stringify(second)); // (output_text: the SDK's convenience field)
     expect(((await (await fetch(`${s.url}/v1/responses/${second.id}`)).json()) as any)).toEqual(sent);
+    await client.responses.delete(first.id);
+    expect((await fetch(`${s.url}/v1/responses/${first.id}`)).status).toBe(404);
+    expect((await fetch(`${s.url}/v1/responses/${first.id}`, { method: "DELETE" })).status).toBe(404);
     const unstored = await client.responses.create({ model: "m", input: "Hi", max_output_tokens: 2, temperature: 0, store: false });
     expect((await fetch(`${s.url}/v1/responses/${unstored.id}`)).status).toBe(404);
     const r = await post(s.url, "/v1/responses", { input: "x", previous_response_id: unstored.id });

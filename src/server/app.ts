@@ -15,7 +15,7 @@ import { basicSampling, defaultsOf, notReady, type RouteOptions } from "./routes
 import { applyTemplate, detokenize, tokenize } from "./tokenize.ts";
 import { slotAction } from "./slot-files.ts";
 import { llamaCompletion } from "./llama-completion.ts";
-import { responses, storedResponse } from "./responses.ts";
+import { deleteResponse, responses, storedResponse } from "./responses.ts";
 import { ResponseStore } from "./responses-store.ts";
 import chatPage from "./ui.html" with { type: "text" };
 
@@ -111,6 +111,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   app.post("/v1/messages", (c) => messages(c.req.raw, engine, o));
   app.post("/v1/responses", (c) => responses(c.req.raw, engine, ro));
   app.get("/v1/responses/:id", (c) => storedResponse(c.req.param("id"), ro));
+  app.delete("/v1/responses/:id", (c) => deleteResponse(c.req.param("id"), ro));
   app.post("/v1/messages/count_tokens", (c) => countTokens(c.req.raw, engine, o));
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
   app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));

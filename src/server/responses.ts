@@ -202,8 +202,13 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   return Response.json(keep(d));
 }
 
+const notStored = (id: string) => errorResponse(apiError(404, `no stored response ${JSON.stringify(id)}`, "response_id", "not_found"));
 /** GET /v1/responses/{id}: a stored response (404 when this server holds none of that id) */
 export function storedResponse(id: string, o: RouteOptions): Response {
   const s = o.responses?.get(id);
-  return s ? Response.json(s.response) : errorResponse(apiError(404, `no stored response ${JSON.stringify(id)}`, "response_id", "not_found"));
+  return s ? Response.json(s.response) : notStored(id);
+}
+/** DELETE /v1/responses/{id}: forget a stored response */
+export function deleteResponse(id: string, o: RouteOptions): Response {
+  return o.responses?.delete(id) ? Response.json({ id, object: "response", deleted: true }) : notStored(id);
 }
