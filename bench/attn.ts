@@ -1,11 +1,11 @@
 // Micro-benchmarks of the attention core (mitata), hb_attn: the naive MLA form of a prefill (per-head keys
 // [k_nope ‖ k_pe] and values, causal: row s sees keys 0..s) with the bench preset's heads (16 × dk 96, dv 64) and
 // GLM-5's (64 × dk 256, dv 256), and the absorbed form of one decoded row (keys [c_kv ‖ k_pe] shared by the
-// heads, the values their first 512 columns) over a long context. Keys and values stay in the cache (compute,
+// heads, the values their first 512 columns) over a long context, also over f16 / q8 caches. Keys and values stay in the cache (compute,
 // not memory, is measured). Reports GMAC/s (p50: score and value multiply-adds over the keys each row sees).
 // Holds no state. Usage: bun bench/attn.ts     (HB_THREADS=n to pin the pool size)
 import { bench, do_not_optimize, run } from "mitata";
-import { attn, hb } from "../src/engine/hb.ts";
+import { attn, attnSegs, hb, kvRowElems, kvWrite } from "../src/engine/hb.ts";
 
 const lib = hb();
 const rand = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
@@ -39,6 +39,19 @@ for (const [H, T] of [[16, 4096], [64, 4096]]) {
   cases.push({ name: `decode H=${H} T=${T} (absorbed, shared keys)`, macs: H * (dk + dv) * T,
     fn: () => attn(1, H, dk, dv, { a: q, row: H * dk, head: dk }, { a: kv, row: dk, head: 0 }, { a: kv, row: dk, head: 0 },
       null, nsel, 0, 0.05, { a: out, row: H * dv, head: dv }) });
+}
+// the same decode over a cache in each KV dtype (hb_attn_segs, as the engine calls it: f16 / q8 rows widened first),
+// two rows (two conversations) per call
+for (const H of [16, 64]) {
+  const T = 4096, dk = 576, dv = 512, q = rand(2 * H * dk), out = new Float32Array(2 * H * dv), nsel = Int32Array.of(T, T);
+  const x = rand(T * dk), lat = x.filter((_, i) => i % dk < 512), kpe = x.filter((_, i) => i % dk >= 512);
+  for (const t of ["f32", "f16", "q8"] as const) {
+    const caches = [0, 1].map(() => { const c = t === "f32" ? new Float32Array(T * dk) : t === "f16" ? new Uint16Array(T * dk) : new Uint8Array(T * kvRowElems("q8", dk));
+      kvWrite([{ cache: c, pos0: 0, r0: 0, n: T }], lat, 512, kpe, 64, 64); return c; });
+    cases.push({ name: `decode H=${H} T=${T} ×2 rows, ${t} cache`, macs: 2 * H * (dk + dv) * T,
+      fn: () => attnSegs(caches.map((c, i) => ({ r0: i, n: 1, k: c, v: c })), H, dk, dv, { a: q, row: H * dk, head: dk }, { row: dk, head: 0 },
+        { row: dk, head: 0 }, null, nsel, 0, 0.05, { a: out, row: H * dv, head: dv }) });
+  }
 }
 for (const c of cases) bench(c.name, () => { c.fn(); do_not_optimize(c); });
 const { benchmarks } = await run();

@@ -1,6 +1,7 @@
 /* libhb attention core: the MLA/DSA attention (hb_attn, hb_attn_ref), spec §3.1, and the micro-kernel
- * dispatch shared with dsa.c (scalar references here, SIMD ones in attn_x86.c and attn_neon.c). Holds no
- * state: each task mallocs its own score scratch. SIMD: AVX-512 / AVX2+FMA / NEON micro-kernels picked per
+ * dispatch shared with dsa.c (scalar references here, SIMD ones in attn_x86.c and attn_neon.c). State: each
+ * thread's scratch (scores; keys widened from an f16 / q8 cache, reused by the same call's next items of that
+ * row), kept between calls (see attn_scratch). SIMD: AVX-512 / AVX2+FMA / NEON micro-kernels picked per
  * call from hb_simd_level(); scalar reference kernels at HB_SCALAR. Every dot product of
  * one (query, key) pair is summed the same way whatever kernel computes it (one accumulator over 16- or
  * 8-wide chunks, tail last), and every output element is one FMA chain over keys in list order, so a
@@ -8,6 +9,7 @@
  * level. */
 #include "attn.h"
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,26 +201,58 @@ typedef struct {
   const int *first;                    /* [nseg + 1] first item of each segment; first[nseg] = all items */
   const int *rows;                     /* [nseg] rows of each segment */
   int nseg, H, G, ngroups, blk;
+  unsigned long long gen;              /* this call's id: widened keys are reused only within one call */
 } attn_ctx;
 
-/* row s's keys (its selection, or 0..n-1) of a cache in op->kfmt widened into kb [n, kRow], in list order */
-static void widen_keys(const hb_attn_ops *op, int s, float *kb) {
-  const int n = op->nsel[s];
+/* A thread's scratch: scores p, widened keys kb [n, kRow] of row `row` of segment op in call gen (without a
+ * selection a row's keys are 0..n-1, so kb serves every row of op with at most n keys). Kept between calls while
+ * each fits SCRATCH_KEEP bytes, or while calls need that much (a long context's, until a call needs less). */
+#define SCRATCH_KEEP ((size_t)32 << 20)
+typedef struct { float *p, *kb; size_t pcap, kcap; unsigned long long gen; const hb_attn_ops *op; int row, n; } attn_scratch;
+static _Thread_local attn_scratch tl_scr;
+static atomic_ullong attn_gen;   /* calls so far (64 bits: never wraps back to a thread's last id) */
+
+/* *buf holding n floats: grown, or shrunk when it holds more than SCRATCH_KEEP bytes (its contents then lost; the
+ * size asked for is the same for every item of a call) */
+static float *scratch(float **buf, size_t *cap, size_t n) {
+  if (n > *cap || (*cap > n && *cap * sizeof(float) > SCRATCH_KEEP)) {
+    free(*buf);
+    *buf = malloc(sizeof(float) * n);
+    *cap = *buf ? n : 0;
+  }
+  return *buf;
+}
+
+/* keys [from, to) of row s (its selection, or 0..n-1) of a cache in op->kfmt widened into kb [n, kRow], list order */
+static void widen_keys(const hb_attn_ops *op, int s, int from, int to, float *kb) {
   const int32_t *sr = op->sel ? op->sel + (ptrdiff_t)s * op->selRow : NULL;
   const size_t rb = hb_kv_row_bytes(op->kfmt, op->kRow);
-  for (int j = 0; j < n; j++) {
-    if (j + 8 < n) __builtin_prefetch(op->kc + (size_t)(sr ? sr[j + 8] : j + 8) * rb);
+  for (int j = from; j < to; j++) {
+    if (j + 8 < to) __builtin_prefetch(op->kc + (size_t)(sr ? sr[j + 8] : j + 8) * rb);
     hb_kv_widen(op->kfmt, op->kc + (size_t)(sr ? sr[j] : j) * rb, op->kRow, kb + (ptrdiff_t)j * op->kRow);
   }
 }
 
-static void attn_item(const hb_attn_ops *op, int s, int nr, int h0, int G, float *p /* [max(G, 4), maxn] */, float *kb) {
+/* row r's keys widened into this thread's kb, reusing what the call's previous items left there */
+static const float *widened(const hb_attn_ops *op, int r, unsigned long long gen) {
+  attn_scratch *t = &tl_scr;
+  const int n = op->nsel[r], same = t->gen == gen && t->op == op;
+  const int have = !same ? 0 : !op->sel ? t->n : t->row == r ? n : 0;
+  if (have < n) widen_keys(op, r, have, n, t->kb);
+  t->gen = gen; t->op = op; t->row = r;
+  t->n = have > n ? have : n;
+  return t->kb;
+}
+
+static void attn_item(const hb_attn_ops *op, int s, int nr, int h0, int G, float *p /* [max(G, 4), maxn] */,
+                      unsigned long long gen) {
   if (op->kc) { /* f16 / q8 keys and values: each row over its keys widened (the same bits as an f32 cache of them) */
     for (int r = s; r < s + nr; r++) {
       hb_attn_ops w = *op;
-      w.kc = NULL; w.k = w.v = kb; w.vRow = w.kRow; w.sel = NULL;
-      if (op->nsel[r] > 0) widen_keys(op, r, kb);
-      attn_item(&w, r, 1, h0, G, p, NULL);   /* (no keys: zeros) */
+      w.kc = NULL; w.sel = NULL;
+      w.k = w.v = op->nsel[r] > 0 ? widened(op, r, gen) : tl_scr.kb;
+      w.vRow = w.kRow;
+      attn_item(&w, r, 1, h0, G, p, gen);   /* (no keys: zeros) */
     }
     return;
   }
@@ -237,28 +271,31 @@ static void attn_item(const hb_attn_ops *op, int s, int nr, int h0, int G, float
   }
 }
 
+/* Items of a widened segment are numbered row by row (a row's head groups in turn, so a thread's next claim finds
+ * that row's keys widened); the others head group by head group (see above). */
 static void attn_task(void *ctx, int lo, int hi) {
   const attn_ctx *c = ctx;
-  const int maxn = c->seg[0].maxn;
-  float *p = malloc(sizeof(float) * (size_t)(c->G > 4 ? c->G : 4) * (size_t)(maxn > 0 ? maxn : 1));
-  float *kb = c->seg[0].kc ? malloc(sizeof(float) * (size_t)(maxn > 0 ? maxn : 1) * (size_t)c->seg[0].kRow) : NULL;
+  attn_scratch *t = &tl_scr;
+  const size_t maxn = c->seg[0].maxn > 0 ? (size_t)c->seg[0].maxn : 1;
+  const int wide = c->seg[0].kc != NULL;
+  float *p = scratch(&t->p, &t->pcap, (size_t)(c->G > 4 ? c->G : 4) * maxn);
+  const int ok = p && (!wide || scratch(&t->kb, &t->kcap, maxn * (size_t)c->seg[0].kRow));
   int a = 0, b = c->nseg - 1;          /* the segment holding item lo */
   while (a < b) { const int m = (a + b + 1) / 2; if (c->first[m] <= lo) a = m; else b = m - 1; }
   for (int it = lo, g = a; it < hi; it++) {
     while (it >= c->first[g + 1]) g++;
     const hb_attn_ops *op = &c->seg[g];
     const int local = it - c->first[g], blocks = (c->first[g + 1] - c->first[g]) / c->ngroups;
-    const int s = (local % blocks) * c->blk, h0 = (local / blocks) * c->G;
+    const int s = (wide ? local / c->ngroups : local % blocks) * c->blk;
+    const int h0 = (wide ? local % c->ngroups : local / blocks) * c->G;
     const int G = c->H - h0 < c->G ? c->H - h0 : c->G, nr = c->rows[g] - s < c->blk ? c->rows[g] - s : c->blk;
-    if (p && (!op->kc || kb)) { attn_item(op, s, nr, h0, G, p, kb); continue; }
+    if (ok) { attn_item(op, s, nr, h0, G, p, c->gen); continue; }
     for (int r = s; r < s + nr; r++) /* out of memory: make the failure visible instead of silent */
       for (int k = 0; k < G; k++) {
         float *o = op->out + (ptrdiff_t)r * op->oRow + (ptrdiff_t)(h0 + k) * op->oHead;
         for (int e = 0; e < op->dv; e++) o[e] = NAN;
       }
   }
-  free(p);
-  free(kb);
 }
 
 /* run segs[0..nseg) (rows[g] rows each) as one pool job */
@@ -279,7 +316,7 @@ static void attn_jobs(hb_attn_ops *segs, const int *rows, int nseg, int H) {
   if (!first) return;
   first[0] = 0;
   for (int g = 0; g < nseg; g++) first[g + 1] = first[g] + (rows[g] + blk - 1) / blk * ngroups;
-  attn_ctx c = { segs, first, rows, nseg, H, G, ngroups, blk };
+  attn_ctx c = { segs, first, rows, nseg, H, G, ngroups, blk, atomic_fetch_add(&attn_gen, 1) + 1 };
   hb_parallel_for(first[nseg], 1, attn_task, &c);
   if (first != one) free(first);
 }

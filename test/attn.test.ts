@@ -409,8 +409,11 @@ describe("an f16 KV cache", () => {
       f32s.push({ r0, n, k: wide[g], v: wide[g] });
       r0 += n;
     });
-    for (const level of [Simd.scalar, Simd.avx2, Simd.avx512]) for (const useSel of [true, false]) {
-      const ns = useSel ? nsel : Int32Array.from(nsel, (_, s) => lens[f32s.findIndex((g) => s >= g.r0 && s < g.r0 + g.n)]);
+    // without a selection, causal rows (a segment's row j of n sees T - n + 1 + j keys: a thread's widened keys of
+    // one row extended or reused by the next); twice, the caches rewritten in between (nothing kept across calls)
+    for (const level of [Simd.scalar, Simd.avx2, Simd.avx512]) for (const useSel of [true, false, false]) {
+      const ns = useSel ? nsel : Int32Array.from(nsel, (_, s) => { const g = f32s.find((g) => s >= g.r0 && s < g.r0 + g.n)!; return lens[f32s.indexOf(g)] - g.n + 1 + s - g.r0; });
+      if (!useSel) halves.forEach((h, g) => { toF16(randArr(r, h.length), h, h.length); wide[g].set(new Float16Array(h.buffer)); });
       const run = (segs: typeof f16s | typeof f32s) => {
         const out = new Float32Array(S * OR).fill(NaN);
         atLevel(level, () => attnSegs(segs, H, W, dv, { a: q, row: QR, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
