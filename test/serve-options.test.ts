@@ -62,6 +62,7 @@ describe("chat template override", () => {
       cli("generate", "--model", TINY, "--prompt", "hi", "--max-tokens", "1", "--chat-template", templateFile),
       cli("serve", "--model", TINY, "--reasoning-budget=-2"), cli("chat", "--model", TINY, "--reasoning-budget-message", "ok"),
       cli("serve", "--model", TINY, "--ctx", "64", "--max-model-len", "64"), cli("serve", "--model", TINY, "--parallel", "0"),
+      cli("serve", "--model", TINY, "--pooling", "max"),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -77,6 +78,7 @@ describe("chat template override", () => {
     expect(runs[9].err).toContain("--reasoning-budget-message needs --reasoning-budget");
     expect(runs[10].err).toContain("give --ctx or --max-model-len, not both");
     expect(runs[11].err).toContain("--slots must be in [1, 256]"); // (--parallel is --slots)
+    expect(runs[12].err).toContain('--pooling must be one of last|mean|cls, got "max"');
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {

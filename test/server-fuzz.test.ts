@@ -1,5 +1,5 @@
 // Fuzz of the serving layer on glm-tiny (seeded, bounded): 2000 HTTP bodies (random bytes, random JSON, truncated
-// and mutated valid requests; the OpenAI routes (Responses too), /v1/messages and llama-server's /completion) get a
+// and mutated valid requests; the OpenAI routes (Responses and embeddings too), /v1/messages and llama-server's /completion) get a
 // 2xx or a 4xx in the route's error shape (all have error.type and error.message), never a
 // 5xx; 2000+ mux frames (valid, mutated, garbage) get only well-formed server frames. The server still
 // answers /health afterwards and its slots drain.
@@ -27,7 +27,8 @@ const KEYS = ["messages", "prompt", "role", "content", "max_tokens", "max_comple
   "chat_template_kwargs", "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias", "tool_choice", "tool_calls", "junk",
   "system", "stop_sequences", "thinking", "input", "instructions", "max_output_tokens", "reasoning", "n_predict", "id_slot",
   "ignore_eos", "stop_token_ids", "min_tokens", "allowed_token_ids", "include_stop_str_in_output", "skip_special_tokens",
-  "truncate_prompt_tokens", "return_tokens_as_token_ids", "add_generation_prompt", "continue_final_message", "mirostat", "typical_p", "prompt_logprobs", "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_sequence_breakers", "mirostat_tau", "repeat_last_n", "top_n_sigma", "dynatemp_range", "bad_words", "guided_regex"];
+  "truncate_prompt_tokens", "return_tokens_as_token_ids", "add_generation_prompt", "continue_final_message", "mirostat", "typical_p", "prompt_logprobs", "xtc_probability", "xtc_threshold", "dry_multiplier", "dry_sequence_breakers", "mirostat_tau", "repeat_last_n", "top_n_sigma", "dynatemp_range", "bad_words", "guided_regex",
+  "encoding_format", "dimensions", "normalize"];
 
 function mutate(base: Record<string, unknown>): Record<string, unknown> {
   const b: Record<string, unknown> = structuredClone(base);
@@ -41,11 +42,11 @@ function mutate(base: Record<string, unknown>): Record<string, unknown> {
 }
 
 function httpCase(): { path: string; body: string | Uint8Array } {
-  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages", "/completion", "/v1/responses"]);
+  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages", "/completion", "/v1/responses", "/v1/embeddings"]);
   const chat = { messages: [{ role: "user", content: "hi" }], max_tokens: 2, temperature: 0 };
   const comp = { prompt: "hi", max_tokens: 2, n_predict: 2, temperature: 0 };
   const resp = { input: "hi", max_output_tokens: 2, temperature: 0 };
-  const base = path === "/v1/responses" ? resp : path.endsWith("completion") || path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
+  const base = path === "/v1/embeddings" ? { input: ["hi", "there"], encoding_format: "float" } : path === "/v1/responses" ? resp : path.endsWith("completion") || path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
   switch (rnd(5)) {
     case 0: return { path, body: Uint8Array.from({ length: rnd(200) }, () => rnd(256)) };
     case 1: return { path, body: JSON.stringify(randJson()) };

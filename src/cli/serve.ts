@@ -10,6 +10,7 @@ import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
+import { POOLINGS } from "../engine/pooling.ts";
 import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
@@ -18,9 +19,9 @@ const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
-                         [expert and device options below]
+                         [--pooling last|mean|cls] [expert and device options below]
 
-Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, GET /v1/models,
+Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, /v1/embeddings, GET /v1/models,
 /health, /metrics, /slots, /props), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page
 at /. Each finished request is logged on stderr (its tokens, speed and finish reason) unless --quiet.
 The port is bound before the model loads: /health answers 503 {"status":"loading"} until ready.
@@ -57,6 +58,9 @@ options:
   --generation-config G  auto (default): requests that name no temperature, top_p, top_k, min_p or
                    repetition_penalty get the model's generation_config.json values (as vLLM does);
                    vllm: the API's own defaults (temperature 1, top_p 1, no top-k, min-p or penalty)
+  --pooling P      how POST /v1/embeddings pools a prompt's final hidden states (after the final norm): last
+                   (default: the last token's, as vLLM pools decoder-only models) | mean | cls (the first token's);
+                   llama-server's flag
   --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
                    * = any origin); default: no CORS headers at all
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
@@ -143,7 +147,7 @@ async function run(argv: string[]): Promise<number> {
     "max-model-len": { type: "string" }, "ctx-size": { type: "string" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
-    "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    pooling: { type: "string" }, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -189,6 +193,7 @@ async function run(argv: string[]): Promise<number> {
 
   const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
+    pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help),
     cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, ...engineOpts });
   log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
   const host = v.host ?? "127.0.0.1";

@@ -6,6 +6,7 @@ import type { DeviceMode } from "../../gpu/device.ts";
 import type { PenaltyParams } from "../engine/penalties.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 import type { KvDtype } from "../engine/hb.ts";
+import type { Pooling } from "../engine/pooling.ts";
 
 export type PromptSpec =
   | { kind: "text"; text: string }
@@ -44,6 +45,7 @@ export interface GenRequest {
   token_ids_as_text?: boolean; // logprobs name tokens `token_id:ID` (vLLM's return_tokens_as_token_ids)
   prompt_logprobs?: number; // each prompt token's logprob, rank and this many alternatives (vLLM's prompt_logprobs)
   think_budget?: number;   // tokens allowed inside <think> before </think> is forced (−1: none; absent: the server's --reasoning-budget)
+  embed?: { pooling: Pooling; normalize: boolean }; // an embedding of the prompt (an `embedding` event after its prefill; max_tokens 0)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */
@@ -75,7 +77,7 @@ export interface WorkerOptions {
   reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
 }
 
-export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; threads: number; chatTemplate: string | null;
+export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; hidden: number; threads: number; chatTemplate: string | null;
   sampling: SamplingDefaults } // (the model's generation_config.json)
 
 export interface TopLogprob { id: number; lp: number; text: string }
@@ -130,6 +132,7 @@ export type ReqEvent =
     lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
   }
   | { t: "prompt"; rid: number; text: string; toks: PromptTok[] | null; echo: boolean } // echo / prompt_logprobs: after the prefill, before any tok
+  | { t: "embedding"; rid: number; data: Float32Array } // embed: the pooled vector [hidden_size], after the prefill, before done
   | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number; stop_text?: string /* the stop string that ended it */
       prompt_ms: number; predicted_ms: number } // admission to the first token (the prefill), first token to the last
   | { t: "error"; rid: number; code: ErrorCode; detail: string };

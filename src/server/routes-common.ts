@@ -8,6 +8,7 @@ import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { biasOutside, grammarOf, zodError } from "./schemas.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 import type { ResponseStore } from "./responses-store.ts";
+import type { Pooling } from "../engine/pooling.ts";
 
 export interface RouteOptions {
   maxBody: number;        // bytes of a JSON body (413 above)
@@ -15,6 +16,7 @@ export interface RouteOptions {
   templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
   generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (auto, the default) or none
   responses?: ResponseStore; // the Responses API's stored responses (previous_response_id)
+  pooling?: Pooling;      // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
 }
 
 /** What a request that names none gets: the chat template's variables (--chat-template-kwargs) and the sampling

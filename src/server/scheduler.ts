@@ -21,6 +21,8 @@
 // budget message and </think>, as one more mask on its logits. A job with a grammar that may think first (its prompt
 // left <think> open, or a chat with thinking on whose first token may open it) is constrained from the token after
 // </think> on, as vLLM's reasoning parsers and llama.cpp do: the reasoning free, the answer under the grammar.
+// Embeddings (engine/pooling.ts): a job with `embed` pools its prompt rows' final hidden states as each chunk is
+// prefilled (mean and cls need every row: no prefix reuse) and ends after its prefill with an `embedding` event.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
@@ -29,6 +31,7 @@ import { type Draft, verifyDraft } from "../engine/speculative.ts";
 import { ThinkBudget } from "../engine/think-budget.ts";
 import { badWordIds, banBadWords, penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
+import { Pooler } from "../engine/pooling.ts";
 import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
 import type { KvDtype } from "../engine/hb.ts";
@@ -62,6 +65,7 @@ interface Job {
   bad: number[][] | null;   // bad_words as token sequences (vLLM's), or null
   out: number[];            // the ids emitted (with bad words: their matching needs the output's tail)
   budget: ThinkBudget | null; // the thinking budget (null: none)
+  pool: Pooler | null;      // an embedding request's pooling (null: a generation)
   tAdmit: number; tFirst: number; tLast: number; // (performance.now(): admitted, prefill done, last token)
 }
 
@@ -198,6 +202,7 @@ export class Scheduler {
       allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,
       bad: req.bad_words?.length ? badWordIds(req.bad_words, (t) => this.codec.encode(t)) : null, out: [],
       budget: this.budgetFor(req.think_budget ?? this.o.thinkBudget ?? -1, p.ids),
+      pool: req.embed ? new Pooler(this.m, req.embed.pooling, p.ids.length) : null,
       gate: !grammar || this.think.open < 0 || this.think.close < 0 ? "grammar" : openThink(p.ids, this.think) ? "think"
         : req.prompt.kind === "chat" && req.prompt.enableThinking ? "maybe" : "grammar",
     };
@@ -258,6 +263,7 @@ export class Scheduler {
       let first = at; // the row sampled first
       if (j.state === "prefill") {
         if (j.plp) this.promptLogprobs(j, at, g.n);
+        j.pool?.add(this.st.x.subarray(g.r0 * D, (g.r0 + g.n) * D), g.pos0, g.n);
         for (let r = 0; r < g.n; r++) sess.tokens.push(ids[g.r0 + r]);
         j.fed += g.n;
         if (mtp) absorb.push(j);
@@ -266,6 +272,7 @@ export class Scheduler {
         j.tFirst = performance.now();
         first = at + (g.allLogits ? g.n - 1 : 0);
         if (j.req.echo || j.req.prompt_logprobs !== undefined) this.echo(j);
+        if (j.pool) this.emit({ t: "embedding", rid: j.rid, data: j.pool.result(j.req.embed!.normalize) });
         if (j.limit <= 0) return this.finish(j, "length");
       } else sess.tokens.push(j.next); // row 0: the pending token
       let kept = 0;
@@ -380,7 +387,7 @@ export class Scheduler {
    *  its rows (copied at admission) rather than prefilling them beside it (n choices of a prompt, a shared system
    *  prompt arriving in a burst: one prefill instead of several splitting the step's prefill budget). */
   private awaitsDonor(j: Job): boolean {
-    if (j.plp) return false;
+    if (this.everyRow(j)) return false;
     const lim = j.ids.length - 1;
     let have = 0, soon = 0;
     for (const s of this.slots) have = Math.max(have, Math.min(lcp(s.sess.tokens, j.ids), lim));
@@ -388,12 +395,17 @@ export class Scheduler {
     return soon - have >= COPY_MIN;
   }
 
+  /** Whether j needs every prompt row computed (prompt logprobs, mean / cls pooling): no prefix reuse then. */
+  private everyRow(j: Job): boolean {
+    return j.plp !== null || !!j.pool?.needsAll;
+  }
+
   private admit(j: Job, s: Slot): void {
-    // the last prompt token is always fed (its logits start decoding); prompt logprobs need every row's logits
-    let reuse = j.plp ? 0 : Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1);
+    // the last prompt token is always fed (its logits start decoding, its row is last-token pooling's)
+    let reuse = this.everyRow(j) ? 0 : Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1);
     // another slot (idle, or busy: its rows so far) holding a longer prefix of the prompt: its rows are copied (the
     // same bits a prefill would write: the kernels are batch-invariant and the attention form fixed)
-    if (!j.plp) {
+    if (!this.everyRow(j)) {
       let donor: Slot | null = null, best = reuse + COPY_MIN - 1;
       for (const d of this.slots) {
         const l = d === s ? 0 : Math.min(lcp(d.sess.tokens, j.ids), j.ids.length - 1);

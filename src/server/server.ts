@@ -4,6 +4,7 @@ import type { Hono } from "hono";
 import { EngineClient } from "./engine-client.ts";
 import { makeApp } from "./app.ts";
 import type { WorkerOptions } from "./protocol.ts";
+import type { Pooling } from "../engine/pooling.ts";
 
 export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   host?: string;
@@ -17,6 +18,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   maxBody?: number;        // JSON body limit in bytes (default 8 MiB)
   templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
   generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (default) or the API's
+  pooling?: Pooling;       // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
 }
 
 export interface Server {
@@ -41,10 +43,10 @@ export function startServer(o: ServeOptions): Server {
     idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
     fetch: (req) => app!.fetch(req),
   });
-  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, ...w } = o;
+  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
-    templateKwargs: o.templateKwargs, generationConfig: o.generationConfig });
+    templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `http://${host}:${server.port}`, engine,

@@ -82,7 +82,7 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts,
       kvDtype: o.kvDtype, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage }, post);
     if (sched.drafter) log(sched.drafter.describe());
-    post({ t: "ready", info: { model: o.alias ?? (basename(o.dir.replace(/\/+$/, "")) || "model"), dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling } });
+    post({ t: "ready", info: { model: o.alias ?? (basename(o.dir.replace(/\/+$/, "")) || "model"), dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling } });
     postStats(true);
   } catch (e) {
     post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });

@@ -1,0 +1,70 @@
+// POST /v1/embeddings (OpenAI's shape, as vLLM and llama-server serve it): each input — a string, a list of strings,
+// token ids or a list of id lists — prefilled in a KV slot like any prompt (batched with the streams decoding) and
+// pooled from its final hidden states (engine/pooling.ts: the server's --pooling, last token by default), L2-normalized
+// unless `normalize: false` (vLLM's). `encoding_format: "base64"` (the openai SDK's default) gives the little-endian
+// f32 bytes. No state.
+import { z } from "zod";
+import type { EngineClient } from "./engine-client.ts";
+import { run } from "./gen-stream.ts";
+import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
+import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
+import { nullish } from "./schemas.ts";
+import { readRequest, type RouteOptions } from "./routes-common.ts";
+import type { Pooling } from "../engine/pooling.ts";
+
+/** inputs of one request (OpenAI allows 2048; each is a prompt in the queue) */
+export const MAX_INPUTS = 256;
+const Ids = z.array(z.int().min(0)).min(1);
+const EmbeddingRequest = z.object({
+  model: nullish(z.string().max(256)),
+  input: z.union([z.string(), z.array(z.string()).min(1).max(MAX_INPUTS), Ids, z.array(Ids).min(1).max(MAX_INPUTS)]),
+  encoding_format: nullish(z.enum(["float", "base64"])),
+  dimensions: nullish(z.int().min(1)),
+  user: nullish(z.string().max(256)),
+  normalize: nullish(z.boolean()),                // vLLM's
+  truncate_prompt_tokens: nullish(z.int().min(1)), // vLLM's: only the last this many tokens
+});
+type EmbeddingRequest = z.infer<typeof EmbeddingRequest>;
+
+function inputsOf(p: EmbeddingRequest["input"]): PromptSpec[] {
+  if (typeof p === "string") return [{ kind: "text", text: p }];
+  if (typeof p[0] === "number") return [{ kind: "ids", ids: p as number[] }];
+  return (p as (string | number[])[]).map((q) => (typeof q === "string" ? { kind: "text", text: q } : { kind: "ids", ids: q }));
+}
+
+const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64"); // (little-endian hosts)
+
+export async function embeddings(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const r = await readRequest(req, o, EmbeddingRequest, engine);
+  if (!r.ok) return errorResponse(r.error);
+  const b = r.data, D = engine.info!.hidden;
+  if (b.dimensions != null && b.dimensions !== D)
+    return errorResponse(apiError(400, `dimensions: this model's embeddings have ${D} dimensions (no shortening: it was not trained for it)`, "dimensions", "invalid_value"));
+  const inputs = inputsOf(b.input), many = typeof b.input !== "string" && typeof b.input[0] !== "number";
+  const embed = { pooling: o.pooling ?? "last" as Pooling, normalize: b.normalize ?? true };
+  const gens: GenRequest[] = inputs.map((prompt, i) => ({
+    prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
+    ...(i > 0 ? { joined: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
+  }));
+  const rs = gens.map((g) => run(engine, g, req.signal));
+  const abandon = () => { for (const x of rs) x.abandon(); };
+  const out: { v: Float32Array; tokens: number }[] = [];
+  for (const [i, x] of rs.entries()) {
+    let v: Float32Array | null = null;
+    for (let e: ReqEvent = await x.q.next(); ; e = await x.q.next()) {
+      if (e.t === "embedding") v = e.data;
+      else if (e.t === "error") { abandon(); return errorResponse(fromWorker(e.code, e.detail, many ? `input.${i}` : "input")); }
+      else if (e.t === "done") {
+        if (!v) { abandon(); return errorResponse(apiError(500, `internal error: input ${i} ended without an embedding`, null, "internal_error")); }
+        out.push({ v, tokens: e.prompt_tokens });
+        break;
+      }
+    }
+  }
+  const tokens = out.reduce((a, x) => a + x.tokens, 0);
+  return Response.json({
+    object: "list", model: engine.info!.model,
+    data: out.map((x, index) => ({ object: "embedding", index, embedding: b.encoding_format === "base64" ? base64Of(x.v) : Array.from(x.v) })),
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
+}

@@ -1,0 +1,91 @@
+// POST /v1/embeddings on the shared fixture: a prompt's embedding is its final hidden state after the final norm,
+// pooled (--pooling last | mean | cls) and L2-normalized unless `normalize: false`. Checked against the model itself:
+// the last-token vector through lm_head gives an in-process Session's logits bit for bit; mean pooling (prefilled in
+// chunks) equals the mean of the last-token vectors of every prefix, cls the first prefix's. Batches, base64 (the
+// openai SDK's default, which it decodes) and errors naming the field.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import { loadModel } from "../src/engine/model.ts";
+import { Session } from "../src/engine/session.ts";
+import { mm } from "../src/engine/mat.ts";
+import type { Server } from "../src/server/server.ts";
+import { hasTiny, TINY } from "./helpers/fixture.ts";
+import { post, startTiny } from "./server.helpers.ts";
+
+describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
+  let last: Server, mean: Server, cls: Server;
+  beforeAll(async () => {
+    [last, mean, cls] = await Promise.all([startTiny({ slots: 2 }), startTiny({ slots: 2, pooling: "mean", chunk: 16 }), startTiny({ slots: 1, pooling: "cls" })]);
+  });
+  afterAll(async () => { await Promise.all([last, mean, cls].map((s) => s.stop())); });
+  const PROMPT = Array.from({ length: 40 }, (_, i) => (i * 53) % 480 + 16);
+  const embed = async (s: Server, body: object) => {
+    const r = await post(s.url, "/v1/embeddings", body);
+    return { status: r.status, j: (await r.json()) as any };
+  };
+  const vec = async (s: Server, input: number[] | string, normalize = false) =>
+    Float32Array.from((await embed(s, { input, normalize })).j.data[0].embedding as number[]);
+
+  test("last token, not normalized: lm_head of it is an in-process Session's logits, bit for bit", async () => {
+    const m = loadModel(TINY), sess = new Session(m, { attn: "absorbed" }), want = sess.feed(PROMPT).slice();
+    const v = await vec(last, PROMPT), got = new Float32Array(m.cfg.vocab_size);
+    expect(v.length).toBe(m.cfg.hidden_size);
+    mm(m.w.lm_head, v, 1, got, false);
+    expect(Array.from(got)).toEqual(Array.from(want));
+  });
+
+  test("normalized by default: unit L2 norm, the same direction", async () => {
+    const { status, j } = await embed(last, { input: PROMPT });
+    expect(status).toBe(200);
+    expect(j.object).toBe("list");
+    expect(j.usage).toEqual({ prompt_tokens: PROMPT.length, total_tokens: PROMPT.length });
+    const u = Float32Array.from(j.data[0].embedding as number[]), v = await vec(last, PROMPT);
+    const norm = Math.hypot(...v);
+    expect(Math.hypot(...u)).toBeCloseTo(1, 6);
+    u.forEach((e, i) => expect(e).toBeCloseTo(v[i] / norm, 6));
+  });
+
+  test("mean pooling (prefilled in chunks of 16) is the mean of every prefix's last-token vector; cls the first's", async () => {
+    const prefixes: Float32Array[] = [];
+    for (let i = 1; i <= PROMPT.length; i++) prefixes.push(await vec(last, PROMPT.slice(0, i))); // (in turn: 40 at once would pass the queue limit)
+    const D = prefixes[0].length, sum = new Float64Array(D);
+    for (const p of prefixes) for (let i = 0; i < D; i++) sum[i] += p[i];
+    expect(Array.from(await vec(mean, PROMPT))).toEqual(Array.from(Float32Array.from(sum, (s) => s / PROMPT.length)));
+    expect(Array.from(await vec(cls, PROMPT))).toEqual(Array.from(prefixes[0]));
+    // a second request whose prompt a slot already holds: every row computed again (no prefix reuse), same vector
+    expect(Array.from(await vec(mean, PROMPT))).toEqual(Array.from(Float32Array.from(sum, (s) => s / PROMPT.length)));
+  });
+
+  test("a batch of inputs in order, with usage summed; base64 is the f32 bytes (the openai SDK decodes it)", async () => {
+    const texts = ["hello there", "a longer second input, with more tokens in it", "3"];
+    const { j } = await embed(last, { input: texts });
+    expect(j.data.map((d: any) => d.index)).toEqual([0, 1, 2]);
+    for (const [i, t] of texts.entries()) expect(j.data[i].embedding).toEqual((await embed(last, { input: t })).j.data[0].embedding);
+    const b64 = (await embed(last, { input: texts, encoding_format: "base64" })).j;
+    for (const [i, d] of b64.data.entries()) {
+      const bytes = Buffer.from(d.embedding, "base64");
+      expect(Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4))).toEqual(j.data[i].embedding);
+    }
+    expect(b64.usage.prompt_tokens).toBe(j.usage.prompt_tokens);
+    const client = new OpenAI({ baseURL: `${last.url}/v1`, apiKey: "x", maxRetries: 0, timeout: 20000 });
+    const r = await client.embeddings.create({ model: "tiny", input: texts });
+    expect(r.data.map((d) => d.embedding)).toEqual(j.data.map((d: any) => Array.from(Float32Array.from(d.embedding))));
+    expect(r.usage.prompt_tokens).toBe(j.usage.prompt_tokens);
+  });
+
+  test("bad input: 400 naming the field, and the server goes on", async () => {
+    const bad = async (body: object, param: string, msg: RegExp) => {
+      const { status, j } = await embed(last, body);
+      expect(status).toBe(400);
+      expect(j.error.param).toBe(param);
+      expect(j.error.message).toMatch(msg);
+    };
+    await bad({ input: "x", dimensions: 7 }, "dimensions", /dimensions/);
+    await bad({ input: "" }, "input", /empty/);
+    await bad({ input: [[1, 2], [3, 1 << 30]] }, "input.1", /outside/);
+    await bad({ input: "x", encoding_format: "int8" }, "encoding_format", /float|base64/);
+    await bad({ input: [] }, "input", /.+/);
+    await bad({ inputs: "x" }, "input", /.+/);
+    expect((await embed(last, { input: "still here" })).status).toBe(200);
+  });
+});
