@@ -13,8 +13,8 @@ import { budgetOf, CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from
 import { basicSampling, defaultsOf, startGeneration, type Defaults, type RouteOptions } from "./routes-common.ts";
 
 
-/** the request's prompts: one, or a batch (a list of strings or of token-id lists) */
-function promptsOf(p: CompletionRequest["prompt"]): PromptSpec[] {
+/** the request's prompts: one, or a batch (a list of strings or of token-id lists; /v1/embeddings' input too) */
+export function promptsOf(p: string | string[] | number[] | number[][]): PromptSpec[] {
   if (typeof p === "string") return [{ kind: "text", text: p }];
   if (typeof p[0] === "number") return [{ kind: "ids", ids: p as number[] }];
   return (p as (string | number[])[]).map((q) => (typeof q === "string" ? { kind: "text", text: q } : { kind: "ids", ids: q }));

@@ -7,7 +7,8 @@ import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { run } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, ReqEvent } from "./protocol.ts";
+import { promptsOf } from "./completions.ts";
 import { nullish } from "./schemas.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import type { Pooling } from "../engine/pooling.ts";
@@ -26,12 +27,6 @@ const EmbeddingRequest = z.object({
 });
 type EmbeddingRequest = z.infer<typeof EmbeddingRequest>;
 
-function inputsOf(p: EmbeddingRequest["input"]): PromptSpec[] {
-  if (typeof p === "string") return [{ kind: "text", text: p }];
-  if (typeof p[0] === "number") return [{ kind: "ids", ids: p as number[] }];
-  return (p as (string | number[])[]).map((q) => (typeof q === "string" ? { kind: "text", text: q } : { kind: "ids", ids: q }));
-}
-
 const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64"); // (little-endian hosts)
 
 export async function embeddings(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
@@ -40,7 +35,7 @@ export async function embeddings(req: Request, engine: EngineClient, o: RouteOpt
   const b = r.data, D = engine.info!.hidden;
   if (b.dimensions != null && b.dimensions !== D)
     return errorResponse(apiError(400, `dimensions: this model's embeddings have ${D} dimensions (no shortening: it was not trained for it)`, "dimensions", "invalid_value"));
-  const inputs = inputsOf(b.input), many = typeof b.input !== "string" && typeof b.input[0] !== "number";
+  const inputs = promptsOf(b.input), many = typeof b.input !== "string" && typeof b.input[0] !== "number";
   const embed = { pooling: o.pooling ?? "last" as Pooling, normalize: b.normalize ?? true };
   const gens: GenRequest[] = inputs.map((prompt, i) => ({
     prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
