@@ -9,13 +9,12 @@ import { run } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, ReqEvent } from "./protocol.ts";
 import { promptsOf } from "./completions.ts";
-import { nullish } from "./schemas.ts";
+import { Ids, nullish } from "./schemas.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import type { Pooling } from "../engine/pooling.ts";
 
 /** inputs of one request (OpenAI allows 2048; each is a prompt in the queue) */
 export const MAX_INPUTS = 256;
-const Ids = z.array(z.int().min(0)).min(1);
 const EmbeddingRequest = z.object({
   model: nullish(z.string().max(256)),
   input: z.union([z.string(), z.array(z.string()).min(1).max(MAX_INPUTS), Ids, z.array(Ids).min(1).max(MAX_INPUTS)]),
@@ -25,8 +24,6 @@ const EmbeddingRequest = z.object({
   normalize: nullish(z.boolean()),                // vLLM's
   truncate_prompt_tokens: nullish(z.int().min(1)), // vLLM's: only the last this many tokens
 });
-type EmbeddingRequest = z.infer<typeof EmbeddingRequest>;
-
 const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64"); // (little-endian hosts)
 
 export async function embeddings(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {

@@ -170,7 +170,7 @@ export const ChatRequest = z.object({
   .refine((b) => b.prompt_logprobs == null || !b.stream, { message: "prompt_logprobs is not supported with stream", path: ["prompt_logprobs"] });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
-const Ids = z.array(z.int().min(0)).min(1);
+export const Ids = z.array(z.int().min(0)).min(1); // a prompt as token ids
 /** prompts of one /v1/completions request (a batch: each its own `n` choices), and choices in all */
 export const MAX_PROMPTS = 64, MAX_CHOICES = 128;
 export const CompletionRequest = z.object({
