@@ -73,6 +73,25 @@ describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
     expect(r.usage.prompt_tokens).toBe(j.usage.prompt_tokens);
   });
 
+  test("a client that goes away cancels every input of its batch, running or queued", async () => {
+    const stats = async () => (await (await fetch(`${last.url}/slots`)).json()) as any;
+    const counts = async () => { const m = await (await fetch(`${last.url}/metrics`)).text(), c = (k: string) => Number(new RegExp(`^hummingbird_requests_${k}_total (\\d+)`, "m").exec(m)![1]); return [c("finished"), c("failed")]; };
+    const [fin0, fail0] = await counts();
+    const ac = new AbortController(), inputs = Array.from({ length: 64 }, (_, i) => Array.from({ length: 300 }, (_, k) => ((i + 1) * (k + 7)) % 480 + 16));
+    const p = fetch(`${last.url}/v1/embeddings`, { method: "POST", signal: ac.signal, body: JSON.stringify({ input: inputs }) }).catch(() => null);
+    let busy = false; // (until the worker has it: aborting a fetch the server has not yet received cancels nothing there)
+    for (let i = 0; i < 2000 && !busy; i++) busy = (await stats()).busy > 0 || (await Bun.sleep(5), false);
+    expect(busy).toBe(true);
+    ac.abort();
+    await p;
+    let st = await stats();
+    for (let i = 0; i < 400 && (st.busy > 0 || st.queue > 0); i++) { await Bun.sleep(25); st = await stats(); }
+    expect([st.busy, st.queue]).toEqual([0, 0]);
+    const [fin, fail] = await counts(); // every input ended, most of them cancelled (only those done before the abort finished)
+    expect(fin - fin0 + fail - fail0).toBe(64);
+    expect(fail - fail0).toBeGreaterThan(32);
+  });
+
   test("bad input: 400 naming the field, and the server goes on", async () => {
     const bad = async (body: object, param: string, msg: RegExp) => {
       const { status, j } = await embed(last, body);
