@@ -4,7 +4,9 @@ import { genModel } from "./helpers/models.ts";
 import { relRms } from "./helpers/fixture.ts";
 import { loadModel, type Model } from "../src/engine/model.ts";
 import { Session } from "../src/engine/session.ts";
-import type { ForwardOpts } from "../src/engine/forward.ts";
+import { forward, type ForwardOpts } from "../src/engine/forward.ts";
+import { RunState } from "../src/engine/state.ts";
+import { newKV } from "../src/engine/model.ts";
 import { openModel, readF32, writeSafetensors } from "../src/model/safetensors.ts";
 import { cpSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -52,6 +54,16 @@ for (const sh of shapes) {
       inc.set(s.feed(toks.slice(0, 5), true).slice(0, 5 * V));
       for (let p = 5; p < toks.length; p++) inc.set(s.feed([toks[p]]), p * V);
       expect(worst(inc, all, V)).toBeLessThan(1e-5);
+    });
+
+    test("logits \"last\" per segment: all rows (allLogits), the last, or none (noLogits), in batch order", () => {
+      const st = new RunState(m.cfg), a = toks.slice(0, 6), b = toks.slice(6, 9), c = toks.slice(9, 13);
+      const segs = [{ kv: newKV(m), r0: 0, n: 6, pos0: 0, noLogits: true }, { kv: newKV(m), r0: 6, n: 3, pos0: 0, allLogits: true },
+        { kv: newKV(m), r0: 9, n: 4, pos0: 0 }];
+      expect(forward(m, st, segs, [...a, ...b, ...c], { logits: "last" })).toBe(4);
+      expect(Array.from(st.logits.subarray(0, 4 * V))).toEqual([...tf(m, b), ...tf(m, c).subarray(3 * V)]);
+      expect(segs[0].kv.len).toBe(6); // (its rows are in its cache all the same)
+      expect(forward(m, st, [{ kv: newKV(m), r0: 0, n: 2, pos0: 0, noLogits: true }], a.slice(0, 2), { logits: "last" })).toBe(0);
     });
 
     test("DSA is active and changes the result beyond index_topk", () => {

@@ -8,6 +8,7 @@ export interface Segment {
   n: number;     // rows (new tokens)
   pos0: number;  // absolute position of the first row (== rows already in the cache it keeps)
   allLogits?: boolean; // logits "last": every row of this segment gets logits, not only its last (draft verification)
+  noLogits?: boolean;  // logits "last": none for this segment (a prompt chunk before its last, an embedding's prompt)
 }
 
 /** DSA debug hook: the key set chosen for the query at `pos` of a full layer. */

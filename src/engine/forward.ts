@@ -78,7 +78,7 @@ export function runLayers(m: Model, st: RunState, segs: Segment[], S: number, lo
 }
 
 /** logits rows = lm_head · RMS(x; norm) for the chosen rows, in batch order ("last": the last row of each
- *  segment, or all of its rows when it asks with `allLogits`); returns how many rows were written. */
+ *  segment, or all of its rows when it asks with `allLogits`, none with `noLogits`); returns how many rows were written. */
 export function head(m: Model, st: RunState, segs: Segment[], S: number, which: "all" | "last"): number {
   const D = m.cfg.hidden_size;
   if (which === "all") {
@@ -88,11 +88,11 @@ export function head(m: Model, st: RunState, segs: Segment[], S: number, which: 
   }
   let k = 0;
   for (const g of segs) {
-    const n = g.allLogits ? g.n : 1, r = g.r0 + g.n - n;
+    const n = g.noLogits ? 0 : g.allLogits ? g.n : 1, r = g.r0 + g.n - n;
     rmsnorm(st.x.subarray(r * D, (r + n) * D), m.w.norm, st.xb.subarray(k * D, (k + n) * D), n, D, m.cfg.rms_norm_eps);
     k += n;
   }
-  mm(m.w.lm_head, st.xb, k, st.logits, st.exact);
+  if (k > 0) mm(m.w.lm_head, st.xb, k, st.logits, st.exact);
   return k;
 }
 

@@ -239,8 +239,9 @@ export class Scheduler {
     let budget = this.o.chunk;
     for (const j of this.running) {
       if (j.state !== "prefill" || budget <= 0) continue;
-      const n = Math.min(budget, j.ids.length - j.fed);
-      segs.push({ kv: j.slot!.sess.kv, r0: ids.length, n, pos0: j.slot!.sess.kv.len, allLogits: j.plp !== null });
+      const n = Math.min(budget, j.ids.length - j.fed), sampled = j.fed + n === j.ids.length && j.limit > 0;
+      // logits: every row's for prompt logprobs, else only the last chunk's last row, and only if it is sampled
+      segs.push({ kv: j.slot!.sess.kv, r0: ids.length, n, pos0: j.slot!.sess.kv.len, allLogits: j.plp !== null, noLogits: j.plp === null && !sampled });
       for (let i = 0; i < n; i++) ids.push(j.ids[j.fed + i]);
       who.push(j);
       drafts.push(NO_DRAFT);
@@ -259,7 +260,7 @@ export class Scheduler {
     let row = 0; // logits row of the segment's first logits
     who.forEach((j, k) => {
       const g = segs[k], d = drafts[k].tokens, at = row, sess = j.slot!.sess;
-      row += g.allLogits ? g.n : 1;
+      row += g.noLogits ? 0 : g.allLogits ? g.n : 1;
       let first = at; // the row sampled first
       if (j.state === "prefill") {
         if (j.plp) this.promptLogprobs(j, at, g.n);
