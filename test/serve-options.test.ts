@@ -62,7 +62,8 @@ describe("chat template override", () => {
       cli("generate", "--model", TINY, "--prompt", "hi", "--max-tokens", "1", "--chat-template", templateFile),
       cli("serve", "--model", TINY, "--reasoning-budget=-2"), cli("chat", "--model", TINY, "--reasoning-budget-message", "ok"),
       cli("serve", "--model", TINY, "--ctx", "64", "--max-model-len", "64"), cli("serve", "--model", TINY, "--parallel", "0"),
-      cli("serve", "--model", TINY, "--pooling", "max"),
+      cli("serve", "--model", TINY, "--pooling", "max"), cli("serve", TINY, "--model", TINY), cli("serve", TINY, TINY),
+      cli("serve", "-m", TINY, "-c", "3", "--parallel", "2"), cli("serve", "-m", TINY, "--ctx", "64", "-c", "64"),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -79,6 +80,10 @@ describe("chat template override", () => {
     expect(runs[10].err).toContain("give --ctx or --max-model-len, not both");
     expect(runs[11].err).toContain("--slots must be in [1, 256]"); // (--parallel is --slots)
     expect(runs[12].err).toContain('--pooling must be one of last|mean|cls, got "max"');
+    expect(runs[13].err).toContain(`give the model directory once: ${TINY} or --model ${TINY}`);
+    expect(runs[14].err).toContain("one model directory, not 2");
+    expect(runs[15].err).toContain("--ctx-size is shared by the 2 slots: it must give each at least 2 tokens");
+    expect(runs[16].err).toContain("give --ctx (or --max-model-len) or --ctx-size, not both");
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {
@@ -132,6 +137,26 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
     expect(p).toMatchObject({ model_alias: "tiny-chat", model_path: TINY, total_slots: 1, chat_template: TEMPLATE });
     expect(p.default_generation_settings.n_ctx).toBe(512);
   });
+
+  test("llama-server's and vLLM's forms: serve DIR (positional), -m, -c N as the total of all slots, -t, -a", async () => {
+    for (const args of [[TINY, "-c", "1024"], ["-m", TINY, "--ctx-size", "1024"]]) {
+      const p = Bun.spawn(["bun", "src/cli.ts", "serve", ...args, "--parallel", "2", "-t", "1", "-a", "short", "--port", "0", "--quiet"],
+        { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+      try {
+        const reader = (p.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
+        let err = "";
+        while (!/ready on /.test(err)) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error(`serve exited early:\n${err}`);
+          err += dec.decode(value);
+        }
+        const u = /listening on (\S+)/.exec(err)![1], props = (await (await fetch(`${u}/props`)).json()) as any;
+        expect(props).toMatchObject({ model_alias: "short", model_path: TINY, total_slots: 2 });
+        expect(props.default_generation_settings.n_ctx).toBe(512); // (1024 shared by 2 slots)
+        expect(err).toMatch(/ready on .*1 threads\)/);
+      } finally { p.kill(); }
+    }
+  }, 60_000);
 
   test("messages go through the given template", async () => {
     const j = (await (await fetch(`${url}/tokenize`, { method: "POST", headers: { ...auth, "content-type": "application/json" },

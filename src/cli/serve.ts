@@ -13,7 +13,7 @@ import { runStdio } from "../server/stdio.ts";
 import { POOLINGS } from "../engine/pooling.ts";
 import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
-const help = `usage: hummingbird serve [--model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N]
+const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
@@ -27,13 +27,15 @@ at /. Each finished request is logged on stderr (its tokens, speed and finish re
 The port is bound before the model loads: /health answers 503 {"status":"loading"} until ready.
 
 options:
-  --model DIR      model directory (default: the embedded int8 demo model)
+  --model DIR      model directory (default: the embedded int8 demo model); also given as the one positional
+                   argument (vLLM's \`vllm serve MODEL\`) or -m (llama-server's)
   --host H         address to bind (default 127.0.0.1; expose deliberately)
   --port P         TCP port (default 8080; 0 = pick a free one)
   --slots N        KV slots = concurrent conversations (default 4; also spelled --max-num-seqs, as vLLM, and
                    --parallel, as llama-server)
   --ctx N          context limit per slot in tokens (default min(4096, max_position_embeddings); also spelled
-                   --max-model-len and --ctx-size)
+                   --max-model-len, as vLLM)
+  -c, --ctx-size N llama-server's: the context of all slots together, each slot getting N / slots
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
   --prefill-chunk N  prompt tokens prefilled per step, between the decode steps of running streams
                    (default 128; larger: faster prompts, longer pauses for the streams decoding meanwhile)
@@ -141,18 +143,23 @@ export function defaultModel(what: string, say: (line: string) => void, help: st
 
 async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
-    model: { type: "string" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
+    model: { type: "string", short: "m" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
-    draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string" }, "served-model-name": { type: "string" },
-    "max-model-len": { type: "string" }, "ctx-size": { type: "string" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
-    cors: { type: "string" }, threads: { type: "string" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
+    draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string", short: "a" }, "served-model-name": { type: "string" },
+    "max-model-len": { type: "string" }, "ctx-size": { type: "string", short: "c" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
+    cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
-  }, help);
+  }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
+  if (r.positionals.length > 1) throw new UsageError(`one model directory, not ${r.positionals.length}: ${r.positionals.join(" ")}`, help);
+  if (r.positionals.length === 1) {
+    if (v.model !== undefined) throw new UsageError(`give the model directory once: ${r.positionals[0]} or --model ${v.model}`, help);
+    v.model = r.positionals[0];
+  }
   // vLLM's and llama-server's spellings of the same options
-  for (const [ours, theirs] of [["alias", ["served-model-name"]], ["ctx", ["max-model-len", "ctx-size"]], ["slots", ["max-num-seqs", "parallel"]]] as const)
+  for (const [ours, theirs] of [["alias", ["served-model-name"]], ["ctx", ["max-model-len"]], ["slots", ["max-num-seqs", "parallel"]]] as const)
     for (const t of theirs) {
       if (v[t] === undefined) continue;
       if (v[ours] !== undefined) throw new UsageError(`give --${ours} or --${t}, not both`, help);
@@ -162,8 +169,10 @@ async function run(argv: string[]): Promise<number> {
   if (port > 65535) throw new UsageError("--port must be ≤ 65535", help);
   const slots = v.slots === undefined ? 4 : intOption(v.slots, "slots", help);
   if (slots < 1 || slots > 256) throw new UsageError("--slots must be in [1, 256]", help);
-  const ctx = v.ctx === undefined ? undefined : intOption(v.ctx, "ctx", help);
-  if (ctx !== undefined && ctx < 2) throw new UsageError("--ctx must be ≥ 2", help);
+  if (v.ctx !== undefined && v["ctx-size"] !== undefined) throw new UsageError("give --ctx (or --max-model-len) or --ctx-size, not both", help);
+  const ctx = v.ctx !== undefined ? intOption(v.ctx, "ctx", help) : v["ctx-size"] !== undefined ? Math.floor(intOption(v["ctx-size"], "ctx-size", help) / slots) : undefined;
+  if (ctx !== undefined && ctx < 2)
+    throw new UsageError(v.ctx !== undefined ? "--ctx must be ≥ 2" : `--ctx-size is shared by the ${slots} slots: it must give each at least 2 tokens`, help);
   const queue = v.queue === undefined ? undefined : intOption(v.queue, "queue", help);
   const chunk = v["prefill-chunk"] === undefined ? PREFILL_CHUNK : intOption(v["prefill-chunk"], "prefill-chunk", help);
   if (chunk < 1 || chunk > 65536) throw new UsageError("--prefill-chunk must be in [1, 65536]", help);
