@@ -189,6 +189,17 @@ describe("exit codes in process", () => {
   });
 });
 
+describe("llama-cli's short flags", () => {
+  test("generate -m DIR -p TEXT -n N is --model --prompt --max-tokens", async () => {
+    const { demoModelDir } = await import("../src/model/demo.ts");
+    const [short, long] = await Promise.all([cli("generate", "-m", demoModelDir(), "-p", "Once upon a time", "-n", "6", "--json", "--draft", "off"),
+      cli("generate", "--model", demoModelDir(), "--prompt", "Once upon a time", "--max-tokens", "6", "--json", "--draft", "off")]);
+    expect([short.code, long.code]).toEqual([0, 0]);
+    expect(JSON.parse(short.out).gen_ids).toHaveLength(6);
+    expect(JSON.parse(short.out).gen_ids).toEqual(JSON.parse(long.out).gen_ids);
+  });
+});
+
 describe("generate's sampling flags", () => {
   test("--typical-p, --xtc, --top-n-sigma, --mirostat change the draw as defined; bad values exit 2 naming the flag", async () => {
     const { demoModelDir } = await import("../src/model/demo.ts");

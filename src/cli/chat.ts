@@ -21,7 +21,7 @@ Talk to a model in the terminal: every line of stdin is a user message; the repl
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn
 prefills only its new tokens). Ctrl-C stops a reply; /reset forgets the conversation; /think [on|off] turns
 thinking on or off (toggles without an argument) from the next turn; /exit, the end of
-input or Ctrl-C at the prompt quits. Without --model: the embedded demo model.
+input or Ctrl-C at the prompt quits. Without --model (or -m): the embedded demo model.
 --max-tokens: the longest reply (default 512); --ctx: the conversation's token limit (default 4096, at
   most the model's): a reply stops there, and a turn whose prompt alone passes it is refused (/reset).
 --temperature (default 0.8; 0 = greedy), --top-p (default 0.95), --seed: sampling.
@@ -40,7 +40,7 @@ export const command: Command = {
   help,
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
-    const r = parseCli(argv, { model: s, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s,
+    const r = parseCli(argv, { model: { ...s, short: "m" }, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s,
       stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: s, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
