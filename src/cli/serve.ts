@@ -4,7 +4,8 @@ import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 import { parseDeviceMode } from "../../gpu/device.ts";
 import { DEVICE_HELP, deviceFlags } from "./device.ts";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { resolve } from "node:path";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, startServer } from "../server/server.ts";
@@ -19,7 +20,7 @@ const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [-
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
-                         [--pooling last|mean|cls] [expert and device options below]
+                         [--pooling last|mean|cls] [--ssl-keyfile F --ssl-certfile F] [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, /v1/embeddings, GET /v1/models,
 /health, /metrics, /slots, /props), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page
@@ -60,6 +61,8 @@ options:
   --generation-config G  auto (default): requests that name no temperature, top_p, top_k, min_p or
                    repetition_penalty get the model's generation_config.json values (as vLLM does);
                    vllm: the API's own defaults (temperature 1, top_p 1, no top-k, min-p or penalty)
+  --ssl-keyfile F --ssl-certfile F  serve HTTPS with this PEM private key and certificate (chain) instead of HTTP
+                   (vLLM's names; llama-server's --ssl-key-file / --ssl-cert-file too)
   --pooling P      how POST /v1/embeddings pools a prompt's final hidden states (after the final norm): last
                    (default: the last token's, as vLLM pools decoder-only models) | mean | cls (the first token's);
                    llama-server's flag
@@ -121,6 +124,26 @@ function corsOption(s: string | undefined, help: string): string[] | undefined {
   return list;
 }
 
+/** --ssl-keyfile / --ssl-certfile (vLLM's; llama-server's --ssl-key-file / --ssl-cert-file): both or neither, each a
+ *  PEM file that parses, the key the certificate's */
+function tlsOption(v: Record<string, string | boolean | undefined>, help: string): { key: string; cert: string } | undefined {
+  const pick = (ours: string, theirs: string) => {
+    if (v[ours] !== undefined && v[theirs] !== undefined) throw new UsageError(`give --${ours} or --${theirs}, not both`, help);
+    const path = (v[ours] ?? v[theirs]) as string | undefined;
+    if (path === undefined) return undefined;
+    try { return { flag: v[ours] !== undefined ? ours : theirs, path, text: readFileSync(path, "utf8") }; }
+    catch (e) { throw new UsageError(`--${v[ours] !== undefined ? ours : theirs} ${path}: ${(e as Error).message}`, help); }
+  };
+  const key = pick("ssl-keyfile", "ssl-key-file"), cert = pick("ssl-certfile", "ssl-cert-file");
+  if (!key && !cert) return undefined;
+  if (!key || !cert) throw new UsageError(`--${key ? "ssl-keyfile" : "ssl-certfile"} needs --${key ? "ssl-certfile" : "ssl-keyfile"} too`, help);
+  let k: KeyObject, x: X509Certificate;
+  try { k = createPrivateKey(key.text); } catch (e) { throw new UsageError(`--${key.flag} ${key.path}: not a PEM private key (${(e as Error).message})`, help); }
+  try { x = new X509Certificate(cert.text); } catch (e) { throw new UsageError(`--${cert.flag} ${cert.path}: not a PEM certificate (${(e as Error).message})`, help); }
+  if (!x.checkPrivateKey(k)) throw new UsageError(`--${key.flag} ${key.path} is not the key of the certificate in --${cert.flag} ${cert.path}`, help);
+  return { key: key.text, cert: cert.text };
+}
+
 /** --slot-save-path DIR: an absolute folder, created if missing */
 function slotSavePath(dir: string | undefined, help: string): string | undefined {
   if (dir === undefined) return undefined;
@@ -149,7 +172,8 @@ async function run(argv: string[]): Promise<number> {
     "max-model-len": { type: "string" }, "ctx-size": { type: "string", short: "c" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
-    pooling: { type: "string" }, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    pooling: { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
+    "ssl-cert-file": { type: "string" }, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -189,6 +213,8 @@ async function run(argv: string[]): Promise<number> {
   if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
+  const tls = tlsOption(v, help);
+  if (tls && v.stdio) throw new UsageError("--ssl-keyfile / --ssl-certfile serve HTTPS: not with --stdio", help);
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
@@ -203,7 +229,7 @@ async function run(argv: string[]): Promise<number> {
   const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help),
-    cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, ...engineOpts });
+    cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, tls, ...engineOpts });
   log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
   const host = v.host ?? "127.0.0.1";
   if (!apiKey && !["127.0.0.1", "::1", "localhost"].includes(host) && !host.startsWith("127."))

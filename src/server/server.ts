@@ -19,6 +19,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
   generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (default) or the API's
   pooling?: Pooling;       // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
+  tls?: { key: string; cert: string }; // PEM texts: HTTPS instead of HTTP (--ssl-keyfile / --ssl-certfile)
 }
 
 export interface Server {
@@ -41,15 +42,16 @@ export function startServer(o: ServeOptions): Server {
     hostname: o.host ?? "127.0.0.1",
     port: o.port ?? 8080,
     idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
+    ...(o.tls ? { tls: o.tls } : {}),
     fetch: (req) => app!.fetch(req),
   });
-  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, ...w } = o;
+  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, tls: _t, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
     templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
-    port: server.port!, url: `http://${host}:${server.port}`, engine,
+    port: server.port!, url: `${o.tls ? "https" : "http"}://${host}:${server.port}`, engine,
     stop: async () => { await server.stop(true); engine.close(); },
   };
 }
