@@ -54,6 +54,16 @@ describe("chat template override", () => {
     expect(err).toContain("WARNING: listening on 0.0.0.0 without --api-key");
   }, 60_000);
 
+  test("a port already taken: exit 1 saying where it could not listen", async () => {
+    const taken = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
+    try {
+      const r = await cli("serve", "--port", String(taken.port), "--quiet");
+      expect(r.code).toBe(1);
+      expect(r.err).toContain(`cannot listen on 127.0.0.1:${taken.port}`);
+      expect(r.err).not.toContain("internal error");
+    } finally { taken.stop(true); }
+  }, 60_000);
+
   test("bad values exit 2 naming the flag or the file", async () => {
     const runs = await Promise.all([
       cli("serve", "--cors", "http://ui.example/app"), cli("serve", "--cors", ","), cli("serve", "--threads", "0"),

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { resolve } from "node:path";
 import { EngineClient } from "../server/engine-client.ts";
-import { PREFILL_CHUNK, startServer } from "../server/server.ts";
+import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
 import { POOLINGS } from "../engine/pooling.ts";
@@ -226,10 +226,15 @@ async function run(argv: string[]): Promise<number> {
     return engine.state === "failed" ? 2 : 0;
   }
 
-  const s = startServer({ dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
+  const opts = { dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help),
-    cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, tls, ...engineOpts });
+    cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, tls, ...engineOpts };
+  let s: Server;
+  try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)
+    log(`cannot listen on ${opts.host}:${port}: ${(e as Error).message}`);
+    return 1;
+  }
   log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
   const host = v.host ?? "127.0.0.1";
   if (!apiKey && !["127.0.0.1", "::1", "localhost"].includes(host) && !host.startsWith("127."))
