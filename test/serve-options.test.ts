@@ -54,6 +54,40 @@ describe("chat template override", () => {
     expect(err).toContain("WARNING: listening on 0.0.0.0 without --api-key");
   }, 60_000);
 
+  test("API keys from --api-key-file (one a line) or HB_API_KEY; bad files exit 2 naming the flag", async () => {
+    const keys = join(root, "keys.txt"), empty = join(root, "empty.txt"), comma = join(root, "comma.txt");
+    writeFileSync(keys, "sk-one\n\n  sk-two  \n");
+    writeFileSync(empty, "\n \n");
+    writeFileSync(comma, "a,b\n");
+    const serve = async (args: string[], env: Record<string, string> = {}) => {
+      const p = Bun.spawn(["bun", "src/cli.ts", "serve", "--port", "0", "--quiet", ...args], { cwd: REPO, stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
+      const reader = (p.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
+      let log = "";
+      while (!/ready on /.test(log)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`serve exited early:\n${log}`);
+        log += dec.decode(value);
+      }
+      return { p, url: /listening on (\S+)/.exec(log)![1], log };
+    };
+    const status = async (url: string, key?: string) => (await fetch(`${url}/v1/models`, key ? { headers: { authorization: `Bearer ${key}` } } : {})).status;
+    const a = await serve(["--api-key-file", keys], { HB_API_KEY: "sk-env" }); // (the file wins over the environment)
+    try {
+      expect(a.log).toContain("API key required");
+      expect([await status(a.url), await status(a.url, "sk-one"), await status(a.url, "sk-two"), await status(a.url, "sk-env")]).toEqual([401, 200, 200, 401]);
+    } finally { a.p.kill(); }
+    const b = await serve([], { HB_API_KEY: "sk-env" });
+    try { expect([await status(b.url), await status(b.url, "sk-env")]).toEqual([401, 200]); } finally { b.p.kill(); }
+    const runs = await Promise.all([cli("serve", "--api-key-file", empty), cli("serve", "--api-key-file", comma),
+      cli("serve", "--api-key-file", keys, "--api-key", "k"), cli("serve", "--api-key-file", join(root, "none.txt")), cli("serve", "--api-key", "a,,b")]);
+    for (const r of runs) expect(r.code).toBe(2);
+    expect(runs[0].err).toContain(`--api-key-file ${empty} holds no key`);
+    expect(runs[1].err).toContain(`--api-key-file ${comma}: key 1 holds a comma`);
+    expect(runs[2].err).toContain("give --api-key or --api-key-file, not both");
+    expect(runs[3].err).toContain("ENOENT");
+    expect(runs[4].err).toContain("--api-key must not be empty");
+  }, 60_000);
+
   test("a port already taken: exit 1 saying where it could not listen", async () => {
     const taken = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
     try {

@@ -15,7 +15,7 @@ import { POOLINGS } from "../engine/pooling.ts";
 import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
-                         [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY]
+                         [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY | --api-key-file F]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
@@ -52,6 +52,8 @@ options:
                    itself while too few of its drafts are kept to pay for their rounds
   --api-key KEY    require "Authorization: Bearer KEY" (all routes but /health); several keys: KEY1,KEY2 (as
                    llama-server takes them)
+  --api-key-file F the keys from a file, one a line (llama-server's; not visible in the process list); without
+                   either, the HB_API_KEY environment variable if set
   --alias NAME     the model id /v1/models reports and responses carry (default: the directory's name; also
                    spelled --served-model-name, as vLLM does)
   --chat-template FILE  a Jinja chat template used instead of the model's tokenizer_config.json one
@@ -144,6 +146,24 @@ function tlsOption(v: Record<string, string | boolean | undefined>, help: string
   return { key: key.text, cert: cert.text };
 }
 
+/** The API keys (comma-separated, as the app takes them): --api-key K1,K2, or --api-key-file F (llama-server's: one key
+ *  a line, blank lines skipped; keeps keys out of the process list), or the HB_API_KEY environment variable. */
+function apiKeyOption(flag: string | undefined, file: string | undefined, help: string): string | undefined {
+  if (flag !== undefined && file !== undefined) throw new UsageError("give --api-key or --api-key-file, not both", help);
+  if (flag !== undefined) {
+    if (flag.split(",").some((k) => k === "")) throw new UsageError("--api-key must not be empty (nor hold an empty key)", help);
+    return flag;
+  }
+  if (file === undefined) return process.env.HB_API_KEY || undefined;
+  let text: string;
+  try { text = readFileSync(file, "utf8"); } catch (e) { throw new UsageError(`--api-key-file ${file}: ${(e as Error).message}`, help); }
+  const keys = text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  if (keys.length === 0) throw new UsageError(`--api-key-file ${file} holds no key`, help);
+  const bad = keys.findIndex((k) => k.includes(","));
+  if (bad >= 0) throw new UsageError(`--api-key-file ${file}: key ${bad + 1} holds a comma`, help);
+  return keys.join(",");
+}
+
 /** --slot-save-path DIR: an absolute folder, created if missing */
 function slotSavePath(dir: string | undefined, help: string): string | undefined {
   if (dir === undefined) return undefined;
@@ -167,7 +187,7 @@ export function defaultModel(what: string, say: (line: string) => void, help: st
 async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string", short: "m" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
-    ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, stdio: { type: "boolean" },
+    ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, "api-key-file": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string", short: "a" }, "served-model-name": { type: "string" },
     "max-model-len": { type: "string" }, "ctx-size": { type: "string", short: "c" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
@@ -203,14 +223,13 @@ async function run(argv: string[]): Promise<number> {
   const dir = resolve(v.model ?? defaultModel("serving", log, help));
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
-  const apiKey = v["api-key"];
+  const apiKey = apiKeyOption(v["api-key"], v["api-key-file"], help);
   const engineOpts = {
     draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
     ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
     ...reasoningOptions(v, help), ...kvOption(v, help),
   };
-  if (apiKey === "") throw new UsageError("--api-key must not be empty", help);
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
   const tls = tlsOption(v, help);
