@@ -4,9 +4,9 @@ import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 import { parseDeviceMode } from "../../gpu/device.ts";
 import { DEVICE_HELP, deviceFlags } from "./device.ts";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
+import { apiKeyOption, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
@@ -20,7 +20,8 @@ const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [-
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
-                         [--pooling last|mean|cls] [--ssl-keyfile F --ssl-certfile F] [expert and device options below]
+                         [--pooling last|mean|cls] [--ssl-keyfile F --ssl-certfile F] [--temp T] [--top-p P] [--top-k K]
+                         [--min-p P] [--repeat-penalty R] [--override-generation-config JSON] [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, /v1/embeddings, GET /v1/models,
 /health, /metrics, /slots, /props), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page
@@ -60,6 +61,9 @@ options:
   --chat-template-kwargs JSON  template variables of requests that give none, e.g. '{"enable_thinking": true}'
                    (thinking on unless a request turns it off); a request's chat_template_kwargs override
                    them (llama-server's flag; vLLM's spelling --default-chat-template-kwargs too)
+  --temp T, --top-p P, --top-k K, --min-p P, --repeat-penalty R  the server's defaults for requests that name none
+                   (llama-server's flags; --temperature too), over the model's generation_config.json; or as
+                   vLLM takes them: --override-generation-config '{"temperature": 0.6, "top_p": 0.95}'
   --generation-config G  auto (default): requests that name no temperature, top_p, top_k, min_p or
                    repetition_penalty get the model's generation_config.json values (as vLLM does);
                    vllm: the API's own defaults (temperature 1, top_p 1, no top-k, min-p or penalty)
@@ -100,79 +104,6 @@ export function draftOption(draft: string | undefined, len: string | undefined, 
   return { kind, len: k };
 }
 
-/** --chat-template-kwargs (or vLLM's --default-chat-template-kwargs): a JSON object; enable_thinking a boolean */
-function templateKwargsOption(a: string | undefined, b: string | undefined, help: string): Record<string, unknown> | undefined {
-  if (a !== undefined && b !== undefined) throw new UsageError("give --chat-template-kwargs or --default-chat-template-kwargs, not both", help);
-  const s = a ?? b;
-  if (s === undefined) return undefined;
-  let v: unknown;
-  try { v = JSON.parse(s); } catch (e) { throw new UsageError(`--chat-template-kwargs: not JSON: ${(e as Error).message}`, help); }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new UsageError("--chat-template-kwargs must be a JSON object", help);
-  const t = (v as Record<string, unknown>).enable_thinking;
-  if (t !== undefined && typeof t !== "boolean") throw new UsageError("--chat-template-kwargs: enable_thinking must be true or false", help);
-  return v as Record<string, unknown>;
-}
-
-/** --cors: "*" or comma-separated origins (scheme://host[:port], as browsers send them) */
-function corsOption(s: string | undefined, help: string): string[] | undefined {
-  if (s === undefined) return undefined;
-  const list = s.split(",").map((x) => x.trim()).filter(Boolean);
-  if (list.length === 0) throw new UsageError("--cors needs at least one origin (or *)", help);
-  for (const o of list) {
-    let ok = o === "*";
-    try { ok ||= new URL(o).origin === o; } catch { /* not a URL */ }
-    if (!ok) throw new UsageError(`--cors: ${JSON.stringify(o)} is not an origin (scheme://host[:port], no path) or *`, help);
-  }
-  return list;
-}
-
-/** --ssl-keyfile / --ssl-certfile (vLLM's; llama-server's --ssl-key-file / --ssl-cert-file): both or neither, each a
- *  PEM file that parses, the key the certificate's */
-function tlsOption(v: Record<string, string | boolean | undefined>, help: string): { key: string; cert: string } | undefined {
-  const pick = (ours: string, theirs: string) => {
-    if (v[ours] !== undefined && v[theirs] !== undefined) throw new UsageError(`give --${ours} or --${theirs}, not both`, help);
-    const path = (v[ours] ?? v[theirs]) as string | undefined;
-    if (path === undefined) return undefined;
-    try { return { flag: v[ours] !== undefined ? ours : theirs, path, text: readFileSync(path, "utf8") }; }
-    catch (e) { throw new UsageError(`--${v[ours] !== undefined ? ours : theirs} ${path}: ${(e as Error).message}`, help); }
-  };
-  const key = pick("ssl-keyfile", "ssl-key-file"), cert = pick("ssl-certfile", "ssl-cert-file");
-  if (!key && !cert) return undefined;
-  if (!key || !cert) throw new UsageError(`--${key ? "ssl-keyfile" : "ssl-certfile"} needs --${key ? "ssl-certfile" : "ssl-keyfile"} too`, help);
-  let k: KeyObject, x: X509Certificate;
-  try { k = createPrivateKey(key.text); } catch (e) { throw new UsageError(`--${key.flag} ${key.path}: not a PEM private key (${(e as Error).message})`, help); }
-  try { x = new X509Certificate(cert.text); } catch (e) { throw new UsageError(`--${cert.flag} ${cert.path}: not a PEM certificate (${(e as Error).message})`, help); }
-  if (!x.checkPrivateKey(k)) throw new UsageError(`--${key.flag} ${key.path} is not the key of the certificate in --${cert.flag} ${cert.path}`, help);
-  return { key: key.text, cert: cert.text };
-}
-
-/** The API keys (comma-separated, as the app takes them): --api-key K1,K2, or --api-key-file F (llama-server's: one key
- *  a line, blank lines skipped; keeps keys out of the process list), or the HB_API_KEY environment variable. */
-function apiKeyOption(flag: string | undefined, file: string | undefined, help: string): string | undefined {
-  if (flag !== undefined && file !== undefined) throw new UsageError("give --api-key or --api-key-file, not both", help);
-  if (flag !== undefined) {
-    if (flag.split(",").some((k) => k === "")) throw new UsageError("--api-key must not be empty (nor hold an empty key)", help);
-    return flag;
-  }
-  if (file === undefined) return process.env.HB_API_KEY || undefined;
-  let text: string;
-  try { text = readFileSync(file, "utf8"); } catch (e) { throw new UsageError(`--api-key-file ${file}: ${(e as Error).message}`, help); }
-  const keys = text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
-  if (keys.length === 0) throw new UsageError(`--api-key-file ${file} holds no key`, help);
-  const bad = keys.findIndex((k) => k.includes(","));
-  if (bad >= 0) throw new UsageError(`--api-key-file ${file}: key ${bad + 1} holds a comma`, help);
-  return keys.join(",");
-}
-
-/** --slot-save-path DIR: an absolute folder, created if missing */
-function slotSavePath(dir: string | undefined, help: string): string | undefined {
-  if (dir === undefined) return undefined;
-  if (dir === "") throw new UsageError("--slot-save-path must not be empty", help);
-  const abs = resolve(dir);
-  try { mkdirSync(abs, { recursive: true }); } catch (e) { throw new UsageError(`--slot-save-path ${abs}: ${(e as Error).message}`, help); }
-  return abs;
-}
-
 const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 
 /** The embedded demo model, announced loudly (`what`: "serving", "chatting with"; each banner line through
@@ -193,7 +124,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, ...samplingFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -247,7 +178,7 @@ async function run(argv: string[]): Promise<number> {
 
   const opts = { dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
-    pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help),
+    pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling: samplingOption(v, help),
     cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, tls, ...engineOpts };
   let s: Server;
   try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)

@@ -13,6 +13,7 @@ import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import { budgetFields, budgetOf, llamaSamplers, nullish, oneBudget, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
+import type { SamplingDefaults } from "../model/config.ts";
 
 const Bias = z.union([
   z.array(z.tuple([z.int().min(0), z.union([z.number().min(-100).max(100), z.literal(false)])])).max(1024),
@@ -51,14 +52,16 @@ const LlamaCompletion = z.object({
 }));
 type LlamaCompletion = z.infer<typeof LlamaCompletion>;
 
-function toGen(b: LlamaCompletion, grammar: GrammarSpec | null): GenRequest {
+/** s: the server's sampling flags (--temp, ...), before llama-server's own defaults */
+function toGen(b: LlamaCompletion, grammar: GrammarSpec | null, s: SamplingDefaults = {}): GenRequest {
   return {
     prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt } : { kind: "ids", ids: b.prompt },
     slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
-    temperature: b.temperature ?? 0.8, top_p: b.top_p ?? 0.95, min_p: b.min_p ?? 0.05, top_k: b.top_k ?? 40, // llama-server's defaults
+    temperature: b.temperature ?? s.temperature ?? 0.8, top_p: b.top_p ?? s.top_p ?? 0.95, min_p: b.min_p ?? s.min_p ?? 0.05,
+    top_k: b.top_k ?? s.top_k ?? 40, // llama-server's defaults
     temperature_last: true, // and its sampler chain: top-k, top-p, min-p (then typical, XTC) on the T = 1 distribution
     seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [], ...(b.n_probs ? { logprobs: b.n_probs } : {}),
-    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, 64), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b), // (llama-server's penalty window)
+    ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, 64, s.repetition_penalty), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b), // (llama-server's penalty window)
   };
 }
 
@@ -102,7 +105,7 @@ class LlamaChoice implements ChoiceView {
 }
 
 export async function llamaCompletion(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const started = await startGeneration(req, engine, o, LlamaCompletion, toGen, "prompt");
+  const started = await startGeneration(req, engine, o, LlamaCompletion, (b, g) => toGen(b, g, o.sampling), "prompt");
   if (started instanceof Response) return started;
   const { data, runs, abandon } = started;
   const views = [new LlamaChoice(engine.info!.model, data.stop ?? [], data.n_probs ?? 0)];

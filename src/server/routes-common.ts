@@ -17,13 +17,14 @@ export interface RouteOptions {
   generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (auto, the default) or none
   responses?: ResponseStore; // the Responses API's stored responses (previous_response_id)
   pooling?: Pooling;      // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
+  sampling?: SamplingDefaults; // the server's own sampling defaults (--temp, ...): over generation_config.json
 }
 
 /** What a request that names none gets: the chat template's variables (--chat-template-kwargs) and the sampling
  *  parameters of the model's generation_config.json (vLLM's --generation-config auto; `vllm`: the API's own). */
 export interface Defaults { template?: Record<string, unknown>; sampling: SamplingDefaults }
 export const defaultsOf = (engine: EngineClient, o: RouteOptions): Defaults =>
-  ({ template: o.templateKwargs, sampling: o.generationConfig === "vllm" ? {} : engine.info?.sampling ?? {} });
+  ({ template: o.templateKwargs, sampling: { ...(o.generationConfig === "vllm" ? {} : engine.info?.sampling ?? {}), ...o.sampling } });
 type Basic = { temperature?: number | null; top_p?: number | null; min_p?: number | null; top_k?: number | null };
 /** temperature, top_p, min_p, top_k: the request's, else the model's defaults, else the API's (1, 1, 0, off) */
 export const basicSampling = (b: Basic, s: SamplingDefaults) => ({

@@ -5,6 +5,7 @@ import { EngineClient } from "./engine-client.ts";
 import { makeApp } from "./app.ts";
 import type { WorkerOptions } from "./protocol.ts";
 import type { Pooling } from "../engine/pooling.ts";
+import type { SamplingDefaults } from "../model/config.ts";
 
 export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   host?: string;
@@ -20,6 +21,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (default) or the API's
   pooling?: Pooling;       // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
   tls?: { key: string; cert: string }; // PEM texts: HTTPS instead of HTTP (--ssl-keyfile / --ssl-certfile)
+  sampling?: SamplingDefaults; // the server's sampling defaults, over generation_config.json (--temp, --override-generation-config, ...)
 }
 
 export interface Server {
@@ -45,10 +47,10 @@ export function startServer(o: ServeOptions): Server {
     ...(o.tls ? { tls: o.tls } : {}),
     fetch: (req) => app!.fetch(req),
   });
-  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, tls: _t, ...w } = o;
+  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, tls: _t, sampling: _s, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
-    templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling });
+    templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling, sampling: o.sampling });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `${o.tls ? "https" : "http"}://${host}:${server.port}`, engine,
