@@ -10,7 +10,8 @@ import { join, resolve } from "node:path";
 import { loadTokenizer, readChatTemplate } from "../src/model/tokenizer.ts";
 import { ModelError } from "../src/model/errors.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
-import { startTiny } from "./server.helpers.ts";
+import { spawnServe, startTiny } from "./server.helpers.ts";
+import type { Subprocess } from "bun";
 
 const REPO = resolve(import.meta.dir, "..");
 const root = mkdtempSync(join(tmpdir(), "hb-serve-opts-"));
@@ -59,24 +60,13 @@ describe("chat template override", () => {
     writeFileSync(keys, "sk-one\n\n  sk-two  \n");
     writeFileSync(empty, "\n \n");
     writeFileSync(comma, "a,b\n");
-    const serve = async (args: string[], env: Record<string, string> = {}) => {
-      const p = Bun.spawn(["bun", "src/cli.ts", "serve", "--port", "0", "--quiet", ...args], { cwd: REPO, stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
-      const reader = (p.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
-      let log = "";
-      while (!/ready on /.test(log)) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error(`serve exited early:\n${log}`);
-        log += dec.decode(value);
-      }
-      return { p, url: /listening on (\S+)/.exec(log)![1], log };
-    };
     const status = async (url: string, key?: string) => (await fetch(`${url}/v1/models`, key ? { headers: { authorization: `Bearer ${key}` } } : {})).status;
-    const a = await serve(["--api-key-file", keys], { HB_API_KEY: "sk-env" }); // (the file wins over the environment)
+    const a = await spawnServe(["--quiet", "--api-key-file", keys], { HB_API_KEY: "sk-env" }); // (the file wins over the environment)
     try {
-      expect(a.log).toContain("API key required");
+      expect(a.log()).toContain("API key required");
       expect([await status(a.url), await status(a.url, "sk-one"), await status(a.url, "sk-two"), await status(a.url, "sk-env")]).toEqual([401, 200, 200, 401]);
     } finally { a.p.kill(); }
-    const b = await serve([], { HB_API_KEY: "sk-env" });
+    const b = await spawnServe(["--quiet"], { HB_API_KEY: "sk-env" });
     try { expect([await status(b.url), await status(b.url, "sk-env")]).toEqual([401, 200]); } finally { b.p.kill(); }
     const runs = await Promise.all([cli("serve", "--api-key-file", empty), cli("serve", "--api-key-file", comma),
       cli("serve", "--api-key-file", keys, "--api-key", "k"), cli("serve", "--api-key-file", join(root, "none.txt")), cli("serve", "--api-key", "a,,b")]);
@@ -139,25 +129,16 @@ describe("chat template override", () => {
 
 describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-key --parallel --max-model-len", () => {
   const UI = "http://ui.example:3000", KEY = "sk-opts";
-  let proc: ReturnType<typeof Bun.spawn>, url = "", log = "";
+  let proc: Subprocess, url = "", log = () => "";
   beforeAll(async () => {
-    proc = Bun.spawn(["bun", "src/cli.ts", "serve", "--model", TINY, "--port", "0", "--parallel", "1", "--max-model-len", "512", "--alias", "tiny-chat",
-      "--threads", "1", "--chat-template", templateFile, "--cors", `${UI},http://other.example`, "--api-key", KEY],
-    { cwd: REPO, stdout: "pipe", stderr: "pipe" });
-    const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
-    let ended = false;
-    (async () => { for (;;) { const { value, done } = await reader.read(); if (done) { ended = true; return; } log += dec.decode(value); } })();
-    while (!/ready on /.test(log)) {
-      if (ended) throw new Error(`serve exited early:\n${log}`);
-      await Bun.sleep(20);
-    }
-    url = /listening on (\S+)/.exec(log)![1];
+    ({ p: proc, url, log } = await spawnServe(["--model", TINY, "--parallel", "1", "--max-model-len", "512", "--alias", "tiny-chat",
+      "--threads", "1", "--chat-template", templateFile, "--cors", `${UI},http://other.example`, "--api-key", KEY]));
   }, 60_000);
   afterAll(() => { proc?.kill(); });
   const auth = { authorization: `Bearer ${KEY}` };
 
   test("the alias is the model id; the pool has the threads asked for", async () => {
-    expect(log).toMatch(/model tiny-chat ready on .*1 threads\)/);
+    expect(log()).toMatch(/model tiny-chat ready on .*1 threads\)/);
     const list = (await (await fetch(`${url}/v1/models`, { headers: auth })).json()) as any;
     expect(list.data.map((m: any) => m.id)).toEqual(["tiny-chat"]);
     expect(list.data[0].meta.threads).toBe(1);
@@ -171,8 +152,8 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
     const prompt = loadTokenizer(TINY).encode("[user] Hi\n[assistant]").length;
     expect(r.usage.prompt_tokens).toBe(prompt);
     // one line per finished request on stderr
-    for (let i = 0; i < 100 && !log.includes(" generated in "); i++) await Bun.sleep(20);
-    expect(log).toMatch(new RegExp(`request \\d+: ${prompt} prompt tokens \\(0 cached\\) \\+ 2 generated in [\\d.]+ s, decode [\\d.]+ tok/s, length`));
+    for (let i = 0; i < 100 && !log().includes(" generated in "); i++) await Bun.sleep(20);
+    expect(log()).toMatch(new RegExp(`request \\d+: ${prompt} prompt tokens \\(0 cached\\) \\+ 2 generated in [\\d.]+ s, decode [\\d.]+ tok/s, length`));
   });
 
   test("/props: llama-server's fields (context, slots, chat template, alias; --parallel and --max-model-len as --slots and --ctx)", async () => {
@@ -184,20 +165,12 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
 
   test("llama-server's and vLLM's forms: serve DIR (positional), -m, -c N as the total of all slots, -t, -a", async () => {
     for (const args of [[TINY, "-c", "1024"], ["-m", TINY, "--ctx-size", "1024"]]) {
-      const p = Bun.spawn(["bun", "src/cli.ts", "serve", ...args, "--parallel", "2", "-t", "1", "-a", "short", "--port", "0", "--quiet"],
-        { cwd: REPO, stdout: "pipe", stderr: "pipe" });
+      const { p, url: u, log } = await spawnServe([...args, "--parallel", "2", "-t", "1", "-a", "short", "--quiet"]);
       try {
-        const reader = (p.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
-        let err = "";
-        while (!/ready on /.test(err)) {
-          const { value, done } = await reader.read();
-          if (done) throw new Error(`serve exited early:\n${err}`);
-          err += dec.decode(value);
-        }
-        const u = /listening on (\S+)/.exec(err)![1], props = (await (await fetch(`${u}/props`)).json()) as any;
+        const props = (await (await fetch(`${u}/props`)).json()) as any;
         expect(props).toMatchObject({ model_alias: "short", model_path: TINY, total_slots: 2 });
         expect(props.default_generation_settings.n_ctx).toBe(512); // (1024 shared by 2 slots)
-        expect(err).toMatch(/ready on .*1 threads\)/);
+        expect(log()).toMatch(/ready on .*1 threads\)/);
       } finally { p.kill(); }
     }
   }, 60_000);

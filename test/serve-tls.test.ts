@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { Subprocess } from "bun";
+import { spawnServe } from "./server.helpers.ts";
 
 const REPO = resolve(import.meta.dir, "..");
 const hasOpenssl = Bun.which("openssl") !== null;
@@ -19,7 +21,7 @@ async function cli(...args: string[]) {
 
 describe.skipIf(!hasOpenssl)("serve over HTTPS", () => {
   const dir = mkdtempSync(join(tmpdir(), "hb-tls-")), f = (n: string) => join(dir, n);
-  let proc: ReturnType<typeof Bun.spawn>, url = "", cert = "";
+  let proc: Subprocess, url = "", cert = "";
   const mk = (name: string) => {
     const r = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
       "-keyout", f(`${name}.key`), "-out", f(`${name}.crt`), "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"]);
@@ -29,16 +31,7 @@ describe.skipIf(!hasOpenssl)("serve over HTTPS", () => {
     mk("a"); mk("b");
     writeFileSync(f("junk.pem"), "not a key\n");
     cert = await Bun.file(f("a.crt")).text();
-    proc = Bun.spawn(["bun", "src/cli.ts", "serve", "--port", "0", "--ssl-keyfile", f("a.key"), "--ssl-certfile", f("a.crt"), "--quiet"],
-      { cwd: REPO, stdout: "pipe", stderr: "pipe" });
-    const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader(), dec = new TextDecoder();
-    let log = "";
-    while (!/ready on /.test(log)) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`serve exited early:\n${log}`);
-      log += dec.decode(value);
-    }
-    url = /listening on (\S+)/.exec(log)![1];
+    ({ p: proc, url } = await spawnServe(["--ssl-keyfile", f("a.key"), "--ssl-certfile", f("a.crt"), "--quiet"]));
   }, 60_000);
   afterAll(() => { proc?.kill(); rmSync(dir, { recursive: true, force: true }); });
 

@@ -1,8 +1,27 @@
 // Helpers of the server/mux suites: start an in-process server on the glm-tiny fixture (127.0.0.1,
-// ephemeral port), a streaming mux client over fetch (full duplex) that parses server frames, and
-// SSE reading. Not a test file itself.
+// ephemeral port) or a `serve` child process, a streaming mux client over fetch (full duplex) that parses server
+// frames, and SSE reading. Not a test file itself.
+import { resolve } from "node:path";
+import type { Subprocess } from "bun";
 import { startServer, type ServeOptions, type Server } from "../src/server/server.ts";
 import { TINY } from "./helpers/fixture.ts";
+
+/** `bun src/cli.ts serve --port 0 ...args` as a child process, once it says it is ready: its URL (http or https) and its
+ *  stderr so far (read on in the background); `env` added to this process's. */
+export async function spawnServe(args: string[], env: Record<string, string> = {}): Promise<{ p: Subprocess<"ignore", "pipe", "pipe">; url: string; log(): string }> {
+  const p = Bun.spawn(["bun", "src/cli.ts", "serve", "--port", "0", ...args],
+    { cwd: resolve(import.meta.dir, ".."), stdin: "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, ...env } });
+  let log = "", ended = false;
+  (async () => {
+    const rd = p.stderr.getReader(), dec = new TextDecoder();
+    for (;;) { const { value, done } = await rd.read(); if (done) { ended = true; return; } log += dec.decode(value); }
+  })();
+  while (!/ready on /.test(log)) {
+    if (ended) throw new Error(`serve exited early:\n${log}`);
+    await Bun.sleep(20);
+  }
+  return { p, url: /listening on (\S+)/.exec(log)![1], log: () => log };
+}
 
 /** a chat template that shows tools, assistant tool calls and tool results (the fixture's own ignores them): for
  *  checking that other routes' tool turns render as the chat route's */
