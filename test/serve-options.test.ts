@@ -98,6 +98,7 @@ describe("chat template override", () => {
       cli("serve", "--model", TINY, "--ctx", "64", "--max-model-len", "64"), cli("serve", "--model", TINY, "--parallel", "0"),
       cli("serve", "--model", TINY, "--pooling", "max"), cli("serve", TINY, "--model", TINY), cli("serve", TINY, TINY),
       cli("serve", "-m", TINY, "-c", "3", "--parallel", "2"), cli("serve", "-m", TINY, "--ctx", "64", "-c", "64"),
+      cli("serve", "-m", TINY, "--tool-call-parser", "hermes"),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -118,6 +119,7 @@ describe("chat template override", () => {
     expect(runs[14].err).toContain("one model directory, not 2");
     expect(runs[15].err).toContain("--ctx-size is shared by the 2 slots: it must give each at least 2 tokens");
     expect(runs[16].err).toContain("give --ctx (or --max-model-len) or --ctx-size, not both");
+    expect(runs[17].err).toContain("--tool-call-parser hermes: this server parses GLM's format only");
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {
@@ -164,13 +166,16 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
   });
 
   test("llama-server's and vLLM's forms: serve DIR (positional), -m, -c N as the total of all slots, -t, -a", async () => {
-    for (const args of [[TINY, "-c", "1024"], ["-m", TINY, "--ctx-size", "1024"]]) {
+    const compat = ["--jinja", "--metrics", "--cont-batching", "--no-webui", "--enable-auto-tool-choice", "--tool-call-parser", "glm47",
+      "--reasoning-parser", "glm45", "--trust-remote-code"]; // (their launch lines' flags for what is always on here)
+    for (const args of [[TINY, "-c", "1024"], ["-m", TINY, "--ctx-size", "1024", ...compat]]) {
       const { p, url: u, log } = await spawnServe([...args, "--parallel", "2", "-t", "1", "-a", "short", "--quiet"]);
       try {
         const props = (await (await fetch(`${u}/props`)).json()) as any;
         expect(props).toMatchObject({ model_alias: "short", model_path: TINY, total_slots: 2 });
         expect(props.default_generation_settings.n_ctx).toBe(512); // (1024 shared by 2 slots)
         expect(log()).toMatch(/ready on .*1 threads\)/);
+        expect((await fetch(`${u}/`)).status).toBe(args.includes("--no-webui") ? 404 : 200);
       } finally { p.kill(); }
     }
   }, 60_000);

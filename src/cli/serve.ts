@@ -6,7 +6,7 @@ import { parseDeviceMode } from "../../gpu/device.ts";
 import { DEVICE_HELP, deviceFlags } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { apiKeyOption, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
+import { apiKeyOption, checkCompat, compatFlags, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
@@ -75,13 +75,17 @@ options:
   --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
                    * = any origin); default: no CORS headers at all
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
-  --no-ui          no chat page at / (it holds no data; its requests carry the API key typed into it)
+  --no-ui          no chat page at / (it holds no data; its requests carry the API key typed into it); also
+                   llama-server's --no-webui
   --quiet          no line per finished request on stderr
   --slot-save-path DIR  allow POST /slots/{id}?action=save|restore {"filename"} (a slot's KV cache to DIR/filename
                    and back into any idle slot: later prompts with that prefix prefill only the rest) and
                    ?action=erase; created if missing (llama-server's flag and API)
 ${REASONING_HELP}
 ${KV_HELP}
+  --jinja, --metrics, --cont-batching (llama-server's), --enable-auto-tool-choice, --tool-call-parser glm45|glm47,
+  --reasoning-parser glm45, --trust-remote-code (vLLM's): taken so that their launch lines for GLM run unchanged;
+                   each names what this server always does
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -124,7 +128,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, ...samplingFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, ...samplingFlags, ...compatFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -164,6 +168,8 @@ async function run(argv: string[]): Promise<number> {
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
   const tls = tlsOption(v, help);
+  checkCompat(v, help);
+  const ui = !v["no-ui"] && !v["no-webui"];
   if (tls && v.stdio) throw new UsageError("--ssl-keyfile / --ssl-certfile serve HTTPS: not with --stdio", help);
 
   if (v.stdio) {
@@ -179,13 +185,13 @@ async function run(argv: string[]): Promise<number> {
   const opts = { dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling: samplingOption(v, help),
-    cors: corsOption(v.cors, help), ui: !v["no-ui"], log: v.quiet ? undefined : log, tls, ...engineOpts };
+    cors: corsOption(v.cors, help), ui, log: v.quiet ? undefined : log, tls, ...engineOpts };
   let s: Server;
   try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)
     log(`cannot listen on ${opts.host}:${port}: ${(e as Error).message}`);
     return 1;
   }
-  log(`listening on ${s.url}${v["no-ui"] ? "" : ` (chat page: ${s.url}/)`}`);
+  log(`listening on ${s.url}${ui ? ` (chat page: ${s.url}/)` : ""}`);
   const host = v.host ?? "127.0.0.1";
   if (!apiKey && !["127.0.0.1", "::1", "localhost"].includes(host) && !host.startsWith("127."))
     log(`WARNING: listening on ${host} without --api-key: anyone who can reach this port can use the model`);
