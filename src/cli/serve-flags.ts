@@ -1,6 +1,6 @@
 // The serve command's option parsers: each turns flag text into a checked value or a UsageError naming the flag
 // (and the file, for the flags that name one). No state.
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { resolve } from "node:path";
 import { z } from "zod";
