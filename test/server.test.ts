@@ -163,6 +163,8 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     ["tools", { messages: msgs, tools: [{ type: "function" }] }, "tools"],
     ["top_logprobs without logprobs", { messages: msgs, top_logprobs: 2 }, "top_logprobs"],
     ["presence_penalty 3", { messages: msgs, presence_penalty: 3 }, "presence_penalty"],
+    ["legacy functions", { messages: msgs, functions: [{ name: "f", parameters: { type: "object" } }] }, "functions"],
+    ["legacy function_call", { messages: msgs, function_call: { name: "f" } }, "function_call"],
     ["array body", [1, 2], null],
   ];
   for (const [what, body, param] of bad) {

@@ -159,6 +159,7 @@ export const ChatRequest = z.object({
   tool_choice: nullish(ToolChoiceSchema),
   parallel_tool_calls: nullish(z.boolean()),
   functions: nullish(unsupported("functions (use tools)")),
+  function_call: nullish(unsupported("function_call (use tool_choice)")), // (the legacy pair: refused together)
   // vLLM's: no generation prompt after the messages; or the final (assistant) message continued, as written
   add_generation_prompt: nullish(z.boolean()),
   continue_final_message: nullish(z.boolean()),
