@@ -102,3 +102,18 @@ describe("attention form cost model (auto)", () => {
     expect(naiveIsCheaper(cfg, 1, 4096, 128)).toBe(false);    // decode
   });
 });
+
+describe("Session.copyPrefix (a slot taking a prompt prefix another slot holds)", () => {
+  const m = loadModel(genModel({ preset: "tiny", seed: 5 })), V = m.cfg.vocab_size, toks = ids(24, V, 3);
+  for (const dtype of ["f32", "f16", "q8"] as const) test(`${dtype} cache: the copied rows continue as the source's own would, bit for bit`, () => {
+    const fresh = () => new Session(m, { attn: "absorbed" }, { kv: newKV(m, 64, dtype) });
+    const src = fresh(), dst = fresh(), want = fresh();
+    src.feed(toks.slice(0, 20));
+    dst.feed(toks.slice(5, 9)); // (something else first: replaced)
+    dst.copyPrefix(src, 16);
+    expect(dst.tokens).toEqual(toks.slice(0, 16));
+    const got = dst.feed(toks.slice(16), true).slice();
+    want.feed(toks.slice(0, 16));
+    expect(Array.from(got)).toEqual(Array.from(want.feed(toks.slice(16), true)));
+  });
+});

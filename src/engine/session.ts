@@ -104,11 +104,12 @@ export class Session {
     if (src.m !== this.m) throw new Error("copyPrefix: another model");
     if (!Number.isInteger(n) || n < 0 || n > src.tokens.length || src.kv.len < n) throw new RangeError(`copyPrefix(${n}) outside [0, ${src.tokens.length}]`);
     const a = src.kv, b = this.kv;
+    if (a.dtype !== b.dtype) throw new Error(`copyPrefix: an ${a.dtype} cache into an ${b.dtype} one`);
     this.truncate(0);
     b.truncate(0);
     b.reserve(n);
     for (let i = 0; i < b.nLayers; i++) {
-      b.kv[i].set(a.kv[i].subarray(0, n * a.kvWidth));
+      b.kv[i].set(a.kv[i].subarray(0, n * a.rowElems) as never); // (rowElems: a q8 row is its codes and its scales)
       const ik = a.ik[i];
       if (ik) b.ik[i]!.set(ik.subarray(0, n * a.ikWidth));
     }
