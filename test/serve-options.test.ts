@@ -98,7 +98,7 @@ describe("chat template override", () => {
       cli("serve", "--model", TINY, "--ctx", "64", "--max-model-len", "64"), cli("serve", "--model", TINY, "--parallel", "0"),
       cli("serve", "--model", TINY, "--pooling", "max"), cli("serve", TINY, "--model", TINY), cli("serve", TINY, TINY),
       cli("serve", "-m", TINY, "-c", "3", "--parallel", "2"), cli("serve", "-m", TINY, "--ctx", "64", "-c", "64"),
-      cli("serve", "-m", TINY, "--tool-call-parser", "hermes"),
+      cli("serve", "-m", TINY, "--tool-call-parser", "hermes"), cli("serve", "-m", TINY, "--cache-ram", "-1"),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -120,6 +120,7 @@ describe("chat template override", () => {
     expect(runs[15].err).toContain("--ctx-size is shared by the 2 slots: it must give each at least 2 tokens");
     expect(runs[16].err).toContain("give --ctx (or --max-model-len) or --ctx-size, not both");
     expect(runs[17].err).toContain("--tool-call-parser hermes: this server parses GLM's format only");
+    expect(runs[18].err).toContain("--cache-ram");
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {

@@ -18,7 +18,7 @@ const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [-
                          [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY | --api-key-file F]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
-                         [--slot-save-path DIR] [--reasoning-budget N [--reasoning-budget-message TEXT]]
+                         [--slot-save-path DIR] [--cache-ram MIB] [--reasoning-budget N [--reasoning-budget-message TEXT]]
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
                          [--pooling last|mean|cls] [--ssl-keyfile F --ssl-certfile F] [--temp T] [--top-p P] [--top-k K]
                          [--min-p P] [--repeat-penalty R] [--override-generation-config JSON] [expert and device options below]
@@ -78,6 +78,9 @@ options:
   --no-ui          no chat page at / (it holds no data; its requests carry the API key typed into it); also
                    llama-server's --no-webui
   --quiet          no line per finished request on stderr
+  --cache-ram MIB  a host-memory prompt cache of this many MiB (llama-server's flag; default 0: off): a slot's
+                   conversation about to be overwritten is parked there, and a later prompt starting with it gets
+                   its KV rows back instead of prefilling them (reserved in the RAM plan)
   --slot-save-path DIR  allow POST /slots/{id}?action=save|restore {"filename"} (a slot's KV cache to DIR/filename
                    and back into any idle slot: later prompts with that prefix prefill only the rest) and
                    ?action=erase; created if missing (llama-server's flag and API)
@@ -127,7 +130,7 @@ async function run(argv: string[]): Promise<number> {
     "max-model-len": { type: "string" }, "ctx-size": { type: "string", short: "c" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
-    pooling: { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
+    pooling: { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
     "ssl-cert-file": { type: "string" }, ...samplingFlags, ...compatFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
@@ -164,6 +167,7 @@ async function run(argv: string[]): Promise<number> {
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
     ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
     ...reasoningOptions(v, help), ...kvOption(v, help),
+    ...(v["cache-ram"] !== undefined ? { cacheRam: intOption(v["cache-ram"], "cache-ram", help) * 2 ** 20 } : {}),
   };
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);

@@ -13,14 +13,27 @@
 //   chained step (token d, previous raw u') on rows past T-1. Chained rows are speculative: the next
 //   `mtpSync` truncates them (and any row whose token no longer matches the history).
 // - `mtpDrafts` is the from-scratch reference implementation of the chained drafts (tests).
+// - `rows(n)` views positions [0, n) (tokens, KV rows, indexer keys, recorded residual rows); `install` copies such
+//   rows in place of the history (`copyPrefix` from another session, the prompt cache's parked histories).
 import { forward, type ForwardOpts } from "./forward.ts";
 import { mtpForward } from "./mtp.ts";
 import { newKV, newMtpKV, type Model } from "./model.ts";
 import { RunState } from "./state.ts";
 import { argmax } from "./sampler.ts";
 import type { KVCache } from "./kv.ts";
+import type { KvDtype, KvRows } from "./hb.ts";
 
 export { argmax };
+
+/** Positions [0, n) of a conversation (Session.rows): what a prefix copy or the prompt cache moves. */
+export interface PrefixRows {
+  m: Model;
+  dtype: KvDtype;
+  tokens: number[];                // [n]
+  kv: KvRows[];                    // per layer [n, rowElems]: c_kv ‖ k_pe in the cache's dtype
+  ik: (Float32Array | null)[];     // per layer [n, index_head_dim] indexer keys (null: not a full DSA layer)
+  hidden: Float32Array;            // [n, D] main residual rows, or empty (none recorded)
+}
 
 export class Session {
   readonly kv: KVCache;
@@ -97,27 +110,44 @@ export class Session {
     return c;
   }
 
+  /** Positions [0, n) of this history as views (no copy): tokens, each layer's MLA rows (this cache's dtype) and
+   *  indexer keys, and the main residual's rows where recorded (MTP drafting; else empty). */
+  rows(n = this.tokens.length): PrefixRows {
+    if (!Number.isInteger(n) || n < 0 || n > this.tokens.length || this.kv.len < n) throw new RangeError(`rows(${n}) outside [0, ${this.tokens.length}]`);
+    const a = this.kv, D = this.m.cfg.hidden_size;
+    return {
+      m: this.m, dtype: a.dtype, tokens: this.tokens.slice(0, n),
+      kv: a.kv.map((x) => x.subarray(0, n * a.rowElems)), // (rowElems: a q8 row is its codes and its scales)
+      ik: a.ik.map((x) => x?.subarray(0, n * a.ikWidth) ?? null),
+      hidden: this.hidden.length >= n * D ? this.hidden.subarray(0, n * D) : new Float32Array(0),
+    };
+  }
+
   /** Take positions [0, n) of another Session on the same model — its KV rows, indexer keys, hidden rows and
    *  tokens — in place of this history (a server's slot sharing a prompt prefix another slot holds: a copy, no
    *  forward). The MTP rows are re-derived from the pairs at the next sync, as after a restore. */
   copyPrefix(src: Session, n: number): void {
-    if (src.m !== this.m) throw new Error("copyPrefix: another model");
-    if (!Number.isInteger(n) || n < 0 || n > src.tokens.length || src.kv.len < n) throw new RangeError(`copyPrefix(${n}) outside [0, ${src.tokens.length}]`);
-    const a = src.kv, b = this.kv;
-    if (a.dtype !== b.dtype) throw new Error(`copyPrefix: an ${a.dtype} cache into an ${b.dtype} one`);
+    this.install(src.rows(n));
+  }
+
+  /** Replace this history with positions [0, n) of `r` (rows of a Session on the same model with a cache of the same
+   *  dtype: copied). */
+  install(r: PrefixRows, n = r.tokens.length): void {
+    if (r.m !== this.m) throw new Error("install: rows of another model");
+    const b = this.kv, D = this.m.cfg.hidden_size;
+    if (r.dtype !== b.dtype) throw new Error(`install: rows of an ${r.dtype} cache into an ${b.dtype} one`);
+    if (!Number.isInteger(n) || n < 0 || n > r.tokens.length) throw new RangeError(`install(${n}) outside [0, ${r.tokens.length}]`);
     this.truncate(0);
     b.truncate(0);
     b.reserve(n);
     for (let i = 0; i < b.nLayers; i++) {
-      b.kv[i].set(a.kv[i].subarray(0, n * a.rowElems) as never); // (rowElems: a q8 row is its codes and its scales)
-      const ik = a.ik[i];
-      if (ik) b.ik[i]!.set(ik.subarray(0, n * a.ikWidth));
+      b.kv[i].set(r.kv[i].subarray(0, n * b.rowElems) as never);
+      const ik = r.ik[i];
+      if (ik) b.ik[i]!.set(ik.subarray(0, n * b.ikWidth));
     }
     b.len = n;
     b.wrote(0);
-    // hidden rows only where the source recorded them (MTP drafting): none to copy (or to allocate) otherwise
-    const D = this.m.cfg.hidden_size;
-    this.adopt(src.tokens.slice(0, n), src.hidden.length >= n * D ? src.hidden.subarray(0, n * D) : new Float32Array(0));
+    this.adopt(r.tokens.slice(0, n), r.hidden.subarray(0, r.hidden.length ? n * D : 0)); // (hidden rows only where recorded)
   }
 
   /** Install a history whose KV rows are already in `kv` (kvfile load, a prefix copy): tokens + hidden [n, D] (empty:

@@ -34,6 +34,14 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   };
   histogram("time_to_first_token_seconds", "seconds from a request's submission to its first token", engine.ttft);
   histogram("request_latency_seconds", "seconds from a request's submission to its end (requests that finished)", engine.e2e);
+  const pc = s.promptCache;
+  if (pc) {
+    metric("prompt_cache_bytes", "gauge", "bytes of parked conversations' KV rows in host memory (--cache-ram)", pc.bytes);
+    metric("prompt_cache_budget_bytes", "gauge", "the prompt cache's budget", pc.budget);
+    metric("prompt_cache_entries", "gauge", "parked conversations", pc.entries);
+    metric("prompt_cache_hits_total", "counter", "prompts that took a parked conversation's rows back", pc.hits);
+    metric("prompt_cache_evictions_total", "counter", "parked conversations dropped for room", pc.evicted);
+  }
   const x = s.experts;
   if (x) {
     metric("expert_cache_hit_rate", "gauge", "routed-expert uses served from RAM (pinned or cached)", x.hitRate);

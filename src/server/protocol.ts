@@ -75,6 +75,7 @@ export interface WorkerOptions {
   kvDtype?: KvDtype;        // the slots' MLA caches (--kv-cache-dtype f16 / q8: half / ~3.6x less memory; CPU, fast mode)
   reasoningBudget?: number; // the thinking budget of requests that name none (−1 / absent: none)
   reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
+  cacheRam?: number;        // bytes of the host-memory prompt cache (--cache-ram; absent: none)
 }
 
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; hidden: number; threads: number; chatTemplate: string | null;
@@ -105,6 +106,7 @@ export interface Stats {
   drafted: number;         // draft tokens verified (speculative decoding), since start
   accepted: number;        // of which kept
   slots: SlotInfo[];
+  promptCache?: { bytes: number; budget: number; entries: number; hits: number; evicted: number }; // --cache-ram (absent: off)
 }
 
 /** A question for the worker's tokenizer (POST /tokenize, /detokenize), answered by a `reply`. */

@@ -21,6 +21,8 @@
 // budget message and </think>, as one more mask on its logits. A job with a grammar that may think first (its prompt
 // left <think> open, or a chat with thinking on whose first token may open it) is constrained from the token after
 // </think> on, as vLLM's reasoning parsers and llama.cpp do: the reasoning free, the answer under the grammar.
+// Prompt cache (engine/prompt-cache.ts, --cache-ram): a slot's history about to be overwritten is parked in host memory
+// first, and a prompt that starts with a parked history takes its rows back when that beats every slot's prefix.
 // Embeddings (engine/pooling.ts): a job with `embed` pools its prompt rows' final hidden states as each chunk is
 // prefilled (mean and cls need every row: no prefix reuse) and ends after its prefill with an `embedding` event.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
@@ -32,6 +34,7 @@ import { ThinkBudget } from "../engine/think-budget.ts";
 import { badWordIds, banBadWords, penaltiesFor, type Penalties } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import { Pooler } from "../engine/pooling.ts";
+import { PromptCache } from "../engine/prompt-cache.ts";
 import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
 import type { KvDtype } from "../engine/hb.ts";
@@ -79,6 +82,7 @@ export interface SchedOptions {
   kvDtype?: KvDtype;     // the slots' MLA caches: f32 (default), IEEE halves or int8 blocks
   thinkBudget?: number;  // the thinking budget of requests that name none (−1 / absent: none)
   budgetMessage?: string; // text forced before </think> when a budget is spent (llama-server's --reasoning-budget-message)
+  cacheRam?: number;     // bytes of the host-memory prompt cache (0 / absent: none)
 }
 
 const PREALLOC = 8192;
@@ -121,6 +125,7 @@ export class Scheduler {
   readonly grammars: GrammarCache;
   private clock = 0;
   readonly drafter: Drafter | null = null; // speculative decoding (null: off)
+  readonly cache: PromptCache | null;       // parked histories (null: --cache-ram off)
   private winStart = performance.now();
   private winTokens = 0;
   private tokS = 0;
@@ -157,6 +162,7 @@ export class Scheduler {
       } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre, o.kvDtype) }), job: null, used: 0 }; }
     };
     this.slots = Array.from({ length: o.slots }, (_, id) => slot(id));
+    this.cache = o.cacheRam ? new PromptCache(o.cacheRam) : null;
     if (o.draft && o.draft.len > 0) this.drafter = new Drafter(m, o.draft, (t) => codec.encode(t));
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
@@ -392,6 +398,7 @@ export class Scheduler {
     const lim = j.ids.length - 1;
     let have = 0, soon = 0;
     for (const s of this.slots) have = Math.max(have, Math.min(lcp(s.sess.tokens, j.ids), lim));
+    have = Math.max(have, this.cache?.best(j.ids, lim)?.n ?? 0);
     for (const r of this.running) if (r.state === "prefill") soon = Math.max(soon, Math.min(lcp(r.ids, j.ids), lim));
     return soon - have >= COPY_MIN;
   }
@@ -403,17 +410,23 @@ export class Scheduler {
 
   private admit(j: Job, s: Slot): void {
     // the last prompt token is always fed (its logits start decoding, its row is last-token pooling's)
-    let reuse = this.everyRow(j) ? 0 : Math.min(lcp(s.sess.tokens, j.ids), j.ids.length - 1);
-    // another slot (idle, or busy: its rows so far) holding a longer prefix of the prompt: its rows are copied (the
-    // same bits a prefill would write: the kernels are batch-invariant and the attention form fixed)
-    if (!this.everyRow(j)) {
-      let donor: Slot | null = null, best = reuse + COPY_MIN - 1;
+    const lim = j.ids.length - 1, every = this.everyRow(j);
+    let reuse = every ? 0 : Math.min(lcp(s.sess.tokens, j.ids), lim);
+    // another slot (idle, or busy: its rows so far) or a parked history holding a longer prefix of the prompt: its
+    // rows are copied (the same bits a prefill would write: the kernels are batch-invariant and the attention form fixed)
+    let donor: Slot | null = null, parked: ReturnType<PromptCache["best"]> = null, best = reuse + COPY_MIN - 1;
+    if (!every) {
       for (const d of this.slots) {
-        const l = d === s ? 0 : Math.min(lcp(d.sess.tokens, j.ids), j.ids.length - 1);
+        const l = d === s ? 0 : Math.min(lcp(d.sess.tokens, j.ids), lim);
         if (l > best) { best = l; donor = d; }
       }
-      if (donor) { s.sess.copyPrefix(donor.sess, best); reuse = best; }
+      const c = this.cache?.best(j.ids, lim) ?? null;
+      if (c && c.n > best) { best = c.n; parked = c; donor = null; }
     }
+    // the rows this slot loses, when there are enough of them, are parked first (that conversation may come back)
+    if (this.cache && s.sess.tokens.length - (donor || parked ? 0 : reuse) >= COPY_MIN) this.cache.park(s.sess);
+    if (donor) { s.sess.copyPrefix(donor.sess, best); reuse = best; }
+    else if (parked) { this.cache!.restore(s.sess, parked.rows, parked.n); reuse = parked.n; }
     s.sess.truncate(reuse);
     s.job = j;
     s.used = ++this.clock;
@@ -468,6 +481,8 @@ export class Scheduler {
       const base: SlotInfo = { id: s.id, state: j ? (j.state === "decode" ? "decode" : "prefill") : "idle", tokens: s.sess.kv.len };
       return j ? { ...base, rid: j.rid, prompt_tokens: j.ids.length, cached_tokens: j.cached, emitted: j.emitted } : base;
     });
-    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafter?.drafted ?? 0, accepted: this.drafter?.accepted ?? 0, slots };
+    const c = this.cache;
+    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafter?.drafted ?? 0, accepted: this.drafter?.accepted ?? 0, slots,
+      ...(c ? { promptCache: { bytes: c.bytes, budget: c.budget, entries: c.size, hits: c.hits, evicted: c.evicted } } : {}) };
   }
 }

@@ -73,14 +73,14 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     const log = (s: string) => console.error(s);
     const small = (o.kvDtype ?? "f32") !== "f32";
     store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvDtype: o.kvDtype,
-      hiddenRows: o.draft?.kind === "mtp", log }); // (the slots record hidden rows only to draft with the MTP head)
+      hiddenRows: o.draft?.kind === "mtp", extraBytes: o.cacheRam ?? 0, log }); // (the slots record hidden rows only to draft with the MTP head)
     // an f16 / q8 cache runs on the CPU path only: the device chain's attention reads f32 rows
     if (small && o.device === "vulkan") throw new Error(`--kv-cache-dtype ${o.kvDtype} runs on the CPU path only (--device cpu or auto)`);
     const dev = openDevice(m, small ? "cpu" : o.device ?? "auto", { layers: o.deviceLayers });
     log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts,
-      kvDtype: o.kvDtype, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage }, post);
+      kvDtype: o.kvDtype, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage, cacheRam: o.cacheRam }, post);
     if (sched.drafter) log(sched.drafter.describe());
     post({ t: "ready", info: { model: o.alias ?? (basename(o.dir.replace(/\/+$/, "")) || "model"), dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling } });
     postStats(true);

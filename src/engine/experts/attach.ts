@@ -36,6 +36,8 @@ export interface ExpertOptions {
   kvDtype?: KvDtype;
   /** whether sessions keep the main residual's rows (MTP drafting; default true: reserved) */
   hiddenRows?: boolean;
+  /** more bytes reserved beside the sessions' KV (a server's host-memory prompt cache, --cache-ram) */
+  extraBytes?: number;
   /** streaming buffers shared by the layers (default min(8, max(2, top-k))) */
   workingSlabs?: number;
   /** where the plan and warnings go (default stderr); quiet: no plan line */
@@ -75,7 +77,7 @@ export function attachExperts(m: Model, o: ExpertOptions = {}): ExpertStore {
     const plan = planBudget({
       ram: ram.bytes, residentBytes: residentBytes(m), expertBytes: store.maxSlotBytes(),
       moeLayers: store.layers.length, experts: m.cfg.n_routed_experts,
-      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvDtype, o.hiddenRows ?? true),
+      kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvDtype, o.hiddenRows ?? true) + (o.extraBytes ?? 0),
       activationBytes: runStateBytes(m.cfg, rows, kvRows(ctx)) /* RunState grows T by doubling */ + Math.min(STAGE_BYTES, rows * K * m.cfg.hidden_size * 4),
       workingSlabs: store.mmap ? 0 : W, slots: o.slots, historyTokens: learner?.tokens() ?? 0,
     });
