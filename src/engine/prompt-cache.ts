@@ -3,14 +3,7 @@
 // chat returning after other users took its slot). Entries are copies of a history's rows [0, n) (Session.rows: MLA
 // rows in the cache's dtype, indexer keys, recorded residual rows), evicted least recently used first within a byte
 // budget; an entry that is a prefix of another is dropped. State: the entries, their bytes, hits and evictions.
-import type { PrefixRows, Session } from "./session.ts";
-
-const lcp = (a: number[], b: number[]) => {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-};
+import { lcp, type PrefixRows, type Session } from "./session.ts";
 
 interface Entry { rows: PrefixRows; bytes: number; used: number }
 

@@ -25,6 +25,14 @@ import type { KvDtype, KvRows } from "./hb.ts";
 
 export { argmax };
 
+/** The length of the longest common prefix of two token sequences. */
+export function lcp(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
 /** Positions [0, n) of a conversation (Session.rows): what a prefix copy or the prompt cache moves. */
 export interface PrefixRows {
   m: Model;
@@ -103,9 +111,7 @@ export class Session {
    */
   reuse(prompt: number[]): number {
     if (prompt.length === 0) throw new Error("reuse: empty prompt");
-    const lim = Math.min(this.tokens.length, prompt.length - 1);
-    let c = 0;
-    while (c < lim && this.tokens[c] === prompt[c]) c++;
+    const c = Math.min(lcp(this.tokens, prompt), prompt.length - 1);
     this.truncate(c);
     return c;
   }

@@ -2,8 +2,8 @@
 // KVCache + the token history those rows hold, invariant tokens.length === kv.len), the FIFO of waiting
 // jobs, the running jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse:
 // truncate the slot past the common prefix, prefill only the suffix), then runs ONE forward over a
-// ragged batch: a 1-row segment per decoding job plus up to `chunk` prefill rows, and samples.
-// Penalties and logit_bias (engine/penalties.ts) change a job's logits first.
+// ragged batch: a 1-row segment per decoding job plus up to `chunk` prefill rows, and samples (job.ts: what a job
+// holds, and how a request becomes one). Penalties and logit_bias (engine/penalties.ts) change a job's logits first.
 // Constrained output: a job with a grammar has a GrammarState; its logits are masked before
 // sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
 // that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
@@ -26,51 +26,21 @@
 // Embeddings (engine/pooling.ts): a job with `embed` pools its prompt rows' final hidden states as each chunk is
 // prefilled (mean and cls need every row: no prefix reuse) and ends after its prefill with an `embedding` event.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
-import { Session } from "../engine/session.ts";
+import { lcp, Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
-import { Sampler } from "../engine/sampler.ts";
 import { type Draft, verifyDraft } from "../engine/speculative.ts";
-import { ThinkBudget } from "../engine/think-budget.ts";
-import { badWordIds, banBadWords, penaltiesFor, type Penalties } from "../engine/penalties.ts";
+import { banBadWords } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
-import { Pooler } from "../engine/pooling.ts";
 import { PromptCache } from "../engine/prompt-cache.ts";
 import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
 import type { KvDtype } from "../engine/hb.ts";
-import type { GrammarState } from "../engine/grammar/index.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
-import { Detok, thinkIds, type ThinkIds } from "./detok.ts";
-import { GrammarCache } from "./grammar-cache.ts";
+import type { ThinkIds } from "./detok.ts";
 import { logprobsOf, promptIds } from "./prepare.ts";
-import { Drafter, type DraftOptions, type JobDrafts, NO_DRAFT } from "./drafter.ts";
-import type { FinishReason, FromWorker, GenRequest, PromptTok, SlotInfo, Stats } from "./protocol.ts";
-
-/** A KV slot: a conversation (its KV rows, token history and MTP state; shares the scheduler's RunState). */
-interface Slot { id: number; sess: Session; job: Job | null; used: number }
-
-interface Job {
-  rid: number; req: GenRequest; ids: number[];
-  limit: number;            // tokens it may emit (max_tokens, capped by the context)
-  sampler: Sampler; detok: Detok;
-  pen: Penalties | null;    // penalties / logit_bias (null: none asked)
-  grammar: GrammarState | null;  // kept at the state after the last emitted token
-  gate: "maybe" | "think" | "grammar"; // a grammar's phase: the first token may open <think>, inside it, in force
-  state: "queued" | "prefill" | "decode";
-  slot: Slot | null;
-  fed: number;              // prompt tokens in the slot's KV
-  cached: number; emitted: number;
-  next: number;             // sampled, not yet fed
-  drafts: JobDrafts | null; // its drafting state (null: no drafting)
-  plp: PromptTok[] | null;  // echo with logprobs, or prompt_logprobs: the prompt tokens' entries so far
-  stops: Set<number>;       // ids that end it: the model's end ids (unless ignore_eos) and its stop_ids
-  allowed: Int32Array | null; // the only ids it may sample (allowed_token_ids), or null
-  bad: number[][] | null;   // bad_words as token sequences (vLLM's), or null
-  out: number[];            // the ids emitted (with bad words: their matching needs the output's tail)
-  budget: ThinkBudget | null; // the thinking budget (null: none)
-  pool: Pooler | null;      // an embedding request's pooling (null: a generation)
-  tAdmit: number; tFirst: number; tLast: number; // (performance.now(): admitted, prefill done, last token)
-}
+import { Drafter, type DraftOptions, NO_DRAFT } from "./drafter.ts";
+import { type Job, JobMaker, keepOnly, type Slot } from "./job.ts";
+import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
 
 /** Rows a step may hold: the prefill chunk, and each slot's pending token with its drafts. */
 export const stepRows = (o: { chunk: number; slots: number; draft?: DraftOptions }) => o.chunk + o.slots * (1 + (o.draft?.len ?? 0));
@@ -91,60 +61,21 @@ const PREALLOC = 8192;
 const COPY_MIN = 16;
 const utf8 = new TextEncoder();
 
-/** logits of every id but `allowed` set to −∞ (saved into `tmp` first: a fill is much cheaper than a pass over V) */
-function keepOnly(logits: Float32Array, allowed: Int32Array, tmp: Float32Array): void {
-  for (let i = 0; i < allowed.length; i++) tmp[i] = allowed[i] < logits.length ? logits[allowed[i]] : -Infinity;
-  logits.fill(-Infinity);
-  for (let i = 0; i < allowed.length; i++) if (allowed[i] < logits.length) logits[allowed[i]] = tmp[i];
-}
-
-/** whether ids leave a <think> block open (the last think tag in them is `open`) */
-function openThink(ids: number[], t: ThinkIds): boolean {
-  for (let i = ids.length - 1; i >= 0; i--) {
-    if (ids[i] === t.close) return false;
-    if (ids[i] === t.open) return true;
-  }
-  return false;
-}
-
-function lcp(a: number[], b: number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
 export class Scheduler {
   readonly slots: Slot[];
   private queue: Job[] = [];
   private running: Job[] = [];       // in admission order
   private jobs = new Map<number, Job>();
   private st: RunState;
-  private stopIds: Set<number>;
+  private maker: JobMaker;
   private think: ThinkIds;
-  readonly grammars: GrammarCache;
   private clock = 0;
   readonly drafter: Drafter | null = null; // speculative decoding (null: off)
   readonly cache: PromptCache | null;       // parked histories (null: --cache-ram off)
   private winStart = performance.now();
   private winTokens = 0;
   private tokS = 0;
-  private budgetMsg: number[] | null = null; // the budget message's tokens (made on first use)
   private kept = new Float32Array(1 << 16); // keepOnly's scratch (allowed_token_ids holds at most 65536 ids)
-  private texts: string[] | null = null;   // every token's text, made on DRY's first use (its sequence breakers)
-  private breakerSets = new Map<string, ReadonlySet<number>>();
-  /** the ids whose text holds one of these strings (DRY's sequence breakers), cached per list */
-  private breakerIds = (b: string[]): ReadonlySet<number> => {
-    const key = JSON.stringify(b);
-    let set = this.breakerSets.get(key);
-    if (!set) {
-      const texts = (this.texts ??= Array.from({ length: this.m.cfg.vocab_size }, (_, i) => this.codec.decode([i])));
-      set = new Set(texts.flatMap((t, i) => (b.some((x) => t.includes(x)) ? [i] : [])));
-      if (this.breakerSets.size < 64) this.breakerSets.set(key, set);
-    }
-    return set;
-  };
-
   constructor(private m: Model, private codec: TextCodec, private o: SchedOptions, private emit: (ev: FromWorker) => void) {
     // each slot's cache sized up front for the whole context (the RAM plan reserves it; the OS commits the pages
     // as rows are written), so no conversation ever stalls the batch while every layer of its cache is copied
@@ -164,13 +95,8 @@ export class Scheduler {
     this.slots = Array.from({ length: o.slots }, (_, id) => slot(id));
     this.cache = o.cacheRam ? new PromptCache(o.cacheRam) : null;
     if (o.draft && o.draft.len > 0) this.drafter = new Drafter(m, o.draft, (t) => codec.encode(t));
-    const stops = codec.stopIds(m.cfg.stop_ids);
-    this.stopIds = new Set(stops);
-    this.think = thinkIds(codec);
-    // ONE TokenVocab per model, built now: grammar masks and the mux token bytes (TextCodec.tokenBytes)
-    // share it. An unsupported tokenizer only disables constrained output (BAD_REQUEST per request).
-    try { codec.tokenVocab(stops); } catch { /* reported by GrammarCache */ }
-    this.grammars = new GrammarCache(() => codec.tokenVocab(stops));
+    this.maker = new JobMaker(m, codec, o, this.drafter);
+    this.think = this.maker.think;
   }
 
   hasWork(): boolean {
@@ -187,31 +113,8 @@ export class Scheduler {
     } else if (!req.joined && this.queue.length >= this.o.queue + this.slots.filter((s) => !s.job).length) {
       return this.emit({ t: "error", rid, code: "OVERLOADED", detail: `all ${this.slots.length} slots busy and ${this.queue.length} requests waiting` });
     }
-    let grammar: GrammarState | null = null;
-    if (req.grammar) {
-      const g = this.grammars.state(req.grammar);
-      if (!g.ok) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: g.detail });
-      grammar = g.gs;
-    }
-    const sampler = new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed,
-      typical_p: req.typical_p, xtc_probability: req.xtc_probability, xtc_threshold: req.xtc_threshold,
-      mirostat: req.mirostat, mirostat_tau: req.mirostat_tau, mirostat_eta: req.mirostat_eta, temperature_last: req.temperature_last,
-      top_n_sigma: req.top_n_sigma, dynatemp_range: req.dynatemp_range, dynatemp_exponent: req.dynatemp_exponent });
-    const j: Job = {
-      rid, req, ids: p.ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - p.ids.length), sampler,
-      detok: new Detok(this.codec, req.stop, this.think, req.keepSpecial, req.min_tokens ?? 0), grammar,
-      pen: penaltiesFor(req.penalties, p.ids, this.breakerIds),
-      state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0,
-      drafts: sampler.stateful ? null : this.drafter?.forJob(sampler) ?? null, // (mirostat: each draw moves the next distribution)
-      plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
-      stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,
-      allowed: req.allowed_ids ? Int32Array.from(new Set(req.allowed_ids)) : null,
-      bad: req.bad_words?.length ? badWordIds(req.bad_words, (t) => this.codec.encode(t)) : null, out: [],
-      budget: this.budgetFor(req.think_budget ?? this.o.thinkBudget ?? -1, p.ids),
-      pool: req.embed ? new Pooler(this.m, req.embed.pooling, p.ids.length) : null,
-      gate: !grammar || this.think.open < 0 || this.think.close < 0 ? "grammar" : openThink(p.ids, this.think) ? "think"
-        : req.prompt.kind === "chat" && req.prompt.enableThinking ? "maybe" : "grammar",
-    };
+    const j = this.maker.make(rid, req, p.ids);
+    if ("detail" in j) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: j.detail });
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
     if (req.slot !== "auto") this.admit(j, this.slots[req.slot]);
@@ -300,15 +203,6 @@ export class Scheduler {
     for (const j of absorb) {
       try { j.slot?.sess.mtpAbsorb(); } catch (e) { this.fail(j, e); }
     }
-  }
-
-  /** A thinking budget over a job's output (null: none asked, or the model has no single-token think tags). */
-  private budgetFor(budget: number, prompt: number[]): ThinkBudget | null {
-    const t = this.think;
-    if (budget < 0 || t.open < 0 || t.close < 0) return null;
-    this.budgetMsg ??= this.o.budgetMessage ? this.codec.encode(this.o.budgetMessage) : [];
-    return new ThinkBudget({ budget, open: t.open, close: t.close, forced: [...this.budgetMsg, t.close], bytes: (id) => this.codec.tokenBytes(id, false) },
-      openThink(prompt, t));
   }
 
   /** How j's logprobs name tokens: their text, or `token_id:ID` (vLLM's return_tokens_as_token_ids) */
