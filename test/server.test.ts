@@ -178,6 +178,22 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     });
   }
 
+  test("X-Request-Id on every response: the client's when given (and well formed), else a new one; SSE and 401 too", async () => {
+    const body = { messages: [{ role: "user", content: "hi" }], max_tokens: 2 };
+    const given = await post(s.url, "/v1/chat/completions", body, { ...auth, "x-request-id": "trace-42_a=" });
+    expect(given.headers.get("x-request-id")).toBe("trace-42_a=");
+    const fresh = await post(s.url, "/v1/chat/completions", body, auth), again = await post(s.url, "/v1/chat/completions", body, auth);
+    expect(fresh.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(again.headers.get("x-request-id")).not.toBe(fresh.headers.get("x-request-id"));
+    expect((await post(s.url, "/v1/chat/completions", body, { ...auth, "x-request-id": "no spaces please" })).headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const sse = await post(s.url, "/v1/chat/completions", { ...body, stream: true }, { ...auth, "x-request-id": "sse-1" });
+    expect(sse.headers.get("x-request-id")).toBe("sse-1");
+    await sse.text();
+    const denied = await post(s.url, "/v1/chat/completions", body, { "x-request-id": "no-key" });
+    expect([denied.status, denied.headers.get("x-request-id")]).toEqual([401, "no-key"]);
+    expect((await fetch(`${s.url}/health`, { headers: { "x-request-id": "h" } })).headers.get("x-request-id")).toBe("h");
+  });
+
   test("malformed JSON → 400 invalid_json; oversized body → 413; empty prompt / bad ids → 400", async () => {
     const m = await post(s.url, "/v1/chat/completions", "{not json", auth);
     expect(m.status).toBe(400);

@@ -46,19 +46,25 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
     app.use("*", cors({
       origin: o.cors.includes("*") ? "*" : o.cors,
       allowMethods: ["GET", "POST", "OPTIONS"],
-      allowHeaders: ["Authorization", "Content-Type", "x-api-key", "anthropic-version"],
+      allowHeaders: ["Authorization", "Content-Type", "x-api-key", "anthropic-version", "X-Request-Id"],
+      exposeHeaders: ["X-Request-Id"],
       maxAge: 600,
     }));
   }
   const ui = o.ui !== false;
   app.use("*", async (c, next) => {
     httpRequests++;
+    // X-Request-Id on every response: the client's (as vLLM and OpenAI's API echo it; ≤ 255 of [A-Za-z0-9_=-]) or a new one
+    const given = c.req.header("x-request-id"), rid = given && given.length <= 255 && !/[^\w\-=]/.test(given) ? given : crypto.randomUUID();
     const open = OPEN.has(c.req.path) || (ui && c.req.path === "/"); // the page holds no data: its calls carry the key
     if (o.apiKey && !open && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
       const e = apiError(401, "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)", null, "invalid_api_key");
-      return c.req.path.startsWith("/v1/messages") ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
+      const r = c.req.path.startsWith("/v1/messages") ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
+      r.headers.set("x-request-id", rid);
+      return r;
     }
     await next();
+    c.res.headers.set("x-request-id", rid);
   });
 
   const health = (c: Context) => {
