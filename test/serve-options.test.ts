@@ -99,6 +99,7 @@ describe("chat template override", () => {
       cli("serve", "--model", TINY, "--pooling", "max"), cli("serve", TINY, "--model", TINY), cli("serve", TINY, TINY),
       cli("serve", "-m", TINY, "-c", "3", "--parallel", "2"), cli("serve", "-m", TINY, "--ctx", "64", "-c", "64"),
       cli("serve", "-m", TINY, "--tool-call-parser", "hermes"), cli("serve", "-m", TINY, "--cache-ram", "-1"),
+      cli("serve", "-m", TINY, "-b", "64", "--prefill-chunk", "64"),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -121,6 +122,7 @@ describe("chat template override", () => {
     expect(runs[16].err).toContain("give --ctx (or --max-model-len) or --ctx-size, not both");
     expect(runs[17].err).toContain("--tool-call-parser hermes: this server parses GLM's format only");
     expect(runs[18].err).toContain("--cache-ram");
+    expect(runs[19].err).toContain("give --prefill-chunk or --batch-size, not both");
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {

@@ -40,7 +40,8 @@ options:
   -c, --ctx-size N llama-server's: the context of all slots together, each slot getting N / slots
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
   --prefill-chunk N  prompt tokens prefilled per step, between the decode steps of running streams
-                   (default 128; larger: faster prompts, longer pauses for the streams decoding meanwhile)
+                   (default 128; larger: faster prompts, longer pauses for the streams decoding meanwhile); also
+                   spelled --max-num-batched-tokens (vLLM) and -b / --batch-size (llama-server)
   --attn A         attention form: absorbed (default) | naive | auto (cost model); a fixed form makes
                    results (greedy, or sampled with a seed) bitwise independent of prefill chunking,
                    prefix reuse and the other requests in the batch (auto picks the naive form for early
@@ -125,7 +126,7 @@ export function defaultModel(what: string, say: (line: string) => void, help: st
 async function run(argv: string[]): Promise<number> {
   const r = parseCli(argv, {
     model: { type: "string", short: "m" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
-    ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, attn: { type: "string" }, "api-key": { type: "string" }, "api-key-file": { type: "string" }, stdio: { type: "boolean" },
+    ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, "max-num-batched-tokens": { type: "string" }, "batch-size": { type: "string", short: "b" }, attn: { type: "string" }, "api-key": { type: "string" }, "api-key-file": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string", short: "a" }, "served-model-name": { type: "string" },
     "max-model-len": { type: "string" }, "ctx-size": { type: "string", short: "c" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
@@ -141,7 +142,8 @@ async function run(argv: string[]): Promise<number> {
     v.model = r.positionals[0];
   }
   // vLLM's and llama-server's spellings of the same options
-  for (const [ours, theirs] of [["alias", ["served-model-name"]], ["ctx", ["max-model-len"]], ["slots", ["max-num-seqs", "parallel"]]] as const)
+  for (const [ours, theirs] of [["alias", ["served-model-name"]], ["ctx", ["max-model-len"]], ["slots", ["max-num-seqs", "parallel"]],
+    ["prefill-chunk", ["max-num-batched-tokens", "batch-size"]]] as const)
     for (const t of theirs) {
       if (v[t] === undefined) continue;
       if (v[ours] !== undefined) throw new UsageError(`give --${ours} or --${t}, not both`, help);
