@@ -84,4 +84,15 @@ describe.skipIf(!hasTiny)("serve --cache-ram", () => {
     expect(metrics).toMatch(/^hummingbird_prompt_cache_entries [12]$/m);
     expect(await (await fetch(`${plain.url}/metrics`)).text()).not.toContain("prompt_cache");
   });
+
+  test("an embedding's input is not a conversation: its slot's rows are not parked", async () => {
+    const entries = async () => Number(/^hummingbird_prompt_cache_entries (\d+)$/m.exec(await (await fetch(`${cached.url}/metrics`)).text())![1]);
+    const before = await entries();
+    const PE = Array.from({ length: 60 }, (_, i) => (i * 13) % 480 + 30);
+    expect((await post(cached.url, "/v1/embeddings", { input: PE })).status).toBe(200); // (takes the slot: its conversation parked)
+    const mid = await entries();
+    await run(cached, PB.slice(0, 30)); // (takes the slot from the embedding: nothing parked)
+    expect(await entries()).toBe(mid);
+    expect(mid).toBeGreaterThanOrEqual(before);
+  });
 });

@@ -15,8 +15,9 @@ import { GrammarCache } from "./grammar-cache.ts";
 import type { Drafter, JobDrafts } from "./drafter.ts";
 import type { GenRequest, PromptTok } from "./protocol.ts";
 
-/** A KV slot: a conversation (its KV rows, token history and MTP state; shares the scheduler's RunState). */
-export interface Slot { id: number; sess: Session; job: Job | null; used: number }
+/** A KV slot: a conversation (its KV rows, token history and MTP state; shares the scheduler's RunState). `embedded`:
+ *  its history is an embedding's input (not a conversation: never parked in the prompt cache). */
+export interface Slot { id: number; sess: Session; job: Job | null; used: number; embedded: boolean }
 
 export interface Job {
   rid: number; req: GenRequest; ids: number[];

@@ -89,8 +89,8 @@ export class Scheduler {
       try {
         const sess = new Session(m, sessOpts, { st: this.st, kv: newKV(m, kvRows(o.ctx), o.kvDtype) });
         sess.mtpKV?.reserve(kvRows(o.ctx)); // its MTP layer's cache too (one layer: drafting with --draft mtp)
-        return { id, sess, job: null, used: 0 };
-      } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre, o.kvDtype) }), job: null, used: 0 }; }
+        return { id, sess, job: null, used: 0, embedded: false };
+      } catch { return { id, sess: new Session(m, sessOpts, { st: this.st, kv: newKV(m, pre, o.kvDtype) }), job: null, used: 0, embedded: false }; }
     };
     this.slots = Array.from({ length: o.slots }, (_, id) => slot(id));
     this.cache = o.cacheRam ? new PromptCache(o.cacheRam) : null;
@@ -318,12 +318,13 @@ export class Scheduler {
       if (c && c.n > best) { best = c.n; parked = c; donor = null; }
     }
     // the rows this slot loses, when there are enough of them, are parked first (that conversation may come back)
-    if (this.cache && s.sess.tokens.length - (donor || parked ? 0 : reuse) >= COPY_MIN) this.cache.park(s.sess);
+    if (this.cache && !s.embedded && s.sess.tokens.length - (donor || parked ? 0 : reuse) >= COPY_MIN) this.cache.park(s.sess);
     if (donor) { s.sess.copyPrefix(donor.sess, best); reuse = best; }
     else if (parked) { this.cache!.restore(s.sess, parked.rows, parked.n); reuse = parked.n; }
     s.sess.truncate(reuse);
     s.job = j;
     s.used = ++this.clock;
+    s.embedded = j.pool !== null;
     j.slot = s;
     j.fed = j.cached = reuse;
     j.state = "prefill";
