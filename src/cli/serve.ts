@@ -15,7 +15,7 @@ import { POOLINGS } from "../engine/pooling.ts";
 import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
-                         [--queue N] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY | --api-key-file F]
+                         [--queue N] [--scheduling-policy fcfs|priority] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY | --api-key-file F]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--cache-ram MIB] [--reasoning-budget N [--reasoning-budget-message TEXT]]
@@ -39,6 +39,9 @@ options:
                    --max-model-len, as vLLM)
   -c, --ctx-size N llama-server's: the context of all slots together, each slot getting N / slots
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
+  --scheduling-policy P  fcfs (default: the queue in arrival order; a request naming a priority is refused) |
+                   priority: requests' \`priority\` orders the queue, lower first (vLLM's; running requests are not
+                   preempted)
   --prefill-chunk N  prompt tokens prefilled per step, between the decode steps of running streams
                    (default 128; larger: faster prompts, longer pauses for the streams decoding meanwhile); also
                    spelled --max-num-batched-tokens (vLLM) and -b / --batch-size (llama-server)
@@ -131,7 +134,7 @@ async function run(argv: string[]): Promise<number> {
     "max-model-len": { type: "string" }, "ctx-size": { type: "string", short: "c" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
-    pooling: { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
+    pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
     "ssl-cert-file": { type: "string" }, ...samplingFlags, ...compatFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
@@ -191,6 +194,7 @@ async function run(argv: string[]): Promise<number> {
   const opts = { dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling: samplingOption(v, help),
+    schedulingPolicy: v["scheduling-policy"] === undefined ? undefined : choice(v["scheduling-policy"], "scheduling-policy", ["fcfs", "priority"] as const, help),
     cors: corsOption(v.cors, help), ui, log: v.quiet ? undefined : log, tls, ...engineOpts };
   let s: Server;
   try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)

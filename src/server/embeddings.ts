@@ -10,7 +10,7 @@ import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, ReqEvent } from "./protocol.ts";
 import { promptsOf } from "./completions.ts";
 import { Ids, nullish } from "./schemas.ts";
-import { readRequest, type RouteOptions } from "./routes-common.ts";
+import { priorityRefused, readRequest, type RouteOptions } from "./routes-common.ts";
 import type { Pooling } from "../engine/pooling.ts";
 
 /** inputs of one request (OpenAI allows 2048; each is a prompt in the queue) */
@@ -23,13 +23,15 @@ const EmbeddingRequest = z.object({
   user: nullish(z.string().max(256)),
   normalize: nullish(z.boolean()),                // vLLM's
   truncate_prompt_tokens: nullish(z.int().min(1)), // vLLM's: only the last this many tokens
+  priority: nullish(z.int().min(-(2 ** 31)).max(2 ** 31 - 1)), // vLLM's: lower first (serve --scheduling-policy priority)
 });
 const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64"); // (little-endian hosts)
 
 export async function embeddings(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const r = await readRequest(req, o, EmbeddingRequest, engine);
   if (!r.ok) return errorResponse(r.error);
-  const b = r.data, D = engine.info!.hidden;
+  const b = r.data, D = engine.info!.hidden, refused = priorityRefused(b, o);
+  if (refused) return errorResponse(refused);
   if (b.dimensions != null && b.dimensions !== D)
     return errorResponse(apiError(400, `dimensions: this model's embeddings have ${D} dimensions (no shortening: it was not trained for it)`, "dimensions", "invalid_value"));
   const inputs = promptsOf(b.input), many = typeof b.input !== "string" && typeof b.input[0] !== "number";
@@ -37,6 +39,7 @@ export async function embeddings(req: Request, engine: EngineClient, o: RouteOpt
   const gens: GenRequest[] = inputs.map((prompt, i) => ({
     prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
     ...(i > 0 ? { joined: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
+    ...(b.priority ? { priority: b.priority } : {}),
   }));
   const rs = gens.map((g) => run(engine, g, req.signal));
   const abandon = () => { for (const x of rs) x.abandon(); };

@@ -46,6 +46,7 @@ export interface GenRequest {
   prompt_logprobs?: number; // each prompt token's logprob, rank and this many alternatives (vLLM's prompt_logprobs)
   think_budget?: number;   // tokens allowed inside <think> before </think> is forced (−1: none; absent: the server's --reasoning-budget)
   embed?: { pooling: Pooling; normalize: boolean }; // an embedding of the prompt (an `embedding` event after its prefill; max_tokens 0)
+  priority?: number;       // queue order: lower first, then arrival (vLLM's; 0 when absent)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */

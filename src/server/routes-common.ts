@@ -18,6 +18,7 @@ export interface RouteOptions {
   responses?: ResponseStore; // the Responses API's stored responses (previous_response_id)
   pooling?: Pooling;      // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
   sampling?: SamplingDefaults; // the server's own sampling defaults (--temp, ...): over generation_config.json
+  priorities?: boolean;   // requests may name a priority (--scheduling-policy priority; else one is refused)
 }
 
 /** What a request that names none gets: the chat template's variables (--chat-template-kwargs) and the sampling
@@ -51,6 +52,12 @@ export async function readRequest<T>(req: Request, o: RouteOptions, schema: z.Zo
   return { ok: true, data: p.data };
 }
 
+/** The 400 for a request naming a priority while the server schedules first come, first served (as vLLM refuses it). */
+export function priorityRefused(b: { priority?: number | null }, o: RouteOptions): ApiError | null {
+  return b.priority && !o.priorities
+    ? apiError(400, "priority: priority scheduling is off (serve --scheduling-policy priority)", "priority", "invalid_value") : null;
+}
+
 /** One choice of a request: its generation request, its events (`first` already taken from the queue). */
 export interface Run { gen: GenRequest; r: Running; first: ReqEvent }
 export interface Started<T> { data: T; runs: Run[]; abandon(): void }
@@ -68,7 +75,7 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0] 
   const p = schema.safeParse(body.value);
   if (!p.success) return errorResponse(zodError(p.error));
   const n = p.data.n ?? 1;
-  const bad = check(p.data);
+  const bad = priorityRefused(p.data, o) ?? check(p.data);
   if (bad) return errorResponse(bad);
   const grammar = grammarOf(p.data);
   if (grammar && "status" in grammar) return errorResponse(grammar);

@@ -118,7 +118,10 @@ export class Scheduler {
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
     if (req.slot !== "auto") this.admit(j, this.slots[req.slot]);
-    else this.queue.push(j);
+    else { // after every waiting job of its priority or a lower (more urgent) one
+      const p = req.priority ?? 0, at = this.queue.findIndex((q) => (q.req.priority ?? 0) > p);
+      this.queue.splice(at < 0 ? this.queue.length : at, 0, j);
+    }
   }
 
   cancel(rid: number): void {
