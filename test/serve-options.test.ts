@@ -99,7 +99,7 @@ describe("chat template override", () => {
       cli("serve", "--model", TINY, "--pooling", "max"), cli("serve", TINY, "--model", TINY), cli("serve", TINY, TINY),
       cli("serve", "-m", TINY, "-c", "3", "--parallel", "2"), cli("serve", "-m", TINY, "--ctx", "64", "-c", "64"),
       cli("serve", "-m", TINY, "--tool-call-parser", "hermes"), cli("serve", "-m", TINY, "--cache-ram", "-1"),
-      cli("serve", "-m", TINY, "-b", "64", "--prefill-chunk", "64"),
+      cli("serve", "-m", TINY, "-b", "64", "--prefill-chunk", "64"), cli("serve", "-m", TINY, "--cache-ram", String(2 ** 40)),
     ]);
     for (const r of runs) expect(r.code).toBe(2);
     expect(runs[0].err).toContain('--cors: "http://ui.example/app" is not an origin');
@@ -123,6 +123,7 @@ describe("chat template override", () => {
     expect(runs[17].err).toContain("--tool-call-parser hermes: this server parses GLM's format only");
     expect(runs[18].err).toContain("--cache-ram");
     expect(runs[19].err).toContain("give --prefill-chunk or --batch-size, not both");
+    expect(runs[20].err).toMatch(/--cache-ram \d+ MiB is more than this machine's \d+ MiB of memory/);
   }, 60_000);
 
   test.skipIf(!hasTiny)("generate --chat --chat-template prompts through the given template", async () => {

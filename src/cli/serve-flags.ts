@@ -4,7 +4,8 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { resolve } from "node:path";
 import { z } from "zod";
-import { UsageError } from "./common.ts";
+import { totalmem } from "node:os";
+import { intOption, UsageError } from "./common.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 
 /** --chat-template-kwargs (or vLLM's --default-chat-template-kwargs): a JSON object; enable_thinking a boolean */
@@ -135,4 +136,11 @@ export function checkCompat(v: Record<string, string | boolean | undefined>, hel
     if (typeof p === "string" && !GLM_PARSERS.includes(p))
       throw new UsageError(`--${f} ${p}: this server parses GLM's format only (${GLM_PARSERS.join(", ")}: always on)`, help);
   }
+}
+
+/** --cache-ram MIB (the host-memory prompt cache) in bytes: at most the machine's memory (it would only end in an OOM kill) */
+export function cacheRamOption(s: string, help: string): number {
+  const mib = intOption(s, "cache-ram", help), mem = totalmem();
+  if (mib * 2 ** 20 > mem) throw new UsageError(`--cache-ram ${mib} MiB is more than this machine's ${Math.floor(mem / 2 ** 20)} MiB of memory`, help);
+  return mib * 2 ** 20;
 }

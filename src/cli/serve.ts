@@ -6,7 +6,7 @@ import { parseDeviceMode } from "../../gpu/device.ts";
 import { DEVICE_HELP, deviceFlags } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { apiKeyOption, checkCompat, compatFlags, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
+import { apiKeyOption, cacheRamOption, checkCompat, compatFlags, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
@@ -172,7 +172,7 @@ async function run(argv: string[]): Promise<number> {
     deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
     ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
     ...reasoningOptions(v, help), ...kvOption(v, help),
-    ...(v["cache-ram"] !== undefined ? { cacheRam: intOption(v["cache-ram"], "cache-ram", help) * 2 ** 20 } : {}),
+    ...(v["cache-ram"] !== undefined ? { cacheRam: cacheRamOption(v["cache-ram"], help) } : {}),
   };
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
