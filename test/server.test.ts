@@ -163,6 +163,8 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     ["tools", { messages: msgs, tools: [{ type: "function" }] }, "tools"],
     ["top_logprobs without logprobs", { messages: msgs, top_logprobs: 2 }, "top_logprobs"],
     ["presence_penalty 3", { messages: msgs, presence_penalty: 3 }, "presence_penalty"],
+    ["an image part (text only)", { messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] }] }, "messages.0.content.0.type"],
+    ["content a number", { messages: [{ role: "user", content: 5 }] }, "messages.0.content"],
     ["legacy functions", { messages: msgs, functions: [{ name: "f", parameters: { type: "object" } }] }, "functions"],
     ["legacy function_call", { messages: msgs, function_call: { name: "f" } }, "function_call"],
     ["array body", [1, 2], null],
@@ -175,6 +177,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
       expect(j.error.type).toBe("invalid_request_error");
       expect(typeof j.error.message).toBe("string");
       if (param) expect(j.error.param).toStartWith(param);
+      expect(j.error.message).not.toMatch(/: Invalid input$/); // (a union's error says what was wrong)
     });
   }
 

@@ -194,9 +194,27 @@ export type CompletionRequest = z.infer<typeof CompletionRequest>;
 
 /** A zod failure as an OpenAI 400 naming the first bad field. */
 export function zodError(e: z.ZodError): ApiError {
-  const i = e.issues[0];
+  const i = e.issues[0] && deepest(e.issues[0]);
   const param = i && i.path.length ? i.path.map(String).join(".") : null;
   return apiError(400, param ? `${param}: ${i.message}` : (i?.message ?? "invalid request"), param, "invalid_value");
+}
+
+/** A union's issue as the first issue of the alternative that came closest — of those that took the value's type
+ *  (their first issue is not a wrong type at the value itself), the one with the fewest issues, then the deepest
+ *  (a list of content parts holding an image part: "messages.0.content.0.type: only text content parts are
+ *  supported", not "Invalid input"); when none took the type, what each expected. */
+function deepest(i: z.core.$ZodIssue): { path: PropertyKey[]; message: string } {
+  if (i.code !== "invalid_union" || !i.errors.length) return i;
+  let best: { path: PropertyKey[]; message: string; n: number } | null = null;
+  for (const branch of i.errors) {
+    const f = branch[0];
+    if (!f || (f.code === "invalid_type" && f.path.length === 0)) continue;
+    const b = deepest(f);
+    if (!best || branch.length < best.n || (branch.length === best.n && b.path.length > best.path.length)) best = { ...b, n: branch.length };
+  }
+  if (best) return { path: [...i.path, ...best.path], message: best.message };
+  const each = [...new Set(i.errors.map((b) => b[0]?.message.replace(/^Invalid input: /, "")).filter(Boolean))];
+  return { path: i.path, message: each.length ? `invalid input: ${each.join("; or ")}` : i.message };
 }
 
 /**
