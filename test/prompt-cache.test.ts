@@ -79,14 +79,21 @@ describe.skipIf(!hasTiny)("serve --cache-ram", () => {
     expect(c.cached).toBe(PA.length);
     expect(p.cached).toBe(0);
     expect(c.ids).toEqual(p.ids);
-    const metrics = await (await fetch(`${cached.url}/metrics`)).text();
+    let metrics = "";
+    for (let i = 0; i < 50 && !/^hummingbird_prompt_cache_hits_total 1$/m.test(metrics); i++) { // (the stats come just after the answer)
+      if (i) await Bun.sleep(20);
+      metrics = await (await fetch(`${cached.url}/metrics`)).text();
+    }
     expect(metrics).toMatch(/^hummingbird_prompt_cache_hits_total 1$/m);
     expect(metrics).toMatch(/^hummingbird_prompt_cache_entries [12]$/m);
     expect(await (await fetch(`${plain.url}/metrics`)).text()).not.toContain("prompt_cache");
   });
 
   test("an embedding's input is not a conversation: its slot's rows are not parked", async () => {
-    const entries = async () => Number(/^hummingbird_prompt_cache_entries (\d+)$/m.exec(await (await fetch(`${cached.url}/metrics`)).text())![1]);
+    const read = async () => Number(/^hummingbird_prompt_cache_entries (\d+)$/m.exec(await (await fetch(`${cached.url}/metrics`)).text())![1]);
+    const entries = async () => { // (the worker's stats arrive just after a request's end: read until they hold still)
+      for (let a = await read(); ; ) { await Bun.sleep(60); const b = await read(); if (a === b) return b; a = b; }
+    };
     const before = await entries();
     const PE = Array.from({ length: 60 }, (_, i) => (i * 13) % 480 + 30);
     expect((await post(cached.url, "/v1/embeddings", { input: PE })).status).toBe(200); // (takes the slot: its conversation parked)

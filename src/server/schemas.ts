@@ -202,9 +202,10 @@ export function zodError(e: z.ZodError): ApiError {
 /** A union's issue as the first issue of the alternative that came closest — of those that took the value's type
  *  (their first issue is not a wrong type at the value itself), the one with the fewest issues, then the deepest
  *  (a list of content parts holding an image part: "messages.0.content.0.type: only text content parts are
- *  supported", not "Invalid input"); when none took the type, what each expected. */
+ *  supported", not "Invalid input"); when none took the type, what each expected. A union with a message of its
+ *  own keeps it. */
 function deepest(i: z.core.$ZodIssue): { path: PropertyKey[]; message: string } {
-  if (i.code !== "invalid_union" || !i.errors.length) return i;
+  if (i.code !== "invalid_union" || !i.errors.length || i.message !== "Invalid input") return i; // (a union's own message says it)
   let best: { path: PropertyKey[]; message: string; n: number } | null = null;
   for (const branch of i.errors) {
     const f = branch[0];
