@@ -1,6 +1,6 @@
 // Continuous batching over N KV slots, inside the engine worker. Owns the slots (each a conversation:
-// KVCache + the token history those rows hold, invariant tokens.length === kv.len), the FIFO of waiting
-// jobs, the running jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse:
+// KVCache + the token history those rows hold, invariant tokens.length === kv.len), the queue of waiting
+// jobs (by priority, then arrival), the running jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse:
 // truncate the slot past the common prefix, prefill only the suffix), then runs ONE forward over a
 // ragged batch: a 1-row segment per decoding job plus up to `chunk` prefill rows, and samples (job.ts: what a job
 // holds, and how a request becomes one). Penalties and logit_bias (engine/penalties.ts) change a job's logits first.
