@@ -181,6 +181,14 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     });
   }
 
+  test("top_k -1 is vLLM's \"all tokens\", as 0 (on /completion as llama.cpp reads it)", async () => {
+    const text = async (path: string, extra: object) => ((await (await post(s.url, path, { prompt: "Once upon", max_tokens: 8, n_predict: 8, temperature: 1, seed: 5, ...extra }, auth)).json()) as any);
+    const a = await text("/v1/completions", { top_k: -1 }), b = await text("/v1/completions", { top_k: 0 }), c = await text("/v1/completions", { top_k: 1 });
+    expect(a.choices[0].text).toBe(b.choices[0].text);
+    expect(a.choices[0].text).not.toBe(c.choices[0].text); // (the seed draws away from greedy here)
+    expect((await text("/completion", { top_k: -1 })).content).toBe((await text("/completion", { top_k: 0 })).content);
+  });
+
   test("X-Request-Id on every response: the client's when given (and well formed), else a new one; SSE and 401 too", async () => {
     const body = { messages: [{ role: "user", content: "hi" }], max_tokens: 2 };
     const given = await post(s.url, "/v1/chat/completions", body, { ...auth, "x-request-id": "trace-42_a=" });

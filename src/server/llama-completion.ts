@@ -25,7 +25,7 @@ const LlamaCompletion = z.object({
   prompt: z.union([z.string(), z.array(z.int().min(0)).min(1)]),
   n_predict: nullish(z.int().min(-1)),
   temperature: nullish(z.number().min(0).max(2)),
-  top_k: nullish(z.int().min(0)),
+  top_k: nullish(z.int().min(-1)), // (≤ 0: off, as llama.cpp reads it)
   top_p: nullish(z.number().gt(0).max(1)),
   min_p: nullish(z.number().min(0).max(1)),
   seed: nullish(z.int().min(-1).max(2 ** 53)),
@@ -58,7 +58,7 @@ function toGen(b: LlamaCompletion, grammar: GrammarSpec | null, s: SamplingDefau
     prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt } : { kind: "ids", ids: b.prompt },
     slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
     temperature: b.temperature ?? s.temperature ?? 0.8, top_p: b.top_p ?? s.top_p ?? 0.95, min_p: b.min_p ?? s.min_p ?? 0.05,
-    top_k: b.top_k ?? s.top_k ?? 40, // llama-server's defaults
+    top_k: Math.max(0, b.top_k ?? s.top_k ?? 40), // llama-server's defaults
     temperature_last: true, // and its sampler chain: top-k, top-p, min-p (then typical, XTC) on the T = 1 distribution
     seed: b.seed == null || b.seed < 0 ? undefined : b.seed, stop: b.stop ?? [], ...(b.n_probs ? { logprobs: b.n_probs } : {}),
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, 64, s.repetition_penalty), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b), // (llama-server's penalty window)

@@ -29,7 +29,8 @@ export const defaultsOf = (engine: EngineClient, o: RouteOptions): Defaults =>
 type Basic = { temperature?: number | null; top_p?: number | null; min_p?: number | null; top_k?: number | null };
 /** temperature, top_p, min_p, top_k: the request's, else the model's defaults, else the API's (1, 1, 0, off) */
 export const basicSampling = (b: Basic, s: SamplingDefaults) => ({
-  temperature: b.temperature ?? s.temperature ?? 1, top_p: b.top_p ?? s.top_p ?? 1, min_p: b.min_p ?? s.min_p ?? 0, top_k: b.top_k ?? s.top_k ?? 0,
+  temperature: b.temperature ?? s.temperature ?? 1, top_p: b.top_p ?? s.top_p ?? 1, min_p: b.min_p ?? s.min_p ?? 0,
+  top_k: Math.max(0, b.top_k ?? s.top_k ?? 0), // (−1: off, as 0)
 });
 
 /** The 503 while the model loads (or after it failed to load). */

@@ -68,7 +68,7 @@ const sampling = {
   temperature: nullish(z.number().min(0).max(2)),
   top_p: nullish(z.number().gt(0).max(1)),
   min_p: nullish(z.number().min(0).max(1)),
-  top_k: nullish(z.int().min(0)),
+  top_k: nullish(z.int().min(-1)), // -1 or 0: off (vLLM's and llama.cpp's spellings of "all tokens")
   seed: nullish(z.int().min(-(2 ** 53)).max(2 ** 53)),
   stop: nullish(z.union([z.string().min(1), z.array(z.string().min(1, "stop strings must not be empty")).max(16)])),
   stream: nullish(z.boolean()),
