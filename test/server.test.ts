@@ -151,7 +151,8 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
   const bad: [string, unknown, string | null][] = [
     ["n = 17", { messages: msgs, n: 17 }, "n"],
     ["n = 2 with a pinned slot", { messages: msgs, n: 2, slot: 0 }, "n"],
-    ["temperature 3", { messages: msgs, temperature: 3 }, "temperature"],
+    ["temperature 101", { messages: msgs, temperature: 101 }, "temperature"],
+    ["use_beam_search", { messages: msgs, use_beam_search: true }, "use_beam_search"],
     ["top_p 0", { messages: msgs, top_p: 0 }, "top_p"],
     ["no messages", { model: "m" }, "messages"],
     ["empty messages", { messages: [] }, "messages"],

@@ -65,7 +65,7 @@ export const oneBudget: [(b: Budget) => boolean, { message: string; path: string
 const sampling = {
   model: nullish(z.string().max(256)),
   max_tokens: nullish(z.int().min(1, "must be ≥ 1")),
-  temperature: nullish(z.number().min(0).max(2)),
+  temperature: nullish(z.number().min(0).max(100)), // (OpenAI's bound is 2; vLLM and llama-server take more)
   top_p: nullish(z.number().gt(0).max(1)),
   min_p: nullish(z.number().min(0).max(1)),
   top_k: nullish(z.int().min(-1)), // -1 or 0: off (vLLM's and llama.cpp's spellings of "all tokens")
@@ -112,6 +112,7 @@ const sampling = {
   truncate_prompt_tokens: nullish(z.int().min(1)),
   return_tokens_as_token_ids: nullish(z.boolean()), // vLLM's: logprobs name tokens `token_id:ID`
   priority: nullish(z.int().min(-(2 ** 31)).max(2 ** 31 - 1)), // vLLM's: lower first (serve --scheduling-policy priority)
+  use_beam_search: nullish(z.literal(false, { message: "beam search is not supported" })), // vLLM's (not silently sampled instead)
   // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar,
   // a regular expression (the whole output matches it)
   guided_json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
