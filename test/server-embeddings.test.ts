@@ -73,6 +73,21 @@ describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
     expect(r.usage.prompt_tokens).toBe(j.usage.prompt_tokens);
   });
 
+  test("vLLM's chat form: messages through the chat template (no generation prompt unless asked), as those ids", async () => {
+    const messages = [{ role: "system", content: "Be brief." }, { role: "user", content: "What is a fortune cookie?" }];
+    const ids = async (add: boolean) => ((await (await post(last.url, "/tokenize", { messages, add_generation_prompt: add })).json()) as any).tokens as number[];
+    const [plain, withGen] = [await ids(false), await ids(true)];
+    expect(withGen.length).toBeGreaterThan(plain.length);
+    const { status, j } = await embed(last, { messages, normalize: false });
+    expect(status).toBe(200);
+    expect(j.usage.prompt_tokens).toBe(plain.length);
+    expect(j.data[0].embedding).toEqual((await embed(last, { input: plain, normalize: false })).j.data[0].embedding);
+    expect((await embed(last, { messages, add_generation_prompt: true, normalize: false })).j.data[0].embedding)
+      .toEqual((await embed(last, { input: withGen, normalize: false })).j.data[0].embedding);
+    const both = await embed(last, { input: "x", messages });
+    expect([both.status, both.j.error.param]).toEqual([400, "input"]);
+  });
+
   test("a client that goes away cancels every input of its batch, running or queued", async () => {
     const stats = async () => (await (await fetch(`${last.url}/slots`)).json()) as any;
     const counts = async () => { const m = await (await fetch(`${last.url}/metrics`)).text(), c = (k: string) => Number(new RegExp(`^hummingbird_requests_${k}_total (\\d+)`, "m").exec(m)![1]); return [c("finished"), c("failed")]; };
