@@ -242,6 +242,9 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     // llama-server's unversioned aliases answer as the /v1 routes do (and need the key like them)
     expect((await fetch(`${s.url}/models`)).status).toBe(401);
     expect(await (await fetch(`${s.url}/models`, { headers: auth })).json()).toEqual(await (await fetch(`${s.url}/v1/models`, { headers: auth })).json());
+    const created = ((await (await fetch(`${s.url}/v1/models`, { headers: auth })).json()) as any).data[0].created; // (when the server started)
+    expect(created).toBeLessThanOrEqual(Date.now() / 1000);
+    expect(created).toBeGreaterThan(Date.now() / 1000 - 3600);
     for (const [p, body] of [["/completions", { prompt: "Hi", max_tokens: 3, temperature: 0 }],
       ["/chat/completions", { messages: [{ role: "user", content: "Hi" }], max_tokens: 3, temperature: 0 }]] as const) {
       const a = await (await post(s.url, p, body, auth)).json() as any, b = await (await post(s.url, `/v1${p}`, body, auth)).json() as any;

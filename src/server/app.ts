@@ -51,7 +51,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
       maxAge: 600,
     }));
   }
-  const ui = o.ui !== false;
+  const ui = o.ui !== false, started = Math.floor(Date.now() / 1000); // (/v1/models' `created`: when this server started)
   app.use("*", async (c, next) => {
     httpRequests++;
     // X-Request-Id on every response: the client's (as vLLM and OpenAI's API echo it; ≤ 255 of [A-Za-z0-9_=-]) or a new one
@@ -76,7 +76,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
 
   const model = () => {
     const i = engine.info!;
-    return { id: i.model, object: "model", created: 0, owned_by: "hummingbird", max_model_len: i.ctx, // (vLLM's field)
+    return { id: i.model, object: "model", created: started, owned_by: "hummingbird", max_model_len: i.ctx, // (vLLM's field)
       meta: { slots: i.slots, ctx: i.ctx, vocab: i.vocab, threads: i.threads } };
   };
   const models = (c: Context) => (engine.state !== "ready" ? notReady(engine) : c.json({ object: "list", data: [model()] }));
