@@ -89,6 +89,22 @@ describe.skipIf(!hasTiny)("serve --cache-ram", () => {
     expect(await (await fetch(`${plain.url}/metrics`)).text()).not.toContain("prompt_cache");
   });
 
+  test("six conversations taking turns on two slots: the same tokens as without the cache, far fewer prefilled", async () => {
+    const [c2, p2] = await Promise.all([startTiny({ slots: 2, cacheRam: 64 << 20 }), startTiny({ slots: 2 })]);
+    try {
+      const convs = Array.from({ length: 6 }, (_, k) => Array.from({ length: 30 + 7 * k }, (_, i) => ((i + 1) * (k + 3) * 37) % 480 + 16));
+      let cachedOn = 0, cachedOff = 0;
+      for (let turn = 0; turn < 3; turn++)
+        for (const [k, conv] of convs.entries()) {
+          const [a, b] = await Promise.all([run(c2, conv), run(p2, conv)]);
+          expect(a.ids).toEqual(b.ids);
+          cachedOn += a.cached; cachedOff += b.cached;
+          conv.push(...a.ids.map((t) => Number(t.slice("token_id:".length))), 40 + k, 41 + turn); // (the reply and the next user turn)
+        }
+      expect(cachedOn).toBeGreaterThan(cachedOff + 500);
+    } finally { await c2.stop(); await p2.stop(); }
+  });
+
   test("an embedding's input is not a conversation: its slot's rows are not parked", async () => {
     const read = async () => Number(/^hummingbird_prompt_cache_entries (\d+)$/m.exec(await (await fetch(`${cached.url}/metrics`)).text())![1]);
     const entries = async () => { // (the worker's stats arrive just after a request's end: read until they hold still)
