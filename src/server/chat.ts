@@ -7,7 +7,7 @@
 // `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
 // (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, streamChoices, timings, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, streamChoices, timings, TokenIds, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
@@ -65,7 +65,9 @@ class ChatChoice implements ChoiceView {
   /** vLLM's prompt_logprobs, once the prompt is prefilled (pk: how many alternatives; undefined: not asked) */
   plp: ReturnType<typeof promptLogprobs> | undefined;
 
-  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean, private readonly pk?: number, single = false) {
+  /** ids: return_token_ids (null: not asked) */
+  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean, private readonly pk?: number, single = false,
+    readonly ids: TokenIds | null = null) {
     this.reply = new ReplySplit(thinking, tools, choice, single);
   }
 
@@ -91,6 +93,11 @@ class ChatChoice implements ChoiceView {
 
   onTok(e: Tok): object[] {
     const objs = this.take(e.text, e.mark, false);
+    if (this.ids) {
+      this.ids.push(e.id);
+      if (objs.length === 0 && this.wantLp) objs.push({ delta: {}, logprobs: null, finish_reason: null });
+      this.ids.attach(objs);
+    }
     if (!this.wantLp) return objs;
     const lp = lpEntry(e);
     this.lps.push(lp);
@@ -100,7 +107,8 @@ class ChatChoice implements ChoiceView {
   }
 
   onDone(e: Done): object[] {
-    return [...this.take(e.text, undefined, true), { delta: {}, logprobs: null, finish_reason: this.finish(e) }];
+    const objs = [...this.take(e.text, undefined, true), { delta: {}, logprobs: null, finish_reason: this.finish(e) }];
+    return this.ids ? this.ids.attach(objs) : objs;
   }
 
   final(e: Done): object {
@@ -108,7 +116,7 @@ class ChatChoice implements ChoiceView {
       role: "assistant", content: this.calls.length && !this.content ? null : this.content,
       ...(this.calls.length ? { tool_calls: this.calls } : {}), ...(this.reply.thinking ? { reasoning_content: this.reasoning } : {}),
     };
-    return { message, logprobs: this.wantLp ? { content: this.lps } : null, finish_reason: this.finish(e) };
+    return { message, logprobs: this.wantLp ? { content: this.lps } : null, finish_reason: this.finish(e), ...(this.ids ? { token_ids: this.ids.all } : {}) };
   }
 }
 
@@ -122,15 +130,16 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   const id = responseId("chatcmpl"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const base = { id, created, model, system_fingerprint: o.fingerprint };
   const gen = runs[0].gen;
-  const views = runs.map(() => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto",
-    gen.logprobs !== undefined, gen.prompt_logprobs, data.parallel_tool_calls === false));
+  const views = runs.map((run) => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto",
+    gen.logprobs !== undefined, gen.prompt_logprobs, data.parallel_tool_calls === false, gen.return_ids ? new TokenIds(run.first) : null));
+  const promptIds = views[0].ids ? { prompt_token_ids: views[0].ids.prompt } : {}; // (vLLM's: the request's, beside the choices)
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
     const chunk = (choices: object[], p?: Progress, d?: Done) => ({ ...base, object: "chat.completion.chunk", choices,
       ...(withUsage ? { usage: running && p ? usageSoFar(p) : null } : {}), ...(d && runs.length === 1 ? { timings: timings(d) } : {}) });
     return sseResponse(async (send) => {
-      send(chunk(runs.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }))));
+      send({ ...chunk(runs.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }))), ...promptIds });
       const r = await streamChoices(runs, views, abandon, (c, p, d) => send(chunk(c, p, d)));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "messages"))); return false; }
       if (withUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage: usageAll(r) });
@@ -142,5 +151,5 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "messages"));
   return Response.json({ ...base, object: "chat.completion", choices: r.choices, usage: usageAll(r.dones),
     ...(runs.length === 1 ? { timings: timings(r.dones[0]) } : {}), // (llama-server's)
-    ...(views[0].plp ? { prompt_logprobs: views[0].plp } : {}) }); // (vLLM's: the prompt's, shared by the choices)
+    ...(views[0].plp ? { prompt_logprobs: views[0].plp } : {}), ...promptIds }); // (vLLM's: the prompt's, shared by the choices)
 }

@@ -6,7 +6,7 @@
 // prompts (a list of strings or of token-id lists, as vLLM takes them) gives each prompt its `n` choices,
 // indexed prompt by prompt. State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
-import { collectChoices, finishReason, literalText, promptLogprobs, responseId, sseResponse, streamChoices, timings, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
+import { collectChoices, finishReason, literalText, promptLogprobs, responseId, sseResponse, streamChoices, timings, TokenIds, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
 import { budgetOf, CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
@@ -48,13 +48,22 @@ class TextChoice implements ChoiceView {
   private text = "";
   private readonly lp = emptyLp();
   private plp: ReturnType<typeof promptLogprobs> | undefined;
-  /** k: logprobs' alternatives; pk: prompt_logprobs' (undefined: not asked) */
-  constructor(private readonly wantLp: boolean, private readonly k = 0, private readonly pk?: number) {}
+  private firstSent = false;
+  /** k: logprobs' alternatives; pk: prompt_logprobs' (undefined: not asked); ids: return_token_ids (null: not asked) */
+  constructor(private readonly wantLp: boolean, private readonly k = 0, private readonly pk?: number, private readonly ids: TokenIds | null = null) {}
+
+  /** with return_token_ids: the output's ids since the last object on the first of objs, the prompt's on the choice's first */
+  private withIds(objs: object[]): object[] {
+    if (!this.ids) return objs;
+    this.ids.attach(objs);
+    if (objs.length && !this.firstSent) { Object.assign(objs[0], { prompt_token_ids: this.ids.prompt }); this.firstSent = true; }
+    return objs;
+  }
 
   onPrompt(e: Extract<ReqEvent, { t: "prompt" }>): object[] {
     if (this.pk !== undefined && e.toks) this.plp = promptLogprobs(e.toks, this.pk);
     const withPlp = this.plp ? { prompt_logprobs: this.plp } : {};
-    if (!e.echo) return [{ text: "", logprobs: null, finish_reason: null, ...withPlp }];
+    if (!e.echo) return this.withIds([{ text: "", logprobs: null, finish_reason: null, ...withPlp }]);
     let lp: Lp | null = null;
     if (this.wantLp && e.toks) {
       lp = emptyLp();
@@ -67,7 +76,7 @@ class TextChoice implements ChoiceView {
       }
     }
     this.text += e.text;
-    return [{ text: e.text, logprobs: lp, finish_reason: null, ...withPlp }];
+    return this.withIds([{ text: e.text, logprobs: lp, finish_reason: null, ...withPlp }]);
   }
 
   onTok(e: Tok): object[] {
@@ -75,16 +84,18 @@ class TextChoice implements ChoiceView {
     let lp: Lp | null = null;
     if (this.wantLp) for (const l of [(lp = emptyLp()), this.lp]) addLp(l, e.tt ?? "", e.lp ?? 0, e.top, this.text.length);
     this.text += text;
-    return text || lp ? [{ text, logprobs: lp, finish_reason: null }] : [];
+    this.ids?.push(e.id);
+    return this.withIds(text || lp ? [{ text, logprobs: lp, finish_reason: null }] : []);
   }
 
   onDone(e: Done): object[] {
     this.text += e.text;
-    return [{ text: e.text, logprobs: null, finish_reason: finishReason(e.reason) }];
+    return this.withIds([{ text: e.text, logprobs: null, finish_reason: finishReason(e.reason) }]);
   }
 
   final(e: Done): object {
-    return { text: this.text, logprobs: this.wantLp ? this.lp : null, finish_reason: finishReason(e.reason), ...(this.plp ? { prompt_logprobs: this.plp } : {}) };
+    return { text: this.text, logprobs: this.wantLp ? this.lp : null, finish_reason: finishReason(e.reason), ...(this.plp ? { prompt_logprobs: this.plp } : {}),
+      ...(this.ids ? { prompt_token_ids: this.ids.prompt, token_ids: this.ids.all } : {}) };
   }
 }
 
@@ -93,7 +104,8 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
   if (started instanceof Response) return started;
   const { data, runs, abandon } = started;
   const base = { id: responseId("cmpl"), object: "text_completion", created: Math.floor(Date.now() / 1000), model: engine.info!.model, system_fingerprint: o.fingerprint };
-  const views = runs.map((run) => new TextChoice(run.gen.logprobs !== undefined, run.gen.logprobs ?? 0, run.gen.prompt_logprobs));
+  const views = runs.map((run) => new TextChoice(run.gen.logprobs !== undefined, run.gen.logprobs ?? 0, run.gen.prompt_logprobs,
+    run.gen.return_ids ? new TokenIds(run.first) : null));
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;

@@ -116,6 +116,21 @@ export function timings(d: Done) {
   };
 }
 export type Tok = Extract<ReqEvent, { t: "tok" }>;
+
+/** vLLM's return_token_ids for one choice: the prompt's ids (its queued event's) and the generated ids, whole or as
+ *  the deltas since the last object they were attached to (streaming). */
+export class TokenIds {
+  readonly prompt: number[];
+  readonly all: number[] = [];
+  private pending: number[] = [];
+  constructor(first: ReqEvent) { this.prompt = first.t === "queued" ? first.ids ?? [] : []; }
+  push(id: number): void { this.all.push(id); this.pending.push(id); }
+  /** objs with the ids since the last call on the first of them (none: kept for the next) */
+  attach(objs: object[]): object[] {
+    if (objs.length && this.pending.length) { Object.assign(objs[0], { token_ids: this.pending }); this.pending = []; }
+    return objs;
+  }
+}
 /** One choice of a request as the routes see it: `first` was already taken from the queue. */
 interface ChoiceRun { r: Running; first: ReqEvent }
 

@@ -47,6 +47,7 @@ export interface GenRequest {
   think_budget?: number;   // tokens allowed inside <think> before </think> is forced (−1: none; absent: the server's --reasoning-budget)
   embed?: { pooling: Pooling; normalize: boolean }; // an embedding of the prompt (an `embedding` event after its prefill; max_tokens 0)
   priority?: number;       // queue order: lower first, then arrival (vLLM's; 0 when absent)
+  return_ids?: boolean;    // the prompt's token ids in the `queued` event (vLLM's return_token_ids)
 }
 
 /** A GBNF grammar (start rule `root`) and the request field it came from (named in errors). */
@@ -126,7 +127,7 @@ export type ToWorker =
 
 /** Events of one request, in order: queued?, accept, tok*, then exactly one done or error. */
 export type ReqEvent =
-  | { t: "queued"; rid: number; prompt_tokens: number }
+  | { t: "queued"; rid: number; prompt_tokens: number; ids?: number[] } // ids: with return_ids
   | { t: "accept"; rid: number; slot: number; prompt_tokens: number; cached_tokens: number; think: boolean }
   | {
     t: "tok"; rid: number; id: number; text: string;

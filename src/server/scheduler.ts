@@ -116,7 +116,7 @@ export class Scheduler {
     const j = this.maker.make(rid, req, p.ids);
     if ("detail" in j) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: j.detail });
     this.jobs.set(rid, j);
-    this.emit({ t: "queued", rid, prompt_tokens: p.ids.length });
+    this.emit({ t: "queued", rid, prompt_tokens: p.ids.length, ...(req.return_ids ? { ids: p.ids } : {}) });
     if (req.slot !== "auto") this.admit(j, this.slots[req.slot]);
     else { // after every waiting job of its priority or a lower (more urgent) one
       const p = req.priority ?? 0, at = this.queue.findIndex((q) => (q.req.priority ?? 0) > p);

@@ -111,6 +111,7 @@ const sampling = {
   skip_special_tokens: nullish(z.boolean()),
   truncate_prompt_tokens: nullish(z.int().min(1)),
   return_tokens_as_token_ids: nullish(z.boolean()), // vLLM's: logprobs name tokens `token_id:ID`
+  return_token_ids: nullish(z.boolean()), // vLLM's: the prompt's and the output's token ids beside the text
   priority: nullish(z.int().min(-(2 ** 31)).max(2 ** 31 - 1)), // vLLM's: lower first (serve --scheduling-policy priority)
   use_beam_search: nullish(z.literal(false, { message: "beam search is not supported" })), // vLLM's (not silently sampled instead)
   // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar,
@@ -321,7 +322,7 @@ export function penaltiesOf(b: Penalized, window?: number, repetition = 1): Pena
   return penaltiesOff(p) ? undefined : p;
 }
 
-type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens" | "allowed_token_ids" | "include_stop_str_in_output" | "truncate_prompt_tokens" | "return_tokens_as_token_ids" | "bad_words" | "priority">;
+type Stopping = Pick<ChatRequest, "ignore_eos" | "stop_token_ids" | "min_tokens" | "allowed_token_ids" | "include_stop_str_in_output" | "truncate_prompt_tokens" | "return_tokens_as_token_ids" | "bad_words" | "priority" | "return_token_ids">;
 /** The request's vLLM-style extras (end of output, vocabulary, prompt truncation, logprob naming) as GenRequest
  *  fields (absent when at their defaults). */
 export const stoppingOf = (b: Stopping) => ({
@@ -330,6 +331,7 @@ export const stoppingOf = (b: Stopping) => ({
   ...(b.bad_words?.length ? { bad_words: b.bad_words } : {}),
   ...(b.include_stop_str_in_output ? { include_stop: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
   ...(b.return_tokens_as_token_ids ? { token_ids_as_text: true } : {}), ...(b.priority ? { priority: b.priority } : {}),
+  ...(b.return_token_ids ? { return_ids: true } : {}),
 });
 
 /** An ApiError naming logit_bias, stop_token_ids or allowed_token_ids when one of their ids is outside the vocabulary [0, V). */
