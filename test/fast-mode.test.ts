@@ -394,6 +394,10 @@ Never put off till tomorrow what you can do the day after tomorrow.`;
       expect(st.exact).toBe(false);
       expect(same(st.logits.slice(0, a.length * V), alone(a))).toBe(true);
       expect(same(st.logits.slice(a.length * V, (a.length + b.length) * V), alone(b))).toBe(true);
+      // logits "last": the last layer's FFN runs for those two rows only (the experts' kernels see 2 rows, not 12)
+      forward(m, st, [{ kv: newKV(m), r0: 0, n: a.length, pos0: 0 }, { kv: newKV(m), r0: a.length, n: b.length, pos0: 0 }], [...a, ...b], { logits: "last" });
+      expect(same(st.logits.slice(0, V), alone(a).slice((a.length - 1) * V))).toBe(true);
+      expect(same(st.logits.slice(V, 2 * V), alone(b).slice((b.length - 1) * V))).toBe(true);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

@@ -66,6 +66,21 @@ for (const sh of shapes) {
       expect(forward(m, st, [{ kv: newKV(m), r0: 0, n: 2, pos0: 0, noLogits: true }], a.slice(0, 2), { logits: "last" })).toBe(0);
     });
 
+    test("the last layer's FFN only for rows with logits (hidden: false) gives those rows the same bits", () => {
+      const D = m.cfg.hidden_size, run = (hidden: boolean) => {
+        const st = new RunState(m.cfg);
+        const segs = [{ kv: newKV(m), r0: 0, n: 5, pos0: 0, noLogits: true }, { kv: newKV(m), r0: 5, n: 3, pos0: 0, allLogits: true },
+          { kv: newKV(m), r0: 8, n: 1, pos0: 0 }, { kv: newKV(m), r0: 9, n: 4, pos0: 0 }];
+        expect(forward(m, st, segs, toks.slice(0, 13), { logits: "last", hidden })).toBe(5);
+        return { logits: st.logits.slice(0, 5 * V), x: st.x.slice(0, 13 * D), kv: segs.map((g) => g.kv.kv.map((a) => Array.from(a.subarray(0, g.n * g.kv.rowElems)))) };
+      };
+      const all = run(true), some = run(false), row = (x: Float32Array, r: number) => Array.from(x.subarray(r * D, (r + 1) * D));
+      expect(Array.from(some.logits)).toEqual(Array.from(all.logits));
+      expect(some.kv).toEqual(all.kv);
+      for (const r of [5, 6, 7, 8, 12]) expect(row(some.x, r)).toEqual(row(all.x, r)); // the rows with logits
+      for (const r of [0, 4, 9, 11]) expect(row(some.x, r)).not.toEqual(row(all.x, r)); // skipped: x after attention
+    });
+
     test("DSA is active and changes the result beyond index_topk", () => {
       const dense = { ...m, cfg: { ...m.cfg, has_dsa: false } };
       expect(worst(tf(m, toks), tf(dense, toks), V)).toBeGreaterThan(1e-6);

@@ -47,6 +47,13 @@ describe("incremental MTP state", () => {
     s.mtpAbsorb();
     check();
   });
+
+  test("a Session made with hidden: false (no hidden rows recorded) refuses MTP drafts, saying why", () => {
+    const s = new Session(drafter, { hidden: false });
+    const l = s.feed(prompt(12, 1));
+    expect(s.hidden.length).toBe(0);
+    expect(() => s.mtpSync(argmax(l))).toThrow(/hidden: false/);
+  });
 });
 
 describe("lossless greedy verification on a drafting model (mtpDrafts)", () => {

@@ -77,7 +77,7 @@ class Kinds {
 export function profileDecode(m: Model, o: { streams: number; steps: number; warmup: number; exact?: boolean; experts?: ExpertStore }): Profile {
   const V = m.cfg.vocab_size, st = new RunState(m.cfg), N = o.streams;
   st.exact = !!o.exact;
-  const ss = Array.from({ length: N }, () => new Session(m, { exact: o.exact }, { st }));
+  const ss = Array.from({ length: N }, () => new Session(m, { exact: o.exact, hidden: false }, { st }));
   const argmax = (l: Float32Array) => { let b = 0; for (let i = 1; i < l.length; i++) if (l[i] > l[b]) b = i; return b; };
   const first = ss.map((s, i) => argmax(s.feed(benchPrompt(V, 16 + i)).slice())), toks = first.slice();
   const step = () => {
@@ -96,7 +96,7 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
 
 /** Profile `reps` prefills of a `tokens`-token prompt on m (after `warmup` untimed ones: caches grown and mapped). */
 export function profilePrefill(m: Model, o: { tokens: number; reps: number; warmup: number; exact?: boolean; experts?: ExpertStore }): Profile {
-  const s = new Session(m, { exact: o.exact }), prompt = benchPrompt(m.cfg.vocab_size, o.tokens);
+  const s = new Session(m, { exact: o.exact, hidden: false }), prompt = benchPrompt(m.cfg.vocab_size, o.tokens);
   const step = () => { s.truncate(0); s.feed(prompt); };
   for (let i = 0; i < Math.max(1, o.warmup); i++) step();
   const r = timeCalls(step, o.reps, o.experts);

@@ -69,7 +69,7 @@ function once(s: Session, prompt: number[], gen: number): Timing {
  * experts read and the JIT warm during the warm-up, not in the timed runs.
  */
 export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0): Timing & { bw: number } {
-  const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens), s = new Session(m, { exact: o.exact });
+  const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens), s = new Session(m, { exact: o.exact, hidden: false });
   for (let i = 0; i < Math.max(1, o.warmup); i++) once(s, prompt, o.gen);
   const best = { prefill_tok_s: 0, decode_tok_s: 0, bytes_per_token: 0, bw: 0 };
   for (let r = 0; r < Math.max(1, o.reps); r++) {

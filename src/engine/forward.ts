@@ -23,6 +23,8 @@ export interface ForwardOpts {
   attn?: AttnMode;          // naive / absorbed / auto (cost model)
   exact?: boolean;          // f32 activations; when given it sets RunState.exact (default: fast)
   logits?: "all" | "last" | "none"; // which rows get lm_head (last = last row of each segment)
+  hidden?: boolean;         // every row's final hidden state is wanted in st.x (MTP input, pooling); else only
+                            // the rows that get logits: the last layer's FFN skips the others (llama.cpp's out_ids)
   onSelect?: SelectHook;    // DSA debug hook (full layers)
 }
 
@@ -54,17 +56,22 @@ export function embedRow(E: Model["w"]["embed"], id: number, D: number, out: Flo
   else throw new Error(`${E.name}: quantized embeddings are not supported yet`);
 }
 
-/** One decoder layer over S rows of st.x: x += Attn(RMS(x)); x += FFN(RMS(x)). */
+/** One decoder layer over S rows of st.x: x += Attn(RMS(x)); x += FFN(RMS(x)). With k < S (the last layer,
+ *  whose other rows no one reads) the FFN runs only for rows st.keep[0..k) (ascending): they are moved to rows
+ *  0..k-1 and back, and the other rows keep x after attention. Kept rows get the same bits either way. */
 export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: number, segs: Segment[],
-  S: number, keys: KeyMode, opts: ForwardOpts): void {
+  S: number, keys: KeyMode, opts: ForwardOpts, k = S): void {
   const D = m.cfg.hidden_size, eps = m.cfg.rms_norm_eps;
   rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
   attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect);
   add(st.x, st.ao, S * D);
-  rmsnorm(st.x, w.post_norm, st.xb, S, D, eps);
-  if (w.moe) moe(m.cfg, st, w.moe, st.xb, S, st.ao);
-  else mlp(st, w.mlp!, st.xb, S, st.ao);
-  add(st.x, st.ao, S * D);
+  if (k === 0) return;
+  if (k < S) for (let i = 0; i < k; i++) st.x.copyWithin(i * D, st.keep[i] * D, (st.keep[i] + 1) * D); // keep[i] ≥ i
+  rmsnorm(st.x, w.post_norm, st.xb, k, D, eps);
+  if (w.moe) moe(m.cfg, st, w.moe, st.xb, k, st.ao);
+  else mlp(st, w.mlp!, st.xb, k, st.ao);
+  add(st.x, st.ao, k * D);
+  if (k < S) for (let i = k - 1; i >= 0; i--) st.x.copyWithin(st.keep[i] * D, i * D, (i + 1) * D); // sources below stay unread
 }
 
 /** Which keys layer i attends to. */
@@ -73,8 +80,22 @@ export function keyMode(m: Model, i: number): KeyMode {
   return m.cfg.indexer_types[i] === "full" ? "full" : "shared";
 }
 
-export function runLayers(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
-  for (let i = lo; i < hi; i++) block(m, st, m.w.layers[i], i, i, segs, S, keyMode(m, i), opts);
+/** Layers [lo, hi); the model's last layer runs its FFN only for the first `k` rows of st.keep (default all). */
+export function runLayers(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts, k = S): void {
+  const L = m.cfg.num_hidden_layers;
+  for (let i = lo; i < hi; i++) block(m, st, m.w.layers[i], i, i, segs, S, keyMode(m, i), opts, i === L - 1 ? k : S);
+}
+
+/** The rows `head(which)` reads, into st.keep (ascending); returns their count (S: every row). */
+export function keptRows(st: RunState, segs: Segment[], S: number, which: "all" | "last" | "none"): number {
+  if (which === "all") return S;
+  let k = 0;
+  for (const g of segs) {
+    const n = which === "none" || g.noLogits ? 0 : g.allLogits ? g.n : 1;
+    for (let r = g.r0 + g.n - n; r < g.r0 + g.n; r++) st.keep[k++] = r;
+  }
+  if (k > 1) for (let i = 1; i < k; i++) if (st.keep[i] <= st.keep[i - 1]) return S; // segments out of row order
+  return k;
 }
 
 /** logits rows = lm_head · RMS(x; norm) for the chosen rows, in batch order ("last": the last row of each
@@ -100,10 +121,9 @@ export function head(m: Model, st: RunState, segs: Segment[], S: number, which: 
 export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>, opts: ForwardOpts = {}): number {
   if (opts.exact !== undefined) st.exact = opts.exact;
   const S = embed(m, st, segs, ids);
-  const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L);
+  const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L), which = opts.logits ?? "all";
   if (n > 0) opts.executor!.run(m, st, segs, S, 0, n, opts);
-  runLayers(m, st, segs, S, n, L, opts);
+  runLayers(m, st, segs, S, n, L, opts, opts.hidden ? S : keptRows(st, segs, S, which));
   for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.wrote(g.pos0); }
-  const which = opts.logits ?? "all";
   return which === "none" ? 0 : head(m, st, segs, S, which);
 }

@@ -63,10 +63,11 @@ export function draftSource(m: Model, kind: DraftKind | DraftSource | undefined)
 
 export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateResult {
   if (prompt.length === 0) throw new Error("empty prompt");
-  const s = o.session ?? new Session(m, o.forward);
   const sampler = new Sampler(o);
   let source = sampler.stateful ? null : draftSource(m, o.draft); // (mirostat: each draw moves the next distribution)
   if (o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
+  // hidden rows only for MTP drafts: without them the prompt's last layer runs its FFN for the last row alone
+  const s = o.session ?? new Session(m, { hidden: source?.name.endsWith("mtp") ?? false, ...o.forward });
   const pen = penaltiesFor(o.penalties, prompt);
   const k = o.draftLen ?? (source?.name === "mtp" ? DRAFT_LEN.mtp : DRAFT_LEN.ngram);
   const gate = { ...(source ? costGate(m.cfg, m.w, k, source.name.endsWith("mtp")) : {}), ...o.gate }; // drafts that pay

@@ -58,7 +58,9 @@ export class Session {
   private mtpU: Float32Array;
 
   /** `share`: a RunState to use instead of one of its own (a server's slots share the step's), and a KV cache
-   *  made by the caller (preallocated) */
+   *  made by the caller (preallocated). `opts.hidden`: record every fed row's hidden state (the MTP head's
+   *  input; a KV file keeps them) — by default when the model has an MTP layer; `false` lets a prompt's last layer
+   *  skip the FFN of rows without logits, and MTP drafting is then refused. */
   constructor(readonly m: Model, readonly opts: ForwardOpts = {}, share: { st?: RunState; kv?: KVCache } = {}) {
     this.kv = share.kv ?? newKV(m);
     this.st = share.st ?? new RunState(m.cfg);
@@ -71,8 +73,9 @@ export class Session {
   feed(ids: number[], all = false): Float32Array {
     if (ids.length === 0) throw new Error("feed: no tokens");
     const pos0 = this.tokens.length, n = ids.length, D = this.m.cfg.hidden_size, V = this.m.cfg.vocab_size;
-    forward(this.m, this.st, [{ kv: this.kv, r0: 0, n, pos0 }], ids, { ...this.opts, logits: all ? "all" : "last" });
-    this.record(this.st.x.subarray(0, n * D), pos0, n);
+    const hidden = this.opts.hidden ?? this.mtpKV !== null;
+    forward(this.m, this.st, [{ kv: this.kv, r0: 0, n, pos0 }], ids, { ...this.opts, hidden, logits: all ? "all" : "last" });
+    if (hidden) this.record(this.st.x.subarray(0, n * D), pos0, n);
     this.tokens.push(...ids);
     return all ? this.st.logits.subarray(0, n * V) : this.st.logits.subarray(0, V);
   }
@@ -187,6 +190,7 @@ export class Session {
   private mtpUpdate(next: number | null): void {
     const kv = this.mtpKV;
     if (!kv) throw new Error("this model has no MTP layer");
+    if (this.opts.hidden === false) throw new Error("MTP drafts need every fed row's hidden state: this Session was made with hidden: false");
     const m = this.m, D = m.cfg.hidden_size, T = this.tokens.length, end = next === null ? T - 1 : T;
     if (T === 0) throw new Error("mtpSync: feed at least one token first");
     const tokAt = (p: number) => (p + 1 < T ? this.tokens[p + 1] : next!);

@@ -29,6 +29,7 @@ export class RunState {
   nsel!: Int32Array;     // [S] keys per row (dense: pos+1)
   nk!: Int32Array;       // [S] visible keys per row (pos+1)
   pos!: Int32Array;      // [S] absolute position of each row
+  keep!: Int32Array;     // [S] rows the last layer's FFN runs for (those that get logits), ascending
   hg!: Float32Array;     // [S, F] gate activations, F = max FFN width
   hu!: Float32Array;     // [S, F] up activations
   shg!: Float32Array;    // [S, Fs] shared expert gate activations, Fs = moe_inter · n_shared
@@ -71,7 +72,7 @@ export class RunState {
     this.qI = f(S * c.index_n_heads * c.index_head_dim); this.kI = f(S * c.index_head_dim);
     this.iw = f(S * c.index_n_heads); this.scores = f(S * T);
     this.sel = new Int32Array(S * Math.max(1, c.index_topk)); this.nsel = new Int32Array(S);
-    this.nk = new Int32Array(S); this.pos = new Int32Array(S);
+    this.nk = new Int32Array(S); this.pos = new Int32Array(S); this.keep = new Int32Array(S);
     this.hg = f(S * F); this.hu = f(S * F); this.xe = f(S * D); this.ye = f(S * D);
     const Fs = c.moe_intermediate_size * c.n_shared_experts;
     this.shg = f(S * Fs); this.shu = f(S * Fs);

@@ -160,13 +160,13 @@ export class Scheduler {
       budget -= n;
     }
     if (segs.length === 0) return;
-    try {
-      forward(this.m, this.st, segs, ids, { ...this.o.forward, logits: "last", attn: this.o.attn ?? "absorbed" });
+    const V = this.m.cfg.vocab_size, D = this.m.cfg.hidden_size, mtp = this.o.draft?.kind === "mtp";
+    try { // every row's hidden state for the MTP head and pooling, else the last layer's FFN only where sampled
+      forward(this.m, this.st, segs, ids, { ...this.o.forward, logits: "last", hidden: mtp || who.some((j) => j.pool), attn: this.o.attn ?? "absorbed" });
     } catch (e) {
       for (const j of who) this.fail(j, e);
       return;
     }
-    const V = this.m.cfg.vocab_size, D = this.m.cfg.hidden_size, mtp = this.o.draft?.kind === "mtp";
     if (mtp) segs.forEach((g, k) => who[k].slot!.sess.record(this.st.x.subarray(g.r0 * D), g.pos0, g.n)); // MTP input
     const absorb: Job[] = [];
     let row = 0; // logits row of the segment's first logits

@@ -37,7 +37,7 @@ export function runStateBytes(cfg: Config, S: number, T: number): number {
   const F = Math.max(cfg.intermediate_size, cfg.moe_intermediate_size * Math.max(1, cfg.n_shared_experts));
   const nh = cfg.index_n_heads, hd = cfg.index_head_dim;
   const perRow = 3 * D + 2 * qr + H * (dn + dr) + (kvr + dr) + H * (kvr + dr) + H * kvr + H * dv + nh * hd + hd + nh
-    + T + Math.max(1, cfg.index_topk) + 3 + 2 * F + 2 * cfg.moe_intermediate_size * cfg.n_shared_experts + 2 * D
+    + T + Math.max(1, cfg.index_topk) + 4 + 2 * F + 2 * cfg.moe_intermediate_size * cfg.n_shared_experts + 2 * D
     + cfg.n_routed_experts + cfg.vocab_size + 2 * D;
   const perCtx = kvr + H * (dn + dv) + H * (dn + dr);
   // MoE routing and the batched experts (state.ts): 4 arrays of K per row, E + 1 offsets, the union and its
