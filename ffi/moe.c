@@ -126,13 +126,42 @@ void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *ou
   else gather_task(&j, 0, n);
 }
 
-/* y[rows[j], i] += gates[j] · ye[j, i] for j < n (in order), i < D. Serial: split by columns on the pool it
- * measured ~1.8x slower (the rows of y, warm in this core's cache, then move between cores on every call). */
-void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n) {
-  if (!y || !rows || !gates || !ye || D <= 0) return;
-  for (int j = 0; j < n; j++) {
-    float *yr = y + (size_t)rows[j] * D;
-    const float *xr = ye + (size_t)j * D, a = gates[j];
-    for (int i = 0; i < D; i++) yr[i] += a * xr[i];
+typedef struct { float *y; const int32_t *start, *list; const float *gates, *ye; int D; } scatter_job;
+static void scatter_task(void *c, int lo, int hi) {
+  const scatter_job *s = c;
+  for (int r = lo; r < hi; r++) {
+    float *yr = s->y + (size_t)r * s->D;
+    for (int k = s->start[r]; k < s->start[r + 1]; k++) {
+      const int j = s->list[k];
+      const float *xr = s->ye + (size_t)j * s->D, a = s->gates[j];
+      for (int i = 0; i < s->D; i++) yr[i] += a * xr[i];
+    }
   }
+}
+/* y[rows[j], i] += gates[j] · ye[j, i] for j < n (in order), i < D. Large calls (a prefill's experts) go to the
+ * pool by rows of y: each row's terms in ascending j, as the serial loop adds them (the same bits). Split by
+ * columns it measured ~1.8x slower than serial (the rows of y then move between cores on every call). */
+void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n) {
+  if (!y || !rows || !gates || !ye || D <= 0 || n <= 0) return;
+  int R = 0;
+  for (int j = 0; j < n; j++) if (rows[j] >= R) R = rows[j] + 1;
+  int32_t *start = (size_t)n * D >= PAR_MIN ? malloc(((size_t)R + 1 + n) * sizeof(int32_t)) : NULL;
+  if (!start) { /* small (decode) or out of memory: serial */
+    for (int j = 0; j < n; j++) {
+      float *yr = y + (size_t)rows[j] * D;
+      const float *xr = ye + (size_t)j * D, a = gates[j];
+      for (int i = 0; i < D; i++) yr[i] += a * xr[i];
+    }
+    return;
+  }
+  int32_t *list = start + R + 1; /* counting sort of j by destination row, j ascending within a row */
+  memset(start, 0, ((size_t)R + 1) * sizeof(int32_t));
+  for (int j = 0; j < n; j++) start[rows[j] + 1]++;
+  for (int r = 0; r < R; r++) start[r + 1] += start[r];
+  for (int j = 0; j < n; j++) list[start[rows[j]]++] = j;
+  for (int r = R; r > 0; r--) start[r] = start[r - 1];
+  start[0] = 0;
+  scatter_job job = { y, start, list, gates, ye, D };
+  hb_parallel_for(R, 1 + 16384 / (D * (n / R + 1)), scatter_task, &job);
+  free(start);
 }

@@ -378,13 +378,15 @@ describe("row helpers at prefill size (copies split on the pool) equal their def
     gatherRows(x, D, rows, n, out);
     for (let j = 0; j < n; j += 7) expect(out.subarray(j * D, (j + 1) * D)).toEqual(x.subarray(rows[j] * D, (rows[j] + 1) * D));
   });
-  test("scatter_axpy: y[rows[j]] += g_j·ye[j] in j order, also where rows repeat", () => {
-    const rows = Int32Array.from({ length: n }, () => Math.floor(r() * S)), g = randF32(r, n), ye = randF32(r, n * D);
-    const y = x.slice(), want = x.slice();
-    scatterAxpy(y, D, rows, g, ye, n);
-    for (let j = 0; j < n; j++)
-      for (let i = 0; i < D; i++) want[rows[j] * D + i] = Math.fround(want[rows[j] * D + i] + Math.fround(g[j] * ye[j * D + i]));
-    expect(y).toEqual(want);
+  test("scatter_axpy: y[rows[j]] += g_j·ye[j] in j order, also where rows repeat (on the pool by rows of y, and serial)", () => {
+    for (const [n1, D1] of [[n, D], [8, 64]]) { // (8·64 < 65536: the serial loop of a decode step)
+      const rows = Int32Array.from({ length: n1 }, () => Math.floor(r() * S)), g = randF32(r, n1), ye = randF32(r, n1 * D1);
+      const y = x.slice(0, S * D1), want = y.slice();
+      scatterAxpy(y, D1, rows, g, ye, n1);
+      for (let j = 0; j < n1; j++)
+        for (let i = 0; i < D1; i++) want[rows[j] * D1 + i] = Math.fround(want[rows[j] * D1 + i] + Math.fround(g[j] * ye[j * D1 + i]));
+      expect(y).toEqual(want);
+    }
   });
   test("add: y += x over a prefill-sized residual", () => {
     const N = 3 * 65536 + 123, y = randF32(r, N), b = randF32(r, N), want = y.map((v, i) => Math.fround(v + b[i]));
