@@ -2,7 +2,8 @@
 // pooled (--pooling last | mean | cls) and L2-normalized unless `normalize: false`. Checked against the model itself:
 // the last-token vector through lm_head gives an in-process Session's logits bit for bit; mean pooling (prefilled in
 // chunks) equals the mean of the last-token vectors of every prefix, cls the first prefix's. Batches, base64 (the
-// openai SDK's default, which it decodes) and errors naming the field.
+// openai SDK's default, which it decodes) and errors naming the field. llama-server's POST /embedding: its shape,
+// embd_normalize, and --pooling none's rows (each prefix's last-token vector).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { loadModel } from "../src/engine/model.ts";
@@ -13,11 +14,12 @@ import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { post, startTiny } from "./server.helpers.ts";
 
 describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
-  let last: Server, mean: Server, cls: Server;
+  let last: Server, mean: Server, cls: Server, none: Server;
   beforeAll(async () => {
-    [last, mean, cls] = await Promise.all([startTiny({ slots: 2 }), startTiny({ slots: 2, pooling: "mean", chunk: 16 }), startTiny({ slots: 1, pooling: "cls" })]);
+    [last, mean, cls, none] = await Promise.all([startTiny({ slots: 2 }), startTiny({ slots: 2, pooling: "mean", chunk: 16 }),
+      startTiny({ slots: 1, pooling: "cls" }), startTiny({ slots: 1, pooling: "none", chunk: 16 })]);
   });
-  afterAll(async () => { await Promise.all([last, mean, cls].map((s) => s.stop())); });
+  afterAll(async () => { await Promise.all([last, mean, cls, none].map((s) => s.stop())); });
   const PROMPT = Array.from({ length: 40 }, (_, i) => (i * 53) % 480 + 16);
   const embed = async (s: Server, body: object) => {
     const r = await post(s.url, "/v1/embeddings", body);
@@ -54,6 +56,31 @@ describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
     expect(Array.from(await vec(cls, PROMPT))).toEqual(Array.from(prefixes[0]));
     // a second request whose prompt a slot already holds: every row computed again (no prefix reuse), same vector
     expect(Array.from(await vec(mean, PROMPT))).toEqual(Array.from(Float32Array.from(sum, (s) => s / PROMPT.length)));
+  });
+
+  test("llama-server's /embedding: [{index, embedding: [[…]]}], embd_normalize; pooling none: each token's row, raw", async () => {
+    const llama = async (s: Server, path: string, body: object) => { const r = await post(s.url, path, body); return { status: r.status, j: (await r.json()) as any }; };
+    const raw = await vec(last, PROMPT), { status, j } = await llama(last, "/embedding", { content: PROMPT });
+    expect(status).toBe(200);
+    expect(j).toEqual([{ index: 0, embedding: [(await embed(last, { input: PROMPT })).j.data[0].embedding] }]);
+    expect((await llama(last, "/embeddings", { input: [PROMPT, PROMPT.slice(0, 5)], embd_normalize: -1 })).j)
+      .toEqual([{ index: 0, embedding: [Array.from(raw)] }, { index: 1, embedding: [Array.from(await vec(last, PROMPT.slice(0, 5)))] }]);
+    const norm = async (p: number) => Float32Array.from((await llama(last, "/embedding", { content: PROMPT, embd_normalize: p })).j[0].embedding[0]);
+    const sum = (v: Float32Array, f: (x: number) => number) => v.reduce((a, x) => a + f(x), 0);
+    expect(sum(await norm(1), Math.abs)).toBeCloseTo(1, 5);
+    expect(Math.max(...Array.from(await norm(0), Math.abs))).toBeCloseTo(32760, 1);
+    expect(sum(await norm(3), (x) => Math.abs(x) ** 3)).toBeCloseTo(1, 5);
+    expect(Array.from(await norm(2))).toEqual((await embed(last, { input: PROMPT, embd_normalize: 2 })).j.data[0].embedding); // (the OpenAI route takes it too)
+    // pooling none (prefilled in chunks of 16): row t is the prefix t's last-token vector, bit for bit, not normalized
+    const rows = (await llama(none, "/embedding", { content: PROMPT.slice(0, 20) })).j[0].embedding as number[][];
+    expect(rows.length).toBe(20);
+    for (const t of [0, 7, 15, 16, 19]) expect(rows[t]).toEqual(Array.from(await vec(last, PROMPT.slice(0, t + 1))));
+    const oai = await embed(none, { input: PROMPT });
+    expect([oai.status, oai.j.error.message]).toEqual([400, expect.stringMatching(/pools with none.*\/embedding/)]);
+    const bad = await llama(last, "/embedding", { content: "x", input: "y" });
+    expect([bad.status, bad.j.error.param]).toEqual([400, "content"]);
+    const badNorm = await llama(last, "/embedding", { content: "x", embd_normalize: 1.5 });
+    expect([badNorm.status, badNorm.j.error.param]).toEqual([400, "embd_normalize"]);
   });
 
   test("a batch of inputs in order, with usage summed; base64 is the f32 bytes (the openai SDK decodes it)", async () => {

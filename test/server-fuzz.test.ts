@@ -42,11 +42,11 @@ function mutate(base: Record<string, unknown>): Record<string, unknown> {
 }
 
 function httpCase(): { path: string; body: string | Uint8Array } {
-  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages", "/completion", "/v1/responses", "/v1/embeddings"]);
+  const path = pick(["/v1/chat/completions", "/v1/completions", "/v1/messages", "/completion", "/v1/responses", "/v1/embeddings", "/embedding"]);
   const chat = { messages: [{ role: "user", content: "hi" }], max_tokens: 2, temperature: 0 };
   const comp = { prompt: "hi", max_tokens: 2, n_predict: 2, temperature: 0 };
   const resp = { input: "hi", max_output_tokens: 2, temperature: 0 };
-  const base = path === "/v1/embeddings" ? { input: ["hi", "there"], encoding_format: "float" } : path === "/v1/responses" ? resp : path.endsWith("completion") || path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
+  const base = path === "/v1/embeddings" ? { input: ["hi", "there"], encoding_format: "float" } : path === "/embedding" ? { content: ["hi", "there"], embd_normalize: 2 } : path === "/v1/responses" ? resp : path.endsWith("completion") || path === "/v1/completions" ? comp : chat; // (/v1/messages takes the chat shape: Anthropic's is close)
   switch (rnd(5)) {
     case 0: return { path, body: Uint8Array.from({ length: rnd(200) }, () => rnd(256)) };
     case 1: return { path, body: JSON.stringify(randJson()) };

@@ -20,7 +20,7 @@ const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [-
                          [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
                          [--slot-save-path DIR] [--cache-ram MIB] [--reasoning-budget N [--reasoning-budget-message TEXT]]
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
-                         [--pooling last|mean|cls] [--ssl-keyfile F --ssl-certfile F] [--temp T] [--top-p P] [--top-k K]
+                         [--pooling last|mean|cls|none] [--ssl-keyfile F --ssl-certfile F] [--temp T] [--top-p P] [--top-k K]
                          [--min-p P] [--repeat-penalty R] [--override-generation-config JSON] [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, /v1/embeddings, GET /v1/models,
@@ -73,9 +73,9 @@ options:
                    vllm: the API's own defaults (temperature 1, top_p 1, no top-k, min-p or penalty)
   --ssl-keyfile F --ssl-certfile F  serve HTTPS with this PEM private key and certificate (chain) instead of HTTP
                    (vLLM's names; llama-server's --ssl-key-file / --ssl-cert-file too)
-  --pooling P      how POST /v1/embeddings pools a prompt's final hidden states (after the final norm): last
-                   (default: the last token's, as vLLM pools decoder-only models) | mean | cls (the first token's);
-                   llama-server's flag
+  --pooling P      how the embeddings routes pool a prompt's final hidden states (after the final norm): last
+                   (default: the last token's, as vLLM pools decoder-only models) | mean | cls (the first token's) |
+                   none (every token's, on POST /embedding only); llama-server's flag
   --cors ORIGINS   let browsers on these origins call the API (comma-separated, e.g. http://localhost:3000;
                    * = any origin); default: no CORS headers at all
   --threads N      compute threads (default: HB_THREADS, else the physical cores)

@@ -7,7 +7,7 @@ import { timingSafeEqual } from "node:crypto";
 import { chatCompletions } from "./chat.ts";
 import { anthropicError, countTokens, messages } from "./messages.ts";
 import { completions } from "./completions.ts";
-import { embeddings } from "./embeddings.ts";
+import { embeddings, llamaEmbedding } from "./embeddings.ts";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
 import { metricsText } from "./metrics.ts";
@@ -120,6 +120,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   app.get("/v1/responses/:id", (c) => storedResponse(c.req.param("id"), ro));
   app.delete("/v1/responses/:id", (c) => deleteResponse(c.req.param("id"), ro));
   app.post("/v1/embeddings", (c) => embeddings(c.req.raw, engine, o));
+  for (const p of ["/embedding", "/embeddings"]) app.post(p, (c) => llamaEmbedding(c.req.raw, engine, o)); // llama-server's own
   app.post("/v1/messages/count_tokens", (c) => countTokens(c.req.raw, engine, o));
   app.post("/v1/mux", (c) => muxHttp(c.req.raw, engine));
   app.post("/tokenize", (c) => tokenize(c.req.raw, engine, o));

@@ -1,8 +1,11 @@
-// POST /v1/embeddings (OpenAI's shape, as vLLM and llama-server serve it): each input — a string, a list of strings,
-// token ids or a list of id lists, or (vLLM's chat form) `messages` through the chat template — prefilled in a KV slot like any prompt (batched with the streams decoding) and
-// pooled from its final hidden states (engine/pooling.ts: the server's --pooling, last token by default), L2-normalized
-// unless `normalize: false` (vLLM's). `encoding_format: "base64"` (the openai SDK's default) gives the little-endian
-// f32 bytes. No state.
+// Embeddings routes. POST /v1/embeddings (OpenAI's shape, as vLLM and llama-server serve it): each input — a string, a
+// list of strings, token ids or a list of id lists, or (vLLM's chat form) `messages` through the chat template —
+// prefilled in a KV slot like any prompt (batched with the streams decoding) and pooled from its final hidden states
+// (engine/pooling.ts: the server's --pooling, last token by default), L2-normalized unless `normalize: false` (vLLM's)
+// or llama-server's `embd_normalize` says otherwise. `encoding_format: "base64"` (the openai SDK's default) gives the
+// little-endian f32 bytes. POST /embedding (and /embeddings): llama-server's own shape, `content` (or `input`) in,
+// `[{index, embedding: [[…]]}]` out — one vector per token under --pooling none, which OpenAI's shape cannot carry.
+// No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { run } from "./gen-stream.ts";
@@ -16,31 +19,34 @@ import type { Pooling } from "../engine/pooling.ts";
 
 /** inputs of one request (OpenAI allows 2048; each is a prompt in the queue) */
 export const MAX_INPUTS = 256;
-const EmbeddingRequest = z.object({
+const Input = z.union([z.string(), z.array(z.string()).min(1).max(MAX_INPUTS), Ids, z.array(Ids).min(1).max(MAX_INPUTS)]);
+const common = {
   model: nullish(z.string().max(256)),
-  input: nullish(z.union([z.string(), z.array(z.string()).min(1).max(MAX_INPUTS), Ids, z.array(Ids).min(1).max(MAX_INPUTS)])),
+  embd_normalize: nullish(z.int().min(-1).max(64)),  // llama-server's: −1 none, 0 max-abs (int16), 1 taxicab, 2 L2, p-norm
+  truncate_prompt_tokens: nullish(z.int().min(1)), // vLLM's: only the last this many tokens
+  priority: nullish(z.int().min(-(2 ** 31)).max(2 ** 31 - 1)), // vLLM's: lower first (serve --scheduling-policy priority)
+};
+const EmbeddingRequest = z.object({
+  ...common,
+  input: nullish(Input),
   // vLLM's chat form: one input, the messages through the chat template (no generation prompt unless asked)
   messages: nullish(MessagesSchema), add_generation_prompt: nullish(z.boolean()), chat_template_kwargs: TemplateKwargs,
   encoding_format: nullish(z.enum(["float", "base64"])),
   dimensions: nullish(z.int().min(1)),
   user: nullish(z.string().max(256)),
   normalize: nullish(z.boolean()),                // vLLM's
-  truncate_prompt_tokens: nullish(z.int().min(1)), // vLLM's: only the last this many tokens
-  priority: nullish(z.int().min(-(2 ** 31)).max(2 ** 31 - 1)), // vLLM's: lower first (serve --scheduling-policy priority)
 }).refine((b) => (b.input == null) !== (b.messages == null), { message: "give exactly one of input or messages", path: ["input"] });
+const LlamaEmbeddingRequest = z.object({ ...common, content: nullish(Input), input: nullish(Input) })
+  .refine((b) => (b.content == null) !== (b.input == null), { message: "give exactly one of content or input", path: ["content"] });
 const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64"); // (little-endian hosts)
 
-export async function embeddings(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const r = await readRequest(req, o, EmbeddingRequest, engine);
-  if (!r.ok) return errorResponse(r.error);
-  const b = r.data, D = engine.info!.hidden, refused = priorityRefused(b, o);
-  if (refused) return errorResponse(refused);
-  if (b.dimensions != null && b.dimensions !== D)
-    return errorResponse(apiError(400, `dimensions: this model's embeddings have ${D} dimensions (no shortening: it was not trained for it)`, "dimensions", "invalid_value"));
-  const inputs: PromptSpec[] = b.input != null ? promptsOf(b.input) : [{ kind: "chat", messages: templateMessages(b.messages!),
-    ...templateOf(b.chat_template_kwargs, o.templateKwargs), generationPrompt: b.add_generation_prompt ?? false }];
-  const many = b.input != null && typeof b.input !== "string" && typeof b.input[0] !== "number", field = b.input != null ? "input" : "messages";
-  const embed = { pooling: o.pooling ?? "last" as Pooling, normalize: b.normalize ?? true };
+type Embedded = { ok: true; out: { v: Float32Array; tokens: number }[] } | { ok: false; res: Response };
+
+/** Every input's embedding, in order (each a prompt in the queue, the first leading the others); a failure names
+ *  `field` (or `field.i` when `many`) and abandons the rest. */
+async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inputs: PromptSpec[], norm: number,
+  b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean): Promise<Embedded> {
+  const embed = { pooling: o.pooling ?? "last" as Pooling, norm };
   const gens: GenRequest[] = inputs.map((prompt, i) => ({
     prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
     ...(i > 0 ? { joined: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
@@ -53,18 +59,50 @@ export async function embeddings(req: Request, engine: EngineClient, o: RouteOpt
     let v: Float32Array | null = null;
     for (let e: ReqEvent = await x.q.next(); ; e = await x.q.next()) {
       if (e.t === "embedding") v = e.data;
-      else if (e.t === "error") { abandon(); return errorResponse(fromWorker(e.code, e.detail, many ? `input.${i}` : field)); }
+      else if (e.t === "error") { abandon(); return { ok: false, res: errorResponse(fromWorker(e.code, e.detail, many ? `${field}.${i}` : field)) }; }
       else if (e.t === "done") {
-        if (!v) { abandon(); return errorResponse(apiError(500, `internal error: input ${i} ended without an embedding`, null, "internal_error")); }
+        if (!v) { abandon(); return { ok: false, res: errorResponse(apiError(500, `internal error: input ${i} ended without an embedding`, null, "internal_error")) }; }
         out.push({ v, tokens: e.prompt_tokens });
         break;
       }
     }
   }
-  const tokens = out.reduce((a, x) => a + x.tokens, 0);
+  return { ok: true, out };
+}
+
+const isMany = (x: string | string[] | number[] | number[][]) => typeof x !== "string" && typeof x[0] !== "number";
+
+export async function embeddings(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const r = await readRequest(req, o, EmbeddingRequest, engine);
+  if (!r.ok) return errorResponse(r.error);
+  const b = r.data, D = engine.info!.hidden, refused = priorityRefused(b, o);
+  if (refused) return errorResponse(refused);
+  if (o.pooling === "none")
+    return errorResponse(apiError(400, "this server pools with none (serve --pooling none): one vector per token, which OpenAI's embeddings cannot carry; use POST /embedding", null, "invalid_value"));
+  if (b.dimensions != null && b.dimensions !== D)
+    return errorResponse(apiError(400, `dimensions: this model's embeddings have ${D} dimensions (no shortening: it was not trained for it)`, "dimensions", "invalid_value"));
+  const inputs: PromptSpec[] = b.input != null ? promptsOf(b.input) : [{ kind: "chat", messages: templateMessages(b.messages!),
+    ...templateOf(b.chat_template_kwargs, o.templateKwargs), generationPrompt: b.add_generation_prompt ?? false }];
+  const norm = b.embd_normalize ?? (b.normalize === false ? -1 : 2);
+  const e = await embedAll(req, engine, o, inputs, norm, b, b.input != null ? "input" : "messages", b.input != null && isMany(b.input));
+  if (!e.ok) return e.res;
+  const tokens = e.out.reduce((a, x) => a + x.tokens, 0);
   return Response.json({
     object: "list", model: engine.info!.model,
-    data: out.map((x, index) => ({ object: "embedding", index, embedding: b.encoding_format === "base64" ? base64Of(x.v) : Array.from(x.v) })),
+    data: e.out.map((x, index) => ({ object: "embedding", index, embedding: b.encoding_format === "base64" ? base64Of(x.v) : Array.from(x.v) })),
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   });
+}
+
+/** llama-server's POST /embedding: [{index, embedding: [[…]]}] — the pooled vector, or every token's (pooling none). */
+export async function llamaEmbedding(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
+  const r = await readRequest(req, o, LlamaEmbeddingRequest, engine);
+  if (!r.ok) return errorResponse(r.error);
+  const b = r.data, refused = priorityRefused(b, o);
+  if (refused) return errorResponse(refused);
+  const field = b.content != null ? "content" : "input", x = (b.content ?? b.input)!, D = engine.info!.hidden;
+  const e = await embedAll(req, engine, o, promptsOf(x), b.embd_normalize ?? 2, b, field, isMany(x));
+  if (!e.ok) return e.res;
+  const rows = (v: Float32Array) => Array.from({ length: v.length / D }, (_, t) => Array.from(v.subarray(t * D, (t + 1) * D)));
+  return Response.json(e.out.map((y, index) => ({ index, embedding: rows(y.v) })));
 }

@@ -45,7 +45,7 @@ export interface GenRequest {
   token_ids_as_text?: boolean; // logprobs name tokens `token_id:ID` (vLLM's return_tokens_as_token_ids)
   prompt_logprobs?: number; // each prompt token's logprob, rank and this many alternatives (vLLM's prompt_logprobs)
   think_budget?: number;   // tokens allowed inside <think> before </think> is forced (−1: none; absent: the server's --reasoning-budget)
-  embed?: { pooling: Pooling; normalize: boolean }; // an embedding of the prompt (an `embedding` event after its prefill; max_tokens 0)
+  embed?: { pooling: Pooling; norm: number }; // an embedding of the prompt (an `embedding` event after its prefill; max_tokens 0); norm: llama-server's embd_normalize
   priority?: number;       // queue order: lower first, then arrival (vLLM's; 0 when absent)
   return_ids?: boolean;    // the prompt's token ids in the `queued` event (vLLM's return_token_ids)
 }
@@ -136,7 +136,7 @@ export type ReqEvent =
     lp?: number; tt?: string; top?: TopLogprob[]; // with logprobs: the chosen token's logprob and text
   }
   | { t: "prompt"; rid: number; text: string; toks: PromptTok[] | null; echo: boolean } // echo / prompt_logprobs: after the prefill, before any tok
-  | { t: "embedding"; rid: number; data: Float32Array } // embed: the pooled vector [hidden_size], after the prefill, before done
+  | { t: "embedding"; rid: number; data: Float32Array } // embed: the pooled vector [hidden_size] (pooling none: every prompt row's [n, hidden_size]), after the prefill, before done
   | { t: "done"; rid: number; reason: FinishReason; text: string; bytes: Uint8Array; emitted: number; prompt_tokens: number; cached_tokens: number; decode_tok_s: number; stop_text?: string /* the stop string that ended it */
       prompt_ms: number; predicted_ms: number } // admission to the first token (the prefill), first token to the last
   | { t: "error"; rid: number; code: ErrorCode; detail: string };

@@ -185,7 +185,7 @@ export class Scheduler {
         j.tFirst = performance.now();
         first = at + (g.allLogits ? g.n - 1 : 0);
         if (j.req.echo || j.req.prompt_logprobs !== undefined) this.echo(j);
-        if (j.pool) this.emit({ t: "embedding", rid: j.rid, data: j.pool.result(j.req.embed!.normalize) });
+        if (j.pool) this.emit({ t: "embedding", rid: j.rid, data: j.pool.result(j.req.embed!.norm) });
         if (j.limit <= 0) return this.finish(j, "length");
       } else sess.tokens.push(j.next); // row 0: the pending token
       let kept = 0;
