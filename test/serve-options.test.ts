@@ -167,7 +167,7 @@ describe.skipIf(!hasTiny)("serve --alias --threads --chat-template --cors --api-
     const compat = ["--jinja", "--metrics", "--cont-batching", "--no-webui", "--enable-auto-tool-choice", "--tool-call-parser", "glm47",
       "--reasoning-parser", "glm45", "--trust-remote-code"]; // (their launch lines' flags for what is always on here)
     for (const args of [[TINY, "-c", "1024"], ["-m", TINY, "--ctx-size", "1024", ...compat]]) {
-      const { p, url: u, log } = await spawnServe([...args, "--parallel", "2", "-t", "1", "-a", "short", "--quiet"]);
+      const { p, url: u, log } = await spawnServe([...args, "--parallel", "2", "-t", "1", "-a", "short", "--quiet", "--disable-log-stats"]);
       try {
         const props = (await (await fetch(`${u}/props`)).json()) as any;
         expect(props).toMatchObject({ model_alias: "short", model_path: TINY, total_slots: 2 });

@@ -12,12 +12,13 @@ import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
 import { POOLINGS } from "../engine/pooling.ts";
+import { startStatsLog } from "../server/stats-log.ts";
 import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
                          [--queue N] [--scheduling-policy fcfs|priority] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY | --api-key-file F]
                          [--draft ngram|mtp|off] [--draft-len K] [--stdio] [--exact] [--threads N]
-                         [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet]
+                         [--alias NAME] [--chat-template FILE] [--cors ORIGIN[,ORIGIN…]] [--no-ui] [--quiet] [--disable-log-stats]
                          [--slot-save-path DIR] [--cache-ram MIB] [--reasoning-budget N [--reasoning-budget-message TEXT]]
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
                          [--pooling last|mean|cls|none] [--ssl-keyfile F --ssl-certfile F] [--temp T] [--top-p P] [--top-k K]
@@ -81,7 +82,9 @@ options:
   --threads N      compute threads (default: HB_THREADS, else the physical cores)
   --no-ui          no chat page at / (it holds no data; its requests carry the API key typed into it); also
                    llama-server's --no-webui
-  --quiet          no line per finished request on stderr
+  --quiet          no line per finished request on stderr, and no stats lines
+  --disable-log-stats  no stats line every 10 s of work (throughput, running / waiting requests, KV cache use,
+                   prefix and expert cache hit rates; vLLM's lines and flag)
   --cache-ram MIB  a host-memory prompt cache of this many MiB (llama-server's flag; default 0: off): a slot's
                    conversation about to be overwritten is parked there, and a later prompt starting with it gets
                    its KV rows back instead of prefilling them (reserved in the RAM plan)
@@ -132,7 +135,7 @@ async function run(argv: string[]): Promise<number> {
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, "max-num-batched-tokens": { type: "string" }, "batch-size": { type: "string", short: "b" }, attn: { type: "string" }, "api-key": { type: "string" }, "api-key-file": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string", short: "a" }, "served-model-name": { type: "string" },
     "max-model-len": { type: "string" }, "ctx-size": { type: "string", short: "c" }, "max-num-seqs": { type: "string" }, parallel: { type: "string" }, "chat-template": { type: "string" },
-    cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
+    cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "disable-log-stats": { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
     "ssl-cert-file": { type: "string" }, ...samplingFlags, ...compatFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
@@ -186,6 +189,7 @@ async function run(argv: string[]): Promise<number> {
     const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, alias: v.alias, ...engineOpts },
       v.quiet ? undefined : log);
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
+    if (!v.quiet && !v["disable-log-stats"]) startStatsLog(engine, log);
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
     engine.close();
     return engine.state === "failed" ? 2 : 0;
@@ -209,6 +213,7 @@ async function run(argv: string[]): Promise<number> {
   try {
     const i = await s.engine.ready;
     log(`model ${i.model} ready on ${s.url} (ctx ${i.ctx}, vocab ${i.vocab}, ${i.slots} slots, ${i.threads} threads)`);
+    if (!v.quiet && !v["disable-log-stats"]) startStatsLog(s.engine, log);
   } catch (e) {
     log(`model failed to load: ${(e as Error).message}`);
     await s.stop();
