@@ -103,7 +103,7 @@ describe("chat template override", () => {
       [["chat", "--model", TINY, "--reasoning-budget-message", "ok"], "--reasoning-budget-message needs --reasoning-budget"],
       [["serve", "--model", TINY, "--ctx", "64", "--max-model-len", "64"], "give --ctx or --max-model-len, not both"],
       [["serve", "--model", TINY, "--parallel", "0"], "--slots must be in [1, 256]"], // (--parallel is --slots)
-      [["serve", "--model", TINY, "--pooling", "max"], '--pooling must be one of last|mean|cls, got "max"'],
+      [["serve", "--model", TINY, "--pooling", "max"], '--pooling must be one of last|mean|cls|none, got "max"'],
       [["serve", TINY, "--model", TINY], `give the model directory once: ${TINY} or --model ${TINY}`],
       [["serve", TINY, TINY], "one model directory, not 2"],
       [["serve", "-m", TINY, "-c", "3", "--parallel", "2"], "--ctx-size is shared by the 2 slots: it must give each at least 2 tokens"],

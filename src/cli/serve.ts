@@ -26,7 +26,8 @@ const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [-
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, /v1/embeddings, GET /v1/models,
 /health, /metrics, /slots, /props), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page
-at /. Each finished request is logged on stderr (its tokens, speed and finish reason) unless --quiet.
+at /. Each finished request is logged on stderr (its tokens, speed and finish reason), and every 10 s of work
+the engine's stats (as vLLM logs them), unless --quiet.
 The port is bound before the model loads: /health answers 503 {"status":"loading"} until ready.
 
 options:
