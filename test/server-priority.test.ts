@@ -1,6 +1,7 @@
 // vLLM's priority scheduling (serve --scheduling-policy priority): waiting requests are admitted lower `priority`
-// first, then in arrival order (checked on the Scheduler itself, step by step: no timing involved); without the
-// policy a request naming a priority is refused naming the field.
+// first, then in arrival order, and a strictly more urgent one preempts the least urgent running request, which later
+// goes on with the tokens it would have produced anyway (checked on the Scheduler itself, step by step: no timing
+// involved); without the policy a request naming a priority is refused naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadModel } from "../src/engine/model.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
@@ -11,7 +12,7 @@ import { genModel } from "./helpers/models.ts";
 import { hasTiny } from "./helpers/fixture.ts";
 import { post, startTiny } from "./server.helpers.ts";
 
-test("the queue is served lower priority first, then in arrival order (the running request is not preempted)", () => {
+test("the queue is served lower priority first, then in arrival order (without preemption: the running request stays)", () => {
   const dir = genModel({ preset: "tiny", seed: 4 }), done: number[] = [];
   const s = new Scheduler(loadModel(dir), loadTokenizer(dir), { slots: 1, ctx: 256, queue: 16, chunk: 32 }, (e: FromWorker) => {
     if (e.t === "done") done.push(e.rid);
@@ -24,6 +25,80 @@ test("the queue is served lower priority first, then in arrival order (the runni
   for (const [rid, p] of [[2, 5], [3, undefined], [4, -1], [5, 5], [6, 0]] as const) s.submit(rid, req(p, 2));
   for (let i = 0; i < 200 && s.hasWork(); i++) s.step();
   expect(done).toEqual([1, 4, 3, 6, 2, 5]);
+});
+
+describe("preemption (the priority policy)", () => {
+  const dir = genModel({ preset: "tiny", seed: 4 }), m = loadModel(dir), codec = loadTokenizer(dir);
+  const req = (priority: number, max_tokens: number, prompt = [20, 21, 22], extra: Partial<GenRequest> = {}): GenRequest => ({
+    prompt: { kind: "ids", ids: prompt }, slot: "auto", max_tokens, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], ignore_eos: true, priority, ...extra });
+  /** a scheduler whose events are recorded: tokens per request, the order requests end in */
+  const sched = (slots: number, preempt: boolean, chunk = 32) => {
+    const toks = new Map<number, number[]>(), done: number[] = [], accepts: number[] = [];
+    const s = new Scheduler(m, codec, { slots, ctx: 512, queue: 16, chunk, preempt }, (e: FromWorker) => {
+      if (e.t === "tok") toks.set(e.rid, [...(toks.get(e.rid) ?? []), e.id]);
+      if (e.t === "accept") accepts.push(e.rid);
+      if (e.t === "done") done.push(e.rid);
+      if (e.t === "error") throw new Error(`${e.rid}: ${e.code} ${e.detail}`);
+    });
+    const run = () => { for (let i = 0; i < 2000 && s.hasWork(); i++) s.step(); };
+    return { s, toks, done, accepts, run };
+  };
+  const alone = (r: GenRequest) => { const a = sched(1, false); a.s.submit(1, r); a.run(); return a.toks.get(1)!; };
+  const long = Array.from({ length: 90 }, (_, i) => 30 + ((i * 37) % 400));
+
+  test("a decoding request preempted by a more urgent one resumes with the same tokens (greedy and seeded sampling)", () => {
+    for (const extra of [{}, { temperature: 0.9, seed: 7, penalties: { presence: 0.5, frequency: 0.3 } }]) {
+      const low = req(9, 24, [20, 21, 22], extra), high = req(1, 5, [40, 41], extra);
+      const a = sched(1, true);
+      a.s.submit(1, low);
+      for (let i = 0; i < 6; i++) a.s.step(); // 1 is decoding
+      expect(a.toks.get(1)!.length).toBeGreaterThan(2);
+      a.s.submit(2, high);
+      a.s.step();
+      expect(a.s.stats().preemptions).toBe(1);
+      expect(a.s.stats().slots[0].rid).toBe(2);
+      a.run();
+      expect(a.done).toEqual([2, 1]);
+      expect(a.accepts).toEqual([1, 2]); // (readmitted without a second accept)
+      expect(a.toks.get(1)).toEqual(alone(low));
+      expect(a.toks.get(2)).toEqual(alone(high));
+    }
+  });
+
+  test("one preempted in its prefill starts it again; equal priorities never swap; the least urgent, latest admitted goes", () => {
+    const a = sched(2, true, 16);
+    a.s.submit(1, req(5, 4, long));
+    a.s.submit(2, req(5, 30));
+    a.s.step(); // both admitted: 1 prefills its first chunk, 2 waits for the budget
+    a.s.submit(3, req(5, 3)); // equal: waits
+    a.s.step();
+    expect(a.s.stats().preemptions).toBe(0);
+    a.s.submit(4, req(0, 3)); // more urgent than both: 2 (admitted last among equals) goes
+    a.s.step();
+    expect(a.s.stats().preemptions).toBe(1);
+    expect(a.s.stats().slots.map((x) => x.rid).sort()).toEqual([1, 4]);
+    a.run();
+    expect(a.done[0]).toBe(4);
+    for (const [rid, r] of [[1, req(5, 4, long)], [2, req(5, 30)], [3, req(5, 3)], [4, req(0, 3)]] as const) expect(a.toks.get(rid)).toEqual(alone(r));
+    const b = sched(1, true, 16); // a prompt in the middle of its prefill
+    b.s.submit(1, req(3, 4, long));
+    b.s.step(); b.s.step();
+    b.s.submit(2, req(-2, 2));
+    b.s.step();
+    expect(b.s.stats().preemptions).toBe(1);
+    b.run();
+    expect(b.done).toEqual([2, 1]);
+    expect(b.toks.get(1)).toEqual(alone(req(3, 4, long)));
+  });
+
+  test("without the policy nothing is preempted", () => {
+    const a = sched(1, false);
+    a.s.submit(1, req(9, 10));
+    a.s.step(); a.s.step();
+    a.s.submit(2, req(0, 2));
+    a.run();
+    expect([a.done, a.s.stats().preemptions]).toEqual([[1, 2], 0]);
+  });
 });
 
 describe.skipIf(!hasTiny)("serve: priorities over HTTP", () => {
@@ -39,5 +114,25 @@ describe.skipIf(!hasTiny)("serve: priorities over HTTP", () => {
     expect((await post(fcfs.url, "/v1/completions", { prompt: "x", max_tokens: 1, priority: 0 })).status).toBe(200);
     expect((await post(prio.url, "/v1/embeddings", { input: "x", priority: -3 })).status).toBe(200);
     expect((await post(prio.url, "/v1/completions", { prompt: "x", max_tokens: 1, priority: 7 })).status).toBe(200);
+  });
+
+  test("a more urgent request preempts a streaming one, which then ends with the text it would have had; /metrics counts it", async () => {
+    const body = (priority: number, max_tokens: number) => ({ prompt: "Once upon a time", max_tokens, temperature: 0, ignore_eos: true, priority });
+    const want = ((await (await post(prio.url, "/v1/completions", body(5, 1500))).json()) as any).choices[0].text;
+    const r = await post(prio.url, "/v1/completions", { ...body(5, 1500), stream: true }), rd = r.body!.getReader();
+    const first = await rd.read(); // (streaming: it holds the only slot)
+    const ends: string[] = [];
+    const urgent = post(prio.url, "/v1/completions", body(-1, 3)).then(async (x) => { ends.push("urgent"); return x.status; });
+    let text = "", buf = new TextDecoder().decode(first.value);
+    for (let c = await rd.read(); !c.done; c = await rd.read()) buf += new TextDecoder().decode(c.value);
+    ends.push("preempted");
+    for (const d of buf.split("\n").filter((l) => l.startsWith("data: {"))) text += JSON.parse(d.slice(6)).choices[0].text;
+    expect(await urgent).toBe(200);
+    expect(ends).toEqual(["urgent", "preempted"]);
+    expect(text).toBe(want);
+    let m = ""; // (the worker's stats arrive just after the answers)
+    for (let i = 0; i < 100 && !/^hummingbird_preemptions_total 1/m.test(m); i++) m = await (await fetch(`${prio.url}/metrics`)).text(), await Bun.sleep(10);
+    expect(/^hummingbird_preemptions_total (\d+)/m.exec(m)?.[1]).toBe("1");
+    expect(/^vllm:num_preemptions_total\{model_name="glm-tiny"\} (\d+)/m.exec(m)?.[1]).toBe("1");
   });
 });

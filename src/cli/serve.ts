@@ -42,8 +42,9 @@ options:
   -c, --ctx-size N llama-server's: the context of all slots together, each slot getting N / slots
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
   --scheduling-policy P  fcfs (default: the queue in arrival order; a request naming a priority is refused) |
-                   priority: requests' \`priority\` orders the queue, lower first (vLLM's; running requests are not
-                   preempted)
+                   priority: requests' \`priority\` orders the queue, lower first, and a strictly more urgent one
+                   preempts the least urgent running request when no slot is free (vLLM's); that one resumes later
+                   with the same output
   --prefill-chunk N  prompt tokens prefilled per step, between the decode steps of running streams
                    (default 128; larger: faster prompts, longer pauses for the streams decoding meanwhile); also
                    spelled --max-num-batched-tokens (vLLM) and -b / --batch-size (llama-server)

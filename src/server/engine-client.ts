@@ -39,7 +39,7 @@ export class EngineClient {
   info: ReadyInfo | null = null;
   error = "";
   readonly ready: Promise<ReadyInfo>;
-  stats: Stats = { busy: 0, queue: 0, decode_tok_s: 0, drafted: 0, accepted: 0, slots: [] };
+  stats: Stats = { busy: 0, queue: 0, decode_tok_s: 0, drafted: 0, accepted: 0, slots: [], preemptions: 0 };
   readonly totals: Totals = { requests: 0, finished: 0, failed: 0, prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0 };
   private worker: Worker;
   private subs = new Map<number, (ev: ReqEvent) => void>();

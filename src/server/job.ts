@@ -39,6 +39,8 @@ export interface Job {
   out: number[];            // the ids emitted (with bad words: their matching needs the output's tail)
   budget: ThinkBudget | null; // the thinking budget (null: none)
   pool: Pooler | null;      // an embedding request's pooling (null: a generation)
+  resume: number[] | null;  // preempted while decoding: the history to prefill again (prompt + output fed), then on
+                            // with `next` (null: not preempted, or back in a slot)
   tAdmit: number; tFirst: number; tLast: number; // (performance.now(): admitted, prefill done, last token)
 }
 
@@ -94,7 +96,7 @@ export class JobMaker {
       rid, req, ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - ids.length), sampler,
       detok: new Detok(this.codec, req.stop, t, req.keepSpecial, req.min_tokens ?? 0), grammar,
       pen: penaltiesFor(req.penalties, ids, this.breakerIds),
-      state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0,
+      state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0, resume: null,
       drafts: sampler.stateful ? null : this.drafter?.forJob(sampler) ?? null, // (mirostat: each draw moves the next distribution)
       plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
       stops: req.ignore_eos || req.stop_ids?.length ? new Set([...(req.ignore_eos ? [] : this.stopIds), ...(req.stop_ids ?? [])]) : this.stopIds,

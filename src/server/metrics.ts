@@ -23,6 +23,7 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("queue_depth", "gauge", "requests waiting for a slot", s.queue);
   metric("slots_busy", "gauge", "slots running a request", s.busy);
   metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);
+  metric("preemptions_total", "counter", "running requests sent back to the queue for a more urgent one", s.preemptions);
   metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
   const histogram = (name: string, help: string, h: Histogram, full = `hummingbird_${name}`, label = "") => {
     lines.push(`# HELP ${full} ${help}`, `# TYPE ${full} histogram`);
@@ -63,6 +64,7 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("", "counter", "prompt tokens looked up in the prefix cache", t.prompt_tokens, "vllm:prefix_cache_queries_total", lb);
   metric("", "counter", "prompt tokens found in the prefix cache", t.cached_tokens, "vllm:prefix_cache_hits_total", lb);
   metric("", "gauge", "KV cache rows in use over all slots' rows", kvUse, "vllm:kv_cache_usage_perc", lb);
+  metric("", "counter", "preemptions", s.preemptions, "vllm:num_preemptions_total", lb);
   histogram("", "seconds to the first token", engine.ttft, "vllm:time_to_first_token_seconds", model);
   histogram("", "seconds to the end of a request", engine.e2e, "vllm:e2e_request_latency_seconds", model);
   metric("", "counter", "prompt tokens processed", t.prompt_tokens - t.cached_tokens, "llamacpp:prompt_tokens_total");

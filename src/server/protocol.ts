@@ -78,6 +78,7 @@ export interface WorkerOptions {
   reasoningBudget?: number; // the thinking budget of requests that name none (−1 / absent: none)
   reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
   cacheRam?: number;        // bytes of the host-memory prompt cache (--cache-ram; absent: none)
+  preempt?: boolean;        // a waiting request of strictly lower `priority` takes the slot of the least urgent running one
 }
 
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; hidden: number; threads: number; chatTemplate: string | null;
@@ -108,6 +109,7 @@ export interface Stats {
   drafted: number;         // draft tokens verified (speculative decoding), since start
   accepted: number;        // of which kept
   slots: SlotInfo[];
+  preemptions: number;     // running requests sent back to the queue for a more urgent one, since start
   promptCache?: { bytes: number; budget: number; entries: number; hits: number; evicted: number }; // --cache-ram (absent: off)
 }
 

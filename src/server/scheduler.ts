@@ -25,6 +25,11 @@
 // first, and a prompt that starts with a parked history takes its rows back when that beats every slot's prefix.
 // Embeddings (engine/pooling.ts): a job with `embed` pools its prompt rows' final hidden states as each chunk is
 // prefilled (mean and cls need every row: no prefix reuse) and ends after its prefill with an `embedding` event.
+// Preemption (`preempt`, vLLM's priority policy): with every slot busy, a waiting job of strictly lower `priority` than
+// the least urgent running one (the latest admitted among equals) takes its slot; that job goes back to the queue
+// ahead of its priority class. One still in its prefill starts it again; one decoding keeps its state (sampler,
+// penalties, grammar, detokenizer) and on readmission prefills its history again (prompt + output so far: prefix
+// reuse and the prompt cache apply), then goes on with its pending token — the same tokens as if never preempted.
 import { forward, type ForwardOpts } from "../engine/forward.ts";
 import { lcp, Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
@@ -32,6 +37,7 @@ import { type Draft, verifyDraft } from "../engine/speculative.ts";
 import { banBadWords } from "../engine/penalties.ts";
 import { RunState } from "../engine/state.ts";
 import { PromptCache } from "../engine/prompt-cache.ts";
+import { Pooler } from "../engine/pooling.ts";
 import { kvRows } from "../engine/experts/budget.ts";
 import type { Segment } from "../engine/batch.ts";
 import type { KvDtype } from "../engine/hb.ts";
@@ -53,6 +59,7 @@ export interface SchedOptions {
   thinkBudget?: number;  // the thinking budget of requests that name none (−1 / absent: none)
   budgetMessage?: string; // text forced before </think> when a budget is spent (llama-server's --reasoning-budget-message)
   cacheRam?: number;     // bytes of the host-memory prompt cache (0 / absent: none)
+  preempt?: boolean;     // a more urgent waiting job takes the slot of the least urgent running one (see above)
 }
 
 const PREALLOC = 8192;
@@ -70,6 +77,7 @@ export class Scheduler {
   private maker: JobMaker;
   private think: ThinkIds;
   private clock = 0;
+  private preemptions = 0;
   readonly drafter: Drafter | null = null; // speculative decoding (null: off)
   readonly cache: PromptCache | null;       // parked histories (null: --cache-ram off)
   private winStart = performance.now();
@@ -151,10 +159,12 @@ export class Scheduler {
     let budget = this.o.chunk;
     for (const j of this.running) {
       if (j.state !== "prefill" || budget <= 0) continue;
-      const n = Math.min(budget, j.ids.length - j.fed), sampled = j.fed + n === j.ids.length && j.limit > 0;
-      // logits: every row's for prompt logprobs, else only the last chunk's last row, and only if it is sampled
-      segs.push({ kv: j.slot!.sess.kv, r0: ids.length, n, pos0: j.slot!.sess.kv.len, allLogits: j.plp !== null, noLogits: j.plp === null && !sampled });
-      for (let i = 0; i < n; i++) ids.push(j.ids[j.fed + i]);
+      const src = j.resume ?? j.ids, n = Math.min(budget, src.length - j.fed), sampled = !j.resume && j.fed + n === src.length && j.limit > 0;
+      // logits: every row's for prompt logprobs, else only the last chunk's last row, and only if it is sampled (a
+      // resumed history samples nothing: its next token is pending)
+      const plp = j.plp !== null && !j.resume;
+      segs.push({ kv: j.slot!.sess.kv, r0: ids.length, n, pos0: j.slot!.sess.kv.len, allLogits: plp, noLogits: !plp && !sampled });
+      for (let i = 0; i < n; i++) ids.push(src[j.fed + i]);
       who.push(j);
       drafts.push(NO_DRAFT);
       budget -= n;
@@ -175,12 +185,13 @@ export class Scheduler {
       row += g.noLogits ? 0 : g.allLogits ? g.n : 1;
       let first = at; // the row sampled first
       if (j.state === "prefill") {
-        if (j.plp) this.promptLogprobs(j, at, g.n);
+        if (j.plp && !j.resume) this.promptLogprobs(j, at, g.n);
         j.pool?.add(this.st.x.subarray(g.r0 * D, (g.r0 + g.n) * D), g.pos0, g.n);
         for (let r = 0; r < g.n; r++) sess.tokens.push(ids[g.r0 + r]);
         j.fed += g.n;
         if (mtp) absorb.push(j);
-        if (j.fed < j.ids.length) return;
+        if (j.fed < (j.resume ?? j.ids).length) return;
+        if (j.resume) { j.resume = null; j.state = "decode"; return; } // back where it was: its pending token next
         j.state = "decode";
         j.tFirst = performance.now();
         first = at + (g.allLogits ? g.n - 1 : 0);
@@ -272,14 +283,19 @@ export class Scheduler {
   private admitQueued(): void {
     const later: Job[] = [];
     while (this.queue.length > 0) {
-      const free = this.slots.filter((s) => !s.job);
-      if (free.length === 0) break;
+      let free = this.slots.filter((s) => !s.job);
+      if (free.length === 0) {
+        const v = this.o.preempt && !this.awaitsDonor(this.queue[0]) ? this.victimFor(this.queue[0]) : null;
+        if (!v) break;
+        free = [v.slot!];
+        this.preempt(v);
+      }
       const j = this.queue.shift()!;
       if (this.awaitsDonor(j)) { later.push(j); continue; }
       // prefer the free slot sharing the longest prefix, then the least recently used
       let best = free[0], bestL = -1;
       for (const s of free) {
-        const l = lcp(s.sess.tokens, j.ids);
+        const l = lcp(s.sess.tokens, j.resume ?? j.ids);
         if (l > bestL || (l === bestL && s.used < best.used)) { best = s; bestL = l; }
       }
       this.admit(j, best);
@@ -287,37 +303,62 @@ export class Scheduler {
     this.queue.unshift(...later);
   }
 
+  /** The running job j may take the slot of: the least urgent (highest priority value, then the latest admitted),
+   *  if strictly less urgent than j (equals never swap: no ping-pong), on a slot of the pool (not one asked for). */
+  private victimFor(j: Job): Job | null {
+    let v: Job | null = null;
+    for (const r of this.running)
+      if (r.req.slot === "auto" && (!v || (r.req.priority ?? 0) >= (v.req.priority ?? 0))) v = r;
+    return v && (v.req.priority ?? 0) > (j.req.priority ?? 0) ? v : null;
+  }
+
+  /** Send running job v back to the queue, ahead of its priority class (see the header); its slot is free. */
+  private preempt(v: Job): void {
+    const s = v.slot!;
+    this.running.splice(this.running.indexOf(v), 1);
+    s.job = null; s.used = ++this.clock; v.slot = null;
+    if (v.state === "decode") v.resume = s.sess.tokens.slice(); // (its pending token v.next is not in it)
+    else if (!v.resume) { // its prompt's prefill starts again (admit: from the prefix a slot still holds, if it may)
+      if (v.plp) v.plp = [];
+      if (v.pool) v.pool = new Pooler(this.m, v.pool.pooling, v.ids.length);
+    }
+    v.state = "queued";
+    this.preemptions++;
+    const p = v.req.priority ?? 0, at = this.queue.findIndex((q) => (q.req.priority ?? 0) >= p);
+    this.queue.splice(at < 0 ? this.queue.length : at, 0, v);
+  }
+
   /** Whether a job being prefilled will hold COPY_MIN more of j's prompt than any slot holds now: j then waits for
    *  its rows (copied at admission) rather than prefilling them beside it (n choices of a prompt, a shared system
    *  prompt arriving in a burst: one prefill instead of several splitting the step's prefill budget). */
   private awaitsDonor(j: Job): boolean {
     if (this.everyRow(j)) return false;
-    const lim = j.ids.length - 1;
+    const src = j.resume ?? j.ids, lim = src.length - 1;
     let have = 0, soon = 0;
-    for (const s of this.slots) have = Math.max(have, Math.min(lcp(s.sess.tokens, j.ids), lim));
-    have = Math.max(have, this.cache?.best(j.ids, lim)?.n ?? 0);
-    for (const r of this.running) if (r.state === "prefill") soon = Math.max(soon, Math.min(lcp(r.ids, j.ids), lim));
+    for (const s of this.slots) have = Math.max(have, Math.min(lcp(s.sess.tokens, src), lim));
+    have = Math.max(have, this.cache?.best(src, lim)?.n ?? 0);
+    for (const r of this.running) if (r.state === "prefill") soon = Math.max(soon, Math.min(lcp(r.resume ?? r.ids, src), lim));
     return soon - have >= COPY_MIN;
   }
 
   /** Whether j needs every prompt row computed (prompt logprobs, mean / cls pooling): no prefix reuse then. */
   private everyRow(j: Job): boolean {
-    return j.plp !== null || !!j.pool?.needsAll;
+    return !j.resume && (j.plp !== null || !!j.pool?.needsAll);
   }
 
   private admit(j: Job, s: Slot): void {
     // the last prompt token is always fed (its logits start decoding, its row is last-token pooling's)
-    const lim = j.ids.length - 1, every = this.everyRow(j);
-    let reuse = every ? 0 : Math.min(lcp(s.sess.tokens, j.ids), lim);
+    const src = j.resume ?? j.ids, lim = src.length - 1, every = this.everyRow(j);
+    let reuse = every ? 0 : Math.min(lcp(s.sess.tokens, src), lim);
     // another slot (idle, or busy: its rows so far) or a parked history holding a longer prefix of the prompt: its
     // rows are copied (the same bits a prefill would write: the kernels are batch-invariant and the attention form fixed)
     let donor: Slot | null = null, parked: ReturnType<PromptCache["best"]> = null, best = reuse + COPY_MIN - 1;
     if (!every) {
       for (const d of this.slots) {
-        const l = d === s ? 0 : Math.min(lcp(d.sess.tokens, j.ids), lim);
+        const l = d === s ? 0 : Math.min(lcp(d.sess.tokens, src), lim);
         if (l > best) { best = l; donor = d; }
       }
-      const c = this.cache?.best(j.ids, lim) ?? null;
+      const c = this.cache?.best(src, lim) ?? null;
       if (c && c.n > best) { best = c.n; parked = c; donor = null; }
     }
     // the rows this slot loses, when there are enough of them, are parked first (that conversation may come back)
@@ -329,10 +370,12 @@ export class Scheduler {
     s.used = ++this.clock;
     s.embedded = j.pool !== null;
     j.slot = s;
-    j.fed = j.cached = reuse;
+    j.fed = reuse;
     j.state = "prefill";
-    j.tAdmit = performance.now();
     this.running.push(j);
+    if (j.resume) return; // (readmitted: accepted long ago)
+    j.cached = reuse;
+    j.tAdmit = performance.now();
     const think = j.ids[j.ids.length - 1] === this.think.open;
     this.emit({ t: "accept", rid: j.rid, slot: s.id, prompt_tokens: j.ids.length, cached_tokens: reuse, think });
   }
@@ -380,7 +423,7 @@ export class Scheduler {
       return j ? { ...base, rid: j.rid, prompt_tokens: j.ids.length, cached_tokens: j.cached, emitted: j.emitted } : base;
     });
     const c = this.cache;
-    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafter?.drafted ?? 0, accepted: this.drafter?.accepted ?? 0, slots,
+    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafter?.drafted ?? 0, accepted: this.drafter?.accepted ?? 0, slots, preemptions: this.preemptions,
       ...(c ? { promptCache: { bytes: c.bytes, budget: c.budget, entries: c.size, hits: c.hits, evicted: c.evicted } } : {}) };
   }
 }

@@ -49,7 +49,7 @@ export function startServer(o: ServeOptions): Server {
     fetch: (req) => app!.fetch(req),
   });
   const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, tls: _t, sampling: _s, schedulingPolicy: _sp, ...w } = o;
-  const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK }, o.log);
+  const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK, preempt: o.schedulingPolicy === "priority" }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
     templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling, sampling: o.sampling,
     priorities: o.schedulingPolicy === "priority" });
