@@ -382,10 +382,25 @@ __attribute__((target("avx2,f16c"))) static void f16_f16c(const uint16_t *s, flo
 }
 #endif
 
-/* n halves -> f32 on the calling thread (exact; F16C where the level has it) */
+#if defined(__aarch64__)
+/* FCVT: exact, NaNs quieted with their payload kept (FPCR.DN is off), as hb_f16_to_f32 */
+static void f16_neon(const uint16_t *s, float *d, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(s + i));
+    vst1q_f32(d + i, vcvt_f32_f16(vget_low_f16(h)));
+    vst1q_f32(d + i + 4, vcvt_high_f32_f16(h));
+  }
+  for (; i < n; i++) d[i] = hb_f16_to_f32(s[i]);
+}
+#endif
+
+/* n halves -> f32 on the calling thread (exact; F16C or NEON where the level has it) */
 void hb_f16_widen(const uint16_t *s, float *d, int64_t n) {
 #if defined(__x86_64__) || defined(__i386__)
   if (hb_simd_level() >= HB_AVX2) { f16_f16c(s, d, n); return; }
+#elif defined(__aarch64__)
+  if (hb_simd_level() == HB_NEON) { f16_neon(s, d, n); return; }
 #endif
   for (int64_t i = 0; i < n; i++) d[i] = hb_f16_to_f32(s[i]);
 }
@@ -400,10 +415,7 @@ static void conv_range(const conv_ctx *c, int64_t lo, int64_t hi) {
   }
   case HB_CONV_F16: {
     const uint16_t *s = c->src;
-#if defined(__x86_64__) || defined(__i386__)
-    if (hb_simd_level() >= HB_AVX2) { f16_f16c(s + lo, d + lo, hi - lo); break; }
-#endif
-    for (int64_t i = lo; i < hi; i++) d[i] = hb_f16_to_f32(s[i]);
+    hb_f16_widen(s + lo, d + lo, hi - lo);
     break;
   }
   case HB_CONV_F8E4M3: {

@@ -8,6 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 /* Large copies (prefill) split on the pool by rows. */
 #define PAR_MIN 65536          /* floats moved before a call goes to the pool */
@@ -70,11 +73,23 @@ void hb_kv_widen(int fmt, const void *row, int W, float *dst) {
   if (fmt == HB_KV_F16) { hb_f16_widen(row, dst, W); return; }
   if (fmt == HB_KV_Q8) {
     const int8_t *q = row;
-    for (int b0 = 0, k = 0; b0 < W; b0 += HB_KV_Q8_BLOCK, k++) {   /* block by block (the loop vectorizes) */
+    for (int b0 = 0, k = 0; b0 < W; b0 += HB_KV_Q8_BLOCK, k++) {   /* block by block (x86: the loop vectorizes) */
       const int e = b0 + HB_KV_Q8_BLOCK < W ? b0 + HB_KV_Q8_BLOCK : W;
       float d;
       memcpy(&d, (const uint8_t *)row + W + 4 * (size_t)k, 4);
-      for (int i = b0; i < e; i++) dst[i] = (float)q[i] * d;
+      int i = b0;
+#if defined(__aarch64__)
+      if (hb_simd_level() == HB_NEON) /* the same exact convert and one rounded multiply per value */
+        for (; i + 16 <= e; i += 16) {
+          const int8x16_t v = vld1q_s8(q + i);
+          const int16x8_t lo = vmovl_s8(vget_low_s8(v)), hi = vmovl_high_s8(v);
+          vst1q_f32(dst + i, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d));
+          vst1q_f32(dst + i + 4, vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d));
+          vst1q_f32(dst + i + 8, vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d));
+          vst1q_f32(dst + i + 12, vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d));
+        }
+#endif
+      for (; i < e; i++) dst[i] = (float)q[i] * d;
     }
     return;
   }

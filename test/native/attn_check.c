@@ -3,7 +3,8 @@
  * sum differently), and every row of a batch equal to the same row alone, bit for bit — per-head keys (the
  * prefill blocks of four rows, causal and random key counts, a selection that is the identity or not) and
  * shared keys (the absorbed form), dk and dv with every tail width; and the indexer's f32 scores equal to the
- * forced-scalar run, bit for bit, as are e^(x−m), SwiGLU and the softmax max / normalisation. Prints "ok <cases> <level>", or the first
+ * forced-scalar run, bit for bit, as are e^(x−m), SwiGLU and the softmax max / normalisation, and the f16 / q8 KV rows
+ * widened (every half's 65536 bit patterns; q8 rows of several widths). Prints "ok <cases> <level>", or the first
  * failure and exits 1. Random data from a fixed LCG; no state. */
 #include "../../ffi/hb.h"
 #include "lcg.h"
@@ -112,6 +113,32 @@ int main(void) {
         return 1;
       }
     cases++;
+  }
+  /* KV rows widened (elt.c / moe.c): every half bit pattern, NaN payloads included, and q8 rows of blocks and tails */
+  {
+    static uint16_t h[65536];
+    static float a[65536], b[65536];
+    for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    const int lvl = hb_simd_level();
+    for (int pass = 0; pass < 2; pass++) {
+      hb_simd_force(pass ? 0 : (lvl == HB_SCALAR ? 0 : 1));
+      hb_kv_widen(HB_KV_F16, h, 65536, pass ? b : a);
+    }
+    if (memcmp(a, b, sizeof a) != 0) { printf("f16 widening differs from the scalar reference\n"); return 1; }
+    cases++;
+    for (int W = 1; W <= 600; W += 37) {
+      static uint8_t row[8192];
+      const size_t rb = hb_kv_row_bytes(HB_KV_Q8, W);
+      for (size_t i = 0; i < rb; i++) row[i] = (uint8_t)rnd();
+      for (int k = 0; k * 32 < W; k++) { const float d = fabsf(rndf()) * 0.01f; memcpy(row + W + 4 * (size_t)k, &d, 4); }
+      for (int pass = 0; pass < 2; pass++) {
+        hb_simd_force(pass ? 0 : (lvl == HB_SCALAR ? 0 : 1));
+        hb_kv_widen(HB_KV_Q8, row, W, pass ? b : a);
+      }
+      if (memcmp(a, b, (size_t)W * sizeof *a) != 0) { printf("q8 widening (W %d) differs from the scalar reference\n", W); return 1; }
+      cases++;
+    }
+    hb_simd_force(lvl == HB_SCALAR ? 0 : 1);
   }
   printf("ok %ld %s\n", cases, hb_simd_name());
   return 0;
