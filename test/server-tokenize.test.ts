@@ -7,6 +7,8 @@ import { startServer, type Server } from "../src/server/server.ts";
 import { demoModelDir } from "../src/model/demo.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
 import { post } from "./server.helpers.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
 const dir = demoModelDir(), codec = loadTokenizer(dir);
 let s: Server;
@@ -33,6 +35,21 @@ describe("tokenize / detokenize", () => {
     const m = await json("/tokenize", { messages: msgs });
     expect(m.j.tokens).toEqual(codec.encode(codec.chat(msgs)));
     expect((await json("/tokenize", { messages: msgs, add_generation_prompt: false })).j.tokens).toEqual(codec.encode(codec.chat(msgs, { addGenerationPrompt: false })));
+    // vLLM's: the chat's template variables and continue_final_message as a chat request renders them; token_strs
+    const think = await json("/tokenize", { messages: msgs, chat_template_kwargs: { enable_thinking: true } });
+    expect(think.j.tokens).toEqual(codec.encode(codec.chat(msgs, { enableThinking: true })));
+    const cont = [...msgs, { role: "assistant", content: "Sure, here" }];
+    const tc = await json("/tokenize", { messages: cont, continue_final_message: true, add_generation_prompt: false });
+    const rendered = codec.chat(cont, { addGenerationPrompt: false });
+    expect(tc.j.tokens).toEqual(codec.encode(rendered.slice(0, rendered.lastIndexOf("Sure, here") + "Sure, here".length)));
+    const cc = await json("/v1/chat/completions", { messages: cont, continue_final_message: true, add_generation_prompt: false, max_tokens: 1 });
+    expect(cc.j.usage.prompt_tokens).toBe(tc.j.count);
+    const strs = await json("/tokenize", { content: text, return_token_strs: true });
+    const tj = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")), spelled = new Map<number, string>();
+    for (const [t, id] of Object.entries(tj.model.vocab as Record<string, number>)) spelled.set(id, t);
+    for (const t of tj.added_tokens ?? []) spelled.set(t.id, t.content);
+    expect(strs.j.token_strs).toEqual(a.j.tokens.map((id: number) => spelled.get(id)));
+    expect(strs.j.token_strs.length).toBe(a.j.count);
     const d = await json("/detokenize", { tokens: a.j.tokens });
     expect(d.status).toBe(200);
     expect(d.j.content).toBe(text);

@@ -48,6 +48,11 @@ export class TextCodec {
     return this.tok.encode(text, { add_special_tokens: false }).ids;
   }
 
+  /** the vocabulary's string for `id` (the tokenizer's own spelling, e.g. "Ġword"; "" when it has none) */
+  tokenStr(id: number): string {
+    return this.tok.id_to_token(id) ?? "";
+  }
+
   decode(ids: number[], skipSpecial = false): string {
     if (ids.length === 0) return "";
     return this.tok.decode(ids, { skip_special_tokens: skipSpecial });

@@ -116,7 +116,7 @@ export async function countTokens(req: Request, engine: EngineClient, o: RouteOp
   if (!p.ok) return errorResponse(p.error);
   const g = grammarFor(p.data);
   if (g && "status" in g) return errorResponse(g);
-  const r = await engine.call({ op: "tokenize", prompt: toGen(p.data, g, defaultsOf(engine, o)).prompt, pieces: false, generationPrompt: true });
+  const r = await engine.call({ op: "tokenize", prompt: toGen(p.data, g, defaultsOf(engine, o)).prompt, pieces: false });
   if (!r.ok) return errorResponse({ status: 400, message: r.detail, type: "", param: "messages", code: null });
   return Response.json({ input_tokens: (r.value as { ids: number[] }).ids.length });
 }

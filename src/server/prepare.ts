@@ -8,7 +8,7 @@ export type Prepared = { ok: true; ids: number[] } | { ok: false; code: ErrorCod
 
 /** A chat prompt's text: the template's, ending with the generation prompt (unless asked not to), or, continuing the
  *  final (assistant) message (vLLM's continue_final_message), cut right after that message's text. */
-function chatText(p: Extract<PromptSpec, { kind: "chat" }>, codec: TextCodec): string {
+export function chatText(p: Extract<PromptSpec, { kind: "chat" }>, codec: TextCodec): string {
   const text = codec.chat(p.messages, { enableThinking: p.enableThinking, tools: p.tools, addGenerationPrompt: !p.continueFinal && p.generationPrompt !== false, kwargs: p.kwargs });
   if (!p.continueFinal) return text;
   const last = p.messages[p.messages.length - 1].content, at = last ? text.lastIndexOf(last) : -1;

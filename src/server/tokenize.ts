@@ -2,12 +2,14 @@
 // (llama-server's: a chat rendered by the template, no inference), and the worker's side of them: the tokenizer
 // lives in the engine worker, so the HTTP side asks it (EngineClient.call) between two scheduler steps and the
 // event loop never tokenizes. Text is encoded as a completion prompt is (no special tokens added); `messages` go
-// through the chat template as a chat request's would. No state.
+// through the chat template as a chat request's would (the server's --chat-template-kwargs, the request's
+// chat_template_kwargs, continue_final_message). No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
 import type { Call, PromptSpec } from "./protocol.ts";
 import { MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
+import { chatText } from "./prepare.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
@@ -18,7 +20,9 @@ const TokenizeRequest = z.object({
   prompt: nullish(z.string()),               // vLLM
   messages: nullish(MessagesSchema),         // vLLM: a chat, rendered by the template
   add_generation_prompt: nullish(z.boolean()),
+  continue_final_message: nullish(z.boolean()), chat_template_kwargs: TemplateKwargs, // vLLM's, with messages
   with_pieces: nullish(z.boolean()),         // llama-server: tokens as {id, piece}
+  return_token_strs: nullish(z.boolean()),   // vLLM: token_strs, the vocabulary's strings
 }).refine((b) => [b.content, b.prompt, b.messages].filter((x) => x != null).length === 1,
   { message: "give exactly one of content, prompt or messages", path: ["content"] });
 const DetokenizeRequest = z.object({ model: nullish(z.string().max(256)), tokens: z.array(z.int().min(0)).max(1 << 20) });
@@ -39,9 +43,8 @@ export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec,
   if (m.op === "template")
     return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking, kwargs: m.prompt.kwargs }) };
   const p = m.prompt;
-  const ids = p.kind === "text" ? codec.encode(p.text)
-    : p.kind === "chat" ? codec.encode(codec.chat(p.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: p.enableThinking })) : p.ids;
-  return { ids, pieces: m.pieces ? ids.map((t) => codec.decode([t])) : undefined };
+  const ids = p.kind === "text" ? codec.encode(p.text) : p.kind === "chat" ? codec.encode(chatText(p, codec)) : p.ids;
+  return { ids, pieces: m.pieces ? ids.map((t) => codec.decode([t])) : undefined, strs: m.strs ? ids.map((t) => codec.tokenStr(t)) : undefined };
 }
 
 async function body<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engine: EngineClient): Promise<T | Response> {
@@ -52,12 +55,13 @@ async function body<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engi
 export async function tokenize(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const b = await body(req, o, TokenizeRequest, engine);
   if (b instanceof Response) return b;
-  const prompt: PromptSpec = b.messages ? { kind: "chat", messages: templateMessages(b.messages), enableThinking: false }
-    : { kind: "text", text: (b.content ?? b.prompt)! };
-  const r = await engine.call({ op: "tokenize", prompt, pieces: !!b.with_pieces, generationPrompt: b.add_generation_prompt ?? true });
+  const prompt: PromptSpec = b.messages ? { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.templateKwargs),
+    generationPrompt: b.add_generation_prompt ?? true, continueFinal: b.continue_final_message ?? false } : { kind: "text", text: (b.content ?? b.prompt)! };
+  const r = await engine.call({ op: "tokenize", prompt, pieces: !!b.with_pieces, strs: !!b.return_token_strs });
   if (!r.ok) return errorResponse(apiError(400, r.detail, b.messages ? "messages" : b.content != null ? "content" : "prompt", "invalid_value"));
-  const { ids, pieces } = r.value as { ids: number[]; pieces?: string[] };
-  return Response.json({ tokens: pieces ? ids.map((id, i) => ({ id, piece: pieces[i] })) : ids, count: ids.length, max_model_len: engine.info!.ctx });
+  const { ids, pieces, strs } = r.value as { ids: number[]; pieces?: string[]; strs?: string[] };
+  return Response.json({ tokens: pieces ? ids.map((id, i) => ({ id, piece: pieces[i] })) : ids, count: ids.length, max_model_len: engine.info!.ctx,
+    ...(strs ? { token_strs: strs } : {}) });
 }
 
 export async function detokenize(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
