@@ -113,6 +113,12 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
         { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "sunny" }] }] }] })).json()) as any;
       expect(m.usage.input_tokens).toBe(want.usage.prompt_tokens);
       expect(m.content.filter((c: any) => c.type === "text").map((c: any) => c.text).join("")).toBe(want.choices[0].message.content ?? "");
+      // count_tokens counts what the template renders of the tools too
+      const body = { tools: [weather], messages: [{ role: "user", content: "Weather?" }] };
+      const n = (await (await post(t.url, "/v1/messages/count_tokens", body)).json()) as any;
+      const bare = (await (await post(t.url, "/v1/messages/count_tokens", { messages: body.messages })).json()) as any;
+      expect(n.input_tokens).toBeGreaterThan(bare.input_tokens);
+      expect(n.input_tokens).toBe(((await (await post(t.url, "/v1/messages", { ...body, max_tokens: 1, temperature: 0 })).json()) as any).usage.input_tokens);
     } finally { await t.stop(); }
   });
 

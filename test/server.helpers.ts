@@ -25,7 +25,7 @@ export async function spawnServe(args: string[], env: Record<string, string> = {
 
 /** a chat template that shows tools, assistant tool calls and tool results (the fixture's own ignores them): for
  *  checking that other routes' tool turns render as the chat route's */
-export const TOOL_TURNS_TEMPLATE = "{%- for t in tools -%}[tool {{ t.function.name }}]{%- endfor -%}{%- for m in messages -%}<{{ m.role }}>{{ m.content }}"
+export const TOOL_TURNS_TEMPLATE = "{%- for t in tools or [] -%}[tool {{ t.function.name }}]{%- endfor -%}{%- for m in messages -%}<{{ m.role }}>{{ m.content }}"
   + "{%- for c in m.tool_calls or [] -%}(call {{ c.function.name }} city={{ c.function.arguments.city }}){%- endfor -%}"
   + "{%- if m.tool_call_id -%}(for {{ m.tool_call_id }}){%- endif -%}{%- endfor -%}<assistant>";
 
