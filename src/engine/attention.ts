@@ -12,7 +12,7 @@ import { attn, attnSegs, columnQuads, copyHeads, Fmt, hb, type HeadsW, type KvRo
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
-import { indexerSelect } from "./indexer.ts";
+import { indexerKeys, indexerQueries } from "./indexer.ts";
 
 export type AttnMode = "auto" | "naive" | "absorbed";
 /** How a layer picks its keys: its own indexer, the last full layer's selection, or all of them. */
@@ -69,23 +69,24 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
   return a;
 }
 
+/**
+ * Attention of S rows of h = st.xb into st.ao. Every row's key side is computed and cached (c_kv ‖ k_pe, indexer
+ * keys); with k < S only the query rows st.keep[0..k) (ascending; the last rows of their segments: a prompt's last
+ * layer, whose other rows no one reads) get queries and an output, moved to rows 0..k-1 of st.ao (and of st.xb,
+ * st.pos, st.nk and, on a shared layer, st.sel / st.nsel). Those rows get the same bits either way.
+ */
 export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: number, kvLayer: number,
-  segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook): void {
+  segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook, k = S): void {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, eps = cfg.rms_norm_eps, theta = cfg.rope_theta, Q = H * (dn + dr), W = kvr + dr;
-  // projections of h = st.xb in one call: a = W_kva h -> [S, kv_lora+dr]; W_qa h (or q = W_q h); and on
-  // indexer layers kI = W_wk h, iw = W_weights_proj h (the indexer finishes them)
-  const ix = keys === "full" ? w.indexer! : null, fromH: Mat[] = [w.kv_a], outH: Float32Array[] = [st.a];
-  if (w.q_a && w.q_b && w.q_a_norm) { fromH.push(w.q_a); outH.push(st.q_a); } else { fromH.push(w.q_proj!); outH.push(st.q); }
-  if (ix) { fromH.push(ix.wk, ix.weights_proj); outH.push(st.kI, st.iw); }
-  mmMany(fromH, st.xb, S, outH, st.exact);
-  // q = W_qb RMS(W_qa h) -> [S, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head
-  if (w.q_a && w.q_b && w.q_a_norm) {
-    rmsnorm(st.q_a, w.q_a_norm, st.c_q, S, cfg.q_lora_rank!, eps);
-    if (ix) mmMany([w.q_b, ix.wq_b], st.c_q, S, [st.q, st.qI], st.exact);
-    else mm(w.q_b, st.c_q, S, st.q, st.exact);
-  }
-  rope(st.q.subarray(dn), S, Q, H, dn + dr, dr, st.pos, theta);
+  // projections of h = st.xb: a = W_kva h -> [S, kv_lora+dr] and on indexer layers kI = W_wk h (every row); W_qa h (or
+  // q = W_q h) and iw = W_weights_proj h (the query rows) — in one call unless rows are skipped
+  const ix = keys === "full" ? w.indexer! : null, lora = !!(w.q_a && w.q_b && w.q_a_norm);
+  const kW: Mat[] = [w.kv_a], kOut: Float32Array[] = [st.a], qW: Mat[] = [], qOut: Float32Array[] = [];
+  if (lora) { qW.push(w.q_a!); qOut.push(st.q_a); } else { qW.push(w.q_proj!); qOut.push(st.q); }
+  if (ix) { kW.push(ix.wk); kOut.push(st.kI); qW.push(ix.weights_proj); qOut.push(st.iw); }
+  if (k === S) mmMany([...kW, ...qW], st.xb, S, [...kOut, ...qOut], st.exact);
+  else mmMany(kW, st.xb, S, kOut, st.exact);
   // cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]: both over every row of the batch at once (the
   // latents gathered into st.o_lat, free until the attention core), then every segment's rows written to its cache
   const lat = st.o_lat;
@@ -93,20 +94,33 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   rmsnorm(lat, w.kv_a_norm, lat, S, kvr, eps);
   rope(st.a.subarray(kvr), S, W, 1, 0, dr, st.pos, theta);
   kvWrite(segs.map((g) => ({ cache: g.kv.kv[kvLayer], pos0: g.pos0, r0: g.r0, n: g.n })), lat, kvr, st.a.subarray(kvr), W, dr);
+  if (ix) indexerKeys(cfg, st, ix, layer, kvLayer, segs, S, lora);
+  if (k === 0) return;
+  // the query rows
+  const { qs, written } = k === S ? { qs: segs, written: segs } : queryRows(st, segs, k, cfg.hidden_size, keys === "shared" ? Math.max(1, cfg.index_topk) : 0);
+  if (k < S) mmMany(qW, st.xb, k, qOut, st.exact);
+  // q = W_qb RMS(W_qa h) -> [k, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head
+  if (lora) {
+    rmsnorm(st.q_a, w.q_a_norm!, st.c_q, k, cfg.q_lora_rank!, eps);
+    if (ix) mmMany([w.q_b!, ix.wq_b], st.c_q, k, [st.q, st.qI], st.exact);
+    else mm(w.q_b!, st.c_q, k, st.q, st.exact);
+  }
+  rope(st.q.subarray(dn), k, Q, H, dn + dr, dr, st.pos, theta);
   // keys per row
-  if (ix) indexerSelect(cfg, st, ix, layer, kvLayer, segs, S, hook, !!(w.q_a && w.q_b && w.q_a_norm));
+  if (ix) indexerQueries(cfg, st, ix, layer, kvLayer, qs, written, k, hook, lora);
   const useSel = keys !== "dense";
-  if (!useSel) st.nsel.set(st.nk.subarray(0, S));
+  if (!useSel) st.nsel.set(st.nk.subarray(0, k));
   const topk = Math.max(1, cfg.index_topk);
 
   // each segment in the cheaper exact form; the absorbed ones share their per-row head projections (one
   // call each side for all of them: the kernels give every row the same bits whatever the batch)
-  // (an f16 / q8 cache: always absorbed — the naive form would widen every cached row to rebuild k_nope / v)
-  const naive = segs.map((g) => g.kv.dtype === "f32" && (mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, g.n, g.pos0 + g.n, useSel ? topk : Infinity))));
-  const abs = segs.filter((_, k) => !naive[k]);
+  // (an f16 / q8 cache: always absorbed — the naive form would widen every cached row to rebuild k_nope / v; the
+  // choice by the rows written, so that query rows alone get the form, and the bits, they get with the others)
+  const naive = qs.map((g, i) => g.kv.dtype === "f32" && (mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, written[i].n, g.pos0 + g.n, useSel ? topk : Infinity))));
+  const abs = qs.filter((_, i) => !naive[i]);
   const ab = abs.length > 0 ? absorbed(cfg, w.kv_b) : null;
-  segs.forEach((g, k) => {
-    if (!naive[k]) return;
+  qs.forEach((g, i) => {
+    if (!naive[i]) return;
     const sel = useSel ? st.sel.subarray(g.r0 * topk) : null, nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
     naiveCore(cfg, st, w.kv_b, g.kv.f32(kvLayer), g, g.pos0 + g.n, sel, nsel, topk);
   });
@@ -115,7 +129,30 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     absorbedAttn(cfg, st, abs.map((g) => g.kv.kv[kvLayer]), abs, useSel ? st.sel : null, topk);
     absorbedV(cfg, st, w.kv_b, abs);
   }
-  mm(w.o, st.o, S, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [S, D]
+  mm(w.o, st.o, k, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [k, D]
+}
+
+/**
+ * Move the query rows st.keep[0..k) (ascending, the last rows of their segments) to rows 0..k-1 of st.xb [*, D],
+ * st.pos, st.nk (and st.sel / st.nsel rows of `topk` entries when a shared layer reads them); returns their segments
+ * (the same caches and positions, the rows renumbered) and, index for index, the segments they came from.
+ */
+function queryRows(st: RunState, segs: Segment[], k: number, D: number, topk: number): { qs: Segment[]; written: Segment[] } {
+  const qs: Segment[] = [], written: Segment[] = [];
+  for (let i = 0; i < k; i++) {
+    const r = st.keep[i];
+    if (r === i) continue;
+    st.xb.copyWithin(i * D, r * D, (r + 1) * D);
+    st.pos[i] = st.pos[r]; st.nk[i] = st.nk[r];
+    if (topk) { st.sel.copyWithin(i * topk, r * topk, (r + 1) * topk); st.nsel[i] = st.nsel[r]; }
+  }
+  let i = 0;
+  for (const g of segs) {
+    const r0 = i;
+    while (i < k && st.keep[i] < g.r0 + g.n) i++;
+    if (i > r0) { qs.push({ kv: g.kv, r0, n: i - r0, pos0: g.pos0 + g.n - (i - r0) }); written.push(g); }
+  }
+  return { qs, written };
 }
 
 /** Runs of consecutive batch rows covered by segments (in batch order): [r0, n] pairs. */

@@ -57,16 +57,17 @@ export function embedRow(E: Model["w"]["embed"], id: number, D: number, out: Flo
 }
 
 /** One decoder layer over S rows of st.x: x += Attn(RMS(x)); x += FFN(RMS(x)). With k < S (the last layer,
- *  whose other rows no one reads) the FFN runs only for rows st.keep[0..k) (ascending): they are moved to rows
- *  0..k-1 and back, and the other rows keep x after attention. Kept rows get the same bits either way. */
+ *  whose other rows no one reads) every row's keys are cached but the queries, the output and the FFN run only for
+ *  rows st.keep[0..k) (ascending): they are moved to rows 0..k-1 and back, and the other rows keep the layer's input.
+ *  Kept rows get the same bits either way. */
 export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: number, segs: Segment[],
   S: number, keys: KeyMode, opts: ForwardOpts, k = S): void {
   const D = m.cfg.hidden_size, eps = m.cfg.rms_norm_eps;
   rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
-  attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect);
-  add(st.x, st.ao, S * D);
+  attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect, k);
   if (k === 0) return;
   if (k < S) for (let i = 0; i < k; i++) st.x.copyWithin(i * D, st.keep[i] * D, (st.keep[i] + 1) * D); // keep[i] ≥ i
+  add(st.x, st.ao, k * D);
   rmsnorm(st.x, w.post_norm, st.xb, k, D, eps);
   if (w.moe) moe(m.cfg, st, w.moe, st.xb, k, st.ao);
   else mlp(st, w.mlp!, st.xb, k, st.ao);

@@ -1,6 +1,7 @@
 // The DSA lightning indexer (spec §3.3): on `full` layers it scores every visible key and selects
 // `index_topk` of them per query row (tie rule in hb_dsa_select); `shared` layers reuse the last
-// selection left in RunState.sel. Stores the new rows' indexer keys in the conversation's KVCache. Fast
+// selection left in RunState.sel. Stores the new rows' indexer keys in the conversation's KVCache (indexerKeys,
+// every new row) before the query rows select (indexerQueries: all of them, or a prompt's last rows). Fast
 // mode on quantized weights scores over int8 keys (ikq.ts) where the SIMD level has that kernel.
 import type { Config } from "../model/config.ts";
 import type { Indexer } from "../model/weights.ts";
@@ -13,43 +14,55 @@ import type { Segment, SelectHook } from "./batch.ts";
 const K_NORM_EPS = 1e-6;
 
 /**
- * Fill st.sel/st.nsel for every row of the batch (h = st.xb, c_q = st.c_q, positions st.pos/st.nk).
- * projected: the caller already wrote st.qI = W_wq_b c_q, st.kI = W_wk h and st.iw = W_weights_proj h
- * (batched with the attention's own projections).
+ * The new rows' indexer keys (all S rows of the batch): kI = LN(W_wk h), the first dr dims roped, stored in each
+ * segment's KVCache. projected: the caller already wrote st.kI = W_wk h (batched with the attention's projections).
  */
-export function indexerSelect(cfg: Config, st: RunState, w: Indexer, layer: number, kvLayer: number,
-  segs: Segment[], S: number, hook?: SelectHook, projected = false): void {
-  const nh = cfg.index_n_heads, hd = cfg.index_head_dim, dr = cfg.qk_rope_head_dim, topk = cfg.index_topk;
-  const theta = cfg.rope_theta;
-  // qI = W_wq_b c_q -> [S, nh*hd], first dr dims of each head roped
-  if (!projected) mm(w.wq_b, st.c_q, S, st.qI, st.exact);
-  rope(st.qI, S, nh * hd, nh, hd, dr, st.pos, theta);
-  // kI = LN(W_wk h) -> [S, hd], first dr dims roped
+export function indexerKeys(cfg: Config, st: RunState, w: Indexer, layer: number, kvLayer: number, segs: Segment[], S: number,
+  projected = false): void {
+  const hd = cfg.index_head_dim;
   if (!projected) mm(w.wk, st.xb, S, st.kI, st.exact);
   layernorm(st.kI, w.k_norm_w, w.k_norm_b, st.kI, S, hd, K_NORM_EPS);
-  rope(st.kI, S, hd, 1, 0, dr, st.pos, theta);
-  // w = W_weights_proj h · nh^(-1/2) -> [S, nh]
-  if (!projected) mm(w.weights_proj, st.xb, S, st.iw, st.exact);
-  const wscale = Math.fround(1 / Math.sqrt(nh));
-  for (let i = 0; i < S * nh; i++) st.iw[i] *= wscale;
-
-  // scores per segment (its own keys) into st.scores rows; rows that see at most topk keys need none
-  // int8 keys where fast mode approximates anyway (quantized indexer weights; float weights stay exact)
-  const q8 = !st.exact && w.wk.fmt >= Fmt.int8 && w.wk.fmt <= Fmt.int4g && indexQ8Ok(hd), scale = Math.fround(1 / Math.sqrt(hd));
+  rope(st.kI, S, hd, 1, 0, dr(cfg), st.pos, cfg.rope_theta);
   for (const g of segs) {
     const ik = g.kv.ik[kvLayer];
     if (!ik) throw new Error(`layer ${layer}: KV cache holds no indexer keys`);
     ik.set(st.kI.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
-    if (g.pos0 + g.n <= topk) continue;
+  }
+}
+const dr = (cfg: Config) => cfg.qk_rope_head_dim;
+
+/**
+ * Fill st.sel/st.nsel for the query rows: the rows of `qs` (each the last rows of the segment written, `written`
+ * its counterpart: a prompt's last layer asks only for the rows that get logits), their h = st.xb, c_q = st.c_q and
+ * positions st.pos/st.nk at the query rows. projected: the caller already wrote st.qI = W_wq_b c_q and
+ * st.iw = W_weights_proj h. The keys (indexerKeys) are in the caches first.
+ */
+export function indexerQueries(cfg: Config, st: RunState, w: Indexer, layer: number, kvLayer: number,
+  qs: Segment[], written: Segment[], n: number, hook?: SelectHook, projected = false): void {
+  const nh = cfg.index_n_heads, hd = cfg.index_head_dim, topk = cfg.index_topk;
+  // qI = W_wq_b c_q -> [n, nh*hd], first dr dims of each head roped
+  if (!projected) mm(w.wq_b, st.c_q, n, st.qI, st.exact);
+  rope(st.qI, n, nh * hd, nh, hd, dr(cfg), st.pos, cfg.rope_theta);
+  // w = W_weights_proj h · nh^(-1/2) -> [n, nh]
+  if (!projected) mm(w.weights_proj, st.xb, n, st.iw, st.exact);
+  const wscale = Math.fround(1 / Math.sqrt(nh));
+  for (let i = 0; i < n * nh; i++) st.iw[i] *= wscale;
+
+  // scores per segment (its own keys) into st.scores rows; rows that see at most topk keys need none
+  // int8 keys where fast mode approximates anyway (quantized indexer weights; float weights stay exact)
+  const q8 = !st.exact && w.wk.fmt >= Fmt.int8 && w.wk.fmt <= Fmt.int4g && indexQ8Ok(hd), scale = Math.fround(1 / Math.sqrt(hd));
+  qs.forEach((g, i) => {
+    if (g.pos0 + g.n <= topk) return;
+    const ik = g.kv.ik[kvLayer]!, wr = written[i];
     const qI = st.qI.subarray(g.r0 * nh * hd), iw = st.iw.subarray(g.r0 * nh), nk = st.nk.subarray(g.r0, g.r0 + g.n);
     const out = st.scores.subarray(g.r0 * st.ctx);
-    if (q8) indexScoresQ8(g.n, nh, hd, qI, iw, ikQ8(g.kv, kvLayer, g.pos0, g.pos0 + g.n), nk, out, st.ctx, scale);
+    if (q8) indexScoresQ8(g.n, nh, hd, qI, iw, ikQ8(g.kv, kvLayer, wr.pos0, wr.pos0 + wr.n), nk, out, st.ctx, scale);
     else indexScores(g.n, nh, hd, qI, iw, ik, nk, out, st.ctx, scale);
-  }
+  });
   // then every row's selection in one call (rows are independent)
-  dsaSelect(S, st.scores, st.ctx, st.nk, topk, st.sel, st.nsel);
+  dsaSelect(n, st.scores, st.ctx, st.nk, topk, st.sel, st.nsel);
   if (hook)
-    for (const g of segs)
+    for (const g of qs)
       for (let j = 0; j < g.n; j++) {
         const r = g.r0 + j;
         hook(layer, g.pos0 + j, st.sel.subarray(r * topk, r * topk + st.nsel[r]));
