@@ -91,6 +91,42 @@ describe("preemption (the priority policy)", () => {
     expect(b.toks.get(1)).toEqual(alone(req(3, 4, long)));
   });
 
+  test("random arrivals, priorities, cancels and stops over 3 slots: each request ends once; greedy ones that finish give their tokens alone", () => {
+    let seed = 11;
+    const rnd = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+    const a = sched(3, true, 24), ended = new Map<number, number>(), reqs = new Map<number, GenRequest>();
+    const s0 = a.s; // count every end (done or error) per request
+    const emit = (s0 as any).emit as (e: FromWorker) => void;
+    (s0 as any).emit = (e: FromWorker) => {
+      if (e.t === "done" || (e.t === "error" && e.code === "CANCELLED")) ended.set(e.rid, (ended.get(e.rid) ?? 0) + 1);
+      if (e.t === "error" && e.code === "CANCELLED") return;
+      emit(e);
+    };
+    let rid = 0, cancelled = 0, stopped = new Set<number>();
+    for (let t = 0; t < 400; t++) {
+      if (rnd(3) === 0 && rid < 40) {
+        const prompt = Array.from({ length: 2 + rnd(60) }, () => 16 + rnd(400)), r = req(rnd(5), 1 + rnd(20), prompt);
+        reqs.set(++rid, r);
+        a.s.submit(rid, r);
+      }
+      if (rnd(25) === 0 && rid > 0) { a.s.cancel(1 + rnd(rid)); cancelled++; }
+      if (rnd(30) === 0 && rid > 0) { const x = 1 + rnd(rid); a.s.stop(x); stopped.add(x); }
+      a.s.step();
+    }
+    a.run();
+    expect(a.s.hasWork()).toBe(false);
+    expect(a.s.stats().preemptions).toBeGreaterThan(0);
+    for (let r = 1; r <= rid; r++) expect([r, ended.get(r)]).toEqual([r, 1]);
+    let checked = 0;
+    for (const r of a.done) {
+      if (stopped.has(r)) continue;
+      expect([r, a.toks.get(r) ?? []]).toEqual([r, alone(reqs.get(r)!)]);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(10);
+    expect(cancelled).toBeGreaterThan(0);
+  });
+
   test("without the policy nothing is preempted", () => {
     const a = sched(1, false);
     a.s.submit(1, req(9, 10));
