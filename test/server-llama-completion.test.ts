@@ -34,6 +34,20 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     expect(ev.map((e) => e.content).join("")).toBe(r.content);
   });
 
+  test("a prompt of token ids and texts mixed (llama-server's [12, 34, \"text\", 56]) is those ids with each text tokenized", async () => {
+    const codec = loadTokenizer(TINY), ids = [...codec.encode("Once"), 300, 301, ...codec.encode(" upon a"), 302];
+    const mixed = [...codec.encode("Once"), 300, 301, " upon a", 302];
+    const a = (await (await post(s.url, "/completion", { prompt: mixed, n_predict: 6, temperature: 0 })).json()) as any;
+    const b = (await (await post(s.url, "/completion", { prompt: ids, n_predict: 6, temperature: 0 })).json()) as any;
+    expect(a.tokens_evaluated).toBe(ids.length);
+    expect(a.content).toBe(b.content);
+    const texts = await post(s.url, "/completion", { prompt: ["a", "b"], n_predict: 1 });
+    expect(texts.status).toBe(400);
+    expect(((await texts.json()) as any).error.message).toContain("several prompts");
+    const big = await post(s.url, "/completion", { prompt: ["a", 1 << 30], n_predict: 1 });
+    expect([big.status, ((await big.json()) as any).error.message]).toEqual([400, expect.stringContaining("outside")]);
+  });
+
   test("stop words, [id, false] bans, id_slot", async () => {
     const ev = await lines(await post(s.url, "/completion", { prompt, n_predict: 8, temperature: 0, stream: true }));
     const text = ev.map((e) => e.content).join(""), firstId = ev[0].tokens[0];

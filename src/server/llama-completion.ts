@@ -22,7 +22,9 @@ const Bias = z.union([
 
 /** the request as llama-server reads it, turned into the OpenAI completion fields the rest of the server takes */
 const LlamaCompletion = z.object({
-  prompt: z.union([z.string(), z.array(z.int().min(0)).min(1)]),
+  // a text, token ids, or ids and texts mixed (llama-server's `[12, 34, "text", 56]`; texts alone would be several prompts)
+  prompt: z.union([z.string(), z.array(z.union([z.int().min(0), z.string()])).min(1)
+    .refine((p) => p.some((t) => typeof t === "number"), "an array of texts alone is several prompts: send one per request (or use /v1/completions)")]),
   n_predict: nullish(z.int().min(-1)),
   temperature: nullish(z.number().min(0).max(2)),
   top_k: nullish(z.int().min(-1)), // (≤ 0: off, as llama.cpp reads it)
@@ -55,7 +57,8 @@ type LlamaCompletion = z.infer<typeof LlamaCompletion>;
 /** s: the server's sampling flags (--temp, ...), before llama-server's own defaults */
 function toGen(b: LlamaCompletion, grammar: GrammarSpec | null, s: SamplingDefaults = {}): GenRequest {
   return {
-    prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt } : { kind: "ids", ids: b.prompt },
+    prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt }
+      : b.prompt.every((t) => typeof t === "number") ? { kind: "ids", ids: b.prompt as number[] } : { kind: "parts", parts: b.prompt },
     slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
     temperature: b.temperature ?? s.temperature ?? 0.8, top_p: b.top_p ?? s.top_p ?? 0.95, min_p: b.min_p ?? s.min_p ?? 0.05,
     top_k: Math.max(0, b.top_k ?? s.top_k ?? 40), // llama-server's defaults

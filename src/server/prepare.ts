@@ -8,7 +8,7 @@ export type Prepared = { ok: true; ids: number[] } | { ok: false; code: ErrorCod
 
 /** A chat prompt's text: the template's, ending with the generation prompt (unless asked not to), or, continuing the
  *  final (assistant) message (vLLM's continue_final_message), cut right after that message's text. */
-export function chatText(p: Extract<PromptSpec, { kind: "chat" }>, codec: TextCodec): string {
+function chatText(p: Extract<PromptSpec, { kind: "chat" }>, codec: TextCodec): string {
   const text = codec.chat(p.messages, { enableThinking: p.enableThinking, tools: p.tools, addGenerationPrompt: !p.continueFinal && p.generationPrompt !== false, kwargs: p.kwargs });
   if (!p.continueFinal) return text;
   const last = p.messages[p.messages.length - 1].content, at = last ? text.lastIndexOf(last) : -1;
@@ -16,18 +16,19 @@ export function chatText(p: Extract<PromptSpec, { kind: "chat" }>, codec: TextCo
   return text.slice(0, at + last.length);
 }
 
+/** The prompt's token ids as given or as the tokenizer (and the chat template) make them; ids are not checked here. */
+export function tokenIds(p: PromptSpec, codec: TextCodec): number[] {
+  return p.kind === "ids" ? p.ids : p.kind === "parts" ? p.parts.flatMap((t) => (typeof t === "number" ? [t] : codec.encode(t)))
+    : p.kind === "text" ? codec.encode(p.text) : codec.encode(chatText(p, codec));
+}
+
 export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: number, truncate = 0): Prepared {
   let ids: number[];
   try {
-    if (p.kind === "ids") {
-      const bad = p.ids.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= vocab);
-      if (bad >= 0) return { ok: false, code: "BAD_REQUEST", detail: `prompt token ${bad} (${p.ids[bad]}) is outside [0, ${vocab})` };
-      ids = p.ids;
-    } else if (p.kind === "text") {
-      ids = codec.encode(p.text);
-    } else {
-      ids = codec.encode(chatText(p, codec));
-    }
+    const given = p.kind === "ids" ? p.ids : p.kind === "parts" ? p.parts : [];
+    const bad = given.findIndex((t) => typeof t === "number" && (!Number.isInteger(t) || t < 0 || t >= vocab));
+    if (bad >= 0) return { ok: false, code: "BAD_REQUEST", detail: `prompt token ${bad} (${given[bad]}) is outside [0, ${vocab})` };
+    ids = tokenIds(p, codec);
   } catch (e) {
     const field = p.kind === "chat" ? "messages" : "prompt";
     return { ok: false, code: "BAD_REQUEST", detail: `${field} could not be tokenized: ${(e as Error).message}` };

@@ -11,6 +11,7 @@ import type { Pooling } from "../engine/pooling.ts";
 export type PromptSpec =
   | { kind: "text"; text: string }
   | { kind: "ids"; ids: number[] }
+  | { kind: "parts"; parts: (number | string)[] } // llama-server's mixed prompt: token ids and texts (tokenized) in turn
   | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean; tools?: unknown[]; generationPrompt?: boolean; continueFinal?: boolean;
       kwargs?: Record<string, unknown> }; // more chat template variables (chat_template_kwargs but enable_thinking)
 

@@ -9,7 +9,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
 import type { Call, PromptSpec } from "./protocol.ts";
 import { MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
-import { chatText } from "./prepare.ts";
+import { tokenIds } from "./prepare.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
@@ -43,7 +43,7 @@ export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec,
   if (m.op === "template")
     return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking, kwargs: m.prompt.kwargs }) };
   const p = m.prompt;
-  const ids = p.kind === "text" ? codec.encode(p.text) : p.kind === "chat" ? codec.encode(chatText(p, codec)) : p.ids;
+  const ids = tokenIds(p, codec);
   return { ids, pieces: m.pieces ? ids.map((t) => codec.decode([t])) : undefined, strs: m.strs ? ids.map((t) => codec.tokenStr(t)) : undefined };
 }
 
