@@ -32,9 +32,9 @@ describe("preemption (the priority policy)", () => {
   const req = (priority: number, max_tokens: number, prompt = [20, 21, 22], extra: Partial<GenRequest> = {}): GenRequest => ({
     prompt: { kind: "ids", ids: prompt }, slot: "auto", max_tokens, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], ignore_eos: true, priority, ...extra });
   /** a scheduler whose events are recorded: tokens per request, the order requests end in */
-  const sched = (slots: number, preempt: boolean, chunk = 32) => {
+  const sched = (slots: number, preempt: boolean, chunk = 32, cacheRam = 0) => {
     const toks = new Map<number, number[]>(), done: number[] = [], accepts: number[] = [];
-    const s = new Scheduler(m, codec, { slots, ctx: 512, queue: 16, chunk, preempt }, (e: FromWorker) => {
+    const s = new Scheduler(m, codec, { slots, ctx: 512, queue: 16, chunk, preempt, cacheRam }, (e: FromWorker) => {
       if (e.t === "tok") toks.set(e.rid, [...(toks.get(e.rid) ?? []), e.id]);
       if (e.t === "accept") accepts.push(e.rid);
       if (e.t === "done") done.push(e.rid);
@@ -63,6 +63,17 @@ describe("preemption (the priority policy)", () => {
       expect(a.toks.get(1)).toEqual(alone(low));
       expect(a.toks.get(2)).toEqual(alone(high));
     }
+  });
+
+  test("with --cache-ram the preempted conversation is parked and its rows come back on readmission", () => {
+    const low = req(9, 30, long), a = sched(1, true, 128, 64 << 20);
+    a.s.submit(1, low);
+    for (let i = 0; i < 8; i++) a.s.step(); // prefilled, decoding
+    a.s.submit(2, req(1, 3, [40, 41, 42]));
+    a.run();
+    expect(a.done).toEqual([2, 1]);
+    expect(a.s.stats().promptCache!.hits).toBe(1);
+    expect(a.toks.get(1)).toEqual(alone(low));
   });
 
   test("one preempted in its prefill starts it again; equal priorities never swap; the least urgent, latest admitted goes", () => {
