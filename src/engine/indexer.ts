@@ -12,6 +12,7 @@ import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
 
 const K_NORM_EPS = 1e-6;
+const dr = (cfg: Config) => cfg.qk_rope_head_dim; // the roped leading dims of each indexer head
 
 /**
  * The new rows' indexer keys (all S rows of the batch): kI = LN(W_wk h), the first dr dims roped, stored in each
@@ -29,7 +30,6 @@ export function indexerKeys(cfg: Config, st: RunState, w: Indexer, layer: number
     ik.set(st.kI.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
   }
 }
-const dr = (cfg: Config) => cfg.qk_rope_head_dim;
 
 /**
  * Fill st.sel/st.nsel for the query rows: the rows of `qs` (each the last rows of the segment written, `written`
