@@ -34,16 +34,20 @@ describe.skipIf(!hasTiny)("serve: POST /completion (llama-server's)", () => {
     expect(ev.map((e) => e.content).join("")).toBe(r.content);
   });
 
-  test("a prompt of token ids and texts mixed (llama-server's [12, 34, \"text\", 56]) is those ids with each text tokenized", async () => {
+  test("a prompt of token ids and texts mixed (llama-server's [12, 34, \"text\", 56]) is those ids with each text tokenized; several prompts", async () => {
     const codec = loadTokenizer(TINY), ids = [...codec.encode("Once"), 300, 301, ...codec.encode(" upon a"), 302];
     const mixed = [...codec.encode("Once"), 300, 301, " upon a", 302];
     const a = (await (await post(s.url, "/completion", { prompt: mixed, n_predict: 6, temperature: 0 })).json()) as any;
     const b = (await (await post(s.url, "/completion", { prompt: ids, n_predict: 6, temperature: 0 })).json()) as any;
     expect(a.tokens_evaluated).toBe(ids.length);
     expect(a.content).toBe(b.content);
-    const texts = await post(s.url, "/completion", { prompt: ["a", "b"], n_predict: 1 });
-    expect(texts.status).toBe(400);
-    expect(((await texts.json()) as any).error.message).toContain("several prompts");
+    // several prompts (texts alone, or arrays): an array of results, each with its index; streamed lines too
+    const one = async (p: unknown) => ((await (await post(s.url, "/completion", { prompt: p, n_predict: 4, temperature: 0 })).json()) as any).content;
+    const several = (await (await post(s.url, "/completion", { prompt: ["Once upon", mixed], n_predict: 4, temperature: 0 })).json()) as any[];
+    expect(several.map((x) => [x.index, x.content])).toEqual([[0, await one("Once upon")], [1, await one(mixed)]]);
+    const st = await lines(await post(s.url, "/completion", { prompt: ["Once upon", "a time"], n_predict: 4, temperature: 0, stream: true }));
+    for (const i of [0, 1]) expect(st.filter((e) => e.index === i).map((e) => e.content).join("")).toBe(await one(["Once upon", "a time"][i]));
+    expect(st.filter((e) => e.stop).length).toBe(2);
     const big = await post(s.url, "/completion", { prompt: ["a", 1 << 30], n_predict: 1 });
     expect([big.status, ((await big.json()) as any).error.message]).toEqual([400, expect.stringContaining("outside")]);
   });

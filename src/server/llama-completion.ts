@@ -4,14 +4,15 @@
 // grammar or json_schema, ignore_eos, n_probs, typical_p, XTC, DRY and mirostat, cache_prompt — prefix reuse is always
 // on) mapped onto a completion, and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
 // stopping_word, timings, completion_probabilities (with n_probs: each token's logprob and its n_probs best)},
-// streamed as `data:` lines of {content, stop: false} and a last one with stop: true (no [DONE]). One prompt per
-// request (text or token ids). State: per request only.
+// streamed as `data:` lines of {content, stop: false} and a last one with stop: true (no [DONE]). A prompt is a text,
+// token ids or both mixed; several prompts give an array of results (and streamed lines), each with its `index`.
+// State: per request only.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, timings, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
-import { budgetFields, budgetOf, llamaSamplers, nullish, oneBudget, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
+import { budgetFields, budgetOf, llamaSamplers, MAX_PROMPTS, nullish, oneBudget, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 
@@ -22,9 +23,9 @@ const Bias = z.union([
 
 /** the request as llama-server reads it, turned into the OpenAI completion fields the rest of the server takes */
 const LlamaCompletion = z.object({
-  // a text, token ids, or ids and texts mixed (llama-server's `[12, 34, "text", 56]`; texts alone would be several prompts)
-  prompt: z.union([z.string(), z.array(z.union([z.int().min(0), z.string()])).min(1)
-    .refine((p) => p.some((t) => typeof t === "number"), "an array of texts alone is several prompts: send one per request (or use /v1/completions)")]),
+  // a text, token ids, or ids and texts mixed (llama-server's `[12, 34, "text", 56]`); or several prompts, each one of
+  // those: an array of texts and arrays (`["text", [12, 34, "text"]]`)
+  prompt: z.union([z.string(), z.array(z.union([z.int().min(0), z.string()])).min(1), z.array(z.union([z.string(), z.array(z.union([z.int().min(0), z.string()])).min(1)])).min(1).max(MAX_PROMPTS)]),
   n_predict: nullish(z.int().min(-1)),
   temperature: nullish(z.number().min(0).max(2)),
   top_k: nullish(z.int().min(-1)), // (≤ 0: off, as llama.cpp reads it)
@@ -54,11 +55,21 @@ const LlamaCompletion = z.object({
 }));
 type LlamaCompletion = z.infer<typeof LlamaCompletion>;
 
-/** s: the server's sampling flags (--temp, ...), before llama-server's own defaults */
-function toGen(b: LlamaCompletion, grammar: GrammarSpec | null, s: SamplingDefaults = {}): GenRequest {
+type Part = number | string;
+/** one prompt: a text, ids, or both mixed */
+const promptOf = (p: string | Part[]): PromptSpec => typeof p === "string" ? { kind: "text", text: p }
+  : p.every((t) => typeof t === "number") ? { kind: "ids", ids: p as number[] } : { kind: "parts", parts: p };
+/** llama-server's reading of `prompt`: one prompt unless it is an array holding arrays or only texts */
+const promptsIn = (p: LlamaCompletion["prompt"]): (string | Part[])[] =>
+  typeof p === "string" || !p.some((x) => Array.isArray(x)) && p.some((x) => typeof x === "number") ? [p as string | Part[]] : p as (string | Part[])[];
+
+/** s: the server's sampling flags (--temp, ...), before llama-server's own defaults; one request per prompt */
+function toGen(b: LlamaCompletion, grammar: GrammarSpec | null, s: SamplingDefaults = {}): GenRequest[] {
+  return promptsIn(b.prompt).map((p) => toGen1(b, promptOf(p), grammar, s));
+}
+function toGen1(b: LlamaCompletion, prompt: PromptSpec, grammar: GrammarSpec | null, s: SamplingDefaults): GenRequest {
   return {
-    prompt: typeof b.prompt === "string" ? { kind: "text", text: b.prompt }
-      : b.prompt.every((t) => typeof t === "number") ? { kind: "ids", ids: b.prompt as number[] } : { kind: "parts", parts: b.prompt },
+    prompt,
     slot: b.slot ?? "auto", max_tokens: b.n_predict == null || b.n_predict < 0 ? undefined : b.n_predict,
     temperature: b.temperature ?? s.temperature ?? 0.8, top_p: b.top_p ?? s.top_p ?? 0.95, min_p: b.min_p ?? s.min_p ?? 0.05,
     top_k: Math.max(0, b.top_k ?? s.top_k ?? 40), // llama-server's defaults
@@ -111,16 +122,17 @@ export async function llamaCompletion(req: Request, engine: EngineClient, o: Rou
   const started = await startGeneration(req, engine, o, LlamaCompletion, (b, g) => toGen(b, g, o.sampling), "prompt");
   if (started instanceof Response) return started;
   const { data, runs, abandon } = started;
-  const views = [new LlamaChoice(engine.info!.model, data.stop ?? [], data.n_probs ?? 0)];
+  // several prompts: each result (and each streamed line) carries its prompt's `index`, as llama-server's do
+  const views = runs.map(() => new LlamaChoice(engine.info!.model, data.stop ?? [], data.n_probs ?? 0)), many = runs.length > 1;
+  const shaped = (c: object) => { if (many) return c; const { index: _, ...rest } = c as { index: number }; return rest; };
   if (data.stream) {
     return sseResponse(async (send) => {
-      const r = await streamChoices(runs, views, abandon, (choices) => { for (const c of choices) { const { index: _, ...rest } = c as { index: number }; send(rest); } });
+      const r = await streamChoices(runs, views, abandon, (choices) => { for (const c of choices) send(shaped(c)); });
       if (!Array.isArray(r)) send(errorJson(fromWorker(r.code, r.detail, "prompt")));
       return Array.isArray(r);
     }, abandon, "plain");
   }
   const r = await collectChoices(runs, views, abandon);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));
-  const { index: _, ...one } = r.choices[0] as { index: number };
-  return Response.json(one);
+  return Response.json(many ? r.choices : shaped(r.choices[0]));
 }
