@@ -17,7 +17,7 @@ describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
   let last: Server, mean: Server, cls: Server, none: Server;
   beforeAll(async () => {
     [last, mean, cls, none] = await Promise.all([startTiny({ slots: 2 }), startTiny({ slots: 2, pooling: "mean", chunk: 16 }),
-      startTiny({ slots: 1, pooling: "cls" }), startTiny({ slots: 1, pooling: "none", chunk: 16 })]);
+      startTiny({ slots: 1, pooling: "cls" }), startTiny({ slots: 1, pooling: "none", chunk: 16, maxRowValues: 30 * 64 })]);
   });
   afterAll(async () => { await Promise.all([last, mean, cls, none].map((s) => s.stop())); });
   const PROMPT = Array.from({ length: 40 }, (_, i) => (i * 53) % 480 + 16);
@@ -75,6 +75,10 @@ describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
     const rows = (await llama(none, "/embedding", { content: PROMPT.slice(0, 20) })).j[0].embedding as number[][];
     expect(rows.length).toBe(20);
     for (const t of [0, 7, 15, 16, 19]) expect(rows[t]).toEqual(Array.from(await vec(last, PROMPT.slice(0, t + 1))));
+    // a response past its budget of token vectors (here 30 rows) is refused, naming the input, and the server goes on
+    const over = await llama(none, "/embedding", { content: [PROMPT.slice(0, 20), PROMPT.slice(0, 20)] });
+    expect([over.status, over.j.error.message]).toEqual([400, expect.stringMatching(/^content\.1: past 1920 values/)]);
+    expect((await llama(none, "/embedding", { content: PROMPT.slice(0, 5) })).status).toBe(200);
     const oai = await embed(none, { input: PROMPT });
     expect([oai.status, oai.j.error.message]).toEqual([400, expect.stringMatching(/pools with none.*\/embedding/)]);
     const bad = await llama(last, "/embedding", { content: "x", input: "y" });

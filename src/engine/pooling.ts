@@ -24,7 +24,7 @@ export function normalizeEmbedding(v: ArrayLike<number>, p: number): Float32Arra
 export class Pooler {
   private readonly D: number;
   private readonly acc: Float64Array;  // [D] the sum of the normed rows so far (mean), or the chosen row
-  private readonly all: Float32Array;  // [total, D] every normed row (none)
+  private all = new Float32Array(0);   // [total, D] every normed row (none; made at the first rows, not while queued)
   private xb = new Float32Array(0);    // [n, D] one chunk's normed rows
   private rows = 0;                    // rows in acc (all)
 
@@ -32,7 +32,6 @@ export class Pooler {
   constructor(private readonly m: Model, readonly pooling: Pooling, private readonly total: number) {
     this.D = m.cfg.hidden_size;
     this.acc = new Float64Array(this.D);
-    this.all = new Float32Array(pooling === "none" ? total * this.D : 0);
   }
 
   /** Whether every prompt row must be computed (mean, cls, none), so none may come from a cached prefix. */
@@ -44,6 +43,7 @@ export class Pooler {
     if (x.length < n * D) throw new RangeError(`pooling: ${n} rows of ${D} need ${n * D} values, got ${x.length}`);
     if (this.pooling === "none") {
       if (pos0 + n > this.total) throw new RangeError(`pooling: rows ${pos0}..${pos0 + n - 1} past the prompt's ${this.total}`);
+      if (this.all.length === 0) this.all = new Float32Array(this.total * D);
       rmsnorm(x.subarray(0, n * D), this.m.w.norm, this.all.subarray(pos0 * D), n, D, this.m.cfg.rms_norm_eps);
       this.rows += n;
       return;

@@ -19,6 +19,8 @@ import type { Pooling } from "../engine/pooling.ts";
 
 /** inputs of one request (OpenAI allows 2048; each is a prompt in the queue) */
 export const MAX_INPUTS = 256;
+/** values one /embedding response may carry under pooling none (every token's row): 2^26 floats, ~1 GB of JSON */
+export const MAX_ROW_VALUES = 1 << 26;
 const Input = z.union([z.string(), z.array(z.string()).min(1).max(MAX_INPUTS), Ids, z.array(Ids).min(1).max(MAX_INPUTS)]);
 const common = {
   model: nullish(z.string().max(256)),
@@ -45,7 +47,7 @@ type Embedded = { ok: true; out: { v: Float32Array; tokens: number }[] } | { ok:
 /** Every input's embedding, in order (each a prompt in the queue, the first leading the others); a failure names
  *  `field` (or `field.i` when `many`) and abandons the rest. */
 async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inputs: PromptSpec[], norm: number,
-  b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean): Promise<Embedded> {
+  b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean, budget = Infinity): Promise<Embedded> {
   const embed = { pooling: o.pooling ?? "last" as Pooling, norm };
   const gens: GenRequest[] = inputs.map((prompt, i) => ({
     prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
@@ -62,6 +64,10 @@ async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inp
       else if (e.t === "error") { abandon(); return { ok: false, res: errorResponse(fromWorker(e.code, e.detail, many ? `${field}.${i}` : field)) }; }
       else if (e.t === "done") {
         if (!v) { abandon(); return { ok: false, res: errorResponse(apiError(500, `internal error: input ${i} ended without an embedding`, null, "internal_error")) }; }
+        if ((budget -= v.length) < 0) {
+          abandon();
+          return { ok: false, res: errorResponse(apiError(400, `${many ? `${field}.${i}` : field}: past ${o.maxRowValues ?? MAX_ROW_VALUES} values of token vectors in one response (pooling none): send fewer or shorter inputs`, field, "invalid_value")) };
+        }
         out.push({ v, tokens: e.prompt_tokens });
         break;
       }
@@ -101,7 +107,7 @@ export async function llamaEmbedding(req: Request, engine: EngineClient, o: Rout
   const b = r.data, refused = priorityRefused(b, o);
   if (refused) return errorResponse(refused);
   const field = b.content != null ? "content" : "input", x = (b.content ?? b.input)!, D = engine.info!.hidden;
-  const e = await embedAll(req, engine, o, promptsOf(x), b.embd_normalize ?? 2, b, field, isMany(x));
+  const e = await embedAll(req, engine, o, promptsOf(x), b.embd_normalize ?? 2, b, field, isMany(x), o.maxRowValues ?? MAX_ROW_VALUES);
   if (!e.ok) return e.res;
   const rows = (v: Float32Array) => Array.from({ length: v.length / D }, (_, t) => Array.from(v.subarray(t * D, (t + 1) * D)));
   return Response.json(e.out.map((y, index) => ({ index, embedding: rows(y.v) })));

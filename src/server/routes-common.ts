@@ -17,6 +17,7 @@ export interface RouteOptions {
   generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (auto, the default) or none
   responses?: ResponseStore; // the Responses API's stored responses (previous_response_id)
   pooling?: Pooling;      // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
+  maxRowValues?: number;  // values one /embedding response may carry under pooling none (default MAX_ROW_VALUES)
   sampling?: SamplingDefaults; // the server's own sampling defaults (--temp, ...): over generation_config.json
   priorities?: boolean;   // requests may name a priority (--scheduling-policy priority; else one is refused)
 }

@@ -20,6 +20,7 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
   generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (default) or the API's
   pooling?: Pooling;       // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
+  maxRowValues?: number;   // values one /embedding response may carry under pooling none (tests lower it)
   tls?: { key: string; cert: string }; // PEM texts: HTTPS instead of HTTP (--ssl-keyfile / --ssl-certfile)
   sampling?: SamplingDefaults; // the server's sampling defaults, over generation_config.json (--temp, --override-generation-config, ...)
   schedulingPolicy?: "fcfs" | "priority"; // priority: requests may name one (lower first in the queue)
@@ -48,10 +49,10 @@ export function startServer(o: ServeOptions): Server {
     ...(o.tls ? { tls: o.tls } : {}),
     fetch: (req) => app!.fetch(req),
   });
-  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, tls: _t, sampling: _s, schedulingPolicy: _sp, ...w } = o;
+  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, maxRowValues: _mr, tls: _t, sampling: _s, schedulingPolicy: _sp, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK, preempt: o.schedulingPolicy === "priority" }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
-    templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling, sampling: o.sampling,
+    templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling, maxRowValues: o.maxRowValues, sampling: o.sampling,
     priorities: o.schedulingPolicy === "priority" });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
