@@ -44,10 +44,11 @@ const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byte
 
 type Embedded = { ok: true; out: { v: Float32Array; tokens: number }[] } | { ok: false; res: Response };
 
-/** Every input's embedding, in order (each a prompt in the queue, the first leading the others); a failure names
- *  `field` (or `field.i` when `many`) and abandons the rest. */
+/** Every input's embedding, in order (each a prompt in the queue, the first leading the others); a failure (or more
+ *  than `limit` values in all) names `field` (or `field.i` when `many`) and abandons the rest. */
 async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inputs: PromptSpec[], norm: number,
-  b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean, budget = Infinity): Promise<Embedded> {
+  b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean, limit = Infinity): Promise<Embedded> {
+  let budget = limit; // values the vectors may hold in all
   const embed = { pooling: o.pooling ?? "last" as Pooling, norm };
   const gens: GenRequest[] = inputs.map((prompt, i) => ({
     prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
@@ -66,7 +67,7 @@ async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inp
         if (!v) { abandon(); return { ok: false, res: errorResponse(apiError(500, `internal error: input ${i} ended without an embedding`, null, "internal_error")) }; }
         if ((budget -= v.length) < 0) {
           abandon();
-          return { ok: false, res: errorResponse(apiError(400, `${many ? `${field}.${i}` : field}: past ${o.maxRowValues ?? MAX_ROW_VALUES} values of token vectors in one response (pooling none): send fewer or shorter inputs`, field, "invalid_value")) };
+          return { ok: false, res: errorResponse(apiError(400, `${many ? `${field}.${i}` : field}: past ${limit} values of token vectors in one response (pooling none): send fewer or shorter inputs`, field, "invalid_value")) };
         }
         out.push({ v, tokens: e.prompt_tokens });
         break;
