@@ -13,6 +13,7 @@ import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
 import { POOLINGS } from "../engine/pooling.ts";
 import { startStatsLog } from "../server/stats-log.ts";
+import { LAUNCH_HELP, launchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
 import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
@@ -98,6 +99,7 @@ ${KV_HELP}
   --jinja, --metrics, --cont-batching (llama-server's), --enable-auto-tool-choice, --tool-call-parser glm45|glm47,
   --reasoning-parser glm45, --trust-remote-code (vLLM's): taken so that their launch lines for GLM run unchanged;
                    each names what this server always does
+${LAUNCH_HELP}
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -132,7 +134,7 @@ export function defaultModel(what: string, say: (line: string) => void, help: st
 }
 
 async function run(argv: string[]): Promise<number> {
-  const r = parseCli(argv, {
+  const r = parseCli(rewriteLaunchArgs(argv), {
     model: { type: "string", short: "m" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
     ctx: { type: "string" }, queue: { type: "string" }, "prefill-chunk": { type: "string" }, "max-num-batched-tokens": { type: "string" }, "batch-size": { type: "string", short: "b" }, attn: { type: "string" }, "api-key": { type: "string" }, "api-key-file": { type: "string" }, stdio: { type: "boolean" },
     draft: { type: "string" }, "draft-len": { type: "string" }, alias: { type: "string", short: "a" }, "served-model-name": { type: "string" },
@@ -140,7 +142,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "disable-log-stats": { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, ...samplingFlags, ...compatFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, ...samplingFlags, ...compatFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -172,9 +174,17 @@ async function run(argv: string[]): Promise<number> {
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = apiKeyOption(v["api-key"], v["api-key-file"], help);
+  const launch = launchOptions(v, help); // llama-server's / vLLM's spellings: -ngl, -ctk / -ctv, -n, --seed, ...
+  if (launch.kvDtype !== undefined) {
+    if (v["kv-cache-dtype"] !== undefined && v["kv-cache-dtype"] !== launch.kvDtype) throw new UsageError("--cache-type-k / -v and --kv-cache-dtype disagree", help);
+    v["kv-cache-dtype"] = launch.kvDtype;
+  }
+  if ((launch.deviceLayers !== undefined || launch.cpuOnly) && v["device-layers"] !== undefined) throw new UsageError("give --device-layers or -ngl / --n-gpu-layers, not both", help);
+  if (launch.cpuOnly && v.device !== undefined && v.device !== "cpu") throw new UsageError(`-ngl 0 keeps every layer on the CPU: not with --device ${v.device}`, help);
   const engineOpts = {
-    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
-    deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
+    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(launch.cpuOnly ? "cpu" : v.device),
+    deviceLayers: v["device-layers"] === undefined ? launch.deviceLayers : intOption(v["device-layers"], "device-layers", help),
+    ...(launch.maxTokens !== undefined ? { maxTokens: launch.maxTokens } : {}), ...(launch.seed !== undefined ? { seed: launch.seed } : {}),
     ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
     ...reasoningOptions(v, help), ...kvOption(v, help),
     ...(v["cache-ram"] !== undefined ? { cacheRam: cacheRamOption(v["cache-ram"], help) } : {}),
@@ -189,7 +199,7 @@ async function run(argv: string[]): Promise<number> {
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
     const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, alias: v.alias, ...engineOpts },
-      v.quiet ? undefined : log);
+      v.quiet || !launch.logRequests ? undefined : log);
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
     if (!v.quiet && !v["disable-log-stats"]) startStatsLog(engine, log);
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
@@ -201,7 +211,7 @@ async function run(argv: string[]): Promise<number> {
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling: samplingOption(v, help),
     schedulingPolicy: v["scheduling-policy"] === undefined ? undefined : choice(v["scheduling-policy"], "scheduling-policy", ["fcfs", "priority"] as const, help),
-    cors: corsOption(v.cors, help), ui, log: v.quiet ? undefined : log, tls, ...engineOpts };
+    cors: corsOption(v.cors, help), ui, log: v.quiet || !launch.logRequests ? undefined : log, tls, ...engineOpts };
   let s: Server;
   try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)
     log(`cannot listen on ${opts.host}:${port}: ${(e as Error).message}`);

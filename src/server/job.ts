@@ -68,7 +68,7 @@ export class JobMaker {
   private texts: string[] | null = null;   // every token's text, made on DRY's first use (its sequence breakers)
   private breakerSets = new Map<string, ReadonlySet<number>>();
 
-  constructor(private m: Model, private codec: TextCodec, private o: { ctx: number; thinkBudget?: number; budgetMessage?: string },
+  constructor(private m: Model, private codec: TextCodec, private o: { ctx: number; thinkBudget?: number; budgetMessage?: string; maxTokens?: number; seed?: number },
     private drafter: Drafter | null) {
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
@@ -87,13 +87,14 @@ export class JobMaker {
       if (!g.ok) return { detail: g.detail };
       grammar = g.gs;
     }
-    const sampler = new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed: req.seed,
+    const seed = req.seed ?? (this.o.seed !== undefined ? this.o.seed + rid : undefined);
+    const sampler = new Sampler({ temperature: req.temperature, top_p: req.top_p, min_p: req.min_p, top_k: req.top_k, seed,
       typical_p: req.typical_p, xtc_probability: req.xtc_probability, xtc_threshold: req.xtc_threshold,
       mirostat: req.mirostat, mirostat_tau: req.mirostat_tau, mirostat_eta: req.mirostat_eta, temperature_last: req.temperature_last,
       top_n_sigma: req.top_n_sigma, dynatemp_range: req.dynatemp_range, dynatemp_exponent: req.dynatemp_exponent });
     const t = this.think;
     return {
-      rid, req, ids, limit: Math.min(req.max_tokens ?? Infinity, this.o.ctx - ids.length), sampler,
+      rid, req, ids, limit: Math.min(req.max_tokens ?? this.o.maxTokens ?? Infinity, this.o.ctx - ids.length), sampler,
       detok: new Detok(this.codec, req.stop, t, req.keepSpecial, req.min_tokens ?? 0), grammar,
       pen: penaltiesFor(req.penalties, ids, this.breakerIds),
       state: "queued", slot: null, fed: 0, cached: 0, emitted: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0, resume: null,

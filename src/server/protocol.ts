@@ -80,6 +80,8 @@ export interface WorkerOptions {
   reasoningBudgetMessage?: string; // text forced before </think> when a budget is spent
   cacheRam?: number;        // bytes of the host-memory prompt cache (--cache-ram; absent: none)
   preempt?: boolean;        // a waiting request of strictly lower `priority` takes the slot of the least urgent running one
+  maxTokens?: number;       // tokens a request that names no max_tokens may generate (absent: the rest of its context)
+  seed?: number;            // requests without a seed sample with seed + their request number (absent: random)
 }
 
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; hidden: number; threads: number; chatTemplate: string | null;

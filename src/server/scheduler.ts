@@ -60,6 +60,8 @@ export interface SchedOptions {
   budgetMessage?: string; // text forced before </think> when a budget is spent (llama-server's --reasoning-budget-message)
   cacheRam?: number;     // bytes of the host-memory prompt cache (0 / absent: none)
   preempt?: boolean;     // a more urgent waiting job takes the slot of the least urgent running one (see above)
+  maxTokens?: number;    // max tokens of requests that name none (absent: the rest of the context)
+  seed?: number;         // requests without a seed: seed + rid (absent: random)
 }
 
 const PREALLOC = 8192;

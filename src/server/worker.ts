@@ -80,7 +80,8 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts,
-      kvDtype: o.kvDtype, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage, cacheRam: o.cacheRam, preempt: o.preempt }, post);
+      kvDtype: o.kvDtype, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage, cacheRam: o.cacheRam, preempt: o.preempt,
+      maxTokens: o.maxTokens, seed: o.seed }, post);
     if (sched.drafter) log(sched.drafter.describe());
     post({ t: "ready", info: { model: o.alias ?? (basename(o.dir.replace(/\/+$/, "")) || "model"), dir: o.dir, slots: o.slots, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling } });
     postStats(true);
