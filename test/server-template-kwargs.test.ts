@@ -37,6 +37,11 @@ describe.skipIf(!hasTiny)("serve: chat template variables", () => {
       ((await (await post(s.url, "/v1/chat/completions", { messages, max_tokens: 6, temperature: 0, ignore_eos: true, ...extra })).json()) as any).choices[0].message;
     const on = await chat(dflt);
     expect(on.reasoning_content.length).toBeGreaterThan(0);
+    expect(on.reasoning).toBe(on.reasoning_content); // (vLLM's newer name beside it)
+    const sse = await (await post(dflt.url, "/v1/chat/completions", { messages, max_tokens: 6, temperature: 0, ignore_eos: true, stream: true })).text();
+    const deltas = sse.split("\n").filter((l) => l.startsWith("data: {")).map((l) => JSON.parse(l.slice(6)).choices[0]?.delta ?? {});
+    expect(deltas.map((d) => d.reasoning ?? "").join("")).toBe(on.reasoning_content);
+    expect(deltas.every((d) => d.reasoning === d.reasoning_content)).toBe(true);
     expect(on).toEqual(await chat(plain, { chat_template_kwargs: { enable_thinking: true, greeting: "Ahoy" } })); // (the same prompt)
     expect((await chat(dflt, { chat_template_kwargs: { enable_thinking: false } })).reasoning_content).toBeUndefined();
     expect((await chat(plain)).reasoning_content).toBeUndefined(); // (no default: off)
@@ -52,6 +57,26 @@ describe.skipIf(!hasTiny)("serve: chat template variables", () => {
       ((await (await post(dflt.url, "/v1/responses", { model: "m", max_output_tokens: 6, temperature: 0, input: "Hi", ...extra })).json()) as any).output.map((o: { type: string }) => o.type);
     expect((await responses())[0]).toBe("reasoning");
     expect(await responses({ reasoning: { effort: "none" } })).toEqual(["message"]);
+  });
+});
+
+describe.skipIf(!hasTiny)("serve: an assistant turn's reasoning sent back", () => {
+  // a template that shows each assistant turn's reasoning, as GLM's do for the turns of the current tool chain
+  const R = "{%- for m in messages -%}<|{{ m.role }}|>{%- if m.reasoning_content -%}<think>{{ m.reasoning_content }}</think>{%- endif -%}{{ m.content }}{%- endfor -%}<|assistant|>";
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 1, chatTemplate: R }); });
+  afterAll(async () => { await s.stop(); });
+
+  test("reasoning_content or reasoning (vLLM's) on the chat route, thinking blocks on Anthropic's, reach the template", async () => {
+    const turns = (a: object) => [{ role: "user", content: "Weather?" }, { role: "assistant", content: "Let me look.", ...a }, { role: "user", content: "And?" }];
+    const want = "<|user|>Weather?<|assistant|><think>check the map</think>Let me look.<|user|>And?<|assistant|>";
+    for (const a of [{ reasoning_content: "check the map" }, { reasoning: "check the map" }])
+      expect(((await (await post(s.url, "/apply-template", { messages: turns(a) })).json()) as any).prompt).toBe(want);
+    const ids = ((await (await post(s.url, "/tokenize", { messages: turns({ reasoning: "check the map" }) })).json()) as any).tokens as number[];
+    const m = (await (await post(s.url, "/v1/messages", { model: "m", max_tokens: 1, temperature: 0, messages: [{ role: "user", content: "Weather?" },
+      { role: "assistant", content: [{ type: "thinking", thinking: "check the map", signature: "" }, { type: "text", text: "Let me look." }] },
+      { role: "user", content: "And?" }] })).json()) as any;
+    expect(m.usage.input_tokens).toBe(ids.length);
   });
 });
 

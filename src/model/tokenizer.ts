@@ -16,6 +16,7 @@ export interface ChatMessage {
   role: string; content: string;
   tool_calls?: { id: string; type: "function"; function: { name: string; arguments: unknown } }[];
   tool_call_id?: string; name?: string;
+  reasoning_content?: string; // an assistant turn's reasoning (GLM's templates render it for the current turn's tool chain)
 }
 
 export class TextCodec {

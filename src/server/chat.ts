@@ -1,7 +1,8 @@
 // POST /v1/chat/completions: validates the body, renders the chat template in the worker, and answers
 // as one chat.completion or as SSE chat.completion.chunk's. Thinking: with
 // `chat_template_kwargs.enable_thinking: true` the text between <think> and </think> (or from the start
-// when the prompt ends with <think>) goes to `reasoning_content`; otherwise think tags are dropped.
+// when the prompt ends with <think>) goes to `reasoning_content` (and `reasoning`, vLLM's newer name); otherwise think
+// tags are dropped. An assistant turn's reasoning sent back (either name) reaches the template as `reasoning_content`.
 // `response_format` json_object / json_schema and `grammar` (GBNF) constrain the answer: with thinking on, from the
 // token after </think> (the reasoning is free, as with vLLM's reasoning parsers), else from the first token.
 // `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
@@ -25,6 +26,7 @@ export function templateMessages(ms: ChatRequest["messages"]): ChatMessage[] {
     role: m.role === "developer" ? "system" : m.role, content: contentText(m.content),
     ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ ...c, function: { name: c.function.name, arguments: templateArguments(c.function.arguments) } })) } : {}),
     ...(m.tool_call_id != null ? { tool_call_id: m.tool_call_id } : {}), ...(m.name != null ? { name: m.name } : {}),
+    ...((m.reasoning_content ?? m.reasoning) != null ? { reasoning_content: (m.reasoning_content ?? m.reasoning)! } : {}),
   }));
 }
 
@@ -80,8 +82,8 @@ class ChatChoice implements ChoiceView {
   /** the deltas of one event's text: reasoning / content, then the tool calls it completed */
   private take(text: string, mark: "think" | "/think" | undefined, end: boolean): object[] {
     const out = this.reply.take(text, mark, end), from = this.calls.length;
-    const delta: { content?: string; reasoning_content?: string } = {};
-    if (out.reasoning) { delta.reasoning_content = out.reasoning; this.reasoning += out.reasoning; }
+    const delta: { content?: string; reasoning_content?: string; reasoning?: string } = {};
+    if (out.reasoning) { delta.reasoning_content = delta.reasoning = out.reasoning; this.reasoning += out.reasoning; }
     if (out.content) { delta.content = out.content; this.content += out.content; }
     this.calls.push(...out.calls);
     const objs: object[] = Object.keys(delta).length ? [{ delta, logprobs: null, finish_reason: null }] : [];
@@ -114,7 +116,7 @@ class ChatChoice implements ChoiceView {
   final(e: Done): object {
     const message = {
       role: "assistant", content: this.calls.length && !this.content ? null : this.content,
-      ...(this.calls.length ? { tool_calls: this.calls } : {}), ...(this.reply.thinking ? { reasoning_content: this.reasoning } : {}),
+      ...(this.calls.length ? { tool_calls: this.calls } : {}), ...(this.reply.thinking ? { reasoning_content: this.reasoning, reasoning: this.reasoning } : {}),
     };
     return { message, logprobs: this.wantLp ? { content: this.lps } : null, finish_reason: this.finish(e), ...(this.ids ? { token_ids: this.ids.all } : {}) };
   }

@@ -1,6 +1,6 @@
 // POST /v1/messages: Anthropic's Messages API over the same engine, for clients built on the Anthropic SDK (as
 // llama-server offers it): `system` and user / assistant turns (string or content blocks: text, tool_use,
-// tool_result; thinking blocks sent back are left out) through the chat template, `max_tokens` (required),
+// tool_result; thinking blocks sent back are the turn's reasoning_content, as templates read it) through the chat template, `max_tokens` (required),
 // `stop_sequences`, `temperature` / `top_p` / `top_k`, `output_config.format` (structured outputs), `thinking` (GLM's enable_thinking: a `thinking` content block
 // before the text; its budget_tokens enforced: </think> forced once they are spent), `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned
 // on auto, the input constrained on any / tool; each call a tool_use block, stop_reason "tool_use"), and `stream` as
@@ -23,7 +23,7 @@ const Block = z.union([
   TextBlock,
   z.object({ type: z.literal("tool_use"), id: z.string().max(256), name: z.string().max(256), input: z.record(z.string(), z.unknown()) }),
   z.object({ type: z.literal("tool_result"), tool_use_id: z.string().max(256), content: nullish(z.union([z.string(), z.array(TextBlock)])), is_error: nullish(z.boolean()) }),
-  z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) }), // sent back from earlier turns: left out
+  z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) }), // sent back from earlier turns: the turn's reasoning_content
 ], { message: "content blocks are text, tool_use, tool_result or thinking" });
 const Content = z.union([z.string(), z.array(Block).min(1)]);
 const AnthropicTool = z.object({
@@ -83,7 +83,9 @@ function chatMessages(b: Pick<MessagesRequest, "system" | "messages">): ChatRequ
       return { id: u.id, type: "function" as const, function: { name: u.name, arguments: JSON.stringify(u.input) } };
     });
     const t = text(m.content as { type?: string; text?: string }[]);
-    if (t || calls.length || !m.content.some((k) => k.type === "tool_result")) out.push({ role: m.role, content: t, ...(calls.length ? { tool_calls: calls } : {}) });
+    const thought = m.content.map((k) => (k.type === "thinking" ? (k as { thinking?: unknown }).thinking : undefined)).filter((x) => typeof x === "string").join("");
+    if (t || calls.length || !m.content.some((k) => k.type === "tool_result"))
+      out.push({ role: m.role, content: t, ...(calls.length ? { tool_calls: calls } : {}), ...(thought && m.role === "assistant" ? { reasoning_content: thought } : {}) });
   }
   return out;
 }

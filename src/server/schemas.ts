@@ -136,6 +136,9 @@ export const ChatMessageSchema = z.object({
   tool_calls: nullish(z.array(ToolCallSchema).max(128)), // assistant: calls it made
   tool_call_id: nullish(z.string().max(256)),            // tool: the call this result answers
   name: nullish(z.string().max(256)),
+  // assistant: its reasoning (llama-server's / DeepSeek's name, and vLLM's newer one), for templates that show it
+  // (GLM's: the reasoning of the turns since the last user message, interleaved with their tool calls)
+  reasoning_content: nullish(z.string()), reasoning: nullish(z.string()),
 });
 export const MessagesSchema = z.array(ChatMessageSchema).min(1, "messages must not be empty");
 
