@@ -67,7 +67,7 @@ describe.skipIf(!hasTiny)("serve: an assistant turn's reasoning sent back", () =
   beforeAll(async () => { s = await startTiny({ slots: 1, chatTemplate: R }); });
   afterAll(async () => { await s.stop(); });
 
-  test("reasoning_content or reasoning (vLLM's) on the chat route, thinking blocks on Anthropic's, reach the template", async () => {
+  test("reasoning_content or reasoning (vLLM's) on the chat route, thinking blocks on Anthropic's, reasoning items on the Responses API's, reach the template", async () => {
     const turns = (a: object) => [{ role: "user", content: "Weather?" }, { role: "assistant", content: "Let me look.", ...a }, { role: "user", content: "And?" }];
     const want = "<|user|>Weather?<|assistant|><think>check the map</think>Let me look.<|user|>And?<|assistant|>";
     for (const a of [{ reasoning_content: "check the map" }, { reasoning: "check the map" }])
@@ -77,6 +77,12 @@ describe.skipIf(!hasTiny)("serve: an assistant turn's reasoning sent back", () =
       { role: "assistant", content: [{ type: "thinking", thinking: "check the map", signature: "" }, { type: "text", text: "Let me look." }] },
       { role: "user", content: "And?" }] })).json()) as any;
     expect(m.usage.input_tokens).toBe(ids.length);
+    // the Responses API: a reasoning item's text (its content, else its summary) is the next assistant turn's
+    for (const rs of [{ content: [{ type: "reasoning_text", text: "check the map" }] }, { summary: [{ type: "summary_text", text: "check the map" }] }]) {
+      const r = (await (await post(s.url, "/v1/responses", { model: "m", max_output_tokens: 1, temperature: 0, input: [{ role: "user", content: "Weather?" },
+        { type: "reasoning", id: "rs_1", ...rs }, { role: "assistant", content: "Let me look." }, { role: "user", content: "And?" }] })).json()) as any;
+      expect(r.usage.input_tokens).toBe(ids.length);
+    }
   });
 });
 

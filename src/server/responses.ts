@@ -1,6 +1,6 @@
 // POST /v1/responses: OpenAI's Responses API over the same engine (vLLM and llama-server offer it; newer OpenAI SDK
 // clients and agents call it): `input` as a string or items — messages (input_text / output_text parts), earlier
-// function_call and function_call_output items; reasoning items sent back are left out — `instructions` (the system
+// function_call and function_call_output items, reasoning items sent back (the next assistant turn's reasoning_content) — `instructions` (the system
 // turn), `max_output_tokens`, `temperature` / `top_p`, `reasoning` (GLM thinking: a reasoning item before the
 // message), function `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls
 // scanned on "auto", the arguments constrained when forced; each call a function_call item), and `stream` as the
@@ -26,8 +26,10 @@ const Message = z.object({
 });
 const Call = z.object({ type: z.literal("function_call"), call_id: z.string().max(256), name: z.string().max(256), arguments: z.string() });
 const CallOutput = z.object({ type: z.literal("function_call_output"), call_id: z.string().max(256), output: z.string() });
-// reasoning items a client sends back from earlier turns are accepted and left out (templates drop earlier reasoning)
-const Reasoning = z.looseObject({ type: z.literal("reasoning") });
+// reasoning items a client sends back: their text becomes the next assistant turn's reasoning_content (GLM's templates
+// show the current tool chain's reasoning; earlier turns' they drop)
+const Text = z.looseObject({ text: z.string() });
+const Reasoning = z.looseObject({ type: z.literal("reasoning"), content: nullish(z.array(Text)), summary: nullish(z.array(Text)) });
 const Item = z.union([Message, Call, CallOutput, Reasoning], { message: "items are messages, function_call, function_call_output or reasoning" });
 const FunctionTool = z.object({
   type: z.literal("function", { message: "only function tools are supported" }),
@@ -86,17 +88,21 @@ function chatMessages(b: ResponsesRequest, earlier: Turn[] = []): ChatRequest["m
   return [...(b.instructions ? [{ role: "system" as const, content: b.instructions }] : []), ...earlier, ...inputTurns(b)];
 }
 
-/** the request's input items as chat turns */
+/** the request's input items as chat turns (a reasoning item's text: the next assistant turn's reasoning_content —
+ *  its content, else its summary) */
 function inputTurns(b: ResponsesRequest): Turn[] {
   const out: Turn[] = [];
   if (typeof b.input === "string") return [{ role: "user", content: b.input }];
+  let thought = "";
+  const withThought = (t: Turn): Turn => { const r = thought ? { ...t, reasoning_content: thought } : t; thought = ""; return r; };
   for (const it of b.input) {
     if (it.type === "function_call") {
       const last = out.at(-1), call = { id: it.call_id, type: "function" as const, function: { name: it.name, arguments: it.arguments } };
       if (last?.role === "assistant" && (last.tool_calls || !last.content)) (last.tool_calls ??= []).push(call);
-      else out.push({ role: "assistant", content: "", tool_calls: [call] });
+      else out.push(withThought({ role: "assistant", content: "", tool_calls: [call] }));
     } else if (it.type === "function_call_output") out.push({ role: "tool", content: it.output, tool_call_id: it.call_id });
-    else if (it.type !== "reasoning") out.push({ role: it.role, content: partsText(it.content) });
+    else if (it.type === "reasoning") thought += (it.content?.length ? it.content : it.summary ?? []).map((p) => p.text).join("");
+    else out.push(it.role === "assistant" ? withThought({ role: it.role, content: partsText(it.content) }) : { role: it.role, content: partsText(it.content) });
   }
   return out;
 }
@@ -181,7 +187,9 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
     if (b.store === false || !o.responses) return res;
     const text = items.filter((it) => it.kind === "message").map((it) => (it as { text: string }).text).join("");
     const calls = items.flatMap((it) => (it.kind === "function_call" ? [it.call] : []));
-    o.responses.put(id, { turns: [...earlier, ...inputTurns(b), { role: "assistant", content: text, ...(calls.length ? { tool_calls: calls } : {}) }], response: res });
+    const thought = items.filter((it) => it.kind === "reasoning").map((it) => (it as { text: string }).text).join("");
+    o.responses.put(id, { turns: [...earlier, ...inputTurns(b), { role: "assistant", content: text, ...(calls.length ? { tool_calls: calls } : {}),
+      ...(thought ? { reasoning_content: thought } : {}) }], response: res });
     return res;
   };
 
