@@ -35,12 +35,11 @@ export const launchFlags = {
 export const LAUNCH_HELP = `  llama-server's and vLLM's launch flags, mapped: -ngl / --n-gpu-layers N (= --device-layers N; 0 = --device cpu),
   -ctk / -ctv / --cache-type-k / --cache-type-v f32|f16|q8_0 (= --kv-cache-dtype: keys and values share the MLA
   cache), -n / --n-predict N (max tokens of requests that name none — /v1/completions keeps OpenAI's 16; -1: the
-  rest of the context), --seed N
-  (requests without a seed get N + their number: a fresh server answers the same requests alike),
-  --disable-log-requests (no line per request); and taken as what this server always does: -fa / --flash-attn (one
-  exact attention kernel), --no-mmap (buffered reads unless --mmap), --no-warmup, --enable-prefix-caching,
-  --enable-chunked-prefill, --enable-log-requests, --dtype auto|bfloat16 (weights as stored; activations f32 with
-  --exact, else int8), --tensor-parallel-size 1 / -tp 1 (one process)`;
+  rest of the context), --seed N (requests without a seed get N + their number: a fresh server answers the same
+  requests alike), --disable-log-requests (no line per request); and taken as what this server always does: -fa /
+  --flash-attn (one exact attention kernel), --no-mmap (buffered reads unless --mmap), --no-warmup,
+  --enable-prefix-caching, --enable-chunked-prefill, --enable-log-requests, --dtype auto|bfloat16 (weights as
+  stored; activations f32 with --exact, else int8), --tensor-parallel-size 1 / -tp 1 (one process)`;
 
 type V = Record<string, string | boolean | undefined>;
 export interface LaunchOptions { deviceLayers?: number; cpuOnly: boolean; kvDtype?: string; maxTokens?: number; seed?: number; logRequests: boolean }
