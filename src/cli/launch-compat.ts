@@ -1,7 +1,10 @@
 // llama-server's and vLLM's launch lines taken as their users write them. Node's parseArgs reads a single-dash option
 // one letter at a time, so llama-server's multi-letter short flags (-ngl, -np, -fa, -ctk, -ctv, -cb) are rewritten to
 // their long forms first (and --flash-attn's optional value joined to it); then the flags below map onto this
-// server's own options, or name what it always does. No state.
+// server's own options, or name what it always does: llama-server's --jinja (the chat template is always Jinja),
+// --metrics (/metrics is always served), --cont-batching, --no-webui (= --no-ui); vLLM's --enable-auto-tool-choice,
+// --tool-call-parser and --reasoning-parser (GLM's tool calls and <think> blocks are always parsed; only GLM's parsers
+// are accepted), --trust-remote-code (no code is ever loaded from a model), and the others of LAUNCH_HELP. No state.
 import { choice, intOption, UsageError } from "./common.ts";
 import type { KvDtype } from "../engine/hb.ts";
 
@@ -27,12 +30,17 @@ export function rewriteLaunchArgs(argv: string[]): string[] {
 
 const s = { type: "string" } as const, b = { type: "boolean" } as const;
 export const launchFlags = {
+  jinja: b, metrics: b, "cont-batching": b, "no-webui": b, "enable-auto-tool-choice": b, "tool-call-parser": s, "reasoning-parser": s,
+  "trust-remote-code": b,
   "n-gpu-layers": s, "gpu-layers": s, "flash-attn": s, "cache-type-k": s, "cache-type-v": s, "no-mmap": b, "no-warmup": b,
   "n-predict": { type: "string", short: "n" }, "enable-prefix-caching": b, "enable-chunked-prefill": b, "disable-log-requests": b,
   "enable-log-requests": b, seed: s, dtype: s, "tensor-parallel-size": s,
 } as const;
 
-export const LAUNCH_HELP = `  llama-server's and vLLM's launch flags, mapped: -ngl / --n-gpu-layers N (= --device-layers N; 0 = --device cpu),
+export const LAUNCH_HELP = `  --jinja, --metrics, --cont-batching (llama-server's), --enable-auto-tool-choice, --tool-call-parser glm45|glm47,
+  --reasoning-parser glm45, --trust-remote-code (vLLM's): taken so that their launch lines for GLM run unchanged;
+                   each names what this server always does
+  llama-server's and vLLM's launch flags, mapped: -ngl / --n-gpu-layers N (= --device-layers N; 0 = --device cpu),
   -ctk / -ctv / --cache-type-k / --cache-type-v f32|f16|q8_0 (= --kv-cache-dtype: keys and values share the MLA
   cache), -n / --n-predict N (max tokens of requests that name none — /v1/completions keeps OpenAI's 16; -1: the
   rest of the context), --seed N (requests without a seed get N + their number: a fresh server answers the same
@@ -41,12 +49,17 @@ export const LAUNCH_HELP = `  llama-server's and vLLM's launch flags, mapped: -n
   --enable-prefix-caching, --enable-chunked-prefill, --enable-log-requests, --dtype auto|bfloat16 (weights as
   stored; activations f32 with --exact, else int8), --tensor-parallel-size 1 / -tp 1 (one process)`;
 
+const GLM_PARSERS = ["glm45", "glm47", "glm4_moe"];
 type V = Record<string, string | boolean | undefined>;
 export interface LaunchOptions { deviceLayers?: number; cpuOnly: boolean; kvDtype?: string; maxTokens?: number; seed?: number; logRequests: boolean }
 
 /** The mapped flags as this server's options (the caller merges them with its own, which must not contradict them). */
 export function launchOptions(v: V, help: string): LaunchOptions {
   const str = (k: string) => (typeof v[k] === "string" ? (v[k] as string) : undefined);
+  for (const f of ["tool-call-parser", "reasoning-parser"]) {
+    const p = str(f);
+    if (p !== undefined && !GLM_PARSERS.includes(p)) throw new UsageError(`--${f} ${p}: this server parses GLM's format only (${GLM_PARSERS.join(", ")}: always on)`, help);
+  }
   const ngl = str("n-gpu-layers") ?? str("gpu-layers");
   const layers = ngl === undefined ? undefined : ngl === "-1" || ngl === "all" ? 1 << 30 : intOption(ngl, "n-gpu-layers", help);
   const kv = (["cache-type-k", "cache-type-v"] as const).map((k) => {

@@ -119,25 +119,6 @@ export function samplingOption(v: Record<string, string | boolean | undefined>, 
   return Object.keys(out).length ? out : undefined;
 }
 
-/** Flags of llama-server's and vLLM's launch lines for GLM models that name what this server always does, taken so
- *  that those lines run unchanged: llama-server's --jinja (the chat template is always Jinja), --metrics (/metrics is
- *  always served), --cont-batching (always), --no-webui (= --no-ui); vLLM's --enable-auto-tool-choice,
- *  --tool-call-parser and --reasoning-parser (GLM's tool calls and <think> blocks are always parsed; only GLM's
- *  parsers are accepted), --trust-remote-code (no code is ever loaded from a model). */
-export const compatFlags = {
-  jinja: { type: "boolean" }, metrics: { type: "boolean" }, "cont-batching": { type: "boolean" }, "no-webui": { type: "boolean" },
-  "enable-auto-tool-choice": { type: "boolean" }, "tool-call-parser": { type: "string" }, "reasoning-parser": { type: "string" },
-  "trust-remote-code": { type: "boolean" },
-} as const;
-const GLM_PARSERS = ["glm45", "glm47", "glm4_moe"];
-export function checkCompat(v: Record<string, string | boolean | undefined>, help: string): void {
-  for (const f of ["tool-call-parser", "reasoning-parser"]) {
-    const p = v[f];
-    if (typeof p === "string" && !GLM_PARSERS.includes(p))
-      throw new UsageError(`--${f} ${p}: this server parses GLM's format only (${GLM_PARSERS.join(", ")}: always on)`, help);
-  }
-}
-
 /** --cache-ram MIB (the host-memory prompt cache) in bytes: at most the machine's memory (it would only end in an OOM kill) */
 export function cacheRamOption(s: string, help: string): number {
   const mib = intOption(s, "cache-ram", help), mem = totalmem();

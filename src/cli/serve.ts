@@ -6,7 +6,7 @@ import { parseDeviceMode } from "../../gpu/device.ts";
 import { DEVICE_HELP, deviceFlags } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { apiKeyOption, cacheRamOption, checkCompat, compatFlags, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
+import { apiKeyOption, cacheRamOption, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
@@ -96,9 +96,6 @@ options:
                    ?action=erase; created if missing (llama-server's flag and API)
 ${REASONING_HELP}
 ${KV_HELP}
-  --jinja, --metrics, --cont-batching (llama-server's), --enable-auto-tool-choice, --tool-call-parser glm45|glm47,
-  --reasoning-parser glm45, --trust-remote-code (vLLM's): taken so that their launch lines for GLM run unchanged;
-                   each names what this server always does
 ${LAUNCH_HELP}
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
@@ -142,7 +139,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "disable-log-stats": { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, ...samplingFlags, ...compatFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -192,7 +189,6 @@ async function run(argv: string[]): Promise<number> {
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
   const tls = tlsOption(v, help);
-  checkCompat(v, help);
   const ui = !v["no-ui"] && !v["no-webui"];
   if (tls && v.stdio) throw new UsageError("--ssl-keyfile / --ssl-certfile serve HTTPS: not with --stdio", help);
 
