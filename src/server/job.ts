@@ -44,6 +44,9 @@ export interface Job {
   tAdmit: number; tFirst: number; tLast: number; // (performance.now(): admitted, prefill done, last token)
 }
 
+/** The tokens j's prefill feeds: its prompt, or after a preemption its history (prompt and output so far). */
+export const toFeed = (j: Job): number[] => j.resume ?? j.ids;
+
 /** logits of every id but `allowed` set to −∞ (saved into `tmp` first: a fill is much cheaper than a pass over V) */
 export function keepOnly(logits: Float32Array, allowed: Int32Array, tmp: Float32Array): void {
   for (let i = 0; i < allowed.length; i++) tmp[i] = allowed[i] < logits.length ? logits[allowed[i]] : -Infinity;

@@ -45,7 +45,7 @@ import type { TextCodec } from "../model/tokenizer.ts";
 import type { ThinkIds } from "./detok.ts";
 import { logprobsOf, promptIds } from "./prepare.ts";
 import { Drafter, type DraftOptions, NO_DRAFT } from "./drafter.ts";
-import { type Job, JobMaker, keepOnly, type Slot } from "./job.ts";
+import { type Job, JobMaker, keepOnly, type Slot, toFeed } from "./job.ts";
 import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
 
 /** Rows a step may hold: the prefill chunk, and each slot's pending token with its drafts. */
@@ -128,10 +128,14 @@ export class Scheduler {
     this.jobs.set(rid, j);
     this.emit({ t: "queued", rid, prompt_tokens: p.ids.length, ...(req.return_ids ? { ids: p.ids } : {}) });
     if (req.slot !== "auto") this.admit(j, this.slots[req.slot]);
-    else { // after every waiting job of its priority or a lower (more urgent) one
-      const p = req.priority ?? 0, at = this.queue.findIndex((q) => (q.req.priority ?? 0) > p);
-      this.queue.splice(at < 0 ? this.queue.length : at, 0, j);
-    }
+    else this.enqueue(j, false);
+  }
+
+  /** Into the queue after every waiting job of a lower (more urgent) priority value, and after (or, `ahead`: before)
+   *  those of its own. */
+  private enqueue(j: Job, ahead: boolean): void {
+    const p = j.req.priority ?? 0, at = this.queue.findIndex((q) => (q.req.priority ?? 0) > p || (ahead && (q.req.priority ?? 0) === p));
+    this.queue.splice(at < 0 ? this.queue.length : at, 0, j);
   }
 
   cancel(rid: number): void {
@@ -161,7 +165,7 @@ export class Scheduler {
     let budget = this.o.chunk;
     for (const j of this.running) {
       if (j.state !== "prefill" || budget <= 0) continue;
-      const src = j.resume ?? j.ids, n = Math.min(budget, src.length - j.fed), sampled = !j.resume && j.fed + n === src.length && j.limit > 0;
+      const src = toFeed(j), n = Math.min(budget, src.length - j.fed), sampled = !j.resume && j.fed + n === src.length && j.limit > 0;
       // logits: every row's for prompt logprobs, else only the last chunk's last row, and only if it is sampled (a
       // resumed history samples nothing: its next token is pending)
       const plp = j.plp !== null && !j.resume;
@@ -192,7 +196,7 @@ export class Scheduler {
         for (let r = 0; r < g.n; r++) sess.tokens.push(ids[g.r0 + r]);
         j.fed += g.n;
         if (mtp) absorb.push(j);
-        if (j.fed < (j.resume ?? j.ids).length) return;
+        if (j.fed < toFeed(j).length) return;
         if (j.resume) { j.resume = null; j.state = "decode"; return; } // back where it was: its pending token next
         j.state = "decode";
         j.tFirst = performance.now();
@@ -297,7 +301,7 @@ export class Scheduler {
       // prefer the free slot sharing the longest prefix, then the least recently used
       let best = free[0], bestL = -1;
       for (const s of free) {
-        const l = lcp(s.sess.tokens, j.resume ?? j.ids);
+        const l = lcp(s.sess.tokens, toFeed(j));
         if (l > bestL || (l === bestL && s.used < best.used)) { best = s; bestL = l; }
       }
       this.admit(j, best);
@@ -326,8 +330,7 @@ export class Scheduler {
     }
     v.state = "queued";
     this.preemptions++;
-    const p = v.req.priority ?? 0, at = this.queue.findIndex((q) => (q.req.priority ?? 0) >= p);
-    this.queue.splice(at < 0 ? this.queue.length : at, 0, v);
+    this.enqueue(v, true);
   }
 
   /** Whether a job being prefilled will hold COPY_MIN more of j's prompt than any slot holds now: j then waits for
@@ -335,11 +338,11 @@ export class Scheduler {
    *  prompt arriving in a burst: one prefill instead of several splitting the step's prefill budget). */
   private awaitsDonor(j: Job): boolean {
     if (this.everyRow(j)) return false;
-    const src = j.resume ?? j.ids, lim = src.length - 1;
+    const src = toFeed(j), lim = src.length - 1;
     let have = 0, soon = 0;
     for (const s of this.slots) have = Math.max(have, Math.min(lcp(s.sess.tokens, src), lim));
     have = Math.max(have, this.cache?.best(src, lim)?.n ?? 0);
-    for (const r of this.running) if (r.state === "prefill") soon = Math.max(soon, Math.min(lcp(r.resume ?? r.ids, src), lim));
+    for (const r of this.running) if (r.state === "prefill") soon = Math.max(soon, Math.min(lcp(toFeed(r), src), lim));
     return soon - have >= COPY_MIN;
   }
 
@@ -350,7 +353,7 @@ export class Scheduler {
 
   private admit(j: Job, s: Slot): void {
     // the last prompt token is always fed (its logits start decoding, its row is last-token pooling's)
-    const src = j.resume ?? j.ids, lim = src.length - 1, every = this.everyRow(j);
+    const src = toFeed(j), lim = src.length - 1, every = this.everyRow(j);
     let reuse = every ? 0 : Math.min(lcp(s.sess.tokens, src), lim);
     // another slot (idle, or busy: its rows so far) or a parked history holding a longer prefix of the prompt: its
     // rows are copied (the same bits a prefill would write: the kernels are batch-invariant and the attention form fixed)
