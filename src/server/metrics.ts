@@ -4,6 +4,12 @@
 // built for either read this server. No state of its own.
 import { Histogram, type EngineClient } from "./engine-client.ts";
 
+/** KV rows in use over all slots, and that as a share of every slot's context rows */
+export function kvUsage(engine: EngineClient): { tokens: number; share: number } {
+  const s = engine.stats, tokens = s.slots.reduce((a, x) => a + x.tokens, 0), cap = (engine.info?.ctx ?? 0) * s.slots.length;
+  return { tokens, share: cap > 0 ? tokens / cap : 0 };
+}
+
 export function metricsText(engine: EngineClient, httpRequests: number): string {
   const t = engine.totals, s = engine.stats;
   const lines: string[] = [];
@@ -54,8 +60,7 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   }
   // vLLM's names (model_name label) and llama-server's, for the dashboards made for them
   const model = `model_name="${(engine.info?.model ?? "").replace(/["\\\n]/g, "_")}"`, lb = `{${model}}`;
-  const kvTokens = s.slots.reduce((a, x) => a + x.tokens, 0), kvCap = (engine.info?.ctx ?? 0) * s.slots.length;
-  const kvUse = kvCap > 0 ? kvTokens / kvCap : 0;
+  const { tokens: kvTokens, share: kvUse } = kvUsage(engine);
   metric("", "gauge", "requests running", s.busy, "vllm:num_requests_running", lb);
   metric("", "gauge", "requests waiting", s.queue, "vllm:num_requests_waiting", lb);
   metric("", "counter", "prompt tokens", t.prompt_tokens, "vllm:prompt_tokens_total", lb);

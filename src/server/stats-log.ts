@@ -3,14 +3,14 @@
 // the prefix reuse rate of the interval's prompts, and the expert cache's hit rate when experts are streamed.
 // State: the totals at the previous line, and the timer.
 import type { EngineClient } from "./engine-client.ts";
+import { kvUsage } from "./metrics.ts";
 
 export function statsLine(engine: EngineClient, prev: { prompt: number; cached: number; gen: number; t: number }, now: number): string {
   const t = engine.totals, s = engine.stats, sec = Math.max(1e-3, (now - prev.t) / 1000);
   const prompt = t.prompt_tokens - prev.prompt, cached = t.cached_tokens - prev.cached;
-  const kv = s.slots.reduce((a, x) => a + x.tokens, 0), cap = (engine.info?.ctx ?? 0) * s.slots.length;
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   return `Avg prompt throughput: ${(prompt / sec).toFixed(1)} tokens/s, Avg generation throughput: ${((t.generated_tokens - prev.gen) / sec).toFixed(1)} tokens/s, `
-    + `Running: ${s.busy} reqs, Waiting: ${s.queue} reqs, KV cache usage: ${pct(cap > 0 ? kv / cap : 0)}, `
+    + `Running: ${s.busy} reqs, Waiting: ${s.queue} reqs, KV cache usage: ${pct(kvUsage(engine).share)}, `
     + `Prefix cache hit rate: ${pct(prompt > 0 ? cached / prompt : 0)}${s.experts ? `, Expert cache hit rate: ${pct(s.experts.hitRate)}` : ""}`;
 }
 
