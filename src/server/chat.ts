@@ -22,12 +22,15 @@ const toolsOf = (b: ChatRequest) => (b.tool_choice === "none" ? [] : b.tools ?? 
 
 /** Request messages as the chat template takes them (also POST /tokenize's). */
 export function templateMessages(ms: ChatRequest["messages"]): ChatMessage[] {
-  return ms.map((m) => ({
-    role: m.role === "developer" ? "system" : m.role, content: contentText(m.content),
-    ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ ...c, function: { name: c.function.name, arguments: templateArguments(c.function.arguments) } })) } : {}),
-    ...(m.tool_call_id != null ? { tool_call_id: m.tool_call_id } : {}), ...(m.name != null ? { name: m.name } : {}),
-    ...((m.reasoning_content ?? m.reasoning) != null ? { reasoning_content: (m.reasoning_content ?? m.reasoning)! } : {}),
-  }));
+  return ms.map((m) => {
+    const thought = m.reasoning_content ?? m.reasoning; // (either name)
+    return {
+      role: m.role === "developer" ? "system" : m.role, content: contentText(m.content),
+      ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c) => ({ ...c, function: { name: c.function.name, arguments: templateArguments(c.function.arguments) } })) } : {}),
+      ...(m.tool_call_id != null ? { tool_call_id: m.tool_call_id } : {}), ...(m.name != null ? { name: m.name } : {}),
+      ...(thought != null ? { reasoning_content: thought } : {}),
+    };
+  });
 }
 
 function toGen(b: ChatRequest, grammar: GrammarSpec | null, d: Defaults): GenRequest {

@@ -83,13 +83,8 @@ function formatGrammar(b: ResponsesRequest, tools: Tool[], choice: ToolChoice) {
   return grammarAs({ tools, tool_choice: choice, parallel_tool_calls: b.parallel_tool_calls, response_format: rf as ChatRequest["response_format"] }, "text.format");
 }
 
-/** the items as chat messages: function_call items join one assistant turn's tool_calls, outputs become tool turns */
-function chatMessages(b: ResponsesRequest, earlier: Turn[] = []): ChatRequest["messages"] {
-  return [...(b.instructions ? [{ role: "system" as const, content: b.instructions }] : []), ...earlier, ...inputTurns(b)];
-}
-
-/** the request's input items as chat turns (a reasoning item's text: the next assistant turn's reasoning_content —
- *  its content, else its summary) */
+/** the request's input items as chat turns: function_call items join one assistant turn's tool_calls, outputs become
+ *  tool turns, a reasoning item's text is the next assistant turn's reasoning_content (its content, else its summary) */
 function inputTurns(b: ResponsesRequest): Turn[] {
   const out: Turn[] = [];
   if (typeof b.input === "string") return [{ role: "user", content: b.input }];
@@ -107,10 +102,12 @@ function inputTurns(b: ResponsesRequest): Turn[] {
   return out;
 }
 
-function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, d: Defaults, earlier: Turn[]): GenRequest {
+/** history: the stored conversation continued (previous_response_id), then this request's input as turns */
+function toGen(b: ResponsesRequest, grammar: GrammarSpec | null, d: Defaults, history: Turn[]): GenRequest {
   const { tools, choice } = toolsOf(b), rendered = choice === "none" ? [] : tools, t = template(b, d.template);
+  const messages: ChatRequest["messages"] = [...(b.instructions ? [{ role: "system" as const, content: b.instructions }] : []), ...history];
   return {
-    prompt: { kind: "chat", messages: templateMessages(chatMessages(b, earlier)), ...t,
+    prompt: { kind: "chat", messages: templateMessages(messages), ...t,
       ...(rendered.length ? { tools: rendered } : {}) },
     keepSpecial: scansForCalls(rendered, choice), ...(grammar ? { grammar } : {}),
     slot: "auto", max_tokens: b.max_output_tokens ?? undefined, ...basicSampling(b, d.sampling), stop: [],
@@ -126,8 +123,8 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const prev = b.previous_response_id != null ? o.responses?.get(b.previous_response_id) : undefined;
   if (b.previous_response_id != null && !prev)
     return errorResponse(apiError(404, `previous_response_id: no stored response ${JSON.stringify(b.previous_response_id)} (this server keeps the last ${STORE_MAX}, in memory)`, "previous_response_id", "not_found"));
-  const earlier = prev?.turns ?? [];
-  const gen = toGen(b, grammar, defaultsOf(engine, o), earlier), r = run(engine, gen, req.signal), first = await r.q.next();
+  const history = [...(prev?.turns ?? []), ...inputTurns(b)];
+  const gen = toGen(b, grammar, defaultsOf(engine, o), history), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const reply = new ReplySplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, tools, choice, b.parallel_tool_calls === false);
@@ -185,10 +182,9 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const keep = (d: Done) => {
     const res = response(status(d), d);
     if (b.store === false || !o.responses) return res;
-    const text = items.filter((it) => it.kind === "message").map((it) => (it as { text: string }).text).join("");
-    const calls = items.flatMap((it) => (it.kind === "function_call" ? [it.call] : []));
-    const thought = items.filter((it) => it.kind === "reasoning").map((it) => (it as { text: string }).text).join("");
-    o.responses.put(id, { turns: [...earlier, ...inputTurns(b), { role: "assistant", content: text, ...(calls.length ? { tool_calls: calls } : {}),
+    const joined = (k: "message" | "reasoning") => items.flatMap((it) => (it.kind === k ? [it.text] : [])).join("");
+    const text = joined("message"), thought = joined("reasoning"), calls = items.flatMap((it) => (it.kind === "function_call" ? [it.call] : []));
+    o.responses.put(id, { turns: [...history, { role: "assistant", content: text, ...(calls.length ? { tool_calls: calls } : {}),
       ...(thought ? { reasoning_content: thought } : {}) }], response: res });
     return res;
   };
