@@ -190,14 +190,16 @@ async function run(argv: string[]): Promise<number> {
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
   const tls = tlsOption(v, help);
   const ui = !v["no-ui"] && !v["no-webui"];
+  // a line per finished request, and vLLM's stats lines every 10 s of work
+  const requestLog = v.quiet || !launch.logRequests ? undefined : log, statsLog = !v.quiet && !v["disable-log-stats"];
   if (tls && v.stdio) throw new UsageError("--ssl-keyfile / --ssl-certfile serve HTTPS: not with --stdio", help);
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
     const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, alias: v.alias, ...engineOpts },
-      v.quiet || !launch.logRequests ? undefined : log);
+      requestLog);
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
-    if (!v.quiet && !v["disable-log-stats"]) startStatsLog(engine, log);
+    if (statsLog) startStatsLog(engine, log);
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
     engine.close();
     return engine.state === "failed" ? 2 : 0;
@@ -207,7 +209,7 @@ async function run(argv: string[]): Promise<number> {
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling: samplingOption(v, help),
     schedulingPolicy: v["scheduling-policy"] === undefined ? undefined : choice(v["scheduling-policy"], "scheduling-policy", ["fcfs", "priority"] as const, help),
-    cors: corsOption(v.cors, help), ui, log: v.quiet || !launch.logRequests ? undefined : log, tls, ...engineOpts };
+    cors: corsOption(v.cors, help), ui, log: requestLog, tls, ...engineOpts };
   let s: Server;
   try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)
     log(`cannot listen on ${opts.host}:${port}: ${(e as Error).message}`);
@@ -221,7 +223,7 @@ async function run(argv: string[]): Promise<number> {
   try {
     const i = await s.engine.ready;
     log(`model ${i.model} ready on ${s.url} (ctx ${i.ctx}, vocab ${i.vocab}, ${i.slots} slots, ${i.threads} threads)`);
-    if (!v.quiet && !v["disable-log-stats"]) startStatsLog(s.engine, log);
+    if (statsLog) startStatsLog(s.engine, log);
   } catch (e) {
     log(`model failed to load: ${(e as Error).message}`);
     await s.stop();
