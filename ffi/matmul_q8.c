@@ -41,13 +41,13 @@ INL void rows_ref(const int fmt, const hb_q8 *m, int lo, int hi) {
       float out;
       if (fmt == HB_INT4G) {
         const float *sg = m->sc + (size_t)o * m->ng;
-        float acc[16] = { 0 };
-        for (int k = 0, i0 = 0; i0 < I; k++, i0 += 8) {
+        float acc = 0.0f;
+        for (int g = 0, i0 = 0; i0 < I; g++, i0 += m->gs) {
           int32_t isum = 0;
-          for (int i = i0; i < I && i < i0 + 8; i++) isum += wq(fmt, r, i) * q[i];
-          acc[k & 15] = fmaf((float)isum, sg[i0 / m->gs], acc[k & 15]);
+          for (int i = i0; i < I && i < i0 + m->gs; i++) isum += wq(fmt, r, i) * q[i];
+          acc = fmaf((float)isum, sg[g], acc);
         }
-        out = hb_q8_tree16(acc, m->dx[s]);
+        out = acc * m->dx[s];
       } else {
         int64_t isum = 0;
         for (int i = 0; i < I; i++) isum += wq(fmt, r, i) * q[i];

@@ -5,10 +5,11 @@
  * Every kernel computes the same numbers, bit for bit, at every SIMD level and whatever S:
  *  - integer dot products are exact (no saturation: operand ranges are chosen for that, I ≤ HB_Q8_MAXI);
  *  - row formats (int8, int4, int2):  y = ((float)Σ_i q_w,i·q_x,i · s[o]) · d[s];
- *  - int4g: the row splits into 8-element segments k (one group each since gs ≥ 8 is a power of two);
- *    acc[k mod 16] = fma((float)(Σ_{i∈k} q_w,i·q_x,i), s[o, g(k)], acc[k mod 16]) in ascending k (fused:
- *    one rounding; the scalar reference calls fmaf); then t8[j] = acc[j]+acc[j+8], t4[j] = t8[j]+t8[j+4], t2[j] = t4[j]+t4[j+2],
- *    r = t2[0]+t2[1]; y = r · d[s].
+ *  - int4g: one float step per group g of gs elements (gs ≥ 8 a power of two; the row's last group may be
+ *    shorter): isum_g = Σ_{i∈g} q_w,i·q_x,i exactly in int32, then acc = fma((float)isum_g, s[o, g], acc) for g
+ *    ascending from acc = 0 (fused: one rounding; the scalar reference calls fmaf); y = acc · d[s]. (One step
+ *    per group, not per 8 elements: kernels that hold 16 weight rows in the lanes of a vector (the prefill
+ *    GEMM, the 16-row decode tiles) pay one convert and one FMA per gs/4 vpdpbusd.)
  * SIMD kernels read the activations in a per-format layout that matches how packed weight bytes unpack:
  *  - int8: natural order;
  *  - int4 / int4g: per 128-element block, the 64 even elements then the 64 odd ones;
@@ -97,13 +98,5 @@ static inline float hb_q8_rowfmt_out(int64_t isum, float s, float d) {
   float f = (float)isum;
   f = f * s;
   return f * d;
-}
-static inline float hb_q8_tree16(const float acc[16], float d) {
-  float t8[8], t4[4], t2[2];
-  for (int j = 0; j < 8; j++) t8[j] = acc[j] + acc[j + 8];
-  for (int j = 0; j < 4; j++) t4[j] = t8[j] + t8[j + 4];
-  for (int j = 0; j < 2; j++) t2[j] = t4[j] + t4[j + 2];
-  const float r = t2[0] + t2[1];
-  return r * d;
 }
 #endif
