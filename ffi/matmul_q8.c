@@ -256,7 +256,8 @@ void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, i
 
 /* rows per claimed chunk: everything on the calling thread for small matrices (a pool wake-up costs more
  * than it saves), else ~8 chunks per thread (≤ 256 rows) for S ≤ 4 and ~32 KiB of weights per chunk for
- * larger S (whole 32-row panels from HB_Q8_GEMM_S rows); never more than an even share per thread */
+ * larger S (whole 32-row panels of the GEMMs from HB_Q8_I4G_GEMM_S rows, else whole 4-row tiles of int4g);
+ * never more than an even share per thread */
 int hb_mm_chunk_rows(int O, size_t rowb, int S) {
   const int nt = hb_nthreads();
   if ((size_t)O * rowb < 49152 || nt <= 1) return O;
@@ -265,7 +266,8 @@ int hb_mm_chunk_rows(int O, size_t rowb, int S) {
   else c = (int)(32768 / (rowb ? rowb : 1));
   if (c < 1) c = 1;
   if (c > (S <= 4 ? 256 : 64)) c = S <= 4 ? 256 : 64;
-  if (S >= HB_Q8_GEMM_S) c = (c + HB_Q8_PANEL - 1) / HB_Q8_PANEL * HB_Q8_PANEL;   /* whole panels of the int8 GEMM */
+  if (S >= HB_Q8_I4G_GEMM_S) c = (c + HB_Q8_PANEL - 1) / HB_Q8_PANEL * HB_Q8_PANEL;   /* whole panels of the GEMMs */
+  else if (c > 4) c &= ~3;                                                           /* int4g's 4-row tiles */
   const int share = (O + nt - 1) / nt;
   return c > share ? share : c;
 }

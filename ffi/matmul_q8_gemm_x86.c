@@ -5,7 +5,7 @@
  * template keeps a thread-local panel buffer per width). */
 #include "matmul_q8.h"
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "matmul_q8_x86.h"
 
 /* ================================ AVX-512 VNNI ================================ */
 #define W 16
@@ -28,23 +28,7 @@
 #define V_STOREUF _mm512_storeu_ps
 #define V_ZERO _mm512_setzero_si512
 #define LOADROW(p, left) _mm512_maskz_loadu_epi8((left) >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (left)) - 1), p)
-/* r[j] lane q = dword q of row j -> r[q] lane j */
-GEMM_TGT static inline __attribute__((always_inline)) void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]); t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]); }
-  for (int i = 0; i < 16; i += 4) {
-    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);     u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]); u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  /* u[4i + c], 128-bit lane L = dword 4L + c of rows 4i..4i+3: a 4 × 4 transpose of 128-bit lanes per c */
-  for (int c = 0; c < 4; c++) {
-    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
-    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
-    r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);     r[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
-    r[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88); r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
-  }
-}
-#define TRANSPOSE transpose16
+#define TRANSPOSE hb_transpose16
 #include "matmul_q8_gemm.h"
 int hb_q8_gemm_i8_vnni(const hb_q8 *m, int lo, int hi) { return z_gemm_i8(m, lo, hi); }
 #undef W

@@ -4,13 +4,11 @@
  *    flipped) and 128·Σq_x (per row of x, from quantization) is taken off at the end. One row of x
  *    (decode, or the last of a batch): four weight rows at a time, software prefetch 6 KiB ahead on the
  *    weight stream (decode is DRAM-bound; never past the matrix). More rows: int8 / int4 in passes over 4 rows
- *    of x (a last pass over 2-7; wide_int: 4 or 2 weight rows, named accumulators); int4g in register tiles of 4 (then
- *    2) weight rows × up to 4 rows of x (x loads shared; 4×4 measured ~1.3-1.4x the 2×4 tile on L2-resident
- *    int4g). int8 batches of at least HB_Q8_GEMM_S rows first go through the packed-panel GEMM
- *    (matmul_q8_gemm_x86.c), whole panels of 32 weight rows; the rows left over come here.
+ *    of x (a last pass over 2-7; wide_int: 4 or 2 weight rows, named accumulators). int8 batches of at least
+ *    HB_Q8_GEMM_S rows first go through the packed-panel GEMM (matmul_q8_gemm_x86.c), whole panels of 32
+ *    weight rows; the rows left over come here. int4g has kernels of its own (matmul_q8_i4g_x86.c).
  *  - AVX2 (also used at the AVX-512-without-VNNI level): matmul_q8_tile256.h with maddubs + madd.
- * int32 lane j of a block always sums weight bytes 4j..4j+3: for int4g that is one 8-element segment,
- * whose float product with its group scale is fused into accumulator lane (segment mod 16).
+ * int32 lane j of a block always sums weight bytes 4j..4j+3.
  * The last partial block is read with a masked load; padded activations are zero, so padded weights
  * contribute nothing. (The SIMD parts of x quantization: matmul_q8_xq_x86.c.) */
 #include "matmul_q8.h"
@@ -19,61 +17,23 @@
 
 #define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 
-#define TILE_NR 4   /* weight rows per register tile (then pairs, then single rows) */
 /* ================================ AVX-512 VNNI ================================ */
-/* scale of each lane's segment for block b (128 elements) of an int4g row: lane j -> group (128b + 8j)/gs.
- * GS: the group size when known at compile time (64), else 0 (runtime gs). Blocks before the last read
- * exactly their 128/gs scales; the last block masks the groups past the row (they get 0). */
-TV INL __m512 scales16(const int GS, const float *sg, int ng, int gs, int b, int last, __m512i sidx) {
-  const int g = GS ? GS : gs, sh = __builtin_ctz((unsigned)g);
-  if (g >= 128) return _mm512_set1_ps(sg[(b << 7) >> sh]);
-  const int g0 = (b << 7) >> sh, per = 128 >> sh;
-  __m512 s;
-  if (last) {
-    const int left = ng - g0, cnt = left < per ? left : per;
-    s = _mm512_maskz_loadu_ps((__mmask16)((1u << cnt) - 1), sg + g0);
-  } else if (per == 2) s = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double *)(const void *)(sg + g0))));
-  else if (per == 4) s = _mm512_castps128_ps512(_mm_loadu_ps(sg + g0));
-  else if (per == 8) s = _mm512_castps256_ps512(_mm256_loadu_ps(sg + g0));
-  else s = _mm512_loadu_ps(sg + g0);
-  return _mm512_permutexvar_ps(sidx, s);
-}
-
 TV INL int64_t hsum64(__m512i v) {
   const __m512i a = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v));
   const __m512i b = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1));
   return _mm512_reduce_add_epi64(_mm512_add_epi64(a, b));
 }
-TV INL float tree16(__m512 acc, float d) {
-  const __m256 t8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
-  const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
-  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-  const float r = _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
-  return r * d;
-}
-
 /* out[k] = y[s0+k, o] for k < ns (a constant after inlining) */
-TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, int o, int s0, float *out) {
+TV INL void dot_vnni(const int fmt, const int ns, const hb_q8 *m, int o, int s0, float *out) {
   const uint8_t *r = hb_q8_row(m, o);
   const int I = m->I, Ip = m->Ip, epb = fmt == HB_INT8 ? 64 : fmt == HB_INT2 ? 256 : 128;
   const int nfull = I / epb;
   const int tailb = (int)(m->rowb - (size_t)nfull * 64);
   const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3), flip = _mm512_set1_epi8((char)0x80);
   __m512i v[4];
-  __m512 acc[4];
   const int8_t *q[4];
-  const int32_t *cr[4];
-  for (int k = 0; k < 4; k++) { v[k] = _mm512_setzero_si512(); acc[k] = _mm512_setzero_ps(); }
-  for (int k = 0; k < ns; k++) {
-    q[k] = m->qx + (size_t)(s0 + k) * Ip;
-    cr[k] = fmt == HB_INT4G ? m->corr + (size_t)(s0 + k) * (Ip / 8) : NULL;
-  }
-  const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
-  __m512i sidx = _mm512_setzero_si512();
-  if (fmt == HB_INT4G && (GS ? GS : m->gs) < 128) {
-    const int sh = __builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3;  /* lane j -> (8j)/gs */
-    sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), (unsigned)sh);
-  }
+  for (int k = 0; k < 4; k++) v[k] = _mm512_setzero_si512();
+  for (int k = 0; k < ns; k++) q[k] = m->qx + (size_t)(s0 + k) * Ip;
   for (int b = 0; b <= nfull; b++) {
     __m512i w;
     if (b < nfull) {
@@ -97,106 +57,18 @@ TV INL void dot_vnni(const int fmt, const int GS, const int ns, const hb_q8 *m, 
       }
     } else {
       const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
-      if (fmt == HB_INT4G) {
-        const __m512 sv = scales16(GS, sg, m->ng, m->gs, b, b == nfull, sidx);
-        for (int k = 0; k < ns; k++) {
-          const int8_t *xb = q[k] + 128 * (size_t)b;
-          __m512i t = _mm512_loadu_si512((const void *)(cr[k] + 16 * (size_t)b));
-          t = _mm512_dpbusd_epi32(t, lo, _mm512_loadu_si512((const void *)xb));
-          t = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512((const void *)(xb + 64)));
-          acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), sv, acc[k]);
-        }
-      } else {
-        for (int k = 0; k < ns; k++) {
-          const int8_t *xb = q[k] + 128 * (size_t)b;
-          const __m512i t = _mm512_dpbusd_epi32(v[k], lo, _mm512_loadu_si512((const void *)xb));
-          v[k] = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512((const void *)(xb + 64)));
-        }
+      for (int k = 0; k < ns; k++) {
+        const int8_t *xb = q[k] + 128 * (size_t)b;
+        const __m512i t = _mm512_dpbusd_epi32(v[k], lo, _mm512_loadu_si512((const void *)xb));
+        v[k] = _mm512_dpbusd_epi32(t, hi, _mm512_loadu_si512((const void *)(xb + 64)));
       }
     }
   }
   for (int k = 0; k < ns; k++) {
     const int s = s0 + k;
-    if (fmt == HB_INT4G) { out[k] = tree16(acc[k], m->dx[s]); continue; }
     int64_t isum = hsum64(v[k]);
     isum -= (fmt == HB_INT8 ? 128 : fmt == HB_INT2 ? 2 : 8) * m->xsum[s];
     out[k] = hb_q8_rowfmt_out(isum, m->sc[o], m->dx[s]);
-  }
-}
-
-/* one block of an int4g tile: nr weight rows (w[j], their scales sv[j]) × x rows s0..s0+ns-1 of block b, their
- * fused float steps into a */
-TV INL void tile_block(const int nr, const int ns, const __m512i *w, const __m512 *sv, const int8_t *x0, size_t xs,
-                       const int32_t *c0, size_t cs, int b, __m512 a[4][4]) {
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  __m512i lo[4], hi[4];
-  for (int j = 0; j < nr; j++) { lo[j] = _mm512_and_si512(w[j], m4); hi[j] = _mm512_and_si512(_mm512_srli_epi16(w[j], 4), m4); }
-  for (int k = 0; k < ns; k++) {
-    const int8_t *xb = x0 + (size_t)k * xs + 128 * (size_t)b;
-    const __m512i xe = _mm512_loadu_si512((const void *)xb), xo = _mm512_loadu_si512((const void *)(xb + 64));
-    const __m512i c = _mm512_loadu_si512((const void *)(c0 + (size_t)k * cs + 16 * (size_t)b));
-    for (int j = 0; j < nr; j++) {
-      const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, lo[j], xe), hi[j], xo);
-      a[j][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), sv[j], a[j][k]);
-    }
-  }
-}
-
-/* int4g register tile: weight rows o..o+nr-1 (nr = TILE_NR or 2) × activation rows s0..s0+ns-1 (ns ≤ 4), each
- * (o, s) in exactly dot_vnni's order (same integer sums, same fused steps, same tree), with the x loads shared by
- * the weight rows; its float accumulators stay in registers (the integer formats' tiles are wide_int below).
- * Full blocks run in a loop of their own (the first pass over these rows prefetches ahead: it streams them from
- * memory), then the partial last block through masked loads. */
-TV INL void tile_vnni(const int GS, const int nr, const int ns, const hb_q8 *m, int o, int s0) {
-  const int first = s0 == 0;
-  const size_t rb = m->rowb;
-  const uint8_t *r0 = hb_q8_row(m, o);
-  const int nfull = m->I / 128, tailb = (int)(rb - (size_t)nfull * 64);
-  const size_t xs = (size_t)m->Ip, cs = (size_t)m->Ip / 8;
-  const int8_t *x0 = m->qx + (size_t)s0 * xs;
-  const int32_t *c0 = m->corr + (size_t)s0 * cs;
-  __m512i w[4];
-  __m512 a[4][4], sv[4];
-  for (int j = 0; j < 4; j++)
-    for (int k = 0; k < 4; k++) a[j][k] = _mm512_setzero_ps();
-  const float *sg = m->sc + (size_t)o * m->ng;
-  __m512i sidx = _mm512_setzero_si512();
-  if ((GS ? GS : m->gs) < 128)
-    sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                             (unsigned)(__builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3));
-  for (int b = 0; b < nfull; b++) {
-    for (int j = 0; j < nr; j++) {
-      w[j] = _mm512_loadu_si512((const void *)(r0 + j * rb + 64 * (size_t)b));
-      if (first) pf(m, r0 + j * rb + 64 * (size_t)b + Q8_PF);
-      sv[j] = scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, b, 0, sidx);
-    }
-    tile_block(nr, ns, w, sv, x0, xs, c0, cs, b, a);
-  }
-  if (tailb > 0) {
-    const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
-    for (int j = 0; j < nr; j++) {
-      w[j] = _mm512_maskz_loadu_epi8(mk, r0 + j * rb + 64 * (size_t)nfull);
-      sv[j] = scales16(GS, sg + (size_t)j * m->ng, m->ng, m->gs, nfull, 1, sidx);
-    }
-    tile_block(nr, ns, w, sv, x0, xs, c0, cs, nfull, a);
-  }
-  /* all outputs of the tile at once: matmul_q8.h's tree, then times d */
-  const int O = m->O;
-  float *y = m->y + (size_t)s0 * O + o;
-  float dd[4];
-  for (int k = 0; k < 4; k++) dd[k] = m->dx[s0 + (k < ns ? k : 0)];
-  const __m128 d = _mm_loadu_ps(dd);
-  __m128 r[4];   /* r[j] lane k = y[s0 + k, o + j] */
-  for (int j = 0; j < nr; j++) r[j] = _mm_mul_ps(hb_tree16x4(a[j][0], a[j][ns > 1], a[j][ns > 2 ? 2 : 0], a[j][ns > 3 ? 3 : 0]), d);
-  if (nr == 4) {
-    _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);   /* r[k] lane j = y[s0 + k, o + j] */
-    for (int k = 0; k < ns; k++) _mm_storeu_ps(y + (size_t)k * O, r[k]);
-    return;
-  }
-  for (int j = 0; j < nr; j++) {
-    float t[4];
-    _mm_storeu_ps(t, r[j]);
-    for (int k = 0; k < ns; k++) y[(size_t)k * O + j] = t[k];
   }
 }
 
@@ -307,9 +179,8 @@ TV INL void wide_rows(const int fmt, const hb_q8 *m, int o, int o1, int s0, int 
 }
 #undef WIDE_NS
 
-/* one block b of one weight row w against one row of x, accumulated into v (integer formats) or a (int4g) */
-TV INL void dec_block(const int fmt, const int GS, const hb_q8 *m, __m512i w, const int8_t *x, const int32_t *cr,
-                      const float *sg, __m512i sidx, int b, int last, __m512i *v, __m512 *a) {
+/* one block b of one weight row w against one row of x, accumulated into v */
+TV INL void dec_block(const int fmt, __m512i w, const int8_t *x, int b, __m512i *v) {
   if (fmt == HB_INT8) {
     *v = _mm512_dpbusd_epi32(*v, _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80)), _mm512_loadu_si512((const void *)(x + 64 * (size_t)b)));
     return;
@@ -317,66 +188,33 @@ TV INL void dec_block(const int fmt, const int GS, const hb_q8 *m, __m512i w, co
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
   const __m512i xe = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b)), xo = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b + 64));
-  if (fmt == HB_INT4G) {
-    const __m512i t = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_loadu_si512((const void *)(cr + 16 * (size_t)b)), lo, xe), hi, xo);
-    *a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), scales16(GS, sg, m->ng, m->gs, b, last, sidx), *a);
-  } else
-    *v = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(*v, lo, xe), hi, xo);
+  *v = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(*v, lo, xe), hi, xo);
 }
 
-/* One row of x (decode, or the last row of a batch): weight rows o..o+3 against row s0 of x (int8, int4,
- * int4g), each row in exactly dot_vnni's order. Integer formats read the rows one after the other (one
- * sequential stream: four interleaved row streams measured ~25% slower from DRAM at 2 threads); so does
- * int4g with rows of ≥ DEC_SEQ_INT4G blocks (3 KiB rows, 2048x6144 from DRAM: ~41 vs ~35 GB/s), while
- * shorter int4g rows interleave (its fused float chain per row is latency-bound: 512 B rows measured
- * slower one after the other). Setup and reductions are shared (rows of a few blocks are common: the
- * per-row overhead of one-row passes costs as much as the data there).
+/* One row of x (decode, or the last row of a batch): weight rows o..o+3 against row s0 of x (int8, int4),
+ * each row in exactly dot_vnni's order, the rows one after the other (one sequential stream: four
+ * interleaved row streams measured ~25% slower from DRAM at 2 threads). Setup and reductions are shared
+ * (rows of a few blocks are common: the per-row overhead of one-row passes costs as much as the data there).
  * Full blocks in a loop of their own, then the partial last block through a masked load. */
-#define DEC_SEQ_INT4G 32
-TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0) {
+TV INL void dec4_vnni(const int fmt, const hb_q8 *m, int o, int s0) {
   const size_t rb = m->rowb;
   const int I = m->I, epb = fmt == HB_INT8 ? 64 : 128, nfull = I / epb;
   const int tailb = (int)(rb - (size_t)nfull * 64);
   const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
   const int8_t *x = m->qx + (size_t)s0 * m->Ip;
-  const int32_t *cr = fmt == HB_INT4G ? m->corr + (size_t)s0 * (m->Ip / 8) : NULL;
   __m512i v[4];
-  __m512 a[4];
-  __m512i sidx = _mm512_setzero_si512();
-  if (fmt == HB_INT4G && (GS ? GS : m->gs) < 128)
-    sidx = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                             (unsigned)(__builtin_ctz((unsigned)(GS ? GS : m->gs)) - 3));
   const uint8_t *r = hb_q8_row(m, o);
-  const float *sg = fmt == HB_INT4G ? m->sc + (size_t)o * m->ng : NULL;
-  for (int j = 0; j < 4; j++) { v[j] = _mm512_setzero_si512(); a[j] = _mm512_setzero_ps(); }
-  if (fmt != HB_INT4G || nfull >= DEC_SEQ_INT4G)
-    for (int j = 0; j < 4; j++) {
-      const uint8_t *rj = r + j * rb;
-      const float *sj = sg ? sg + (size_t)j * m->ng : NULL;
-      for (int b = 0; b < nfull; b++) {
-        pf(m, rj + 64 * (size_t)b + Q8_PF);
-        dec_block(fmt, GS, m, _mm512_loadu_si512((const void *)(rj + 64 * (size_t)b)), x, cr, sj, sidx, b, 0, &v[j], &a[j]);
-      }
-      if (tailb > 0) dec_block(fmt, GS, m, _mm512_maskz_loadu_epi8(mk, rj + 64 * (size_t)nfull), x, cr, sj, sidx, nfull, 1, &v[j], &a[j]);
+  for (int j = 0; j < 4; j++) {
+    const uint8_t *rj = r + j * rb;
+    v[j] = _mm512_setzero_si512();
+    for (int b = 0; b < nfull; b++) {
+      pf(m, rj + 64 * (size_t)b + Q8_PF);
+      dec_block(fmt, _mm512_loadu_si512((const void *)(rj + 64 * (size_t)b)), x, b, &v[j]);
     }
-  else {   /* short int4g rows: interleaved (four fused chains in flight: its float epilogue is latency-bound) */
-    for (int b = 0; b < nfull; b++)
-      for (int j = 0; j < 4; j++) {
-        pf(m, r + j * rb + 64 * (size_t)b + Q8_PF);
-        dec_block(fmt, GS, m, _mm512_loadu_si512((const void *)(r + j * rb + 64 * (size_t)b)), x, cr, sg + (size_t)j * m->ng,
-                  sidx, b, 0, &v[j], &a[j]);
-      }
-    if (tailb > 0)
-      for (int j = 0; j < 4; j++)
-        dec_block(fmt, GS, m, _mm512_maskz_loadu_epi8(mk, r + j * rb + 64 * (size_t)nfull), x, cr, sg + (size_t)j * m->ng,
-                  sidx, nfull, 1, &v[j], &a[j]);
+    if (tailb > 0) dec_block(fmt, _mm512_maskz_loadu_epi8(mk, rj + 64 * (size_t)nfull), x, nfull, &v[j]);
   }
   float *y = m->y + (size_t)s0 * m->O + o;
   const float d = m->dx[s0];
-  if (fmt == HB_INT4G) {
-    _mm_storeu_ps(y, _mm_mul_ps(hb_tree16x4(a[0], a[1], a[2], a[3]), _mm_set1_ps(d)));
-    return;
-  }
   const int off = fmt == HB_INT8 ? 128 : 8;
   if (I > 32768) {   /* lane sums could pass 2^31 */
     for (int j = 0; j < 4; j++) y[j] = hb_q8_rowfmt_out(hsum64(v[j]) - off * m->xsum[s0], m->sc[o + j], d);
@@ -387,9 +225,8 @@ TV INL void dec4_vnni(const int fmt, const int GS, const hb_q8 *m, int o, int s0
   _mm_storeu_ps(y, _mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(t), _mm_loadu_ps(m->sc + o)), _mm_set1_ps(d)));
 }
 
-TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int hi) {
+TV INL void rows_vnni(const int fmt, const hb_q8 *m, int lo, int hi) {
   const int S = m->S, O = m->O, R = hb_q8_subrows(m->rowb);
-  const int tiles = S > 1 && fmt == HB_INT4G;   /* (int8 / int4 batches: wide_int above) */
   float out[4];
   for (int o0 = lo; o0 < hi; o0 += R) {
     const int o1 = hi - o0 < R ? hi : o0 + R;
@@ -398,46 +235,30 @@ TV INL void rows_vnni(const int fmt, const int GS, const hb_q8 *m, int lo, int h
      * pass; a last single row: dec4. S = 8 as two passes of 4 rather than one of 8 (2-weight-row tiles): dense
      * decode-step calls of 8 streams ~10% faster in-engine (bench profile, 3 alternated runs), 1024x1024 from
      * memory 30.5 -> 26.8 us (throwaway harness) */
-    if (fmt == HB_INT8 || fmt == HB_INT4)
+    if (fmt != HB_INT2)
       for (int ns; (ns = S - s0 >= 8 ? 4 : S - s0) >= 2; s0 += ns) wide_rows(fmt, m, o0, o1, s0, ns);
     for (; s0 < S; s0 += 4) {
       const int ns = S - s0 < 4 ? S - s0 : 4;
       int o = o0;
       if (ns == 1 && fmt != HB_INT2)   /* decode, or the last row of a batch */
-        for (; o + 4 <= o1; o += 4) dec4_vnni(fmt, GS, m, o, s0);
-      if (tiles && ns >= 2) {  /* (one row took the 4-row decode kernel above) */
-        for (; o + TILE_NR <= o1; o += TILE_NR) {
-          if (ns == 4) tile_vnni(GS, TILE_NR, 4, m, o, s0);
-          else if (ns == 3) tile_vnni(GS, TILE_NR, 3, m, o, s0);
-          else tile_vnni(GS, TILE_NR, 2, m, o, s0);
-        }
-        for (; o + 2 <= o1; o += 2) {
-          if (ns == 4) tile_vnni(GS, 2, 4, m, o, s0);
-          else if (ns == 3) tile_vnni(GS, 2, 3, m, o, s0);
-          else tile_vnni(GS, 2, 2, m, o, s0);
-        }
-      }
+        for (; o + 4 <= o1; o += 4) dec4_vnni(fmt, m, o, s0);
       for (; o < o1; o++) {
         switch (ns) {
-        case 1: dot_vnni(fmt, GS, 1, m, o, s0, out); break;
-        case 2: dot_vnni(fmt, GS, 2, m, o, s0, out); break;
-        case 3: dot_vnni(fmt, GS, 3, m, o, s0, out); break;
-        default: dot_vnni(fmt, GS, 4, m, o, s0, out); break;
+        case 1: dot_vnni(fmt, 1, m, o, s0, out); break;
+        case 2: dot_vnni(fmt, 2, m, o, s0, out); break;
+        case 3: dot_vnni(fmt, 3, m, o, s0, out); break;
+        default: dot_vnni(fmt, 4, m, o, s0, out); break;
         }
         for (int k = 0; k < ns; k++) m->y[(size_t)(s0 + k) * O + o] = out[k];
       }
     }
   }
 }
-TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, 0, m, hb_q8_gemm_i8_vnni(m, lo, hi), hi); }
-TV static void vnni_i4(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4, 0, m, lo, hi); }
-TV static void vnni_i2(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT2, 0, m, lo, hi); }
-TV static void vnni_i4g(const hb_q8 *m, int lo, int hi) {
-  if (m->gs == 64) rows_vnni(HB_INT4G, 64, m, lo, hi);
-  else rows_vnni(HB_INT4G, 0, m, lo, hi);
-}
+TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, m, hb_q8_gemm_i8_vnni(m, lo, hi), hi); }
+TV static void vnni_i4(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4, m, lo, hi); }
+TV static void vnni_i2(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT2, m, lo, hi); }
 void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi) {
-  static const hb_q8_rows_fn t[] = { NULL, vnni_i8, vnni_i4, vnni_i2, vnni_i4g };
+  static const hb_q8_rows_fn t[] = { NULL, vnni_i8, vnni_i4, vnni_i2, hb_q8_rows_i4g_vnni };
   t[m->fmt](m, lo, hi);
 }
 void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi) { hb_q8_rows_avx2(m, lo, hi); }

@@ -1,6 +1,5 @@
-/* libhb x86 fast-mode helpers shared by the AVX2 / AVX-512 kernels (matmul_q8_x86.c) and the AVX-VNNI ones
- * (matmul_q8_avxvnni.c): weight-stream prefetch and the 256-bit int4g scale / reduction steps, whose
- * order is the one matmul_q8.h defines. Holds no state. */
+/* libhb x86 fast-mode helpers shared by the AVX2 / AVX-512 kernels (matmul_q8_x86.c, matmul_q8_i4g_x86.c) and the
+ * AVX-VNNI ones (matmul_q8_avxvnni.c): weight-stream prefetch, a 256-bit row sum, the 16 × 16 dword transpose. Holds no state. */
 #ifndef HB_MATMUL_Q8_X86_H
 #define HB_MATMUL_Q8_X86_H
 #include "matmul_q8.h"
@@ -17,14 +16,6 @@
 INL void pf(const hb_q8 *m, const uint8_t *p) {
   if (p < m->Wend) _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
-/* scales of chunk c (64 elements: lane j = element 64c + 8j) of an int4g row; groups past the row get 0 */
-T256 INL __m256 scales8(const float *sg, int ng, int sh, int c, __m256i sidx) {
-  if (sh >= 6) return _mm256_set1_ps(sg[(c << 6) >> sh]);
-  const int g0 = (c << 6) >> sh, per = 64 >> sh, left = ng - g0, cnt = left < per ? left : per;
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 s = _mm256_maskload_ps(sg + g0, _mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane));
-  return _mm256_permutevar8x32_ps(s, sidx);
-}
 T256 INL int64_t hsum64_8(__m256i v) {
   int32_t t[8];
   _mm256_storeu_si256((__m256i *)t, v);
@@ -32,12 +23,21 @@ T256 INL int64_t hsum64_8(__m256i v) {
   for (int k = 0; k < 8; k++) s += t[k];
   return s;
 }
-T256 INL float tree8x2(__m256 a, __m256 b, float d) {
-  const __m256 t8 = _mm256_add_ps(a, b);
-  const __m128 t4 = _mm_add_ps(_mm256_castps256_ps128(t8), _mm256_extractf128_ps(t8, 1));
-  const __m128 t2 = _mm_add_ps(t4, _mm_movehl_ps(t4, t4));
-  const float r = _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
-  return r * d;
+/* 16 × 16 dwords in place: r[j] lane q = dword q of row j -> r[q] lane j (the packed-panel GEMMs, int4g's 16-row tiles) */
+static inline __attribute__((always_inline, target("avx512f"))) void hb_transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) { t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]); t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]); }
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);     u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]); u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  /* u[4i + c], 128-bit lane L = dword 4L + c of rows 4i..4i+3: a 4 × 4 transpose of 128-bit lanes per c */
+  for (int c = 0; c < 4; c++) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xEE);
+    const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);     r[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+    r[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88); r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+  }
 }
 
 /* rows of W handled per pass over a block of ≤ 4 activation rows: ~16 KiB of packed weights */

@@ -74,26 +74,28 @@ describe("q8 kernels", () => {
     expect(cases).toBeGreaterThan(0);
   });
 
-  // batches of ≥ 16 rows take the packed-panel GEMM on AVX-512 VNNI for int8 (whole 32-row panels; the rest
-  // of the rows, and every other format, the register tiles): the same bits as the scalar reference
-  test.skipIf(levels.length === 0)("int8 batches of 16+ rows (the packed-panel GEMM) equal the scalar reference bit for bit", () => {
+  // batches of ≥ 16 rows take the packed-panel GEMM on AVX-512 VNNI for int8, of ≥ 4 rows the int4g one (gs ≥ 32;
+  // whole 32-row panels; the rest of the rows, and every other format, the register tiles): the same bits as the
+  // scalar reference
+  test.skipIf(levels.length === 0)("int8 and int4g batches (the packed-panel GEMMs) equal the scalar reference bit for bit", () => {
     const r = rng(2);
     let cases = 0;
-    for (const I of [1, 5, 64, 100, 256, 1000, 33000])
-      for (const [O, S] of [[32, 16], [64, 23], [70, 40], [100, 17]]) {
-        if (I === 33000 && O !== 64) continue; // past 32768 int32 sums could overflow: the tiles' 64-bit path instead
-        const w = randQ(r, Fmt.int8, O, I, 0), x = randF32(r, S * I, 3);
-        x.fill(0, 3 * I, 4 * I); // an all-zero row
-        x[7 * I] = NaN;          // a row with a non-finite value: NaN outputs, as every kernel gives
-        const ref = new Float32Array(S * O);
-        lib.hb_matmul_q8_ref(Fmt.int8, w.W, w.scales, 0, O, I, x, S, ref);
-        for (const level of levels) {
-          const all = new Float32Array(S * O).fill(-1);
-          atLevel(level, () => matmulQ8(Fmt.int8, w.W, w.scales, 0, O, I, x, S, all));
-          if (!same(all, ref)) throw new Error(`int8 I=${I} O=${O} S=${S} level ${level}: differs from the scalar reference`);
-          cases++;
+    for (const [fmt, gs] of [[Fmt.int8, 0], [Fmt.int4g, 32], [Fmt.int4g, 64], [Fmt.int4g, 256]] as [FmtCode, number][])
+      for (const I of [1, 5, 64, 100, 256, 1000, 33000])
+        for (const [O, S] of [[32, 16], [64, 23], [70, 40], [100, 17], [96, 4], [64, 5]]) {
+          if (I === 33000 && (O !== 64 || fmt !== Fmt.int8)) continue; // past 32768 int32 sums could overflow: the tiles' 64-bit path instead
+          const w = randQ(r, fmt, O, I, gs), x = randF32(r, S * I, 3);
+          x.fill(0, 3 * I, Math.min(4, S) * I); // an all-zero row
+          x[Math.min(7, S - 1) * I] = NaN;      // a row with a non-finite value: NaN outputs, as every kernel gives
+          const ref = new Float32Array(S * O);
+          lib.hb_matmul_q8_ref(fmt, w.W, w.scales, w.gs, O, I, x, S, ref);
+          for (const level of levels) {
+            const all = new Float32Array(S * O).fill(-1);
+            atLevel(level, () => matmulQ8(fmt, w.W, w.scales, w.gs, O, I, x, S, all));
+            if (!same(all, ref)) throw new Error(`fmt ${fmt} gs=${gs} I=${I} O=${O} S=${S} level ${level}: differs from the scalar reference`);
+            cases++;
+          }
         }
-      }
     expect(cases).toBeGreaterThan(0);
   });
 

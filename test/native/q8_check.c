@@ -19,7 +19,8 @@ int main(void) {
   const int Is[] = { 1, 7, 64, 127, 128, 129, 200, 256, 300, 1000, 4100 };
   const int gss[] = { 8, 16, 32, 64, 128, 256 };
   const int Os[] = { 1, 5, 7, 33, 38 };
-  const int parts[][2] = { { 0, 1 }, { 3, 1 }, { 8, 1 }, { 1, 4 }, { 4, 5 }, { 2, 2 }, { 5, 3 } };
+  /* rows alone and in sub-batches: every S from 1 to 9 (9: the whole batch) */
+  const int parts[][2] = { { 0, 1 }, { 3, 1 }, { 8, 1 }, { 1, 4 }, { 4, 5 }, { 2, 2 }, { 5, 3 }, { 3, 6 }, { 1, 7 }, { 1, 8 } };
   const int S = 9;
   long cases = 0;
   for (int f = 0; f < 4; f++)
