@@ -31,9 +31,15 @@ TV static void pack(const hb_q8 *m, int o, int nb, uint32_t *p, float *sp) {
       hb_transpose16(r);
       for (int q = 0; q < 16; q++) _mm512_store_si512(p + (size_t)(16 * b + q) * 32 + h, r[q]);
     }
-  const int ng = m->ng;
-  for (int j = 0; j < 32; j++)
-    for (int g = 0; g < ng; g++) sp[(size_t)g * 32 + j] = m->sc[(size_t)(o + j) * ng + g];
+  const int ng = m->ng;   /* the scales: 16 groups × 16 rows at a time, transposed as dwords */
+  for (int h = 0; h < 32; h += 16)
+    for (int g0 = 0; g0 < ng; g0 += 16) {
+      const __mmask16 mk = (__mmask16)(ng - g0 >= 16 ? 0xffff : (1u << (ng - g0)) - 1);
+      __m512i r[16];
+      for (int j = 0; j < 16; j++) r[j] = _mm512_maskz_loadu_epi32(mk, m->sc + (size_t)(o + h + j) * ng + g0);
+      hb_transpose16(r);
+      for (int q = 0; q < 16 && g0 + q < ng; q++) _mm512_store_si512((void *)(sp + (size_t)(g0 + q) * 32 + h), r[q]);
+    }
 }
 
 /* x rows s0..s0+ns-1 against the panel of rows o..o+31; cg[s·ng + g]: −8·Σq_x over group g of x row s;
@@ -103,15 +109,20 @@ TV int hb_q8_gemm_i4g_vnni(const hb_q8 *m, int lo, int hi) {
   for (; o + 32 <= hi; o += 32) {
     pack(m, o, nb, p, sp);
     const uint8_t *next = o + 64 <= hi ? hb_q8_row(m, o + 32) : NULL;
-    int s0 = 0;
-    for (; s0 + MR <= S; s0 += MR) { block(MR, m, p, sp, cg, o, s0, next); next = NULL; }
-    switch (S - s0) {   /* the rest of the rows, with the count a constant */
-    case 1: block(1, m, p, sp, cg, o, s0, next); break;
-    case 2: block(2, m, p, sp, cg, o, s0, next); break;
-    case 3: block(3, m, p, sp, cg, o, s0, next); break;
-    case 4: block(4, m, p, sp, cg, o, s0, next); break;
-    case 5: block(5, m, p, sp, cg, o, s0, next); break;
-    default: break;
+    /* ceil(S / MR) blocks of near-equal size (16 rows: 6, 5, 5 rather than 6, 6, 4; 13: 5, 4, 4 rather than 6, 6, 1) */
+    const int nblk = (S + MR - 1) / MR;
+    for (int bk = 0, s0 = 0; bk < nblk; bk++) {
+      const int ns = (S - s0) / (nblk - bk);   /* the later blocks take the extra rows */
+      switch (ns) {   /* the count a constant in each */
+      case 1: block(1, m, p, sp, cg, o, s0, next); break;
+      case 2: block(2, m, p, sp, cg, o, s0, next); break;
+      case 3: block(3, m, p, sp, cg, o, s0, next); break;
+      case 4: block(4, m, p, sp, cg, o, s0, next); break;
+      case 5: block(5, m, p, sp, cg, o, s0, next); break;
+      default: block(MR, m, p, sp, cg, o, s0, next); break;
+      }
+      s0 += ns;
+      next = NULL;
     }
   }
   return o;
