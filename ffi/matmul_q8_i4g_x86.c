@@ -123,7 +123,7 @@ TV INL void dec4(const int GS, const int NR, const int ns, const hb_q8 *m, int o
       for (int j = 0; j < NR; j++) t[k][j] = c;
     }
     for (int j = 0; j < NR; j++) {
-      const __m512i w = _mm512_maskz_loadu_epi8(mk, p + j * rb);
+      const __m512i w = left >= 64 ? _mm512_loadu_si512((const void *)(p + j * rb)) : _mm512_maskz_loadu_epi8(mk, p + j * rb);
       const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
       for (int k = 0; k < ns; k++) {
         const int8_t *xb = x + (size_t)k * Ip + 128 * (size_t)b;
