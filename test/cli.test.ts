@@ -198,6 +198,41 @@ describe("llama-cli's short flags", () => {
     expect(JSON.parse(short.out).gen_ids).toHaveLength(6);
     expect(JSON.parse(short.out).gen_ids).toEqual(JSON.parse(long.out).gen_ids);
   });
+  test("generate's llama-cli launch flags: -ngl 0 -fa -ctk / -ctv f16 -t 1 --jinja are --device cpu --kv-cache-dtype f16 --threads 1", async () => {
+    const { demoModelDir } = await import("../src/model/demo.ts");
+    const base = ["generate", "-m", demoModelDir(), "-p", "Once upon a time", "-n", "5", "--json", "--draft", "off"];
+    const [llama, ours, other, clash] = await Promise.all([cli(...base, "-ngl", "0", "-fa", "-ctk", "f16", "-ctv", "f16", "-t", "1", "--jinja", "--no-mmap"),
+      cli(...base, "--device", "cpu", "--kv-cache-dtype", "f16", "--threads", "1"), cli(...base, "-ctk", "f16", "--device", "vulkan"),
+      cli(...base, "-ngl", "0", "--device", "vulkan")]);
+    expect([llama.code, ours.code]).toEqual([0, 0]);
+    expect(llama.err).toContain("device: cpu (--device cpu)");
+    expect(other.err).toContain("--kv-cache-dtype f16 runs on the CPU path only"); // -ctk reached --kv-cache-dtype
+    const ids = (r: { out: string }) => JSON.parse(r.out).gen_ids as number[];
+    expect(ids(llama)).toEqual(ids(ours));
+    expect(ids(llama)).toHaveLength(5);
+    expect(clash.code).toBe(2);
+    expect(clash.err).toContain("-ngl 0 keeps every layer on the CPU: not with --device vulkan");
+  }, T);
+  test("chat's llama-cli flags: -m -n -c -t -ngl 0 -ctk f16 answer as the long forms", async () => {
+    const { demoModelDir } = await import("../src/model/demo.ts");
+    const run = async (...a: string[]) => {
+      const p = Bun.spawn(["bun", "src/cli.ts", "chat", "-m", demoModelDir(), "--temperature", "0", ...a], { cwd: REPO, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+      p.stdin.write("Hello\n/exit\n");
+      p.stdin.end();
+      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      return { out, err, code };
+    };
+    const [short, long, bad, gpu] = await Promise.all([run("-n", "6", "-c", "512", "-t", "1", "-ngl", "0", "-ctk", "f16"),
+      run("--max-tokens", "6", "--ctx", "512", "--threads", "1", "--device", "cpu", "--kv-cache-dtype", "f16"), run("-ctk", "q4_0"),
+      run("-ctk", "f16", "--device", "vulkan")]);
+    expect([short.code, long.code]).toEqual([0, 0]);
+    expect(short.err).toContain("device: cpu (--device cpu)");
+    expect(gpu.err).toContain("--kv-cache-dtype f16 runs on the CPU path only"); // -ctk reached the engine
+    expect(short.out.length).toBeGreaterThan(0);
+    expect(short.out).toBe(long.out);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("--cache-type-k must be one of");
+  }, T);
 });
 
 describe("generate's sampling flags", () => {

@@ -2,7 +2,7 @@
 // parsing, the mapped options and the refusals; on a live server (glm-tiny fixture) --seed's reproducible sampling
 // and -n's default max tokens; and a llama-server launch line through `serve` itself.
 import { afterAll, describe, expect, test } from "bun:test";
-import { launchOptions, rewriteLaunchArgs } from "../src/cli/launch-compat.ts";
+import { applyLaunch, launchOptions, rewriteLaunchArgs } from "../src/cli/launch-compat.ts";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { post, spawnServe, startTiny } from "./server.helpers.ts";
@@ -13,6 +13,25 @@ describe("launch flags", () => {
       "-n", "-1", "--seed", "-5", "--", "-ngl"])).toEqual(["--n-gpu-layers", "99", "--parallel", "4", "--flash-attn=on", "-c", "4096",
       "--flash-attn=off", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--cont-batching", "--tensor-parallel-size", "1",
       "--n-predict=-1", "--seed=-5", "--", "-ngl"]);
+  });
+
+  test("llama-cli's rewrite (generate, chat) leaves -n and negative numbers alone", () => {
+    expect(rewriteLaunchArgs(["-n", "-1", "-ngl", "99", "-fa", "-ctk", "f16"], false))
+      .toEqual(["-n", "-1", "--n-gpu-layers", "99", "--flash-attn=on", "--cache-type-k", "f16"]);
+  });
+
+  test("applyLaunch writes -ngl / -ctk into the command's own flags, refusing contradictions", () => {
+    const v: Record<string, string | boolean | undefined> = { "n-gpu-layers": "3", "cache-type-k": "q8_0" };
+    applyLaunch(v, launchOptions(v, ""), "");
+    expect([v["device-layers"], v.device, v["kv-cache-dtype"]]).toEqual(["3", undefined, "q8"]);
+    const w: Record<string, string | boolean | undefined> = { "n-gpu-layers": "0" };
+    applyLaunch(w, launchOptions(w, ""), "");
+    expect(w.device).toBe("cpu");
+    for (const [x, msg] of [[{ "n-gpu-layers": "0", device: "vulkan" }, /not with --device vulkan/], [{ "n-gpu-layers": "2", "device-layers": "2" }, /not both/],
+      [{ "cache-type-k": "f16", "kv-cache-dtype": "q8" }, /disagree/]] as const) {
+      const y = { ...x } as Record<string, string | boolean | undefined>;
+      expect(() => applyLaunch(y, launchOptions(y, ""), "")).toThrow(msg);
+    }
   });
 
   test("mapped options and refusals naming the flag", () => {

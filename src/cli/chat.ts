@@ -12,6 +12,9 @@ import { defaultModel, draftOption } from "./serve.ts";
 import type { ReqEvent } from "../server/protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { DEVICE_HELP, deviceFlags } from "./device.ts";
+import { parseDeviceMode } from "../../gpu/device.ts";
+import { applyLaunch, CLI_LAUNCH_HELP, cliLaunchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
        [--top-p P] [--seed N] [--draft ngram|mtp|off] [--stop STR]... [--think] [--exact] [--timings]
@@ -30,20 +33,28 @@ input or Ctrl-C at the prompt quits. Without --model (or -m): the embedded demo 
 --think: let a thinking model think first (GLM: enable_thinking; default off); its reasoning is shown
   dimmed on a terminal and left out of the history.
 --exact: f32 activations in every matmul. --timings: each turn's token counts and speed on stderr.
---chat-template FILE: a Jinja chat template instead of the model's. --threads: compute threads (as serve).
+--chat-template FILE: a Jinja chat template instead of the model's. --threads / -t: compute threads (as serve).
+-m, -n, -c: --model, --max-tokens, --ctx (llama-cli's short flags).
+${CLI_LAUNCH_HELP}
 ${REASONING_HELP}
 ${KV_HELP}
-${EXPERT_HELP}`;
+${EXPERT_HELP}
+${DEVICE_HELP}`;
 
 export const command: Command = {
   summary: "chat with a model in the terminal (the KV cache kept between turns)",
   help,
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
-    const r = parseCli(argv, { model: { ...s, short: "m" }, system: s, "max-tokens": s, ctx: s, temperature: s, "top-p": s, seed: s, draft: s,
-      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: s, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags }, help);
+    const r = parseCli(rewriteLaunchArgs(argv, false), { model: { ...s, short: "m" }, system: s, "max-tokens": { ...s, short: "n" }, ctx: { ...s, short: "c" }, temperature: s, "top-p": s, seed: s, draft: s,
+      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags, ...deviceFlags, ...cliLaunchFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
+    applyLaunch(v, launchOptions(v, help), help); // llama-cli's -ngl, -ctk / -ctv
+    let device;
+    try { device = parseDeviceMode(v.device); } catch (e) { throw new UsageError((e as Error).message, help); }
+    const deviceLayers = v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help);
+    const kvBudgetRows = v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help);
     const maxTokens = v["max-tokens"] === undefined ? 512 : intOption(v["max-tokens"], "max-tokens", help);
     const sampling = { temperature: numOption(v.temperature, "temperature", 0, 100, help) ?? 0.8, top_p: numOption(v["top-p"], "top-p", 0, 1, help) ?? 0.95,
       min_p: 0, top_k: 0, seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
@@ -53,7 +64,7 @@ export const command: Command = {
     if (v.model !== undefined && !existsSync(v.model)) throw new UsageError(`model directory ${v.model} does not exist`, help);
     const dir = v.model ?? defaultModel("chatting with", (l) => process.stderr.write(`hummingbird chat: ${l}\n`), help);
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
-    const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts,
+    const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts, device, deviceLayers, kvBudgetRows,
       draft, ...text, ...reasoningOptions(v, help), ...kvOption(v, help) });
     try {
       await engine.ready;

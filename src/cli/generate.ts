@@ -14,6 +14,7 @@ import { loadTokenizer } from "../model/tokenizer.ts";
 import { StopMatcher } from "../engine/stop-text.ts";
 import { DEVICE_HELP, deviceFlags, openDeviceFor } from "./device.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { applyLaunch, CLI_LAUNCH_HELP, cliLaunchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
 
 const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TEXT [--chat [--chat-template FILE]]) --max-tokens N
        [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--typical-p P] [--xtc P[,THRESHOLD]] [--top-n-sigma N]
@@ -22,7 +23,8 @@ const help = `usage: hummingbird generate --model DIR (--ids 1,2,3 | --prompt TE
        [--draft auto|mtp|ngram|off] [--draft-len K] [--state DIR [--slot N]]
        [--grammar FILE.gbnf | --json-schema FILE.json] [--stop STR]... [--threads N] [--kv-cache-dtype f32|f16|q8]
 
--m, -p, -n: --model, --prompt, --max-tokens (llama-cli's short flags).
+-m, -p, -n, -t: --model, --prompt, --max-tokens, --threads (llama-cli's short flags).
+${CLI_LAUNCH_HELP}
 Greedy at --temperature 0 (the default). Without --json, streams the decoded text; with --json prints
 {"prompt_ids", "gen_ids", "finish_reason", "cached_tokens", "timing": {"prefill_tok_s", "decode_tok_s"},
  "stats": {"tokens_per_forward", "draft_acceptance", ...}}.
@@ -88,10 +90,11 @@ export const command: Command = {
   help,
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
-    const r = parseCli(argv, { model: { ...s, short: "m" }, ids: s, prompt: { ...s, short: "p" }, chat: b, "max-tokens": { ...s, short: "n" }, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, "typical-p": s, xtc: s, "top-n-sigma": s, "dynatemp-range": s, "dynatemp-exp": s, mirostat: s, "mirostat-ent": s, "mirostat-lr": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "chat-template": s, threads: s, "kv-cache-dtype": s, ...expertFlags, ...deviceFlags }, help);
+    const r = parseCli(rewriteLaunchArgs(argv, false), { model: { ...s, short: "m" }, ids: s, prompt: { ...s, short: "p" }, chat: b, "max-tokens": { ...s, short: "n" }, temperature: s, "top-p": s,
+      "top-k": s, "min-p": s, "typical-p": s, xtc: s, "top-n-sigma": s, "dynatemp-range": s, "dynatemp-exp": s, mirostat: s, "mirostat-ent": s, "mirostat-lr": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...expertFlags, ...deviceFlags, ...cliLaunchFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
+    applyLaunch(v, launchOptions(v, help), help); // llama-cli's -ngl, -ctk / -ctv
     const dir = required(v, "model", help);
     const maxTokens = intOption(required(v, "max-tokens", help), "max-tokens", help);
     const sampling = {

@@ -15,14 +15,15 @@ const FA_VALUES = ["on", "off", "auto"];
 const NUMERIC = new Set(["-n", "--n-predict", "--n-gpu-layers", "--gpu-layers", "--seed"]);
 
 /** argv with llama-server's multi-letter short flags spelled long, `--flash-attn [on|off|auto]` as one argument, and
- *  a negative number after a numeric flag joined to it (`-n -1`: parseArgs would take -1 for an option) */
-export function rewriteLaunchArgs(argv: string[]): string[] {
+ *  (numeric: serve's launch line) a negative number after a numeric flag joined to it (`-n -1`: parseArgs would take -1
+ *  for an option). `generate` / `chat` (llama-cli's flags) rewrite without numeric: their -n is --max-tokens. */
+export function rewriteLaunchArgs(argv: string[], numeric = true): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--") { out.push(...argv.slice(i)); break; }
     const a = SHORT[argv[i]] ?? argv[i];
     if (a === "--flash-attn") out.push(`--flash-attn=${FA_VALUES.includes(argv[i + 1]) ? argv[++i] : "on"}`);
-    else if (NUMERIC.has(a) && /^-\d+$/.test(argv[i + 1] ?? "")) out.push(`${a === "-n" ? "--n-predict" : a}=${argv[++i]}`);
+    else if (numeric && NUMERIC.has(a) && /^-\d+$/.test(argv[i + 1] ?? "")) out.push(`${a === "-n" ? "--n-predict" : a}=${argv[++i]}`);
     else out.push(a);
   }
   return out;
@@ -49,9 +50,30 @@ export const LAUNCH_HELP = `  --jinja, --metrics, --cont-batching (llama-server'
   --enable-prefix-caching, --enable-chunked-prefill, --enable-log-requests, --dtype auto|bfloat16 (weights as
   stored; activations f32 with --exact, else int8), --tensor-parallel-size 1 / -tp 1 (one process)`;
 
+/** llama-cli's launch flags that `generate` and `chat` take (a subset of launchFlags: the rest are the server's) */
+export const cliLaunchFlags = {
+  jinja: b, "n-gpu-layers": s, "gpu-layers": s, "flash-attn": s, "cache-type-k": s, "cache-type-v": s, "no-mmap": b, "no-warmup": b,
+} as const;
+export const CLI_LAUNCH_HELP = `llama-cli's launch flags, mapped: -ngl / --n-gpu-layers N (= --device-layers N; 0 = --device cpu), -ctk / -ctv /
+  --cache-type-k / --cache-type-v f32|f16|q8_0 (= --kv-cache-dtype); taken as what this engine always does: -fa /
+  --flash-attn, --jinja, --no-mmap, --no-warmup.`;
+
 const GLM_PARSERS = ["glm45", "glm47", "glm4_moe"];
-type V = Record<string, string | boolean | undefined>;
+type V = Record<string, string | string[] | boolean | undefined>;
 export interface LaunchOptions { deviceLayers?: number; cpuOnly: boolean; kvDtype?: string; maxTokens?: number; seed?: number; logRequests: boolean }
+
+/** The device and KV flags of `launch` written into the command's own (--device, --device-layers, --kv-cache-dtype), which
+ *  must not contradict them; serve, generate and chat then read their own flags as usual. */
+export function applyLaunch(v: V, launch: LaunchOptions, help: string): void {
+  if (launch.kvDtype !== undefined) {
+    if (v["kv-cache-dtype"] !== undefined && v["kv-cache-dtype"] !== launch.kvDtype) throw new UsageError("--cache-type-k / -v and --kv-cache-dtype disagree", help);
+    v["kv-cache-dtype"] = launch.kvDtype;
+  }
+  if ((launch.deviceLayers !== undefined || launch.cpuOnly) && v["device-layers"] !== undefined) throw new UsageError("give --device-layers or -ngl / --n-gpu-layers, not both", help);
+  if (launch.cpuOnly && v.device !== undefined && v.device !== "cpu") throw new UsageError(`-ngl 0 keeps every layer on the CPU: not with --device ${v.device}`, help);
+  if (launch.cpuOnly) v.device = "cpu";
+  if (launch.deviceLayers !== undefined) v["device-layers"] = String(launch.deviceLayers);
+}
 
 /** The mapped flags as this server's options (the caller merges them with its own, which must not contradict them). */
 export function launchOptions(v: V, help: string): LaunchOptions {

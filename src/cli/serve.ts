@@ -13,7 +13,7 @@ import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
 import { POOLINGS } from "../engine/pooling.ts";
 import { startStatsLog } from "../server/stats-log.ts";
-import { LAUNCH_HELP, launchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
+import { applyLaunch, LAUNCH_HELP, launchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
 import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
@@ -172,15 +172,11 @@ async function run(argv: string[]): Promise<number> {
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = apiKeyOption(v["api-key"], v["api-key-file"], help);
   const launch = launchOptions(v, help); // llama-server's / vLLM's spellings: -ngl, -ctk / -ctv, -n, --seed, ...
-  if (launch.kvDtype !== undefined) {
-    if (v["kv-cache-dtype"] !== undefined && v["kv-cache-dtype"] !== launch.kvDtype) throw new UsageError("--cache-type-k / -v and --kv-cache-dtype disagree", help);
-    v["kv-cache-dtype"] = launch.kvDtype;
-  }
-  if ((launch.deviceLayers !== undefined || launch.cpuOnly) && v["device-layers"] !== undefined) throw new UsageError("give --device-layers or -ngl / --n-gpu-layers, not both", help);
-  if (launch.cpuOnly && v.device !== undefined && v.device !== "cpu") throw new UsageError(`-ngl 0 keeps every layer on the CPU: not with --device ${v.device}`, help);
+  applyLaunch(v, launch, help);
   const engineOpts = {
-    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(launch.cpuOnly ? "cpu" : v.device),
-    deviceLayers: v["device-layers"] === undefined ? launch.deviceLayers : intOption(v["device-layers"], "device-layers", help),
+    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
+    deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
+    kvBudgetRows: v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help),
     ...(launch.maxTokens !== undefined ? { maxTokens: launch.maxTokens } : {}), ...(launch.seed !== undefined ? { seed: launch.seed } : {}),
     ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
     ...reasoningOptions(v, help), ...kvOption(v, help),

@@ -71,6 +71,7 @@ export interface WorkerOptions {
   experts?: ExpertOptions; // expert streaming: cache slots, RAM budget, O_DIRECT / mmap (engine/experts)
   device?: DeviceMode;     // where the dense layers run (gpu/device.ts); default auto
   deviceLayers?: number;   // a partial chain: layers [0, N) on the device
+  kvBudgetRows?: number;   // KV rows per layer per conversation kept on the device; past it the cache splits (--kv-budget)
   alias?: string;          // the model id the API reports and accepts (default: the directory's name)
   chatTemplate?: string;   // a Jinja chat template replacing the model's (the text of --chat-template FILE)
   threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
