@@ -26,17 +26,16 @@ TV INL __m512i seg16(const uint8_t *r, int left, __m512i xe, __m512i xo, __m512i
   return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, _mm512_and_si512(w, m4), xe), _mm512_and_si512(_mm512_srli_epi16(w, 4), m4), xo);
 }
 
-/* y[s, o..o+15] */
-TV INL void tile16(const int GS, const hb_q8 *m, int o, int s, int first) {
+/* y[s, o..o+15] for gs 8 and 16 (a group within a 128-bit lane) */
+TV INL void tile16(const hb_q8 *m, int o, int s, int first) {
   const size_t rb = m->rowb;
   const uint8_t *r0 = hb_q8_row(m, o);
-  const int L = (GS ? GS : m->gs) / 8, ng = m->ng, nblk = (int)((rb + 63) / 64);
+  const int L = m->gs / 8, ng = m->ng, nblk = (int)((rb + 63) / 64);
   const int8_t *x = m->qx + (size_t)s * m->Ip;
   const int32_t *cr = m->corr + (size_t)s * (m->Ip / 8);
   const float *sg = m->sc + (size_t)o * ng;
   const __m512i ridx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(ng));
   __m512 acc = _mm512_setzero_ps();
-  __m512i ig = _mm512_setzero_si512();
   int g = 0;
   for (int b = 0; b < nblk; b++) {
     const __m512i xe = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b)), xo = _mm512_loadu_si512((const void *)(x + 128 * (size_t)b + 64));
@@ -49,15 +48,6 @@ TV INL void tile16(const int GS, const hb_q8 *m, int o, int s, int first) {
       t[j] = seg16(p, left, xe, xo, c);
     }
     hb_transpose16(t);   /* t[q] lane j: segment 16b + q of row o + j */
-    if (L >= 16) {       /* a group spans whole blocks: sum them, one step when it ends */
-      for (int q = 0; q < 16; q++) ig = _mm512_add_epi32(ig, t[q]);
-      if (((b + 1) * 16) % L == 0 || b == nblk - 1) {
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ig), _mm512_i32gather_ps(ridx, sg + g, 4), acc);
-        ig = _mm512_setzero_si512();
-        g++;
-      }
-      continue;
-    }
     for (int q0 = 0; q0 < 16 && g < ng; q0 += L, g++) {
       __m512i v = t[q0];
       for (int q = q0 + 1; q < q0 + L; q++) v = _mm512_add_epi32(v, t[q]);
@@ -68,9 +58,7 @@ TV INL void tile16(const int GS, const hb_q8 *m, int o, int s, int first) {
   _mm512_storeu_ps(y, _mm512_mul_ps(acc, _mm512_set1_ps(m->dx[s])));
 }
 
-/* y[s0..s0+ns-1, o..o+3] for gs ≥ 32 (ns ≤ 4: each weight block unpacked once for the ns rows of x): the four
- * weight rows' segment sums of a block reduced together (two levels of unpacks give a vector whose 128-bit
- * lane c holds the 4 rows' sums of segments 4c..4c+3), then per group a convert and an FMA on 4 lanes. */
+/* 4 rows' segment sums of a block reduced together: lane 4c + i = Σ of segments 4c..4c+3 of t_i */
 TV INL __m512i reduce4(__m512i t0, __m512i t1, __m512i t2, __m512i t3) {
   const __m512i v01 = _mm512_add_epi32(_mm512_unpacklo_epi32(t0, t1), _mm512_unpackhi_epi32(t0, t1));
   const __m512i v23 = _mm512_add_epi32(_mm512_unpacklo_epi32(t2, t3), _mm512_unpackhi_epi32(t2, t3));
@@ -93,6 +81,8 @@ TV INL __m128i lane128(__m512i v, int c) {
   default: return _mm512_extracti32x4_epi32(v, 3);
   }
 }
+/* y[s0..s0+ns-1, o..o+NR-1] for gs ≥ 32 (NR = 4 or 8 weight rows, ns ≤ 4 rows of x: each weight block unpacked once
+ * for them): per 4 weight rows, reduce4 of their segment sums, then per group a convert and an FMA on 4 lanes. */
 TV INL void dec4(const int GS, const int NR, const int ns, const hb_q8 *m, int o, int s0, int first) {
   const size_t rb = m->rowb, Ip = (size_t)m->Ip;
   const uint8_t *r0 = hb_q8_row(m, o);
@@ -219,7 +209,7 @@ TV INL void rows(const int GS, const hb_q8 *m, int lo, int hi) {
     else
       for (int s = 0; s < m->S; s++) {
         int o = o0;
-        for (; o + 16 <= o1; o += 16) tile16(GS, m, o, s, s == 0);
+        for (; o + 16 <= o1; o += 16) tile16(m, o, s, s == 0);
         for (; o < o1; o++) row1(m, o, s);
       }
   }
