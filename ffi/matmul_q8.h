@@ -8,8 +8,8 @@
  *  - int4g: one float step per group g of gs elements (gs ≥ 8 a power of two; the row's last group may be
  *    shorter): isum_g = Σ_{i∈g} q_w,i·q_x,i exactly in int32, then acc = fma((float)isum_g, s[o, g], acc) for g
  *    ascending from acc = 0 (fused: one rounding; the scalar reference calls fmaf); y = acc · d[s]. (One step
- *    per group, not per 8 elements: kernels that hold 16 weight rows in the lanes of a vector (the prefill
- *    GEMM, the 16-row decode tiles) pay one convert and one FMA per gs/4 vpdpbusd.)
+ *    per group, not per 8 elements: the prefill GEMM, with 16 weight rows in a vector's lanes, pays one convert
+ *    and one FMA per gs/4 vpdpbusd; the decode tiles reduce several rows' lanes together before their step.)
  * SIMD kernels read the activations in a per-format layout that matches how packed weight bytes unpack:
  *  - int8: natural order;
  *  - int4 / int4g: per 128-element block, the 64 even elements then the 64 odd ones;

@@ -133,10 +133,15 @@ describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
     expect(sent).toBe(true);
     ac.abort();
     await p;
-    let st = await stats();
-    for (let i = 0; i < 400 && (st.busy > 0 || st.queue > 0); i++) { await Bun.sleep(25); st = await stats(); }
+    // every input ends, most of them cancelled (only those done before the abort finished); the counts and /slots come
+    // from the worker's stats, posted every 250 ms: wait for them rather than read a report from before the abort
+    let [fin, fail] = await counts(), st = await stats();
+    for (let i = 0; i < 400 && (fin - fin0 + fail - fail0 < 64 || st.busy > 0 || st.queue > 0); i++) {
+      await Bun.sleep(25);
+      [fin, fail] = await counts();
+      st = await stats();
+    }
     expect([st.busy, st.queue]).toEqual([0, 0]);
-    const [fin, fail] = await counts(); // every input ended, most of them cancelled (only those done before the abort finished)
     expect(fin - fin0 + fail - fail0).toBe(64);
     expect(fail - fail0).toBeGreaterThan(32);
   });
