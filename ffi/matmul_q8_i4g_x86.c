@@ -18,10 +18,14 @@
 
 #define TV __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 
+/* the 64 bytes of a block at p, zero past `left` of them (a row's last partial block: a masked load) */
+TV INL __m512i blk64(const uint8_t *p, int left) {
+  return left >= 64 ? _mm512_loadu_si512((const void *)p) : _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1, p);
+}
 /* one 128-element block b of row r (64 bytes, `left` of them in the row) against x row q / its corr c:
  * lane j = Σ over segment 16b + j, exact */
 TV INL __m512i seg16(const uint8_t *r, int left, __m512i xe, __m512i xo, __m512i c) {
-  const __m512i w = left >= 64 ? _mm512_loadu_si512((const void *)r) : _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1, r);
+  const __m512i w = blk64(r, left);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(c, _mm512_and_si512(w, m4), xe), _mm512_and_si512(_mm512_srli_epi16(w, 4), m4), xo);
 }
@@ -101,7 +105,6 @@ TV INL void dec4(const int GS, const int NR, const int ns, const hb_q8 *m, int o
   int g = 0;
   for (int b = 0; b < nblk; b++) {
     const int left = (int)(rb - 64 * (size_t)b);
-    const __mmask64 mk = left >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;
     const uint8_t *p = r0 + 64 * (size_t)b;
     if (first) {
       for (int j = 0; j < NR; j++) pf(m, p + j * rb + pfd);
@@ -113,7 +116,7 @@ TV INL void dec4(const int GS, const int NR, const int ns, const hb_q8 *m, int o
       for (int j = 0; j < NR; j++) t[k][j] = c;
     }
     for (int j = 0; j < NR; j++) {
-      const __m512i w = left >= 64 ? _mm512_loadu_si512((const void *)(p + j * rb)) : _mm512_maskz_loadu_epi8(mk, p + j * rb);
+      const __m512i w = blk64(p + j * rb, left);
       const __m512i lo = _mm512_and_si512(w, m4), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), m4);
       for (int k = 0; k < ns; k++) {
         const int8_t *xb = x + (size_t)k * Ip + 128 * (size_t)b;
@@ -124,19 +127,11 @@ TV INL void dec4(const int GS, const int NR, const int ns, const hb_q8 *m, int o
     __m512i w[4][2];
     for (int k = 0; k < ns; k++)
       for (int h = 0; h < NQ; h++) w[k][h] = reduce4(t[k][4 * h], t[k][4 * h + 1], t[k][4 * h + 2], t[k][4 * h + 3]);
-    if (L == 4) {        /* a group per 128-bit lane */
-      for (int c = 0; c < 4 && g < ng; c++, g++) {
-        SCALES(g);
-        for (int k = 0; k < ns; k++)
-          for (int h = 0; h < NQ; h++)
-            acc[k][h] = _mm_fmadd_ps(_mm_cvtepi32_ps(lane128(w[k][h], c)), sq[h][g & 3], acc[k][h]);
-      }
-      continue;
-    }
-    for (int k = 0; k < ns; k++)   /* lanes 0, 2: segments 0-7, 8-15 */
-      for (int h = 0; h < NQ; h++) w[k][h] = _mm512_add_epi32(w[k][h], _mm512_shuffle_i32x4(w[k][h], w[k][h], 0xB1));
-    if (L == 8) {
-      for (int c = 0; c < 4 && g < ng; c += 2, g++) {
+    if (L >= 8)          /* lanes 0, 2: segments 0-7, 8-15 */
+      for (int k = 0; k < ns; k++)
+        for (int h = 0; h < NQ; h++) w[k][h] = _mm512_add_epi32(w[k][h], _mm512_shuffle_i32x4(w[k][h], w[k][h], 0xB1));
+    if (L <= 8) {        /* a group per 128-bit lane (L = 4) or per two (L = 8: in the first of them) */
+      for (int c = 0; c < 4 && g < ng; c += L / 4, g++) {
         SCALES(g);
         for (int k = 0; k < ns; k++)
           for (int h = 0; h < NQ; h++)
