@@ -12,8 +12,7 @@ import { defaultModel, draftOption } from "./serve.ts";
 import type { ReqEvent } from "../server/protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
-import { DEVICE_HELP, deviceFlags } from "./device.ts";
-import { parseDeviceMode } from "../../gpu/device.ts";
+import { DEVICE_HELP, deviceFlags, deviceOptions } from "./device.ts";
 import { applyLaunch, CLI_LAUNCH_HELP, cliLaunchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
 
 const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-tokens N] [--ctx N] [--temperature T]
@@ -51,10 +50,7 @@ export const command: Command = {
     if (!r) return (console.log(help), 0);
     const v = r.values;
     applyLaunch(v, launchOptions(v, help), help); // llama-cli's -ngl, -ctk / -ctv
-    let device;
-    try { device = parseDeviceMode(v.device); } catch (e) { throw new UsageError((e as Error).message, help); }
-    const deviceLayers = v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help);
-    const kvBudgetRows = v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help);
+    const dev = deviceOptions(v, help);
     const maxTokens = v["max-tokens"] === undefined ? 512 : intOption(v["max-tokens"], "max-tokens", help);
     const sampling = { temperature: numOption(v.temperature, "temperature", 0, 100, help) ?? 0.8, top_p: numOption(v["top-p"], "top-p", 0, 1, help) ?? 0.95,
       min_p: 0, top_k: 0, seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
@@ -64,7 +60,7 @@ export const command: Command = {
     if (v.model !== undefined && !existsSync(v.model)) throw new UsageError(`model directory ${v.model} does not exist`, help);
     const dir = v.model ?? defaultModel("chatting with", (l) => process.stderr.write(`hummingbird chat: ${l}\n`), help);
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
-    const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts, device, deviceLayers, kvBudgetRows,
+    const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows,
       draft, ...text, ...reasoningOptions(v, help), ...kvOption(v, help) });
     try {
       await engine.ready;

@@ -3,7 +3,7 @@
 import { intOption, UsageError } from "./common.ts";
 import type { Model } from "../engine/model.ts";
 import type { ForwardOpts } from "../engine/forward.ts";
-import { openDevice, parseDeviceMode } from "../../gpu/device.ts";
+import { type DeviceMode, openDevice, parseDeviceMode } from "../../gpu/device.ts";
 
 export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" }, "kv-budget": { type: "string" } } as const;
 export const DEVICE_HELP = `--device cpu|vulkan|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU when a
@@ -12,11 +12,21 @@ export const DEVICE_HELP = `--device cpu|vulkan|auto: where the dense layers run
 
 export interface DeviceRun { forward: ForwardOpts; why: string; summary(): string; close(): void }
 
-export function openDeviceFor(m: Model, v: { device?: string; "device-layers"?: string; "kv-budget"?: string }, help: string): DeviceRun {
+type DeviceValues = { device?: string; "device-layers"?: string; "kv-budget"?: string };
+export interface DeviceOptions { mode: DeviceMode; layers?: number; kvBudgetRows?: number }
+
+/** --device, --device-layers and --kv-budget checked (a bad value names its flag); serve and chat pass them to the
+ *  engine worker, the in-process commands to openDeviceFor */
+export function deviceOptions(v: DeviceValues, help: string): DeviceOptions {
   let mode;
   try { mode = parseDeviceMode(v.device); } catch (e) { throw new UsageError((e as Error).message, help); }
   const layers = v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help);
   const kvBudgetRows = v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help);
+  return { mode, layers, kvBudgetRows };
+}
+
+export function openDeviceFor(m: Model, v: DeviceValues, help: string): DeviceRun {
+  const { mode, layers, kvBudgetRows } = deviceOptions(v, help);
   const { chain, why } = openDevice(m, mode, { layers, kvBudgetRows });
   process.stderr.write(`device: ${chain ? "vulkan" : "cpu"} (${why})\n`);
   return {

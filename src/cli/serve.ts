@@ -2,8 +2,7 @@
 // stdin/stdout with --stdio. Parses flags, picks the model (--model, else the embedded demo model), says loudly which model is served, and runs until SIGINT/SIGTERM.
 import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
-import { parseDeviceMode } from "../../gpu/device.ts";
-import { DEVICE_HELP, deviceFlags } from "./device.ts";
+import { DEVICE_HELP, deviceFlags, deviceOptions } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { apiKeyOption, cacheRamOption, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
@@ -104,10 +103,6 @@ ${LAUNCH_HELP}
 ${EXPERT_HELP}
 ${DEVICE_HELP}`;
 
-function deviceMode(s: string | undefined) {
-  try { return parseDeviceMode(s); } catch (e) { throw new UsageError((e as Error).message, help); }
-}
-
 /** --draft ngram|mtp|off and --draft-len K (1..16, default DRAFT_LEN) as the engine's draft options (off: none);
  *  also `chat`'s and `bench serve`'s */
 export function draftOption(draft: string | undefined, len: string | undefined, help: string): { kind: "ngram" | "mtp"; len: number } | undefined {
@@ -173,10 +168,10 @@ async function run(argv: string[]): Promise<number> {
   const apiKey = apiKeyOption(v["api-key"], v["api-key-file"], help);
   const launch = launchOptions(v, help); // llama-server's / vLLM's spellings: -ngl, -ctk / -ctv, -n, --seed, ...
   applyLaunch(v, launch, help);
+  const dev = deviceOptions(v, help);
   const engineOpts = {
-    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help), device: deviceMode(v.device),
-    deviceLayers: v["device-layers"] === undefined ? undefined : intOption(v["device-layers"], "device-layers", help),
-    kvBudgetRows: v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help),
+    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help),
+    device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows,
     ...(launch.maxTokens !== undefined ? { maxTokens: launch.maxTokens } : {}), ...(launch.seed !== undefined ? { seed: launch.seed } : {}),
     ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
     ...reasoningOptions(v, help), ...kvOption(v, help),
