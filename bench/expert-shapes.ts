@@ -2,7 +2,7 @@
 // libhb builds alternated): int4g64 gate / up [512, 1024] and down [1024, 512] for 7 MoE layers × 64 experts
 // (~400 MB, so weights come from memory), each expert's six tensors in one slab as the converter writes
 // them, and the two calls the MoE layer makes (every gate ‖ up in one hb_matmul_many, then every down); and the
-// attention layer's dense int8 calls at S = 1 and 8 (the 8-stream step's other weight stream).
+// attention layer's dense int8 calls at S = 1 and 8 (the 8-stream step's other weight stream) and 128 (prefill).
 // State: the weights, the activations and a seeded LCG (so two runs draw the same sequence of calls).
 import { ptr } from "bun:ffi";
 import { Fmt, MANY_DESC, type ManyMat } from "../src/engine/hb.ts";
@@ -103,4 +103,5 @@ export const shapes: Shape[] = [
   { name: "prefill: 64 experts x 16 rows", draw: () => layerOf(new Array<number>(E).fill(16)) },
   { name: "dense: an attention layer's int8 calls, S=1", draw: () => denseCalls(1) },
   { name: "dense: an attention layer's int8 calls, S=8", draw: () => denseCalls(8) },
+  { name: "dense: an attention layer's int8 calls, S=128 (a prefill chunk)", draw: () => denseCalls(128) },
 ];

@@ -40,17 +40,19 @@ GEMM_TGT static inline __attribute__((always_inline)) void GEMM_NAME(block)(cons
   for (int k = 0; k < ns; k++) { a0[k] = V_ZERO(); a1[k] = V_ZERO(); }
   const size_t Ip = (size_t)m->Ip, step = (size_t)PANEL * 4;   /* next-panel bytes per quad: all of it over nkq */
   const int8_t *x = m->qx + (size_t)s0 * Ip;
-  for (int kq = 0; kq < nkq; kq++) {
+  for (int k0 = 0; k0 < nkq; k0 += W) {   /* nkq is a multiple of W: the prefetch branch stays out of the hot loop */
     if (next)
-      for (size_t c = 0; c < step; c += 64)
-        if (next + step * (size_t)kq + c < m->Wend) _mm_prefetch((const char *)(next + step * (size_t)kq + c), _MM_HINT_T0);
-    const VI w0 = V_LOAD(p + (size_t)kq * PANEL), w1 = V_LOAD(p + (size_t)kq * PANEL + W);
-    for (int k = 0; k < ns; k++) {
-      int32_t xq;
-      memcpy(&xq, x + (size_t)k * Ip + 4 * (size_t)kq, 4);
-      const VI xb = V_SET1(xq);
-      a0[k] = V_DP(a0[k], w0, xb);
-      a1[k] = V_DP(a1[k], w1, xb);
+      for (size_t c = step * (size_t)k0; c < step * (size_t)(k0 + W); c += 64)
+        if (next + c < m->Wend) _mm_prefetch((const char *)(next + c), _MM_HINT_T0);
+    for (int kq = k0; kq < k0 + W; kq++) {
+      const VI w0 = V_LOAD(p + (size_t)kq * PANEL), w1 = V_LOAD(p + (size_t)kq * PANEL + W);
+      for (int k = 0; k < ns; k++) {
+        int32_t xq;
+        memcpy(&xq, x + (size_t)k * Ip + 4 * (size_t)kq, 4);
+        const VI xb = V_SET1(xq);
+        a0[k] = V_DP(a0[k], w0, xb);
+        a1[k] = V_DP(a1[k], w1, xb);
+      }
     }
   }
   /* Σ (w+128)·x − 128·Σx = Σ w·x, exact in int32 (I ≤ 32768); then hb_q8_rowfmt_out's conversion and products */

@@ -19,7 +19,7 @@
 #define V_XOR _mm512_xor_si512
 #define V_FLIP() _mm512_set1_epi8((char)0x80)
 #define V_SET1 _mm512_set1_epi32
-#define V_DP _mm512_dpbusd_epi32
+#define V_DP hb_dp512
 #define V_SUB _mm512_sub_epi32
 #define V_CVT _mm512_cvtepi32_ps
 #define V_MULF _mm512_mul_ps

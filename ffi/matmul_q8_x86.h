@@ -16,6 +16,13 @@
 INL void pf(const hb_q8 *m, const uint8_t *p) {
   if (p < m->Wend) _mm_prefetch((const char *)p, _MM_HINT_T0);
 }
+/* acc + Σ4 a (u8) · b (s8) per dword, the accumulator updated in place: GCC 12 gives _mm512_dpbusd_epi32 in a loop over
+ * an array of accumulators a register copy in and out of each (a third of the GEMM loops' instructions, which then
+ * run into the front end's width); the asm keeps each accumulator in its register */
+static inline __attribute__((always_inline, target("avx512f,avx512vnni"))) __m512i hb_dp512(__m512i acc, __m512i a, __m512i b) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
 T256 INL int64_t hsum64_8(__m256i v) {
   int32_t t[8];
   _mm256_storeu_si256((__m256i *)t, v);
