@@ -107,7 +107,9 @@ TV INL void dec4(const int GS, const int NR, const int ns, const hb_q8 *m, int o
     const int left = (int)(rb - 64 * (size_t)b);
     const uint8_t *p = r0 + 64 * (size_t)b;
     if (first) {
-      for (int j = 0; j < NR; j++) pf(m, p + j * rb + pfd);
+      /* a block's share of a later tile, in address order (the loads' order, column by column, ran these calls
+       * ~13% slower from DRAM when the box was busy: bench/ab.ts shapes 0 / 1) */
+      for (int c = 0; c < NR; c++) pf(m, r0 + pfd + (size_t)64 * (NR * b + c));
       if (16 * b < NR * ng) _mm_prefetch((const char *)(sg + NR * ng + 16 * b), _MM_HINT_T0);   /* the next call's scales */
     }
     __m512i t[4][8];   /* t[k][j]: x row k, weight row j */

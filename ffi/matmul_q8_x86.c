@@ -128,6 +128,7 @@ TV INL void wide_int(const int fmt, const int nr, const int ns, const hb_q8 *m, 
   const int off = fmt == HB_INT8 ? 128 : 8;
   const int8_t *x0 = m->qx + (size_t)s0 * xs;
   const __m512i flip = _mm512_set1_epi8((char)0x80), m4 = _mm512_set1_epi8(0x0f), z = _mm512_setzero_si512();
+  const size_t pfd = nr * rb * ((Q8_PF + nr * rb - 1) / (nr * rb));   /* a later tile's rows, at least Q8_PF on */
   W8_ROW(a); W8_ROW(b); W8_ROW(c); W8_ROW(d);
   for (int bk = 0; bk <= nfull; bk++) {
     __m512i lo0, lo1 = z, lo2 = z, lo3 = z, hi0 = z, hi1 = z, hi2 = z, hi3 = z;
@@ -137,7 +138,7 @@ TV INL void wide_int(const int fmt, const int nr, const int ns, const hb_q8 *m, 
       if (nr > 1) W8_LOAD(1, _mm512_loadu_si512((const void *)(p + rb)));
       if (nr > 2) W8_LOAD(2, _mm512_loadu_si512((const void *)(p + 2 * rb)));
       if (nr > 3) W8_LOAD(3, _mm512_loadu_si512((const void *)(p + 3 * rb)));
-      for (int j = 0; j < nr; j++) pf(m, p + (size_t)j * rb + Q8_PF);
+      for (int c = 0; c < nr; c++) pf(m, r0 + pfd + (size_t)64 * (nr * bk + c));   /* in address order: a block's share */
     } else if (tailb > 0) {
       const __mmask64 mk = (__mmask64)(tailb >= 64 ? ~0ull : (1ull << tailb) - 1);
       W8_LOAD(0, _mm512_maskz_loadu_epi8(mk, p));
