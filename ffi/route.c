@@ -3,9 +3,10 @@
  * s = sigmoid(z); choice score c = s + bias (the bias only chooses); with n_group > 1 only the topk_group groups
  * with the largest sum of their two best c stay; the K best c in descending order, ties to the lower expert id
  * (a NaN never displaces a chosen expert); gate = s / (Σ chosen s + 1e-20) when norm, times scale, rounded to f32.
- * Scalar only: E·S operations per layer, next to matmuls of E·I·S. Holds no state. */
+ * Scalar (rows split over the pool): E·S operations per layer, next to matmuls of E·I·S. Holds no state. */
 #include "hb.h"
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 /* keep the topk_group groups of c with the largest (best + second best) c, ties to the lower group; others -inf */
@@ -27,22 +28,29 @@ static void limit_groups(double *c, int E, int G, int keep) {
     for (int e = order[r] * per; e < (order[r] + 1) * per; e++) c[e] = -INFINITY;
 }
 
-int hb_moe_route(int S, int E, int K, const float *z, const float *bias, int nGroup, int topkGroup, int norm,
-                 double scale, int32_t *experts, float *gates, int32_t *off, int32_t *rows, float *rgates,
-                 int32_t *uni, int32_t *cnt) {
-  if (S < 0 || E < 1 || K < 1 || K > E || nGroup < 1 || nGroup > 1024 || E % nGroup || topkGroup < 1 || topkGroup > nGroup ||
-      !z || !experts || !gates)
-    return -1;
-  double *s = malloc(sizeof(double) * 2 * (size_t)E), *c = s + E;
+typedef struct {
+  int E, K, nGroup, topkGroup, norm;
+  atomic_int fail;   /* a task could not get its scratch */
+  const float *z, *bias;
+  double scale;
+  int32_t *experts;
+  float *gates;
+} route_job;
+
+/* rows [lo, hi): sigmoid, choice, the K best, their gates */
+static void route_rows(void *ctx, int lo, int hi) {
+  route_job *j = ctx;
+  const int E = j->E, K = j->K;
+  double *s = malloc(sizeof(double) * 2 * (size_t)E), *c = s ? s + E : NULL;
   int *top = malloc(sizeof(int) * (size_t)K);
-  if (!s || !top) { free(s); free(top); return -1; }
-  for (int r = 0; r < S; r++) {
-    const float *zr = z + (size_t)r * E;
+  if (!s || !top) { free(s); free(top); atomic_store(&j->fail, 1); return; }
+  for (int r = lo; r < hi; r++) {
+    const float *zr = j->z + (size_t)r * E;
     for (int e = 0; e < E; e++) {
       s[e] = 1.0 / (1.0 + exp(-(double)zr[e]));
-      c[e] = s[e] + (bias ? (double)bias[e] : 0.0);
+      c[e] = s[e] + (j->bias ? (double)j->bias[e] : 0.0);
     }
-    if (nGroup > 1) limit_groups(c, E, nGroup, topkGroup);
+    if (j->nGroup > 1) limit_groups(c, E, j->nGroup, j->topkGroup);
     int n = 0;
     for (int e = 0; e < E; e++) {
       const double v = c[e];
@@ -55,13 +63,25 @@ int hb_moe_route(int S, int E, int K, const float *z, const float *bias, int nGr
     for (int k = 0; k < K; k++) sum += s[top[k]];
     for (int k = 0; k < K; k++) {
       double g = s[top[k]];
-      if (norm) g /= sum + 1e-20;
-      experts[(size_t)r * K + k] = top[k];
-      gates[(size_t)r * K + k] = (float)(g * scale);
+      if (j->norm) g /= sum + 1e-20;
+      j->experts[(size_t)r * K + k] = top[k];
+      j->gates[(size_t)r * K + k] = (float)(g * j->scale);
     }
   }
   free(s);
   free(top);
+}
+
+int hb_moe_route(int S, int E, int K, const float *z, const float *bias, int nGroup, int topkGroup, int norm,
+                 double scale, int32_t *experts, float *gates, int32_t *off, int32_t *rows, float *rgates,
+                 int32_t *uni, int32_t *cnt) {
+  if (S < 0 || E < 1 || K < 1 || K > E || nGroup < 1 || nGroup > 1024 || E % nGroup || topkGroup < 1 || topkGroup > nGroup ||
+      !z || !experts || !gates)
+    return -1;
+  route_job j = { E, K, nGroup, topkGroup, norm, 0, z, bias, scale, experts, gates };
+  /* rows are independent: a prompt's (S·E exp calls, ~75 us at 128 × 64) on the pool */
+  hb_parallel_for(S, (size_t)S * E < 4096 ? (S > 0 ? S : 1) : 8, route_rows, &j);
+  if (atomic_load(&j.fail)) return -1;
   if (!off) return 0;
   /* group by expert: e's pairs at [off[e], off[e+1]), rows ascending; then the union with its row counts */
   for (int e = 0; e <= E; e++) off[e] = 0;
