@@ -292,10 +292,18 @@ void hb_swiglu(const float *g, const float *u, float *out, int n) {
   else swiglu_run(g, u, out, n);
 }
 
-/* y[n] += x */
+typedef struct { float *y; const float *x; int n; } add_job;
+static void add_task(void *c, int lo, int hi) {   /* elements [4096·lo, 4096·hi) ∩ [0, n) */
+  const add_job *j = c;
+  const int b = 4096 * hi < j->n ? 4096 * hi : j->n;
+  for (int i = 4096 * lo; i < b; i++) j->y[i] += j->x[i];
+}
+/* y[n] += x; large n (prefill) on the pool, whose threads hold the operands' halves in their caches */
 void hb_add(float *y, const float *x, int n) {
-  if (!y || !x) return;
-  for (int i = 0; i < n; i++) y[i] += x[i];
+  if (!y || !x || n <= 0) return;
+  add_job j = { y, x, n };
+  if (n >= 65536) hb_parallel_for((n + 4095) / 4096, 4, add_task, &j);
+  else add_task(&j, 0, (n + 4095) / 4096);
 }
 
 /* y[n] += a·x */
@@ -341,22 +349,31 @@ static const double *rope_angles(int S, int dr, const int32_t *pos, double theta
 
 /* In place, for s < S, v < nvec, j < dr/2, p = x + s·rowStride + v·vecStride:
  * θ_j = theta^(−2j/dr), φ = pos[s]·θ_j, (p[2j], p[2j+1]) <- (a·cos φ − b·sin φ, b·cos φ + a·sin φ). */
-void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta) {
-  const int h = dr / 2;
-  if (!x || !pos || S <= 0 || nvec <= 0 || h <= 0) return;
-  const double *cs = rope_angles(S, dr, pos, theta);
-  if (!cs) return;
-  for (int s = 0; s < S; s++) {
-    const double *r = cs + 2 * (size_t)s * h;
-    for (int v = 0; v < nvec; v++) {
-      float *p = x + (ptrdiff_t)s * rowStride + (ptrdiff_t)v * vecStride;
-      for (int j = 0; j < h; j++) {
-        const double a = p[2 * j], b = p[2 * j + 1], c = r[2 * j], sn = r[2 * j + 1];
-        p[2 * j] = (float)(a * c - b * sn);
-        p[2 * j + 1] = (float)(b * c + a * sn);
+typedef struct { float *x; const double *cs; int rowStride, nvec, vecStride, h; } rope_job;
+static void rope_task(void *c, int lo, int hi) {   /* rows [lo, hi) */
+  const rope_job *j = c;
+  const int h = j->h;
+  for (int s = lo; s < hi; s++) {
+    const double *r = j->cs + 2 * (size_t)s * h;
+    for (int v = 0; v < j->nvec; v++) {
+      float *p = j->x + (ptrdiff_t)s * j->rowStride + (ptrdiff_t)v * j->vecStride;
+      for (int k = 0; k < h; k++) {
+        const double a = p[2 * k], b = p[2 * k + 1], c = r[2 * k], sn = r[2 * k + 1];
+        p[2 * k] = (float)(a * c - b * sn);
+        p[2 * k + 1] = (float)(b * c + a * sn);
       }
     }
   }
+}
+void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta) {
+  const int h = dr / 2;
+  if (!x || !pos || S <= 0 || nvec <= 0 || h <= 0) return;
+  const double *cs = rope_angles(S, dr, pos, theta);   /* the caller's table: the pool's tasks read it */
+  if (!cs) return;
+  rope_job j = { x, cs, rowStride, nvec, vecStride, h };
+  const int per = nvec * h;   /* pairs per row */
+  if ((size_t)S * per >= 8192) hb_parallel_for(S, 1 + 2048 / per, rope_task, &j);   /* a prompt's rows on the pool */
+  else rope_task(&j, 0, S);
 }
 
 /* ---- conversion to f32 ---- */

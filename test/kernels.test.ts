@@ -256,7 +256,7 @@ describe("norms and element-wise", () => {
     }
   });
   test("swiglu, add (exact), axpy (exact)", () => {
-    for (const n of [1, 17, 1001, 20001]) { // 20001: SwiGLU in 4096-element chunks on the pool, a partial last one
+    for (const n of [1, 17, 1001, 20001, 70001]) { // 20001: SwiGLU in 4096-element chunks on the pool, a partial last one; 70001: add too
       const g = randF32(r, n, 8), u = randF32(r, n), out = new Float32Array(n);
       swiglu(g, u, out, n);
       for (let i = 0; i < n; i++) {
@@ -366,6 +366,11 @@ describe("norms and element-wise", () => {
     const y0 = x.slice(0, dr); // position 0 is the identity
     rope(y0, 1, dr, 1, dr, dr, Int32Array.of(0), theta);
     expect(Array.from(y0)).toEqual(Array.from(x.slice(0, dr)));
+    // a prompt's rows (split on the pool) equal each row roped alone (the serial path), bit for bit
+    const P = 301, H = 16, d = 32, big = randF32(r, P * H * d), one = big.slice(), ps = Int32Array.from({ length: P }, (_, i) => 3 * i);
+    rope(big, P, H * d, H, d, d, ps, theta);
+    for (let s = 0; s < P; s++) rope(one.subarray(s * H * d), 1, H * d, H, d, d, ps.subarray(s, s + 1), theta);
+    expect(big).toEqual(one);
   });
 });
 
