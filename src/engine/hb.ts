@@ -184,6 +184,10 @@ export function packMat(w: Omit<ManyMat, "x" | "S">, out: Float64Array, at: numb
   out[at] = w.fmt; out[at + 1] = w.gs; out[at + 2] = w.O; out[at + 3] = stableAddr(w.data); out[at + 4] = w.scales ? stableAddr(w.scales) : 0;
 }
 
+/** each matrix's packMat, made once (a decode step adds ~200 dense matrices: their buffers' addresses were looked up
+ *  again at every call); redone when the object's weights, scales or shape change */
+const packedMats = new WeakMap<object, { p: Float64Array; data: unknown; scales: unknown }>();
+
 /**
  * matmulMany's descriptor written in place, one matrix at a time, for callers that give each matrix its own
  * rows of one activation buffer and one output buffer (the experts): no per-matrix objects or views.
@@ -205,10 +209,14 @@ export class ManyBuilder {
    * rows[rOff + s] (s < S) of x [*, I] (no copy in fast mode: they are quantized where they are)
    */
   add(w: Omit<ManyMat, "x" | "S">, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number, rows?: Int32Array, rOff = 0): void {
-    packMat(w, this.one, 0);
-    this.addPacked(this.one, 0, I, x, xOff, S, y, yOff, rows, rOff);
+    let e = packedMats.get(w);
+    if (!e || e.data !== w.data || e.scales !== w.scales || e.p[0] !== w.fmt || e.p[1] !== w.gs || e.p[2] !== w.O) {
+      e = { p: new Float64Array(MANY_W), data: w.data, scales: w.scales };
+      packMat(w, e.p, 0);
+      packedMats.set(w, e);
+    }
+    this.addPacked(e.p, 0, I, x, xOff, S, y, yOff, rows, rOff);
   }
-  private one = new Float64Array(MANY_W);
   /** `add` of a matrix packed by `packMat` into w[at, at + MANY_W) (callers keep packed copies of matrices they reuse) */
   addPacked(w: Float64Array, at: number, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number, rows?: Int32Array, rOff = 0): void {
     const O = w[at + 2];
