@@ -25,7 +25,7 @@
 #define HB_Q8_PAD 256      /* x rows are padded with zeros to a multiple of this */
 #define HB_Q8_GEMM_S 16    /* int8 batches of at least this many rows take the packed-panel GEMM (AVX-512 VNNI, AVX-VNNI) */
 #define HB_Q8_PANEL 32     /* weight rows per panel of that GEMM (a multiple of the AVX-VNNI one's 16) */
-#define HB_Q8_I4G_GEMM_S 4 /* int4g batches (gs ≥ 32) of at least this many rows take its panel GEMM (AVX-512 VNNI) */
+#define HB_Q8_I4G_GEMM_S 4 /* int4g batches (gs ≥ 32) of at least this many rows take its panel GEMM (AVX-512 VNNI, AVX-VNNI) */
 
 typedef struct {
   int fmt, gs, ng, O, I, S;
@@ -84,6 +84,7 @@ void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_i4g_vnni(const hb_q8 *m, int lo, int hi);   /* int4g at AVX-512 VNNI (matmul_q8_i4g_x86.c) */
 int hb_q8_gemm_i4g_vnni(const hb_q8 *m, int lo, int hi);     /* its panel GEMM: rows [lo, hi) in whole panels, returns the first left */
+int hb_q8_gemm_i4g_avxvnni(const hb_q8 *m, int lo, int hi);  /* the same at AVX-VNNI, panels of 16 rows (matmul_q8_i4g_gemm_avxvnni.c) */
 /* int8 rows [lo, hi) in whole panels (32 rows; 16 at AVX-VNNI) when S >= HB_Q8_GEMM_S; returns the first row
  * left undone (matmul_q8_gemm_x86.c) */
 int hb_q8_gemm_i8_vnni(const hb_q8 *m, int lo, int hi);

@@ -74,28 +74,8 @@ int hb_q8_gemm_i8_vnni(const hb_q8 *m, int lo, int hi) { return z_gemm_i8(m, lo,
 #define V_LOADUF _mm256_loadu_ps
 #define V_STOREUF _mm256_storeu_ps
 #define V_ZERO _mm256_setzero_si256
-/* 32 bytes of a row; the row's last partial block through a zeroed copy (AVX2 has no byte-masked load) */
-GEMM_TGT static inline __attribute__((always_inline)) __m256i loadrow32(const uint8_t *p, int left) {
-  if (left >= 32) return _mm256_loadu_si256((const __m256i *)p);
-  uint8_t t[32] = { 0 };
-  memcpy(t, p, (size_t)left);
-  return _mm256_loadu_si256((const __m256i *)t);
-}
-#define LOADROW loadrow32
-GEMM_TGT static inline __attribute__((always_inline)) void transpose8(__m256i r[8]) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 8; i += 2) { t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]); t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]); }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);     u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]); u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  /* u[4i + c], 128-bit lane L = dword 4L + c of rows 4i..4i+3 */
-  for (int c = 0; c < 4; c++) {
-    r[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
-    r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
-  }
-}
-#define TRANSPOSE transpose8
+#define LOADROW hb_loadrow32
+#define TRANSPOSE hb_transpose8
 #include "matmul_q8_gemm.h"
 int hb_q8_gemm_i8_avxvnni(const hb_q8 *m, int lo, int hi) { return y_gemm_i8(m, lo, hi); }
 #endif

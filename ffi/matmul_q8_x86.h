@@ -1,5 +1,6 @@
 /* libhb x86 fast-mode helpers shared by the AVX2 / AVX-512 kernels (matmul_q8_x86.c, matmul_q8_i4g_x86.c) and the
- * AVX-VNNI ones (matmul_q8_avxvnni.c): weight-stream prefetch, a 256-bit row sum, the 16 × 16 dword transpose. Holds no state. */
+ * AVX-VNNI ones (matmul_q8_avxvnni.c): weight-stream prefetch, a 256-bit row sum, the 16 × 16 and 8 × 8 dword
+ * transposes, a zero-padded 32-byte row load. Holds no state. */
 #ifndef HB_MATMUL_Q8_X86_H
 #define HB_MATMUL_Q8_X86_H
 #include "matmul_q8.h"
@@ -44,6 +45,29 @@ static inline __attribute__((always_inline, target("avx512f"))) void hb_transpos
     const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xEE);
     r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);     r[4 + c] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
     r[8 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88); r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+  }
+}
+
+/* 32 bytes of a row at p with `left` bytes left in it; a last partial block through a zeroed copy (AVX2 has no
+ * byte-masked load) */
+static inline __attribute__((always_inline, target("avx2"))) __m256i hb_loadrow32(const uint8_t *p, int left) {
+  if (left >= 32) return _mm256_loadu_si256((const __m256i *)p);
+  uint8_t t[32] = { 0 };
+  memcpy(t, p, (size_t)left);
+  return _mm256_loadu_si256((const __m256i *)t);
+}
+/* 8 × 8 dwords in place: r[j] lane q = dword q of row j -> r[q] lane j (the 256-bit packed-panel GEMMs) */
+static inline __attribute__((always_inline, target("avx2"))) void hb_transpose8(__m256i r[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) { t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]); t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]); }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);     u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]); u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  /* u[4i + c], 128-bit lane L = dword 4L + c of rows 4i..4i+3 */
+  for (int c = 0; c < 4; c++) {
+    r[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
   }
 }
 
