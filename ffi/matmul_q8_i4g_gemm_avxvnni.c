@@ -5,8 +5,8 @@
  * holds its weights in 2 registers, each multiplied by a broadcast of 4 activations (P4 layout: the 4 even
  * elements, then the 4 odd ones). Up to 6 rows of x per block: 12 integer accumulators (one chain per x row and
  * half-panel, started at the group's −8·Σq_x), 2 weights and a broadcast fill the registers; the float
- * accumulators (one add-free convert and FMA per group and 8 rows) live in L1. The same bits as the scalar
- * reference. State: the thread-local panel buffer. */
+ * accumulators (one convert and FMA per group and 8 rows) live in L1. The same bits as the scalar reference.
+ * State: the thread-local panel buffer. */
 #include "matmul_q8.h"
 #if HB_HAVE_AVXVNNI
 #include "matmul_q8_x86.h"

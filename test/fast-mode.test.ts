@@ -74,15 +74,15 @@ describe("q8 kernels", () => {
     expect(cases).toBeGreaterThan(0);
   });
 
-  // batches of ≥ 16 rows take the packed-panel GEMM on AVX-512 VNNI for int8, of ≥ 4 rows the int4g one (gs ≥ 32;
-  // whole 32-row panels; the rest of the rows, and every other format, the register tiles): the same bits as the
-  // scalar reference
+  // batches of ≥ 16 rows take the packed-panel GEMM on AVX-512 VNNI and AVX-VNNI for int8, of ≥ 4 rows the int4g one
+  // (gs ≥ 32; whole panels of 32 rows, 16 at AVX-VNNI; blocks of up to 6 rows of x, of 3 to 6 once balanced, as S = 7 and
+  // 13 give; the rest of the rows, and every other format, the register tiles): the same bits as the scalar reference
   test.skipIf(levels.length === 0)("int8 and int4g batches (the packed-panel GEMMs) equal the scalar reference bit for bit", () => {
     const r = rng(2);
     let cases = 0;
     for (const [fmt, gs] of [[Fmt.int8, 0], [Fmt.int4g, 32], [Fmt.int4g, 64], [Fmt.int4g, 256]] as [FmtCode, number][])
-      for (const I of [1, 5, 64, 100, 256, 1000, 33000])
-        for (const [O, S] of [[32, 16], [64, 23], [70, 40], [100, 17], [96, 4], [64, 5]]) {
+      for (const I of [1, 5, 64, 100, 256, 301, 1000, 33000])
+        for (const [O, S] of [[32, 16], [64, 23], [70, 40], [100, 17], [96, 4], [64, 5], [48, 7], [40, 13]]) {
           if (I === 33000 && (O !== 64 || fmt !== Fmt.int8)) continue; // past 32768 int32 sums could overflow: the tiles' 64-bit path instead
           const w = randQ(r, fmt, O, I, gs), x = randF32(r, S * I, 3);
           x.fill(0, 3 * I, Math.min(4, S) * I); // an all-zero row
