@@ -1,7 +1,8 @@
 // The routed-expert workload of the bench preset, shared by bench/experts.ts (mitata) and bench/ab.ts (two
 // libhb builds alternated): int4g64 gate / up [512, 1024] and down [1024, 512] for 7 MoE layers × 64 experts
 // (~400 MB, so weights come from memory), each expert's six tensors in one slab as the converter writes
-// them, and the two calls the MoE layer makes (every gate ‖ up in one hb_matmul_many, then every down); and the
+// them, and the two calls the MoE layer makes (every gate ‖ up in one hb_matmul_many on its tokens' rows of the
+// hidden states, by index, then every down); and the
 // attention layer's dense int8 calls at S = 1 and 8 (the 8-stream step's other weight stream) and 128 (prefill).
 // State: the weights, the activations and a seeded LCG (so two runs draw the same sequence of calls).
 import { ptr } from "bun:ffi";
@@ -31,23 +32,27 @@ const h = new Float32Array(maxRows * F), h2 = new Float32Array(maxRows * F), y =
 export const output = y;
 
 /** A call's matrices as hb_matmul_many descriptors (MANY_DESC doubles each), with the row width I. */
-export interface Call { desc: Float64Array; n: number; I: number }
-const put = (d: Float64Array, k: number, w: ManyMat, out: Float32Array, xk: Float32Array, S: number) => {
-  d.set([w.fmt, w.gs, w.O, ptr(w.data), ptr(w.scales!), ptr(out), ptr(xk), S, 0, 0], MANY_DESC * k);
+export interface Call { desc: Float64Array; n: number; I: number; keep?: unknown } // keep: arrays the descriptor points into
+const put = (d: Float64Array, k: number, w: ManyMat, out: Float32Array, xk: Float32Array, S: number, rows?: Int32Array) => {
+  if (rows) void rows.buffer; // a small array's elements move to its buffer when first asked for: ask before taking the address
+  d.set([w.fmt, w.gs, w.O, ptr(w.data), ptr(w.scales!), ptr(out), ptr(xk), S, rows ? ptr(rows) : 0, 0], MANY_DESC * k);
 };
 
-/** One MoE layer's two calls for experts `sel` (global ids) with rows[k] rows each. */
-export function layerCalls(sel: number[], rows: number[]): [Call, Call] {
+/**
+ * One MoE layer's two calls for experts `sel` (global ids), as moe.ts makes them: expert k's gate ‖ up on its
+ * tokens[k] (rows of the tokens' hidden states x, by index), its down on its own rows of h.
+ */
+export function layerCalls(sel: number[], tokens: Int32Array[]): [Call, Call] {
   const up = new Float64Array(MANY_DESC * 2 * sel.length), down = new Float64Array(MANY_DESC * sel.length);
   let r0 = 0;
   sel.forEach((e, k) => {
-    const S = rows[k], w = experts[e], xe = x.subarray(r0 * D, (r0 + S) * D), he = h.subarray(r0 * F, (r0 + S) * F);
-    put(up, 2 * k, w.gate, he, xe, S);
-    put(up, 2 * k + 1, w.up, h2.subarray(r0 * F, (r0 + S) * F), xe, S);
+    const S = tokens[k].length, w = experts[e], he = h.subarray(r0 * F, (r0 + S) * F);
+    put(up, 2 * k, w.gate, he, x, S, tokens[k]);
+    put(up, 2 * k + 1, w.up, h2.subarray(r0 * F, (r0 + S) * F), x, S, tokens[k]);
     put(down, k, w.down, y.subarray(r0 * D, (r0 + S) * D), he, S);
     r0 += S;
   });
-  return [{ desc: up, n: 2 * sel.length, I: D }, { desc: down, n: sel.length, I: F }];
+  return [{ desc: up, n: 2 * sel.length, I: D, keep: tokens }, { desc: down, n: sel.length, I: F }];
 }
 
 /** the entry point both calls go through (a libhb's hb_matmul_many, fast mode) */
@@ -57,22 +62,25 @@ export const runCalls = (fn: ManyFn, calls: readonly Call[]) => { for (const c o
 export interface Shape { name: string; draw: () => { calls: Call[]; bytes: number; macs: number } }
 const all = Array.from({ length: E }, (_, e) => e);
 let li = 0;
-/** the experts of `streams` rows of one layer, each choosing K of E at random: the union, rows per expert */
+/** the experts of `streams` rows of one layer, each choosing K of E at random: the union, each expert's rows */
 function union(streams: number) {
   li = (li + 1) % LAYERS;
-  const cnt = new Array<number>(E).fill(0);
+  const chose: number[][] = Array.from({ length: E }, () => []);
   for (let r = 0; r < streams; r++) {
     const sel = new Set<number>();
     while (sel.size < K) sel.add(rnd(E));
-    for (const e of sel) cnt[e]++;
+    for (const e of sel) chose[e].push(r);
   }
-  const u = all.filter((e) => cnt[e] > 0), rows = u.map((e) => cnt[e]);
-  return { calls: layerCalls(u.map((e) => li * E + e), rows), bytes: u.length * perExpert, macs: 3 * rows.reduce((a, b) => a + b, 0) * F * D };
+  const u = all.filter((e) => chose[e].length > 0), tokens = u.map((e) => Int32Array.from(chose[e]));
+  return { calls: layerCalls(u.map((e) => li * E + e), tokens), bytes: u.length * perExpert, macs: 3 * tokens.reduce((a, t) => a + t.length, 0) * F * D };
 }
-const uneven = Array.from({ length: E }, () => { let n = 0; for (let t = 0; t < 128; t++) n += rnd(E) < K ? 1 : 0; return Math.max(1, n); });
-const layerOf = (rows: number[]) => {
+/** a 128-token prompt's rows per expert: n[e] distinct tokens of the 128 for expert e */
+const tokensOf = (n: number[]) => n.map((c, e) => Int32Array.from({ length: c }, (_, i) => (7 * e + i) % 128));
+const uneven = tokensOf(Array.from({ length: E }, () => { let n = 0; for (let t = 0; t < 128; t++) n += rnd(E) < K ? 1 : 0; return Math.max(1, n); }));
+const even = Array.from({ length: E }, (_, e) => Int32Array.from({ length: 16 }, (_, i) => (e + 8 * i) % 128)); // each token in 8 experts
+const layerOf = (tokens: Int32Array[]) => {
   li = (li + 1) % LAYERS;
-  return { calls: layerCalls(all.map((e) => li * E + e), rows), bytes: E * perExpert, macs: 3 * rows.reduce((a, b) => a + b, 0) * F * D };
+  return { calls: layerCalls(all.map((e) => li * E + e), tokens), bytes: E * perExpert, macs: 3 * tokens.reduce((a, t) => a + t.length, 0) * F * D };
 };
 /**
  * The dense int8 projections of one attention layer of the bench preset, as the forward calls them (q_a ‖ kv_a ‖
@@ -99,8 +107,8 @@ function denseCalls(S: number) {
 export const shapes: Shape[] = [
   { name: "decode: 8 experts x 1 row", draw: () => union(1) },
   { name: "8 streams: the union of 8 rows' experts", draw: () => union(8) },
-  { name: `prefill: 64 experts x ~16 rows (${uneven.reduce((a, b) => a + b)} in all)`, draw: () => layerOf(uneven) },
-  { name: "prefill: 64 experts x 16 rows", draw: () => layerOf(new Array<number>(E).fill(16)) },
+  { name: `prefill: 64 experts x ~16 rows (${uneven.reduce((a, t) => a + t.length, 0)} in all)`, draw: () => layerOf(uneven) },
+  { name: "prefill: 64 experts x 16 rows", draw: () => layerOf(even) },
   { name: "dense: an attention layer's int8 calls, S=1", draw: () => denseCalls(1) },
   { name: "dense: an attention layer's int8 calls, S=8", draw: () => denseCalls(8) },
   { name: "dense: an attention layer's int8 calls, S=128 (a prefill chunk)", draw: () => denseCalls(128) },
