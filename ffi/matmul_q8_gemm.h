@@ -73,8 +73,7 @@ GEMM_TGT static int GEMM_NAME(gemm_i8)(const hb_q8 *m, int lo, int hi) {
   const int nb = (m->I + 4 * W - 1) / (4 * W), nkq = W * nb;   /* nkq·4 ≤ Ip: the x reads stay in the padded rows */
   uint32_t *p = GEMM_NAME(panel_buf)((size_t)nkq * PANEL * 4);
   if (!p) return lo;
-  /* the first panel past the head the caller prefetched (the next ones are fetched during the blocks before them) */
-  for (size_t c = HB_PF_AHEAD; c < (size_t)PANEL * m->rowb; c += 64) _mm_prefetch((const char *)hb_q8_row(m, lo) + c, _MM_HINT_T1);
+  hb_q8_prefetch_panel(m, lo, PANEL);
   int o = lo;
   for (; o + PANEL <= hi; o += PANEL) {
     GEMM_NAME(pack)(m, o, nb, p);

@@ -106,24 +106,14 @@ TV INL void block(const int ns, const hb_q8 *m, const __m256i *p, const float *s
 /* rows [lo, hi) in whole panels; returns the first row left undone (lo when the batch is too small) */
 TV int hb_q8_gemm_i4g_avxvnni(const hb_q8 *m, int lo, int hi) {
   if (m->fmt != HB_INT4G || m->S < HB_Q8_I4G_GEMM_S || m->gs < 32 || hi - lo < 16) return lo;
-  const int S = m->S, ng = m->ng, L = m->gs / 8, nseg = (m->I + 7) / 8, nc = (int)((m->rowb + 31) / 32);
+  const int S = m->S, ng = m->ng, nc = (int)((m->rowb + 31) / 32);
   const size_t pbytes = (size_t)nc * 8 * 128, sbytes = (size_t)ng * 16 * 4;
   uint8_t *buf = panel_buf(pbytes + sbytes + (size_t)S * ng * 4);
   if (!buf) return lo;
   __m256i *p = (__m256i *)buf;
   float *sp = (float *)(buf + pbytes);
   int32_t *cg = (int32_t *)(buf + pbytes + sbytes);
-  /* the first panel: its scales and its rows past the head the caller prefetched */
-  for (size_t c = 0; c < (size_t)16 * ng * 4; c += 64) _mm_prefetch((const char *)(m->sc + (size_t)lo * ng) + c, _MM_HINT_T0);
-  for (size_t c = HB_PF_AHEAD; c < (size_t)16 * m->rowb; c += 64) _mm_prefetch((const char *)hb_q8_row(m, lo) + c, _MM_HINT_T1);
-  for (int s = 0; s < S; s++) {
-    const int32_t *cr = m->corr + (size_t)s * (m->Ip / 8);
-    for (int g = 0; g < ng; g++) {
-      int32_t c = 0;
-      for (int q = g * L; q < (g + 1) * L && q < nseg; q++) c += cr[q];
-      cg[(size_t)s * ng + g] = c;
-    }
-  }
+  hb_i4g_gemm_start(m, lo, 16, cg);
   int o = lo;
   for (; o + 16 <= hi; o += 16) {
     pack(m, o, nc, p, sp);

@@ -71,6 +71,28 @@ static inline __attribute__((always_inline, target("avx2"))) void hb_transpose8(
   }
 }
 
+/* The packed-panel GEMMs' first panel (`rows` weight rows at lo) past the head the caller prefetched, into L2: each
+ * later panel comes during the first block of the one before it; cold first panels held these calls ~15% back */
+static inline void hb_q8_prefetch_panel(const hb_q8 *m, int lo, int rows) {
+  for (size_t c = HB_PF_AHEAD; c < (size_t)rows * m->rowb; c += 64) _mm_prefetch((const char *)hb_q8_row(m, lo) + c, _MM_HINT_T1);
+}
+/* The int4g panel GEMMs' start (both widths): the first panel's scales and rows prefetched, then cg[s·ng + g] =
+ * −8·Σq_x over group g of x row s (the sum of the group's segment corrections), where each group's integer
+ * accumulators start */
+static inline void hb_i4g_gemm_start(const hb_q8 *m, int lo, int rows, int32_t *cg) {
+  const int ng = m->ng, L = m->gs / 8, nseg = (m->I + 7) / 8;
+  for (size_t c = 0; c < (size_t)rows * ng * 4; c += 64) _mm_prefetch((const char *)(m->sc + (size_t)lo * ng) + c, _MM_HINT_T0);
+  hb_q8_prefetch_panel(m, lo, rows);
+  for (int s = 0; s < m->S; s++) {
+    const int32_t *cr = m->corr + (size_t)s * (m->Ip / 8);
+    for (int g = 0; g < ng; g++) {
+      int32_t c = 0;
+      for (int q = g * L; q < (g + 1) * L && q < nseg; q++) c += cr[q];
+      cg[(size_t)s * ng + g] = c;
+    }
+  }
+}
+
 /* rows of W handled per pass over a block of ≤ 4 activation rows: ~16 KiB of packed weights */
 static inline int hb_q8_subrows(size_t rowb) {
   const size_t r = 16384 / (rowb ? rowb : 1);
