@@ -105,6 +105,8 @@ void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *
 void hb_wbytes_add(int64_t n);
 int64_t hb_wbytes(int reset);
 double hb_membw(int64_t bytes, int reps);
+void *hb_huge_alloc(int64_t bytes);      /* mem.c: 2 MiB-aligned, THP-advised mapping; NULL on failure */
+void hb_huge_free(void *p, void *bytes);  /* its ArrayBuffer deallocator (ctx = the bytes asked for) */
 /* moe.c: rows of one expert: gather, and y[rows[j]] += gates[j]·ye[j] (as hb_axpy per row) */
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
 /* KV cache row formats: f32; IEEE halves; int8 in blocks of 32 values, each block's f32 scale after the row's bytes

@@ -69,7 +69,7 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Read bandwidth in bytes/s: a `bytes` buffer (rounded up to whole MiB) is filled (pages touched by the
+/* Read bandwidth in bytes/s: a `bytes` buffer (rounded up to whole MiB, on the weights' huge pages) is filled (pages touched by the
  * pool threads), then read `reps` times with every pool thread; returns the best rep, or -1 when the
  * buffer cannot be allocated. */
 double hb_membw(int64_t bytes, int reps) {
@@ -78,7 +78,7 @@ double hb_membw(int64_t bytes, int reps) {
   const int64_t n = (bytes + CHUNK - 1) / CHUNK * CHUNK;
   if (n / CHUNK > 0x7fffffff) return -1;
   bw_job *j = calloc(1, sizeof *j);
-  uint8_t *buf = j ? aligned_alloc(64, (size_t)n) : NULL;
+  uint8_t *buf = j ? hb_huge_alloc(n) : NULL; /* the pages the weights live on (mem.c) */
   if (!buf) { free(j); return -1; }
   j->buf = buf; j->n = n;
   const int chunks = (int)(n / CHUNK);
@@ -90,7 +90,7 @@ double hb_membw(int64_t bytes, int reps) {
     const double dt = now_s() - t0;
     if (dt > 0 && (double)n / dt > best) best = (double)n / dt;
   }
-  free(buf);
+  hb_huge_free(buf, (void *)(uintptr_t)n);
   free(j);
   return best;
 }

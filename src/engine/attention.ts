@@ -10,6 +10,7 @@ import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
 import { attn, attnSegs, columnQuads, copyHeads, Fmt, hb, type HeadsW, type KvRows, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
+import { weightBytes } from "./mem.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
 import { indexerKeys, indexerQueries } from "./indexer.ts";
@@ -49,14 +50,14 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
     ({ fmt, W, scales, gs: 0, O: kvr, I: dn, r0: 0, rstride: kvr });
   if (f === Fmt.int8 || f === Fmt.int4 || f === Fmt.int2) {
     const src = kv_b.data as Uint8Array, rbIn = rowBytes(f, kvr), rbOut = rowBytes(f, dn);
-    const kt = new Uint8Array(H * kvr * rbOut), kmul = new Float32Array(H * dn);
+    const kt = weightBytes(H * kvr * rbOut), kmul = new Float32Array(H * dn);
     for (let h = 0; h < H; h++)
       for (let d = 0; d < dn; d++) {
         const r = h * (dn + dv) + d;
         kmul[h * dn + d] = kv_b.scales![r];
         for (let c = 0; c < kvr; c++) setCode(f, kt, (h * kvr + c) * rbOut, d, code(f, src, r * rbIn, c));
       }
-    const cols = f === Fmt.int8 && String(hb().hb_simd_name()) === "avx512vnni" ? { cols: columnQuads(kt, H * kvr, dn) } : {};
+    const cols = f === Fmt.int8 && String(hb().hb_simd_name()) === "avx512vnni" ? { cols: columnQuads(kt, H * kvr, dn, weightBytes(H * kvr * dn)) } : {};
     a = { kt: { ...whole(f, kt, new Float32Array(H * kvr).fill(1)), ...cols }, kmul };
   } else {
     const t = new Float32Array(H * kvr * dn);

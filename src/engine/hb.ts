@@ -40,6 +40,8 @@ const symbols = {
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
+  hb_huge_alloc: { args: [i64], returns: ptr }, // (bytes) -> 2 MiB-aligned THP-advised mapping, null = refused (mem.c)
+  hb_huge_free: { args: [ptr, ptr], returns: FFIType.void }, // its ArrayBuffer deallocator (ctx = bytes)
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
   hb_rmsnorm: { args: [ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
@@ -134,8 +136,8 @@ export function matmulQ8(fmt: FmtCode, W: Weight, scales: F32 | null, gs: number
 export interface HeadsW { fmt: FmtCode; W: Weight; scales: F32 | null; gs: number; O: number; I: number; r0: number; rstride: number; cols?: Uint8Array }
 /** int8 rows W [R, I] as column quads (HeadsW.cols), 16 rows at a time: out[((r >> 4)·(I/4) + q)·64 + (r & 15)·4 + t] =
  *  W[r, 4q + t] ^ 0x80 — one block of 16 rows after another, each its quads in order (a sequential stream) */
-export function columnQuads(W: Uint8Array, R: number, I: number): Uint8Array {
-  const out = new Uint8Array(R * I), nq = I >> 2;
+export function columnQuads(W: Uint8Array, R: number, I: number, out = new Uint8Array(R * I)): Uint8Array {
+  const nq = I >> 2;
   for (let r = 0; r < R; r++)
     for (let i = 0; i < I; i++) out[((r >> 4) * nq + (i >> 2)) * 64 + (r & 15) * 4 + (i & 3)] = W[r * I + i] ^ 0x80;
   return out;

@@ -4,6 +4,7 @@
 import { Fmt, type FmtCode } from "../engine/hb.ts";
 import type { Config } from "./config.ts";
 import { ModelError } from "./errors.ts";
+import { weightBytes, weightF32 } from "../engine/mem.ts";
 import { readBytes, readF32, type TensorInfo, type TensorStore } from "./safetensors.ts";
 
 export type F32 = Float32Array;
@@ -109,13 +110,13 @@ export function planMat(store: TensorStore, name: string, [O, I]: [number, numbe
 /** Read a planned matrix. F8_E4M3 (+ `_scale_inv` from the store) is dequantised to f32. */
 export function readMat(store: TensorStore, p: MatPlan): Mat {
   const base = { name: p.name, fmt: p.fmt, O: p.O, I: p.I, gs: p.gs };
-  if (p.qs) return { ...base, data: readBytes(p.w), scales: readF32(p.qs) };
+  if (p.qs) return { ...base, data: readBytes(p.w, weightBytes(p.w.nbytes)), scales: readF32(p.qs, weightF32(p.qs.numel)) };
   if (p.w.dtype === "BF16" || p.w.dtype === "F16") {
-    const data = new Uint16Array(p.O * p.I);
-    readBytes(p.w, new Uint8Array(data.buffer));
-    return { ...base, data, scales: null };
+    const b = weightBytes(2 * p.O * p.I);
+    readBytes(p.w, b);
+    return { ...base, data: new Uint16Array(b.buffer, b.byteOffset, p.O * p.I), scales: null };
   }
-  return { ...base, data: readF32(p.w, null, store), scales: null };
+  return { ...base, data: readF32(p.w, weightF32(p.O * p.I), store), scales: null };
 }
 
 export function loadMat(store: TensorStore, name: string, expectShape: [number, number]): Mat {

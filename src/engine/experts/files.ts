@@ -1,10 +1,10 @@
 // The files an expert store reads: one fd per safetensors file holding expert tensors — O_DIRECT when
 // asked and every file passes a probe read, else buffered — and, in mmap mode, each file mapped whole.
 // Also the read buffers, aligned for O_DIRECT when it is on. State: the fds and the mappings, until close.
-import { ptr } from "bun:ffi";
 import { statSync } from "node:fs";
 import { ModelError } from "../../model/errors.ts";
 import * as io from "./io.ts";
+import { weightBytes } from "../mem.ts";
 
 export class ExpertFiles {
   readonly direct: boolean;
@@ -40,7 +40,7 @@ export class ExpertFiles {
 
   /** a read buffer of `bytes` (aligned to io.DIRECT_ALIGN when reads are O_DIRECT) */
   buffer(bytes: number): Uint8Array {
-    return this.direct ? aligned(bytes) : new Uint8Array(Math.max(bytes, 1));
+    return weightBytes(Math.max(bytes, 1)); // (4 KiB-aligned: O_DIRECT reads land in it)
   }
 
   close(): void {
@@ -54,7 +54,7 @@ export class ExpertFiles {
   /** O_DIRECT fds for every file, probed with one aligned read; false (with a warning) where unsupported. */
   private openDirect(files: readonly string[], log: (line: string) => void): boolean {
     const opened: [string, number][] = [];
-    const probe = aligned(io.DIRECT_ALIGN);
+    const probe = weightBytes(io.DIRECT_ALIGN);
     for (const f of files) {
       const fd = process.env.HB_IO_NODIRECT ? -22 : io.openRaw(f, true);
       let why = fd < 0 ? io.ioErrorText(fd) : "";
@@ -70,11 +70,4 @@ export class ExpertFiles {
     for (const [f, fd] of opened) this.fds.set(f, fd);
     return true;
   }
-}
-
-/** `bytes` bytes starting at an io.DIRECT_ALIGN boundary */
-function aligned(bytes: number): Uint8Array {
-  const raw = new Uint8Array(bytes + io.DIRECT_ALIGN);
-  const a = Number(ptr(raw)) % io.DIRECT_ALIGN, at = a ? io.DIRECT_ALIGN - a : 0;
-  return raw.subarray(at, at + bytes);
 }
