@@ -7,20 +7,26 @@
 // State: the weights, the activations and a seeded LCG (so two runs draw the same sequence of calls).
 import { ptr } from "bun:ffi";
 import { Fmt, MANY_DESC, type ManyMat } from "../src/engine/hb.ts";
+import { weightBytes } from "../src/engine/mem.ts";
 
 export const D = 1024, F = 512, E = 64, LAYERS = 7, K = 8;
 
 let seed = 12345;
 const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0);
 export const rnd = (n: number) => (next() >>> 8) % n; // high bits (an LCG's low bits repeat with a short period)
-const bytes = (n: number) => { const u = new Uint32Array(Math.ceil(n / 4)); for (let i = 0; i < u.length; i++) u[i] = next(); return new Uint8Array(u.buffer, 0, n); };
+/** n random bytes in weight memory (src/engine/mem.ts: on huge pages, as the engine's weights are) */
+const bytes = (n: number) => {
+  const b = weightBytes(Math.ceil(n / 4) * 4), u = new Uint32Array(b.buffer, b.byteOffset, b.length / 4);
+  for (let i = 0; i < u.length; i++) u[i] = next();
+  return b.subarray(0, n);
+};
 
 const gb = (F * D) / 2, sb = ((F * D) / 64) * 4; // one matrix's packed bytes, its scales' bytes
 /** [gate, gate scales, up, up scales, down, down scales] in one slab per expert */
 function expert() {
   const slab = bytes(3 * (gb + sb));
   const mat = (off: number, O: number): ManyMat =>
-    ({ fmt: Fmt.int4g, data: slab.subarray(off, off + gb), scales: new Float32Array(slab.buffer, off + gb, sb / 4).fill(0.01), gs: 64, O });
+    ({ fmt: Fmt.int4g, data: slab.subarray(off, off + gb), scales: new Float32Array(slab.buffer, slab.byteOffset + off + gb, sb / 4).fill(0.01), gs: 64, O });
   return { gate: mat(0, F), up: mat(gb + sb, F), down: mat(2 * (gb + sb), D) };
 }
 export const experts = Array.from({ length: LAYERS * E }, expert);

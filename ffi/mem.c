@@ -9,11 +9,16 @@
 #include <sys/mman.h>
 
 #define HB_HUGE (2u << 20)
+#define HB_PAGE 4096u
 
-/* a zeroed mapping of `bytes` (rounded up to 2 MiB) on a 2 MiB boundary; NULL when the OS refuses */
+/* the mapped length of a request: whole small pages only, so a buffer's last partial 2 MiB stays on small pages
+ * (a huge page there would commit up to 2 MiB that nothing uses) */
+static size_t mapped_len(int64_t bytes) { return ((size_t)bytes + HB_PAGE - 1) & ~(size_t)(HB_PAGE - 1); }
+
+/* a zeroed mapping of `bytes` on a 2 MiB boundary; NULL when the OS refuses */
 void *hb_huge_alloc(int64_t bytes) {
   if (bytes <= 0) return NULL;
-  const size_t n = ((size_t)bytes + HB_HUGE - 1) & ~(size_t)(HB_HUGE - 1);
+  const size_t n = mapped_len(bytes);
   uint8_t *raw = mmap(NULL, n + HB_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return NULL;
   uint8_t *p = (uint8_t *)(((uintptr_t)raw + HB_HUGE - 1) & ~(uintptr_t)(HB_HUGE - 1));
@@ -28,6 +33,5 @@ void *hb_huge_alloc(int64_t bytes) {
 
 /* the deallocator of an ArrayBuffer over hb_huge_alloc(bytes): ctx carries `bytes` */
 void hb_huge_free(void *p, void *ctx) {
-  const size_t n = ((size_t)(uintptr_t)ctx + HB_HUGE - 1) & ~(size_t)(HB_HUGE - 1);
-  if (p) munmap(p, n);
+  if (p) munmap(p, mapped_len((int64_t)(uintptr_t)ctx));
 }
