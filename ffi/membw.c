@@ -69,16 +69,16 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Read bandwidth in bytes/s: a `bytes` buffer (rounded up to whole MiB, on the weights' huge pages) is filled (pages touched by the
- * pool threads), then read `reps` times with every pool thread; returns the best rep, or -1 when the
- * buffer cannot be allocated. */
+/* Read bandwidth in bytes/s: a `bytes` buffer (rounded up to whole MiB, on the weights' kind of pages: mem.c) is
+ * filled (pages touched by the pool threads), then read `reps` times with every pool thread; returns the best
+ * rep, or -1 when the buffer cannot be allocated. */
 double hb_membw(int64_t bytes, int reps) {
   if (bytes < CHUNK) bytes = CHUNK;
   if (reps < 1) reps = 1;
   const int64_t n = (bytes + CHUNK - 1) / CHUNK * CHUNK;
   if (n / CHUNK > 0x7fffffff) return -1;
   bw_job *j = calloc(1, sizeof *j);
-  uint8_t *buf = j ? hb_huge_alloc(n) : NULL; /* the pages the weights live on (mem.c) */
+  uint8_t *buf = j ? hb_huge_alloc(n) : NULL;
   if (!buf) { free(j); return -1; }
   j->buf = buf; j->n = n;
   const int chunks = (int)(n / CHUNK);

@@ -9,7 +9,7 @@ import { hb } from "./hb.ts";
 
 export const WEIGHT_ALIGN = 4096;
 const CHUNK = 32 << 20;
-const off = process.env.HB_HUGEPAGES === "0";
+const disabled = process.env.HB_HUGEPAGES === "0";
 let chunk: Uint8Array<ArrayBuffer> | null = null;
 let used = 0;
 
@@ -18,7 +18,7 @@ const ownedArrayBuffer = toArrayBuffer as unknown as (p: Pointer | bigint, off: 
 
 /** a zeroed mapping of `bytes` on huge pages, or null */
 function mapping(bytes: number): Uint8Array<ArrayBuffer> | null {
-  if (off) return null;
+  if (disabled) return null;
   const lib = hb(), p = lib.hb_huge_alloc(bytes);
   if (!p) return null;
   return new Uint8Array(ownedArrayBuffer(p, 0, bytes, bytes, (lib.hb_huge_free as unknown as { ptr: number }).ptr));

@@ -1,6 +1,6 @@
 // The files an expert store reads: one fd per safetensors file holding expert tensors — O_DIRECT when
 // asked and every file passes a probe read, else buffered — and, in mmap mode, each file mapped whole.
-// Also the read buffers, aligned for O_DIRECT when it is on. State: the fds and the mappings, until close.
+// Also the read buffers (weight memory, src/engine/mem.ts: aligned for O_DIRECT). State: the fds and the mappings, until close.
 import { statSync } from "node:fs";
 import { ModelError } from "../../model/errors.ts";
 import * as io from "./io.ts";
@@ -38,9 +38,9 @@ export class ExpertFiles {
   /** address of byte `off` of a mapped file */
   mapped(file: string, off: number): number { return this.mapAddrs.get(file)! + off; }
 
-  /** a read buffer of `bytes` (aligned to io.DIRECT_ALIGN when reads are O_DIRECT) */
+  /** a read buffer of `bytes` in weight memory (aligned to io.DIRECT_ALIGN = WEIGHT_ALIGN: O_DIRECT reads land in it) */
   buffer(bytes: number): Uint8Array {
-    return weightBytes(Math.max(bytes, 1)); // (4 KiB-aligned: O_DIRECT reads land in it)
+    return weightBytes(Math.max(bytes, 1));
   }
 
   close(): void {
