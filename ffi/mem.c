@@ -7,13 +7,18 @@
 #include "hb.h"
 #include <stdint.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define HB_HUGE (2u << 20)
-#define HB_PAGE 4096u
 
-/* the mapped length of a request: whole small pages only, so a buffer's last partial 2 MiB stays on small pages
- * (a huge page there would commit up to 2 MiB that nothing uses) */
-static size_t mapped_len(int64_t bytes) { return ((size_t)bytes + HB_PAGE - 1) & ~(size_t)(HB_PAGE - 1); }
+/* the mapped length of a request: whole small pages only (the system's: 4 KiB on x86-64, 16 or 64 KiB on some arm64
+ * kernels, where munmap of the tail at a 4 KiB multiple would fail), so a buffer's last partial 2 MiB stays on small
+ * pages (a huge page there would commit up to 2 MiB that nothing uses) */
+static size_t mapped_len(int64_t bytes) {
+  const long pg = sysconf(_SC_PAGESIZE);
+  const size_t page = pg > 0 ? (size_t)pg : 4096;
+  return ((size_t)bytes + page - 1) / page * page;
+}
 
 /* a zeroed mapping of `bytes` on a 2 MiB boundary; NULL when the OS refuses */
 void *hb_huge_alloc(int64_t bytes) {

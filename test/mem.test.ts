@@ -9,19 +9,16 @@ import { DIRECT_ALIGN } from "../src/engine/experts/io.ts";
 
 const addr = (v: Uint8Array | Float32Array) => Number(ptr(v));
 
-/** The smaps entry (start, VmFlags, AnonHugePages kB) of the mapping holding address a. */
-function smapsOf(a: number): { start: number; flags: string[]; anonHugeKb: number } | null {
+/** The smaps entry (start, VmFlags) of the mapping holding address a. */
+function smapsOf(a: number): { start: number; flags: string[] } | null {
   const lines = readFileSync("/proc/self/smaps", "utf8").split("\n");
   for (let i = 0; i < lines.length; i++) {
     const m = /^([0-9a-f]+)-([0-9a-f]+) /.exec(lines[i]);
     if (!m || a < parseInt(m[1], 16) || a >= parseInt(m[2], 16)) continue;
-    let flags: string[] = [], anonHugeKb = 0;
-    for (let j = i + 1; j < lines.length && !/^[0-9a-f]+-/.test(lines[j]); j++) {
+    let flags: string[] = [];
+    for (let j = i + 1; j < lines.length && !/^[0-9a-f]+-/.test(lines[j]); j++)
       if (lines[j].startsWith("VmFlags:")) flags = lines[j].slice(8).trim().split(/\s+/);
-      const h = /^AnonHugePages:\s+(\d+)/.exec(lines[j]);
-      if (h) anonHugeKb = Number(h[1]);
-    }
-    return { start: parseInt(m[1], 16), flags, anonHugeKb };
+    return { start: parseInt(m[1], 16), flags };
   }
   return null;
 }

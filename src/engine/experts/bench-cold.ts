@@ -4,11 +4,11 @@
 // (posix_fadvise DONTNEED), prefills, and decodes greedily, reporting the experts' read GB/s (bytes
 // over the I/O pool's busy time, and over the forward's wait time), hit rate and wait per token.
 // Stateless; `bun src/engine/experts/bench-cold.ts --model DIR [...]` prints the report as JSON.
-import { ptr } from "bun:ffi";
 import { statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { loadModel, type Model } from "../model.ts";
 import { pread } from "../hb.ts";
+import { weightBytes } from "../mem.ts";
 import { Session, argmax } from "../session.ts";
 import { attachExperts, type ExpertOptions } from "./attach.ts";
 import * as io from "./io.ts";
@@ -64,8 +64,7 @@ export function dropPageCache(files: string[]): void {
 /** Sequential read rate of files in GB/s (16 MiB preads; O_DIRECT when asked). */
 export function sequentialRate(files: string[], direct: boolean): number {
   dropPageCache(files);
-  const CH = 16 << 20, raw = new Uint8Array(CH + io.DIRECT_ALIGN);
-  const a = Number(ptr(raw)) % io.DIRECT_ALIGN, buf = raw.subarray(a ? io.DIRECT_ALIGN - a : 0);
+  const CH = 16 << 20, buf = weightBytes(CH); // (aligned for O_DIRECT)
   let bytes = 0;
   const t0 = performance.now();
   for (const f of files) {
