@@ -3,7 +3,8 @@
 // Per layer: frame A1 (device) = [combine of the previous MoE layer: x += routed + shared] input norm, MLA
 // (q / kv projections, new c_kv ‖ k_pe rows into the device KV mirror), DSA indexer + selection, attention
 // core (absorbed form), o_proj, residual, post-attention norm (+ the MLP of a dense layer); host step =
-// router + routed experts (src/engine/moe.ts `routed`); frame A2 (device) = shared expert, overlapping the
+// router + routed experts (src/engine/moe.ts `routed`; the model's last layer: only for the rows that get logits,
+// as the CPU layer loop skips them); frame A2 (device) = shared expert, overlapping the
 // host step (waited for after it: stats.a2Ms is what the host step did not hide). The host KVCache stays
 // canonical: every new row is also written there.
 // KV split (option kvBudgetRows / kvBudgetBytes, env HB_VK_KV_ROWS): each layer of a mirrored conversation
@@ -16,6 +17,8 @@
 // later forwards stay on the CPU. State: the device, its copies of the layers' weights, device activations,
 // the mirror pool, the host half of the split, stats.
 import type { Model } from "../src/engine/model.ts";
+import type { Config } from "../src/model/config.ts";
+import type { Moe } from "../src/model/weights.ts";
 import type { RunState } from "../src/engine/state.ts";
 import type { Segment } from "../src/engine/batch.ts";
 import { keyMode, runLayers, type ForwardOpts } from "../src/engine/forward.ts";
@@ -87,19 +90,20 @@ export class VulkanChain {
   /** mirror slots now allocated (at most ChainOpts.slots between forwards) */
   get mirrorSlots(): number { return this.pool.slots.length; }
 
-  /** The executor seam: same contract as forward.ts runLayers for layers [lo, hi) ⊆ [0, n). */
-  run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
+  /** The executor seam: same contract as forward.ts runLayers for layers [lo, hi) ⊆ [0, n), k included: the model's
+   *  last layer runs its routed experts (the host step) only for rows st.keep[0..k); its device parts run for every row. */
+  run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts, k = S): void {
     if (lo < 0 || hi > this.n || lo > hi) throw new RangeError(`chain runs layers [0, ${this.n}), asked [${lo}, ${hi})`);
     if (lo === hi) return;
-    if (this.lost || !this.vk) { runLayers(m, st, segs, S, lo, hi, opts); return; }
+    if (this.lost || !this.vk) { runLayers(m, st, segs, S, lo, hi, opts, k); return; }
     const xIn = st.x.slice(0, S * m.cfg.hidden_size);
     try {
-      this.runDevice(m, st, segs, S, lo, hi, opts);
+      this.runDevice(m, st, segs, S, lo, hi, opts, k);
     } catch (e) {
       if (!(e instanceof DeviceLost)) throw e;
       this.markLost(e.message);
       st.x.set(xIn);
-      runLayers(m, st, segs, S, lo, hi, opts); // same rows, same tokens: the CPU rewrites every KV row too
+      runLayers(m, st, segs, S, lo, hi, opts, k); // same rows, same tokens: the CPU rewrites every KV row too
       this.stats.fallbacks++;
     }
   }
@@ -127,7 +131,7 @@ export class VulkanChain {
   /** One line of stats: crossings per token, time blocked on the device vs in the routed experts per layer. */
   summary(): string { return statsLine(this.stats, this.device, this.lost, this.split); }
 
-  private runDevice(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void {
+  private runDevice(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts, kept: number): void {
     const cfg = m.cfg, k = this.k, D = cfg.hidden_size, dr = cfg.qk_rope_head_dim, W = cfg.kv_lora_rank + dr;
     const H = cfg.num_attention_heads, kvr = cfg.kv_lora_rank;
     const hd = cfg.index_head_dim, topk = Math.max(1, cfg.index_topk), st0 = this.stats;
@@ -251,9 +255,12 @@ export class VulkanChain {
           this.cmdB.submit();
         }
         const h0 = performance.now();
-        routed(cfg, st, m.w.layers[i].moe!, st.xb, S, st.ao);
+        const skip = i === cfg.num_hidden_layers - 1 && kept < S;
+        if (skip) keptRouted(cfg, st, m.w.layers[i].moe!, S, kept);
+        else routed(cfg, st, m.w.layers[i].moe!, st.xb, S, st.ao);
         const h1 = performance.now();
         st0.hostMs += h1 - h0;
+        st0.hostRows += skip && kept === 0 ? 0 : st.moff[st.moff.length - 1] / cfg.num_experts_per_tok; // rows routed
         st0.perLayer[i].hostMs += h1 - h0;
         up.routed.write(0, st.ao.subarray(0, S * D));
         st0.bytesUp += 4 * S * D;
@@ -286,5 +293,20 @@ export class VulkanChain {
     this.pool.trim(); // a batch with more conversations than `slots` grew the pool for itself only
     st0.forwards++;
     for (const g of segs) st0.tokens += g.n;
+  }
+}
+
+/** The routed experts of the model's last layer for rows st.keep[0..k) only (ascending: the rows that get logits),
+ *  moved to rows 0..k-1 of st.xb and run there (the same bits per row as over all S rows: batch-invariant kernels),
+ *  their outputs moved back to their rows of st.ao (as forward.ts `block`); the other rows get zeros (their final x,
+ *  the layer's attention output plus the shared expert's, is read by no one). */
+function keptRouted(cfg: Config, st: RunState, moe: Moe, S: number, k: number): void {
+  const D = cfg.hidden_size;
+  for (let r = 0; r < k; r++) st.xb.copyWithin(r * D, st.keep[r] * D, (st.keep[r] + 1) * D); // keep[r] ≥ r
+  if (k > 0) routed(cfg, st, moe, st.xb, k, st.ao);
+  for (let r = k - 1; r >= 0; r--) if (st.keep[r] !== r) st.ao.copyWithin(st.keep[r] * D, r * D, (r + 1) * D);
+  for (let r = 0, j = 0; r < S; r++) {
+    if (j < k && st.keep[j] === r) j++;
+    else st.ao.fill(0, r * D, (r + 1) * D);
   }
 }

@@ -34,6 +34,7 @@ export interface ChainStats {
   forwards: number; tokens: number; fallbacks: number;
   bytesUp: number; bytesDown: number; mirrorBytes: number; // activations up / down, KV rows uploaded to mirrors
   waitMs: number; hostMs: number; recordMs: number;         // blocked on A1 frames / routed experts / recording
+  hostRows: number;         // rows the routed experts ran for (the last layer: only those that get logits)
   a2Ms: number;             // blocked on the A2 frame (shared expert) after the host step: the part it did not hide
   splitLayers: number;      // layer frames run split (CPU + device attention)
   splitKeys: number;        // keys attended on the CPU (per row, all heads once)
@@ -43,7 +44,7 @@ export interface ChainStats {
 
 /** Fresh counters for a chain of n layers. */
 export function newStats(n: number): ChainStats {
-  return { forwards: 0, tokens: 0, fallbacks: 0, bytesUp: 0, bytesDown: 0, mirrorBytes: 0, waitMs: 0, hostMs: 0, recordMs: 0,
+  return { forwards: 0, tokens: 0, fallbacks: 0, bytesUp: 0, bytesDown: 0, mirrorBytes: 0, waitMs: 0, hostMs: 0, recordMs: 0, hostRows: 0,
     a2Ms: 0, splitLayers: 0, splitKeys: 0, splitMs: 0, perLayer: Array.from({ length: n }, () => ({ waitMs: 0, hostMs: 0 })) };
 }
 
@@ -53,7 +54,7 @@ export function statsLine(s: ChainStats, device: string, lost: boolean, split: S
   const per = s.perLayer.map((l, i) => `L${i} ${(l.waitMs / f).toFixed(2)}/${(l.hostMs / f).toFixed(2)}`).join(" ");
   return `vulkan ${device}${lost ? " (lost: on the CPU)" : ""}: ${s.forwards} forwards, ${s.tokens} tokens; ` +
     `per token ${kb(s.bytesUp / t)} KiB up, ${kb(s.bytesDown / t)} KiB down, KV mirror ${kb(s.mirrorBytes)} KiB total; ` +
-    `device wait ${s.waitMs.toFixed(1)} ms (A2 ${s.a2Ms.toFixed(1)} ms), routed experts ${s.hostMs.toFixed(1)} ms, recording ${s.recordMs.toFixed(1)} ms; ` +
+    `device wait ${s.waitMs.toFixed(1)} ms (A2 ${s.a2Ms.toFixed(1)} ms), routed experts ${s.hostMs.toFixed(1)} ms over ${s.hostRows} rows, recording ${s.recordMs.toFixed(1)} ms; ` +
     (split ? `KV split (${split.slots}×${split.blk} rows/layer): ${s.splitLayers} split frames, ${s.splitKeys} CPU keys, ${s.splitMs.toFixed(1)} ms; ` : "") +
     `per layer ms/forward (device wait/host): ${per}${s.fallbacks ? `; ${s.fallbacks} CPU fallbacks` : ""}`;
 }

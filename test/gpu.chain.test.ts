@@ -102,6 +102,28 @@ describe.skipIf(!vk)("vulkan chain: batches, KV mirror invalidation, device loss
     c.forEach((l, i) => expect(worst(d[i], l, V)).toBeLessThan(TOL));
   });
 
+  test("the last layer's routed experts run on the host only for rows with logits (same logits, fewer rows)", () => {
+    const ch = open(m), p = ids(9, V, 101), q = ids(4, V, 102);
+    const last = new Conv(m, ch), all = new Conv(m, ch), cpu = new Conv(m, null);
+    const l = last.feed(p), h0 = ch.stats.hostRows;
+    expect(h0).toBe(9 + 1); // layer 1 every row, layer 2 (the last) the row with logits
+    expect(all.feed(p, true).subarray(8 * V)).toEqual(l); // the kept row's bits do not depend on the skip
+    expect(ch.stats.hostRows - h0).toBe(9 + 9);
+    expect(relRms(l, cpu.feed(p))).toBeLessThan(TOL);
+    const t = ids(1, V, 103);
+    expect(relRms(last.feed(t), cpu.feed(t))).toBeLessThan(TOL); // the skipped rows' KV rows are whole
+    // two conversations in one batch, each with logits on its last row only: rows 6 and 10 kept, moved and back
+    const run = (dev: boolean) => {
+      const st = new RunState(m.cfg), A = newKV(m), B = newKV(m);
+      const n = forward(m, st, [{ kv: A, r0: 0, n: 7, pos0: 0 }, { kv: B, r0: 7, n: 4, pos0: 0 }], [...ids(7, V, 104), ...q],
+        dev ? { logits: "last", executor: ch } : { logits: "last" });
+      return st.logits.slice(0, n * V);
+    };
+    const h1 = ch.stats.hostRows, d = run(true);
+    expect(ch.stats.hostRows - h1).toBe(11 + 2);
+    expect(worst(d, run(false), V)).toBeLessThan(TOL);
+  });
+
   test("rewind (truncate) and continue with other tokens: the mirror re-uploads, results follow the CPU", () => {
     const ch = open(m), cpu = new Conv(m, null), dev = new Conv(m, ch);
     const a = ids(14, V, 21), b = ids(6, V, 22);

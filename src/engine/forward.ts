@@ -12,10 +12,11 @@ import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
 
-/** Runs layers [lo, hi) somewhere else (the Vulkan chain): its first `n` layers replace the CPU's. */
+/** Runs layers [lo, hi) somewhere else (the Vulkan chain): its first `n` layers replace the CPU's. k: as runLayers'
+ *  (the model's last layer, when it runs there, needs its FFN only for the first k rows of st.keep). */
 export interface LayerExecutor {
   readonly n: number;
-  run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts): void;
+  run(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts, k?: number): void;
 }
 
 export interface ForwardOpts {
@@ -123,8 +124,9 @@ export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<
   if (opts.exact !== undefined) st.exact = opts.exact;
   const S = embed(m, st, segs, ids);
   const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L), which = opts.logits ?? "all";
-  if (n > 0) opts.executor!.run(m, st, segs, S, 0, n, opts);
-  runLayers(m, st, segs, S, n, L, opts, opts.hidden ? S : keptRows(st, segs, S, which));
+  const k = opts.hidden ? S : keptRows(st, segs, S, which);
+  if (n > 0) opts.executor!.run(m, st, segs, S, 0, n, opts, n === L ? k : S);
+  runLayers(m, st, segs, S, n, L, opts, k);
   for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.wrote(g.pos0); }
   return which === "none" ? 0 : head(m, st, segs, S, which);
 }
