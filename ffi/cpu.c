@@ -1,9 +1,9 @@
 /* libhb SIMD dispatch: detects the best instruction set once and holds the level in use.
  * State: `detected` (what the CPU and OS support), `avxvnni` (the 256-bit VEX VNNI is there) and `level`
  * (what kernels use; tests force it down with hb_simd_force, and the env var
- * HB_SIMD=scalar|avx2|avxvnni|avx512|avx512vnni caps it at start).
- * x86: AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C(+AVX-VNNI) / scalar via __builtin_cpu_supports (which also
- * checks that the OS saves the vector state). Levels are ordered; a CPU with AVX-512 but without AVX-VNNI
+ * HB_SIMD=scalar|avx2|avxvnni|avx512|avx512vnni|amx caps it at start).
+ * x86: AMX (+ AVX-512 VNNI; the tile state granted by Linux) / AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C(+AVX-VNNI) /
+ * scalar via __builtin_cpu_supports (which also checks that the OS saves the vector state). Levels are ordered; a CPU with AVX-512 but without AVX-VNNI
  * (Ice Lake, Cascade Lake) capped at the AVX-VNNI level gets AVX2. aarch64: NEON (dotprod noted in
  * hb_cpu_dotprod). */
 #include "hb.h"
@@ -21,13 +21,25 @@ static atomic_int detected = -1, level = -1;
 static int avxvnni;                      /* x86: AVX-VNNI (VEX vpdpbusd) supported; set by detect() */
 int hb_cpu_dotprod;                      /* aarch64 SDOT/UDOT available (for later int8 kernels) */
 
-static const char *const names[] = { "scalar", "neon", "avx2", "avxvnni", "avx512", "avx512vnni" };
+static const char *const names[] = { "scalar", "neon", "avx2", "avxvnni", "avx512", "avx512vnni", "amx" };
 
 #if defined(__x86_64__) || defined(__i386__)
 /* CPUID.(EAX=7, ECX=1):EAX bit 4 = AVX-VNNI (the YMM state is known saved once AVX2 is usable) */
 static int cpuid_avxvnni(void) {
   unsigned a, b, c, d;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+}
+#endif
+
+#if HB_HAVE_AMX
+#include <sys/syscall.h>
+#include <unistd.h>
+/* CPUID.(EAX=7, ECX=0):EDX bits 24, 25 = AMX-TILE, AMX-INT8; then Linux must grant this process the tile data
+ * state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18; once for the process and all its threads) */
+static int amx_usable(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return 0;
+  return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 }
 #endif
 
@@ -38,7 +50,7 @@ static int detect(void) {
   avxvnni = avx2 && HB_HAVE_AVXVNNI && cpuid_avxvnni();
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
-    return __builtin_cpu_supports("avx512vnni") ? HB_AVX512VNNI : HB_AVX512;
+    return !__builtin_cpu_supports("avx512vnni") ? HB_AVX512 : HB_HAVE_AMX && amx_usable() ? HB_AMX : HB_AVX512VNNI;
   return avxvnni ? HB_AVXVNNI : avx2 ? HB_AVX2 : HB_SCALAR;
 #elif defined(__aarch64__)
 #if defined(__linux__) && defined(HWCAP_ASIMDDP)

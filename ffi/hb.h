@@ -16,13 +16,21 @@ typedef void (*hb_task_fn)(void *ctx, int lo, int hi);
 void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx);
 
 /* ---- SIMD dispatch (cpu.c) ---- */
-enum { HB_SCALAR = 0, HB_NEON = 1, HB_AVX2 = 2, HB_AVXVNNI = 3, HB_AVX512 = 4, HB_AVX512VNNI = 5 };
+enum { HB_SCALAR = 0, HB_NEON = 1, HB_AVX2 = 2, HB_AVXVNNI = 3, HB_AVX512 = 4, HB_AVX512VNNI = 5, HB_AMX = 6 };
 /* compilers that know the AVX-VNNI intrinsics (GCC 11, clang 12); older ones build libhb without that level */
 #if (defined(__x86_64__) || defined(__i386__)) && \
     ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define HB_HAVE_AVXVNNI 1
 #else
 #define HB_HAVE_AVXVNNI 0
+#endif
+/* AMX (AVX-512 VNNI plus TDPBSSD tiles, for the prefill GEMMs): GCC 11 / clang 12 on x86-64 Linux, where the OS
+ * hands out the tile state through arch_prctl */
+#if defined(__x86_64__) && defined(__linux__) && \
+    ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define HB_HAVE_AMX 1
+#else
+#define HB_HAVE_AMX 0
 #endif
 int hb_simd_level(void);                   /* level in use */
 const char *hb_simd_name(void);

@@ -32,6 +32,7 @@ typedef struct {
   hb_q8_rows_fn *qfn;
   xblock *xb;                          /* quantization jobs */
   int nxb, *xrow0;                     /* xrow0[b]: global index of block b's row 0 (quantization split) */
+  int *xtb0;                           /* xtb0[b]: global index of block b's first 16-row AMX tile block */
   gather_job *gj;                      /* indexed rows made contiguous for f32 kernels */
   int ngj, *grow0, gI;                 /* grow0[g]: global index of entry g's row 0 (copy split); row width */
 } many_job;
@@ -40,15 +41,16 @@ static many_job *job_tables(int n) {
   static _Thread_local many_job j;
   static _Thread_local int cap;
   if (n > cap) {
-    free(j.first); free(j.q8); free(j.blk); free(j.mm); free(j.mfn); free(j.qm); free(j.qfn); free(j.xb); free(j.xrow0);
+    free(j.first); free(j.q8); free(j.blk); free(j.mm); free(j.mfn); free(j.qm); free(j.qfn); free(j.xb); free(j.xrow0); free(j.xtb0);
     free(j.gj); free(j.grow0);
     j.first = malloc((size_t)(n + 1) * sizeof *j.first); j.q8 = malloc((size_t)n * sizeof *j.q8);
     j.blk = malloc((size_t)n * sizeof *j.blk);
     j.mm = malloc((size_t)n * sizeof *j.mm); j.mfn = malloc((size_t)n * sizeof *j.mfn);
     j.qm = malloc((size_t)n * sizeof *j.qm); j.qfn = malloc((size_t)n * sizeof *j.qfn);
     j.xb = malloc((size_t)n * sizeof *j.xb); j.xrow0 = malloc((size_t)(n + 1) * sizeof *j.xrow0);
+    j.xtb0 = malloc((size_t)(n + 1) * sizeof *j.xtb0);
     j.gj = malloc((size_t)n * sizeof *j.gj); j.grow0 = malloc((size_t)(n + 1) * sizeof *j.grow0);
-    cap = j.first && j.q8 && j.blk && j.mm && j.mfn && j.qm && j.qfn && j.xb && j.xrow0 && j.gj && j.grow0 ? n : 0;
+    cap = j.first && j.q8 && j.blk && j.mm && j.mfn && j.qm && j.qfn && j.xb && j.xrow0 && j.xtb0 && j.gj && j.grow0 ? n : 0;
     if (!cap) return NULL;
   }
   return &j;
@@ -80,6 +82,15 @@ static void quant_task(void *c, int lo, int hi) {   /* global activation rows [l
     if (hi <= f || lo >= e) continue;
     xblock *x = &j->xb[b];
     hb_q8x_quant_rows(&x->q, 0, x->x, (size_t)x->q.I, x->rows, (lo > f ? lo : f) - f, (hi < e ? hi : e) - f);
+  }
+}
+
+static void tiles_task(void *c, int lo, int hi) {   /* global 16-row blocks of x [lo, hi) (AMX) */
+  const many_job *j = c;
+  for (int b = 0; b < j->nxb && lo < hi; b++) {
+    const int f = j->xtb0[b], e = j->xtb0[b + 1];
+    if (hi <= f || lo >= e) continue;
+    hb_q8x_tiles(&j->xb[b].q, (lo > f ? lo : f) - f, (hi < e ? hi : e) - f);
   }
 }
 
@@ -156,6 +167,10 @@ void hb_matmul_many(int exact, int n, const double *desc, int I) {
     j->xrow0[j->nxb] = rows;
     /* rows are independent: large blocks (prefill) quantize on the pool */
     hb_parallel_for(rows, (size_t)rows * I < 65536 ? rows : 8, quant_task, j);
+    int tbs = 0;   /* then the AMX tiles of blocks large enough for them */
+    for (int b = 0; b < j->nxb; b++) { j->xtb0[b] = tbs; tbs += hb_q8x_amx(&j->xb[b].q); }
+    j->xtb0[j->nxb] = tbs;
+    if (tbs) hb_parallel_for(tbs, 1, tiles_task, j);
   }
   size_t maxrow = 0, gat = 0;
   float *gbuf = gather ? gather_buf(gather) : NULL;

@@ -205,12 +205,24 @@ hb_q8_rows_fn hb_q8_kernel(int fmt, int ref) {
 
 static int padded(int I) { return (I + HB_Q8_PAD - 1) / HB_Q8_PAD * HB_Q8_PAD; }
 
-size_t hb_q8x_bytes(int I, int S) {
-  const size_t Ip = (size_t)padded(I);
-  /* a multiple of 64: blocks placed one after another (hb_matmul_many) keep qx on cache-line boundaries,
-   * so no activation load of the kernels straddles two lines */
-  return ((size_t)S * (Ip + Ip / 2 + 12) + (size_t)I + 64 + 63) & ~(size_t)63;
+/* qx, corr, xsum and dx; a multiple of 64: blocks placed one after another (hb_matmul_many) keep qx on cache-line
+ * boundaries, so no activation load of the kernels straddles two lines */
+static size_t base_bytes(int I, int S) {
+  return ((size_t)S * ((size_t)padded(I) * 3 / 2 + 12) + (size_t)I + 64 + 63) & ~(size_t)63;
 }
+/* the AMX tiles of x after them (reserved whenever a batch is large enough to take them) */
+static int tile_blocks(int S) { return HB_HAVE_AMX && S >= HB_Q8_AMX_S ? (S + 15) / 16 : 0; }
+size_t hb_q8x_bytes(int I, int S) { return base_bytes(I, S) + (size_t)tile_blocks(S) * 16 * padded(I); }
+
+int hb_q8x_amx(hb_q8x *q) {
+  const int n = tile_blocks(q->S);
+  if (!n || hb_simd_level() < HB_AMX || (q->layout != HB_Q8_NAT && q->layout != HB_Q8_P4)) return 0;
+  q->qt = (int8_t *)q->qx + base_bytes(q->I, q->S);
+  return n;
+}
+#if !HB_HAVE_AMX
+void hb_q8x_tiles(const hb_q8x *q, int tb0, int tb1) { (void)q; (void)tb0; (void)tb1; }
+#endif
 
 /* point q at buf (hb_q8x_bytes(I, S) bytes) for S rows in `layout`; nothing is quantized yet */
 void hb_q8x_init(hb_q8x *q, void *buf, int layout, int I, int S) {
@@ -221,6 +233,7 @@ void hb_q8x_init(hb_q8x *q, void *buf, int layout, int I, int S) {
   q->corr = layout == HB_Q8_P4 ? (int32_t *)(b + qb) : NULL;
   q->xsum = (int64_t *)(b + ((qb + cb + 7) & ~(size_t)7));
   q->dx = (float *)(q->xsum + S);
+  q->qt = NULL;
   q->I = I; q->Ip = Ip; q->S = S; q->layout = layout;
 }
 
@@ -251,21 +264,24 @@ void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, i
   const size_t rowb = hb_mm_row_bytes(fmt, I);
   *m = (hb_q8){ .fmt = fmt, .gs = gs, .ng = fmt == HB_INT4G ? (I + gs - 1) / gs : 1, .O = O, .I = I, .S = q->S,
                 .Ip = q->Ip, .W = W, .Wend = (const uint8_t *)W + (size_t)O * rowb, .rowb = rowb, .sc = scales,
-                .qx = q->qx, .corr = q->corr, .xsum = q->xsum, .dx = q->dx, .y = y };
+                .qx = q->qx, .corr = q->corr, .xsum = q->xsum, .dx = q->dx, .qt = q->qt, .y = y };
 }
 
 /* rows per claimed chunk: everything on the calling thread for small matrices (a pool wake-up costs more
  * than it saves), else ~8 chunks per thread (≤ 256 rows) for S ≤ 4 and ~32 KiB of weights per chunk for
  * larger S (whole 32-row panels of the GEMMs from HB_Q8_I4G_GEMM_S rows, else whole 4-row tiles of int4g);
  * never more than an even share per thread */
+#ifndef AMXCH
+#define AMXCH 131072
+#endif
 int hb_mm_chunk_rows(int O, size_t rowb, int S) {
-  const int nt = hb_nthreads();
+  const int nt = hb_nthreads(), amx = S >= HB_Q8_AMX_S && hb_simd_level() >= HB_AMX;
   if ((size_t)O * rowb < 49152 || nt <= 1) return O;
   int c;
   if (S <= 4) c = O / (nt * 8);                       /* decode: every chunk costs two shared atomics */
-  else c = (int)(32768 / (rowb ? rowb : 1));
+  else c = (int)((amx ? AMXCH : 32768) / (rowb ? rowb : 1));
   if (c < 1) c = 1;
-  if (c > (S <= 4 ? 256 : 64)) c = S <= 4 ? 256 : 64;
+  if (c > (S <= 4 || amx ? 1024 : 64)) c = S <= 4 || amx ? 1024 : 64;
   if (S >= HB_Q8_I4G_GEMM_S) c = (c + HB_Q8_PANEL - 1) / HB_Q8_PANEL * HB_Q8_PANEL;   /* whole panels of the GEMMs */
   else if (c > 4) c &= ~3;                                                           /* int4g's 4-row tiles */
   const int share = (O + nt - 1) / nt;
@@ -288,6 +304,8 @@ static void q8_call(int ref, int fmt, const void *W, const float *scales, int gs
   }
   hb_q8x q;
   hb_q8x_quant(&q, buf, hb_q8_layout(fmt, ref), ref, x, (size_t)I, I, S);
+  const int ntb = ref ? 0 : hb_q8x_amx(&q);
+  if (ntb) hb_q8x_tiles(&q, 0, ntb);
   hb_q8 m;
   hb_q8_bind(&m, fmt, W, scales, gs, O, I, &q, y);
   hb_wbytes_add(hb_q8_wbytes(fmt, O, I, gs));

@@ -26,6 +26,7 @@
 #define HB_Q8_GEMM_S 16    /* int8 batches of at least this many rows take the packed-panel GEMM (AVX-512 VNNI, AVX-VNNI) */
 #define HB_Q8_PANEL 32     /* weight rows per panel of that GEMM (a multiple of the AVX-VNNI one's 16) */
 #define HB_Q8_I4G_GEMM_S 4 /* int4g batches (gs ≥ 32) of at least this many rows take its panel GEMM (AVX-512 VNNI, AVX-VNNI) */
+#define HB_Q8_AMX_S 6      /* int8 and int4g batches of at least this many rows take the AMX GEMMs (matmul_q8_amx.c) */
 
 typedef struct {
   int fmt, gs, ng, O, I, S;
@@ -38,6 +39,7 @@ typedef struct {
   const int32_t *corr;     /* int4g: [S, Ip/8] −8·Σ q_x over each 8-element segment (natural index) */
   const int64_t *xsum;     /* [S] Σ q_x over the row */
   const float *dx;         /* [S] amax/127 (NaN when the row held a non-finite value) */
+  const int8_t *qt;        /* AMX: x's tiles [⌈S/16⌉, Ip/64, 1024] (matmul_q8_amx.c), or NULL */
   float *y;                /* [S, O] */
 } hb_q8;
 
@@ -45,7 +47,7 @@ typedef void (*hb_q8_rows_fn)(const hb_q8 *m, int lo, int hi);
 
 /* Quantized activations of S rows in one layout (reusable by several matrices of the same layout). */
 enum { HB_Q8_NAT = 0 /* natural */, HB_Q8_P4 = 2, HB_Q8_P2 = 3 };
-typedef struct { int8_t *qx; int32_t *corr; int64_t *xsum; float *dx; int I, Ip, S, layout; } hb_q8x;
+typedef struct { int8_t *qx; int32_t *corr; int64_t *xsum; float *dx; int8_t *qt; int I, Ip, S, layout; } hb_q8x;
 
 /* 1 when W (fmt, scales, gs, I) can take the fast path; 0 = use the exact kernels */
 int hb_q8_ok(int fmt, const void *W, const float *scales, int gs, int I);
@@ -62,6 +64,12 @@ void hb_q8x_quant_rows(hb_q8x *q, int ref, const float *x, size_t xstride, const
 /* one row x [n] to int8 in natural order, as the activations above (the same bits at every level); returns
  * amax/127, NaN when the row held a non-finite value (also used by dsa.c's fast-mode indexer) */
 float hb_q8_quant(const float *x, int n, int8_t *q);
+/* AMX: point q->qt at its space (after hb_q8x_init) when the AMX GEMMs can use it (level, S, layout) and return
+ * the number of 16-row blocks of x to tile (0: qt stays NULL); then hb_q8x_tiles fills blocks [tb0, tb1) once the
+ * rows are quantized (thread-safe for disjoint ranges). hb_q8_amx_rows: weight rows the AMX GEMMs have done. */
+int hb_q8x_amx(hb_q8x *q);
+void hb_q8x_tiles(const hb_q8x *q, int tb0, int tb1);
+long long hb_q8_amx_rows(void);
 /* m for W [O,I] · (quantized x) -> y [S,O]; hb_q8_wbytes: the bytes of W and scales it reads */
 int64_t hb_q8_wbytes(int fmt, int O, int I, int gs);
 void hb_q8_bind(hb_q8 *m, int fmt, const void *W, const float *scales, int gs, int O, int I, const hb_q8x *q, float *y);
@@ -89,6 +97,9 @@ int hb_q8_gemm_i4g_avxvnni(const hb_q8 *m, int lo, int hi);  /* the same at AVX-
  * left undone (matmul_q8_gemm_x86.c) */
 int hb_q8_gemm_i8_vnni(const hb_q8 *m, int lo, int hi);
 int hb_q8_gemm_i8_avxvnni(const hb_q8 *m, int lo, int hi);
+/* the AMX GEMMs (matmul_q8_amx.c): rows [lo, hi) in whole 32-row (int8) / 16-row (int4g) blocks when m->qt is set */
+int hb_q8_gemm_i8_amx(const hb_q8 *m, int lo, int hi);
+int hb_q8_gemm_i4g_amx(const hb_q8 *m, int lo, int hi);
 void hb_q8_cols_vnni(const uint8_t *cols, const float *sc, int O, int I, const hb_q8x *q, float *y, size_t yRow);
 #endif
 #if defined(__aarch64__)

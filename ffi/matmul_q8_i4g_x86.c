@@ -183,6 +183,9 @@ TV static void row1(const hb_q8 *m, int o, int s) {
 }
 
 TV INL void rows(const int GS, const hb_q8 *m, int lo, int hi) {
+#if HB_HAVE_AMX
+  lo = hb_q8_gemm_i4g_amx(m, lo, hi);
+#endif
   lo = hb_q8_gemm_i4g_vnni(m, lo, hi);
   int R = hb_q8_subrows(m->rowb) & ~15;   /* ~16 KiB of rows per pass over the rows of x, whole tiles */
   if (R < 16) R = 16;

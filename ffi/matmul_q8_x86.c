@@ -255,7 +255,12 @@ TV INL void rows_vnni(const int fmt, const hb_q8 *m, int lo, int hi) {
     }
   }
 }
-TV static void vnni_i8(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT8, m, hb_q8_gemm_i8_vnni(m, lo, hi), hi); }
+TV static void vnni_i8(const hb_q8 *m, int lo, int hi) {
+#if HB_HAVE_AMX
+  lo = hb_q8_gemm_i8_amx(m, lo, hi);
+#endif
+  rows_vnni(HB_INT8, m, hb_q8_gemm_i8_vnni(m, lo, hi), hi);
+}
 TV static void vnni_i4(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT4, m, lo, hi); }
 TV static void vnni_i2(const hb_q8 *m, int lo, int hi) { rows_vnni(HB_INT2, m, lo, hi); }
 void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi) {

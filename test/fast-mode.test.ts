@@ -24,9 +24,9 @@ import { rng } from "./helpers/rng.ts";
 const lib = hb();
 const best = lib.hb_simd_force(1);
 /** levels to compare with the scalar reference: NEON dotprod on aarch64 (force(1) = best = NEON there); AVX2,
- * AVX-VNNI, AVX-512 without VNNI, VNNI on x86 (those this CPU has); none when only scalar code runs */
+ * AVX-VNNI, AVX-512 without VNNI, VNNI, AMX on x86 (those this CPU has); none when only scalar code runs */
 const levels = best === Simd.neon ? [Simd.neon]
-  : [Simd.avx2, Simd.avxvnni, Simd.avx512, Simd.avx512vnni].filter((l) => l <= best && lib.hb_simd_force(l) === l);
+  : [Simd.avx2, Simd.avxvnni, Simd.avx512, Simd.avx512vnni, Simd.amx].filter((l) => l <= best && lib.hb_simd_force(l) === l);
 if (levels.length === 0) console.log("fast-mode.test: no SIMD level in use (scalar only): the SIMD-vs-scalar comparison is skipped");
 lib.hb_simd_force(1);
 function atLevel<T>(level: number, f: () => T): T {
@@ -97,6 +97,36 @@ describe("q8 kernels", () => {
           }
         }
     expect(cases).toBeGreaterThan(0);
+  });
+
+  // batches of ≥ 6 rows on AMX (Sapphire Rapids and later, where Linux grants the tile state): int8 rows in whole 32-row
+  // blocks, int4g (gs a multiple of 64) in 16-row blocks, I a multiple of 64; the rest to the VNNI kernels
+  const amx = best === Simd.amx;
+  if (!amx) console.log("fast-mode.test: no AMX on this CPU (or not granted by the OS): the AMX GEMM test is skipped");
+  test.skipIf(!amx)("AMX GEMMs equal the scalar reference bit for bit, and run where they apply", () => {
+    const r = rng(12);
+    let ran = 0;
+    for (const [fmt, gs] of [[Fmt.int8, 0], [Fmt.int4g, 64], [Fmt.int4g, 128], [Fmt.int4g, 256], [Fmt.int4g, 32]] as [FmtCode, number][])
+      for (const I of [64, 192, 1024, 1088, 100, ...(fmt === Fmt.int8 ? [33024] : [])])
+        for (const [O, S] of [[16, 6], [64, 9], [70, 16], [128, 17], [96, 33], [96, 5]]) {
+          if (I === 33024 && O !== 64) continue;
+          const w = randQ(r, fmt, O, I, gs), x = randF32(r, S * I, 3);
+          x.fill(0, 2 * I, 3 * I);   // an all-zero row
+          x[(S - 1) * I + 3] = NaN;  // a row with a non-finite value
+          const ref = new Float32Array(S * O), y = new Float32Array(S * O).fill(-1);
+          lib.hb_matmul_q8_ref(fmt, w.W, w.scales, w.gs, O, I, x, S, ref);
+          const before = Number(lib.hb_q8_amx_rows());
+          matmulQ8(fmt, w.W, w.scales, w.gs, O, I, x, S, y);
+          const rows = Number(lib.hb_q8_amx_rows()) - before;
+          if (!same(y, ref)) throw new Error(`fmt ${fmt} gs=${gs} I=${I} O=${O} S=${S}: the AMX level differs from the scalar reference`);
+          // int8 needs whole 32-row blocks in a thread's share of the rows: sure from 32 rows per thread, below that
+          // only for a matrix small enough to stay on one thread (not checked)
+          const applies = S >= 6 && I % 64 === 0 && (fmt === Fmt.int8 ? O >= 32 * lib.hb_nthreads() : gs % 64 === 0);
+          const unsure = fmt === Fmt.int8 && O >= 32 && O < 32 * lib.hb_nthreads();
+          if (!unsure && applies !== rows > 0) throw new Error(`fmt ${fmt} gs=${gs} I=${I} O=${O} S=${S}: AMX rows ${rows}, expected ${applies ? "some" : "none"}`);
+          ran += rows;
+        }
+    expect(ran).toBeGreaterThan(0);
   });
 
   test("within the int8-activation rounding bound of the exact product: |Δy| ≤ (amax/127)/2 · Σ|w| (+ f32 slack)", () => {

@@ -13,12 +13,12 @@ export type FmtCode = (typeof Fmt)[keyof typeof Fmt];
 /** Source dtypes understood by hb_convert (to f32). */
 export const Conv = { bf16: 1, f16: 2, f8e4m3: 3 } as const;
 /** SIMD levels (hb.h HB_SCALAR..; keys = hb_simd_name()). hb_simd_force also takes 1 = best available. */
-export const Simd = { scalar: 0, neon: 1, avx2: 2, avxvnni: 3, avx512: 4, avx512vnni: 5 } as const;
+export const Simd = { scalar: 0, neon: 1, avx2: 2, avxvnni: 3, avx512: 4, avx512vnni: 5, amx: 6 } as const;
 
 const symbols = {
   hb_init: { args: [i32], returns: i32 }, // (nthreads; 0 = physical cores) -> threads in the pool
   hb_nthreads: { args: [], returns: i32 },
-  hb_simd_name: { args: [], returns: cstring }, // "avx512vnni" | "avx512" | "avxvnni" | "avx2" | "neon" | "scalar"
+  hb_simd_name: { args: [], returns: cstring }, // "amx" | "avx512vnni" | "avx512" | "avxvnni" | "avx2" | "neon" | "scalar"
   hb_simd_force: { args: [i32], returns: i32 }, // 0 scalar, 1 best available; returns level in use
   // W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for quantized fmts (null/0 otherwise)
   hb_matmul: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
@@ -26,6 +26,7 @@ const symbols = {
   // float formats are exact); _ref = the scalar kernel whatever the SIMD level (tests)
   hb_matmul_q8: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
   hb_matmul_q8_ref: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
+  hb_q8_amx_rows: { args: [], returns: i64 }, // weight rows the AMX GEMMs have done (tests: the path ran)
   // n matrices: (exact, n, desc f64[MANY_DESC·n]: fmt, gs, O, W, scales, y, x_k, S_k,
   // rows_k (int32 row indices into x_k, 0: none), 0 — addresses; I)
   hb_matmul_many: { args: [i32, i32, ptr, i32], returns: FFIType.void },
