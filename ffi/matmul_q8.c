@@ -295,6 +295,13 @@ static void q8_task(void *c, int lo, int hi) {
   j->fn(j->m, lo, hi);
 }
 
+typedef struct { hb_q8x *q; int ref; const float *x; } quant_job;
+static void quant_task(void *c, int lo, int hi) {
+  const quant_job *j = c;
+  hb_q8x_quant_rows(j->q, j->ref, j->x, (size_t)j->q->I, NULL, lo, hi);
+}
+static void tiles_task(void *c, int lo, int hi) { hb_q8x_tiles(c, lo, hi); }
+
 static void q8_call(int ref, int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x,
                     int S, float *y) {
   void *buf = O > 0 && S > 0 && y && x && hb_q8_ok(fmt, W, scales, gs, I) ? hb_q8_scratch(hb_q8x_bytes(I, S)) : NULL;
@@ -303,9 +310,11 @@ static void q8_call(int ref, int fmt, const void *W, const float *scales, int gs
     return;
   }
   hb_q8x q;
-  hb_q8x_quant(&q, buf, hb_q8_layout(fmt, ref), ref, x, (size_t)I, I, S);
+  hb_q8x_init(&q, buf, hb_q8_layout(fmt, ref), I, S);
+  quant_job qj = { &q, ref, x };
+  hb_parallel_for(S, (size_t)S * I < 65536 ? S : 8, quant_task, &qj);   /* rows are independent: prefill's on the pool */
   const int ntb = ref ? 0 : hb_q8x_amx(&q);
-  if (ntb) hb_q8x_tiles(&q, 0, ntb);
+  if (ntb) hb_parallel_for(ntb, 1, tiles_task, &q);
   hb_q8 m;
   hb_q8_bind(&m, fmt, W, scales, gs, O, I, &q, y);
   hb_wbytes_add(hb_q8_wbytes(fmt, O, I, gs));

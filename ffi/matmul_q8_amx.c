@@ -20,7 +20,7 @@
 #ifndef AMX_PFT
 #define AMX_PFT 1
 #endif
-#define TA __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define TA __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,fma")))
 
 static atomic_llong amx_rows;   /* weight rows × calls done here (tests: the AMX path really ran) */
 long long hb_q8_amx_rows(void) { return atomic_load(&amx_rows); }
@@ -130,17 +130,19 @@ TA int hb_q8_gemm_i8_amx(const hb_q8 *m, int lo, int hi) {
 /* ---- int4g ---- */
 /* weight rows o..o+15 -> a[n·I + 64j ..]: k-step j of row n as signed bytes (code − 8) in the kernels' k order */
 TA INL void unpack16(const hb_q8 *m, int o, int8_t *a) {
-  const int I = m->I, nb = (int)((m->rowb + 63) / 64);
-  const __m512i m4 = _mm512_set1_epi8(0x0f), e8 = _mm512_set1_epi8(8);
+  /* a group's 32 packed bytes broadcast to both halves, the upper half shifted down a nibble, then one byte
+   * permute maps each byte's low nibble (the index's bits 4-5 ignored by the table) to code − 8 */
+  const int I = m->I, nk = I / 64;
+  const __m512i sh = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+  const __m512i tbl = _mm512_sub_epi8(_mm512_and_si512(_mm512_setr_epi32(0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c,
+      0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c, 0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c, 0x03020100,
+      0x07060504, 0x0b0a0908, 0x0f0e0d0c), _mm512_set1_epi8(0x0f)), _mm512_set1_epi8(8));
   for (int n = 0; n < 16; n++) {
     const uint8_t *r = hb_q8_row(m, o + n);
     int8_t *d = a + (size_t)n * I;
-    for (int b = 0; b < nb; b++) {
-      const int left = (int)(m->rowb - 64 * (size_t)b);
-      const __m512i w = left >= 64 ? _mm512_loadu_si512((const void *)(r + 64 * (size_t)b)) : _mm512_maskz_loadu_epi8(((__mmask64)1 << left) - 1, r + 64 * (size_t)b);
-      const __m512i l = _mm512_sub_epi8(_mm512_and_si512(w, m4), e8), h = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(w, 4), m4), e8);
-      _mm512_store_si512((void *)(d + 128 * (size_t)b), _mm512_shuffle_i64x2(l, h, 0x44));
-      if (left > 32) _mm512_store_si512((void *)(d + 128 * (size_t)b + 64), _mm512_shuffle_i64x2(l, h, 0xEE));
+    for (int j = 0; j < nk; j++) {
+      const __m512i w = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)j)));
+      _mm512_store_si512((void *)(d + 64 * (size_t)j), _mm512_permutexvar_epi8(_mm512_srlv_epi64(w, sh), tbl));
     }
   }
 }
