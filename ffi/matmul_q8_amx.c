@@ -17,9 +17,6 @@
 #include "matmul_q8_x86.h"
 #include <stdatomic.h>
 
-#ifndef AMX_PFT
-#define AMX_PFT 1
-#endif
 #define TA __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,fma")))
 
 static atomic_llong amx_rows;   /* weight rows × calls done here (tests: the AMX path really ran) */
@@ -164,7 +161,16 @@ TA INL void i4g_step(const hb_q8 *m, const int32_t *cb, int o, int g, __m512 acc
       _tile_dpbssd(c, ta, tb_);                                                             \
     }                                                                                       \
   } while (0)
-#define STEP(c, cb, g) do { _tile_stored(c, cb, 64); i4g_step(m, cb, o, g, acc); } while (0)
+/* C tile c through cb into acc (group g); first, group g's share of the next tile's rows prefetched into L2 (a few
+ * lines per group: +2-4% over a burst per four groups) */
+#define STEP(c, cb, g)                                                                     \
+  do {                                                                                     \
+    if (tb == 0)                                                                           \
+      for (size_t q_ = (g) * per; q_ < ((g) + 1) * per && q_ < tbytes; q_ += 64)            \
+        if (next + q_ < m->Wend) _mm_prefetch((const char *)(next + q_), _MM_HINT_T1);     \
+    _tile_stored(c, cb, 64);                                                               \
+    i4g_step(m, cb, o, g, acc);                                                            \
+  } while (0)
 
 TA int hb_q8_gemm_i4g_amx(const hb_q8 *m, int lo, int hi) {
   if (!m->qt || m->fmt != HB_INT4G || m->gs % 64 || m->I % 64 || hi - lo < 16) return lo;
@@ -178,7 +184,7 @@ TA int hb_q8_gemm_i4g_amx(const hb_q8 *m, int lo, int hi) {
   int o = lo;
   for (; o + 16 <= hi; o += 16) {
     unpack16(m, o, a);
-    const uint8_t *next = hb_q8_row(m, o + 16 * AMX_PFT);   /* the next tile's rows and scales, streamed in during this one */
+    const uint8_t *next = hb_q8_row(m, o + 16);   /* the next tile's rows and scales, streamed in during this one */
     for (int c = 0; c < 16 * ng * 4; c += 64) _mm_prefetch((const char *)(m->sc + (size_t)(o + 16) * ng) + c, _MM_HINT_T0);
     for (int tb = 0; tb < ntb; tb++) {
       const int8_t *bt = m->qt + (size_t)tb * nks * 1024;
@@ -189,9 +195,6 @@ TA int hb_q8_gemm_i4g_amx(const hb_q8 *m, int lo, int hi) {
       DOT(4, 0, 1, 0);
       if (ng > 1) DOT(5, 2, 3, 1);
       for (int g = 0; g < ng; g += 4) {
-        if (tb == 0)
-          for (size_t c = g * per; c < (g + 4) * per && c < tbytes; c += 64)
-            if (next + c < m->Wend) _mm_prefetch((const char *)(next + c), _MM_HINT_T1);
         if (g + 2 < ng) DOT(6, 0, 1, g + 2);
         if (g + 3 < ng) DOT(7, 2, 3, g + 3);
         STEP(4, cb, g);
