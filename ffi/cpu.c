@@ -34,11 +34,12 @@ static int cpuid_avxvnni(void) {
 #if HB_HAVE_AMX
 #include <sys/syscall.h>
 #include <unistd.h>
-/* CPUID.(EAX=7, ECX=0):EDX bits 24, 25 = AMX-TILE, AMX-INT8; then Linux must grant this process the tile data
- * state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18; once for the process and all its threads) */
+/* CPUID.(EAX=7, ECX=0):EDX bits 24, 25 = AMX-TILE, AMX-INT8 (and ECX bit 8 = GFNI, which the int4g unpack uses; every
+ * AMX CPU has it); then Linux must grant this process the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM,
+ * XFEATURE_XTILEDATA = 18; once for the process and all its threads) */
 static int amx_usable(void) {
   unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1) || !(c >> 8 & 1)) return 0;
   return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 }
 #endif

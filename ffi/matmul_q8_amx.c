@@ -17,7 +17,7 @@
 #include "matmul_q8_x86.h"
 #include <stdatomic.h>
 
-#define TA __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,fma")))
+#define TA __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,gfni,fma")))
 
 static atomic_llong amx_rows;   /* weight rows × calls done here (tests: the AMX path really ran) */
 long long hb_q8_amx_rows(void) { return atomic_load(&amx_rows); }
@@ -127,19 +127,18 @@ TA int hb_q8_gemm_i8_amx(const hb_q8 *m, int lo, int hi) {
 /* ---- int4g ---- */
 /* weight rows o..o+15 -> a[n·I + 64j ..]: k-step j of row n as signed bytes (code − 8) in the kernels' k order */
 TA INL void unpack16(const hb_q8 *m, int o, int8_t *a) {
-  /* a group's 32 packed bytes broadcast to both halves, the upper half shifted down a nibble, then one byte
-   * permute maps each byte's low nibble (the index's bits 4-5 ignored by the table) to code − 8 */
+  /* a group's 32 packed bytes broadcast to both halves, then one GF(2) affine map per byte turns the low nibble (lower
+   * half) or the high one (upper half) into code − 8 as a signed byte: bits 0-2 copied, bits 3-7 = NOT the nibble's
+   * top bit (matrix row for result bit i in byte 7 − i; the constant 0xF8 flips bits 3-7) */
   const int I = m->I, nk = I / 64;
-  const __m512i sh = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
-  const __m512i tbl = _mm512_sub_epi8(_mm512_and_si512(_mm512_setr_epi32(0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c,
-      0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c, 0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c, 0x03020100,
-      0x07060504, 0x0b0a0908, 0x0f0e0d0c), _mm512_set1_epi8(0x0f)), _mm512_set1_epi8(8));
+  const long long lo4 = 0x0102040808080808LL, hi4 = 0x1020408080808080LL;
+  const __m512i mat = _mm512_setr_epi64(lo4, lo4, lo4, lo4, hi4, hi4, hi4, hi4);
   for (int n = 0; n < 16; n++) {
     const uint8_t *r = hb_q8_row(m, o + n);
     int8_t *d = a + (size_t)n * I;
     for (int j = 0; j < nk; j++) {
       const __m512i w = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)j)));
-      _mm512_store_si512((void *)(d + 64 * (size_t)j), _mm512_permutexvar_epi8(_mm512_srlv_epi64(w, sh), tbl));
+      _mm512_store_si512((void *)(d + 64 * (size_t)j), _mm512_gf2p8affine_epi64_epi8(w, mat, 0xF8));
     }
   }
 }
