@@ -2,10 +2,10 @@
  * State: `detected` (what the CPU and OS support), `avxvnni` (the 256-bit VEX VNNI is there) and `level`
  * (what kernels use; tests force it down with hb_simd_force, and the env var
  * HB_SIMD=scalar|avx2|avxvnni|avx512|avx512vnni|amx caps it at start).
- * x86: AMX (+ AVX-512 VNNI; the tile state granted by Linux) / AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C(+AVX-VNNI) /
- * scalar via __builtin_cpu_supports (which also checks that the OS saves the vector state). Levels are ordered; a CPU with AVX-512 but without AVX-VNNI
- * (Ice Lake, Cascade Lake) capped at the AVX-VNNI level gets AVX2. aarch64: NEON (dotprod noted in
- * hb_cpu_dotprod). */
+ * x86: AMX (with AVX-512 VNNI, the tile state granted by Linux) / AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C(+AVX-VNNI) /
+ * scalar via __builtin_cpu_supports (which also checks that the OS saves the vector state). Levels are ordered; a
+ * CPU with AVX-512 but without AVX-VNNI (Ice Lake, Cascade Lake) capped at the AVX-VNNI level gets AVX2. aarch64:
+ * NEON (dotprod noted in hb_cpu_dotprod). */
 #include "hb.h"
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -7,9 +7,10 @@
  *    int8; for int4g, the 32 even then the 32 odd elements of the 64, as P4 and the nibble unpack give them);
  *  - int8 rows: A straight from W (row stride rowb), 2 × 2 tiles of C (32 weight rows × 32 rows of x) over all of
  *    I in int32 (exact: |isum| < 2^31 for I ≤ HB_Q8_MAXI), then the row epilogue ((float)isum · s[o]) · d[s];
- *  - int4g (gs a multiple of 64): 16 weight rows unpacked once to signed bytes (nib − 8) in a thread-local buffer,
- *    one C per group, each group's float step acc = fma((float)isum_g, s[o, g], acc) on C's rows (16 weight rows ×
- *    16 rows of x), two groups in flight on separate tiles; y = acc · d[s] after a 16 × 16 transpose.
+ *  - int4g (gs a multiple of 64): 16 weight rows unpacked once to signed bytes (code − 8, one GFNI affine map per
+ *    k-step) in a thread-local buffer, one C per group, each group's float step acc = fma((float)isum_g, s[o, g], acc)
+ *    on C's rows (16 weight rows × 16 rows of x), four groups in flight on four C tiles; y = acc · d[s] after a
+ *    16 × 16 transpose. (Measurements behind these choices: bench/README.md, "Thirteenth round".)
  * Rows past the last whole 16 (int4g) or 32 (int8) are left to the AVX-512 VNNI kernels. State: the thread-local
  * unpack and C buffers; every call loads its tile configuration and releases the tiles at its end. */
 #include "matmul_q8.h"
@@ -19,7 +20,7 @@
 
 #define TA __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,gfni,fma")))
 
-static atomic_llong amx_rows;   /* weight rows × calls done here (tests: the AMX path really ran) */
+static atomic_llong amx_rows;   /* weight rows done here, summed over calls (tests: the AMX path really ran) */
 long long hb_q8_amx_rows(void) { return atomic_load(&amx_rows); }
 
 typedef struct { uint8_t palette, start_row, rsv[14]; uint16_t colsb[16]; uint8_t rows[16]; } tilecfg;
