@@ -220,9 +220,6 @@ int hb_q8x_amx(hb_q8x *q) {
   q->qt = (int8_t *)q->qx + base_bytes(q->I, q->S);
   return n;
 }
-#if !HB_HAVE_AMX
-void hb_q8x_tiles(const hb_q8x *q, int tb0, int tb1) { (void)q; (void)tb0; (void)tb1; }
-#endif
 
 /* point q at buf (hb_q8x_bytes(I, S) bytes) for S rows in `layout`; nothing is quantized yet */
 void hb_q8x_init(hb_q8x *q, void *buf, int layout, int I, int S) {

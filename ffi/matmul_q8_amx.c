@@ -213,6 +213,7 @@ TA int hb_q8_gemm_i4g_amx(const hb_q8 *m, int lo, int hi) {
 }
 #undef DOT
 #undef STEP
-#else
+#else   /* no AMX in this build: hb_q8x_amx never hands out tiles */
 long long hb_q8_amx_rows(void) { return 0; }
+void hb_q8x_tiles(const hb_q8x *q, int tb0, int tb1) { (void)q; (void)tb0; (void)tb1; }
 #endif

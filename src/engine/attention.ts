@@ -8,7 +8,7 @@
 // copy, which fast mode reads: the same bytes again).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, attnSegs, columnQuads, copyHeads, Fmt, hb, type HeadsW, type KvRows, kvWrite, mlaHeads, rmsnorm, rope } from "./hb.ts";
+import { attn, attnSegs, columnQuads, copyHeads, Fmt, type HeadsW, type KvRows, kvWrite, mlaHeads, rmsnorm, rope, Simd, simdLevel } from "./hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import { weightBytes } from "./mem.ts";
 import type { RunState } from "./state.ts";
@@ -57,7 +57,7 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
         kmul[h * dn + d] = kv_b.scales![r];
         for (let c = 0; c < kvr; c++) setCode(f, kt, (h * kvr + c) * rbOut, d, code(f, src, r * rbIn, c));
       }
-    const cols = f === Fmt.int8 && ["avx512vnni", "amx"].includes(String(hb().hb_simd_name())) ? { cols: columnQuads(kt, H * kvr, dn, weightBytes(H * kvr * dn)) } : {};
+    const cols = f === Fmt.int8 && simdLevel() >= Simd.avx512vnni ? { cols: columnQuads(kt, H * kvr, dn, weightBytes(H * kvr * dn)) } : {};
     a = { kt: { ...whole(f, kt, new Float32Array(H * kvr).fill(1)), ...cols }, kmul };
   } else {
     const t = new Float32Array(H * kvr * dn);

@@ -246,6 +246,8 @@ const many = new ManyBuilder(); // matmulMany's descriptor
 export const weightBytes = (reset = false): number => Number(hb().hb_wbytes(reset ? 1 : 0));
 /** Best memory read bandwidth (bytes/s) over `reps` reads of a `bytes` buffer with every pool thread. */
 export const memBandwidth = (bytes: number, reps: number): number => hb().hb_membw(bytes, reps);
+/** the SIMD level in use (Simd's numbers: levels are ordered, so `simdLevel() >= Simd.avx512vnni` holds on AMX too) */
+export const simdLevel = (): number => Simd[String(hb().hb_simd_name()) as keyof typeof Simd];
 export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: number) => hb().hb_rmsnorm(x, w, y, S, D, eps);
 export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
   hb().hb_layernorm(x, w, b, y, S, D, eps);
