@@ -5,7 +5,7 @@ import type { Model } from "../src/engine/model.ts";
 import { newKV } from "../src/engine/model.ts";
 import { forward, type ForwardOpts } from "../src/engine/forward.ts";
 import { RunState } from "../src/engine/state.ts";
-import type { VulkanChain } from "./chain.ts";
+import type { DeviceChain } from "./chain.ts";
 import { newStats } from "./chainopts.ts";
 
 /** Best ms per decoded token of each path, and how many timed forwards each got. */
@@ -26,7 +26,7 @@ export function pickFaster(t: AutoTiming, device: string): AutoPick {
  * then single-token steps alternating the two paths until `budgetMs` is spent (at least 1, at most `maxRuns`
  * each; one slow forward can overrun the budget). The chain's stats are reset afterwards.
  */
-export function measureAuto(m: Model, chain: VulkanChain, budgetMs = 1000, maxRuns = 8, fo: ForwardOpts = {}): AutoTiming {
+export function measureAuto(m: Model, chain: DeviceChain, budgetMs = 1000, maxRuns = 8, fo: ForwardOpts = {}): AutoTiming {
   const V = m.cfg.vocab_size, prompt = [1, 2, 3, 4].map((i) => i % V);
   const path = (dev: boolean) => {
     const kv = newKV(m, 16), st = new RunState(m.cfg), o: ForwardOpts = { ...fo, logits: "last", ...(dev ? { executor: chain } : {}) };

@@ -5,14 +5,14 @@
 // A2 = blocked on the shared-expert frame after the host step, KV split = the CPU's partial attention,
 // recording, the rest), and the dense-weight HBM roofline: device weight bytes × decode tok/s ÷ HBM
 // bandwidth (default 4.8 TB/s, an H200; routed experts stay on the CPU and are not in that figure).
-// `benchDevice(modelDir, opts)` is the API (wired into `hummingbird bench --device vulkan` by the CLI);
+// `benchDevice(modelDir, opts)` is the API (wired into `hummingbird bench --device vulkan|webgpu` by the CLI);
 // `bun gpu/bench.ts --model DIR` runs it as a script. On lavapipe the figures only show it works. Stateless.
 import { benchPrompt } from "../src/model/bench-model.ts";
 import { parseArgs } from "node:util";
 import { loadModel, type Model } from "../src/engine/model.ts";
 import { argmax, Session } from "../src/engine/session.ts";
 import type { ForwardOpts } from "../src/engine/forward.ts";
-import { type ChainOpts, type ChainStats, VulkanChain } from "./chain.ts";
+import { type ChainOpts, type ChainStats, DeviceChain } from "./chain.ts";
 
 export interface DeviceBenchOpts {
   promptTokens?: number; // prefill length (default 128)
@@ -41,7 +41,7 @@ export interface DeviceBenchResult {
 const snap = (s: ChainStats) => ({ ...s, perLayer: [] as ChainStats["perLayer"] });
 
 /** One generation on a fresh Session: timed prefill, `gen` timed greedy steps; the decode's stats delta. */
-function once(m: Model, prompt: number[], gen: number, opts: ForwardOpts, chain: VulkanChain | null) {
+function once(m: Model, prompt: number[], gen: number, opts: ForwardOpts, chain: DeviceChain | null) {
   const s = new Session(m, opts), tokens: number[] = [];
   const t0 = performance.now();
   let tok = argmax(s.feed(prompt));
@@ -52,7 +52,7 @@ function once(m: Model, prompt: number[], gen: number, opts: ForwardOpts, chain:
   return { prefill: prompt.length / ((t1 - t0) / 1000), decode: gen > 0 ? gen / ((t2 - t1) / 1000) : 0, ms: t2 - t1, tokens, before, after };
 }
 
-function best(m: Model, prompt: number[], o: Required<Pick<DeviceBenchOpts, "gen" | "reps">>, fo: ForwardOpts, chain: VulkanChain | null) {
+function best(m: Model, prompt: number[], o: Required<Pick<DeviceBenchOpts, "gen" | "reps">>, fo: ForwardOpts, chain: DeviceChain | null) {
   once(m, prompt, o.gen, fo, chain); // warm-up: pipelines, caches, page faults
   let r = once(m, prompt, o.gen, fo, chain), pre = r.prefill;
   for (let i = 1; i < Math.max(1, o.reps); i++) {
@@ -70,7 +70,7 @@ export function benchDevice(modelDir: string | Model, opts: DeviceBenchOpts = {}
   if (!(o.promptTokens >= 1 && o.gen >= 1)) throw new RangeError("benchDevice: promptTokens and gen must be ≥ 1");
   const exact = opts.exact ?? false, hbm = opts.hbmBytesPerSec ?? 4.8e12;
   const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens);
-  const chain = VulkanChain.open(m, opts.chain ?? {});
+  const chain = DeviceChain.open(m, opts.chain ?? {});
   try {
     const dev = best(m, prompt, o, { exact, executor: chain }, chain);
     const cpu = opts.cpu === false ? null : best(m, prompt, o, { exact }, null);

@@ -1,4 +1,4 @@
-// The Vulkan layer executor: runs layers [lo, hi) ⊆ [0, n) of the exact forward with the dense parts on the
+// The device layer executor (Vulkan or WebGPU: gpu/backend.ts): runs layers [lo, hi) ⊆ [0, n) of the exact forward with the dense parts on the
 // device and the routed experts on the CPU; each token crosses once per layer (xb down, routed y up).
 // Per layer: frame A1 (device) = [combine of the previous MoE layer: x += routed + shared] input norm, MLA
 // (q / kv projections, new c_kv ‖ k_pe rows into the device KV mirror), DSA indexer + selection, attention
@@ -30,16 +30,19 @@ import { type MirrorSlot, MirrorPool, type SplitGeom } from "./mirror.ts";
 import { type ChainOpts, type ChainStats, newStats, splitGeom, statsLine } from "./chainopts.ts";
 import { HostPart } from "./split.ts";
 import { routed } from "../src/engine/moe.ts";
-import { type Cmd, DeviceLost, Vk } from "./vk.ts";
+import type { Api, Cmd, Gpu } from "./backend.ts";
+import { DeviceLost, Vk } from "./vk.ts";
+import { Wgpu } from "./webgpu.ts";
 
 export { type ChainOpts, type ChainStats, splitGeom } from "./chainopts.ts";
 
-export class VulkanChain {
+export class DeviceChain {
   readonly n: number;
+  readonly api: Api;
   lost = false;
   lostReason = "";
   readonly stats: ChainStats;
-  private vk: Vk | null;
+  private vk: Gpu | null;
   private k: Kernels;
   private layers: DevLayer[] = [];
   private ds: DevState;
@@ -50,10 +53,11 @@ export class VulkanChain {
   private host = new HostPart();
   readonly split: SplitGeom | null;
 
-  private constructor(m: Model, vk: Vk, o: ChainOpts) {
+  private constructor(m: Model, vk: Gpu, o: ChainOpts) {
     const c = m.cfg, L = c.num_hidden_layers;
     this.n = Math.max(0, Math.min(L, o.layers ?? L));
     this.vk = vk;
+    this.api = vk.api;
     this.k = new Kernels(vk);
     this.ds = new DevState(vk, c);
     const layers = Array.from({ length: this.n }, (_, i) => i), W = c.kv_lora_rank + c.qk_rope_head_dim;
@@ -68,10 +72,10 @@ export class VulkanChain {
   }
 
   /** Open a device and upload the dense weights of layers [0, layers). Throws VkError when impossible. */
-  static open(m: Model, o: ChainOpts = {}): VulkanChain {
-    const vk = Vk.open(o.device);
+  static open(m: Model, o: ChainOpts = {}): DeviceChain {
+    const vk: Gpu = o.api === "webgpu" ? Wgpu.open() : Vk.open(o.device);
     try {
-      const ch = new VulkanChain(m, vk, o);
+      const ch = new DeviceChain(m, vk, o);
       for (let i = 0; i < ch.n; i++) ch.layers.push(uploadLayer(vk, m.cfg, m.w.layers[i], i, keyMode(m, i)));
       ch.k.warm(ch.layers.flatMap(layerFmts));
       const fault = o.fault ?? Number(process.env.HB_VK_FAULT ?? 0);
@@ -111,7 +115,7 @@ export class VulkanChain {
   private markLost(why: string): void {
     this.lost = true;
     this.lostReason = why;
-    console.warn(`[vulkan] device lost (${why}): continuing on the CPU`);
+    console.warn(`[${this.vk?.api ?? "device"}] device lost (${why}): continuing on the CPU`);
     this.release();
   }
 
@@ -129,7 +133,7 @@ export class VulkanChain {
   close(): void { this.release(); }
 
   /** One line of stats: crossings per token, time blocked on the device vs in the routed experts per layer. */
-  summary(): string { return statsLine(this.stats, this.device, this.lost, this.split); }
+  summary(): string { return statsLine(this.stats, `${this.api} ${this.device}`, this.lost, this.split); }
 
   private runDevice(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts, kept: number): void {
     const cfg = m.cfg, k = this.k, D = cfg.hidden_size, dr = cfg.qk_rope_head_dim, W = cfg.kv_lora_rank + dr;

@@ -1,10 +1,12 @@
-// The Vulkan chain's options (ChainOpts), the KV split geometry they imply (budget rows or bytes, block,
+// The device chain's options (ChainOpts), the KV split geometry they imply (budget rows or bytes, block,
 // window), the chain's counters (ChainStats) and their one-line summary. Stateless.
+import type { Api } from "./backend.ts";
 import type { SplitGeom } from "./mirror.ts";
 
 export interface ChainOpts {
+  api?: Api;                // vulkan (default) or webgpu (Dawn's adapter)
   layers?: number;          // run layers [0, layers) on the device (default: all)
-  device?: string | number; // device index or name substring (default: HB_VK_DEVICE, else the best)
+  device?: string | number; // Vulkan device index or name substring (default: HB_VK_DEVICE, else the best)
   slots?: number;           // conversations mirrored at once, a hard cap between forwards (default 4; LRU gives way;
                             // a batch with more conversations grows the mirrors for itself only)
   fault?: number;           // fake a device loss at the n-th submit (default: HB_VK_FAULT)
@@ -52,7 +54,7 @@ export function newStats(n: number): ChainStats {
 export function statsLine(s: ChainStats, device: string, lost: boolean, split: SplitGeom | null): string {
   const t = Math.max(1, s.tokens), kb = (b: number) => (b / 1024).toFixed(1), f = Math.max(1, s.forwards);
   const per = s.perLayer.map((l, i) => `L${i} ${(l.waitMs / f).toFixed(2)}/${(l.hostMs / f).toFixed(2)}`).join(" ");
-  return `vulkan ${device}${lost ? " (lost: on the CPU)" : ""}: ${s.forwards} forwards, ${s.tokens} tokens; ` +
+  return `${device}${lost ? " (lost: on the CPU)" : ""}: ${s.forwards} forwards, ${s.tokens} tokens; ` +
     `per token ${kb(s.bytesUp / t)} KiB up, ${kb(s.bytesDown / t)} KiB down, KV mirror ${kb(s.mirrorBytes)} KiB total; ` +
     `device wait ${s.waitMs.toFixed(1)} ms (A2 ${s.a2Ms.toFixed(1)} ms), routed experts ${s.hostMs.toFixed(1)} ms over ${s.hostRows} rows, recording ${s.recordMs.toFixed(1)} ms; ` +
     (split ? `KV split (${split.slots}×${split.blk} rows/layer): ${s.splitLayers} split frames, ${s.splitKeys} CPU keys, ${s.splitMs.toFixed(1)} ms; ` : "") +

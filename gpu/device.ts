@@ -1,19 +1,21 @@
-// `--device vulkan|cpu|auto` policy for the CLI / server: which executor runs the dense layers.
+// `--device cpu|vulkan|webgpu|auto` policy for the CLI / server: which executor runs the dense layers.
 //  - cpu:    none (the exact CPU forward);
-//  - vulkan: the Vulkan chain on the chosen device (lavapipe included), or an error saying why not;
+//  - vulkan: the chain on the chosen Vulkan device (lavapipe included), or an error saying why not;
+//  - webgpu: the chain on Dawn's adapter (gpu/webgpu.ts; its fallback adapter, lavapipe, included), or an error;
 //  - auto:   on a non-CPU Vulkan device, a short startup race of the chain against the CPU on the loaded model
 //            (gpu/autopick.ts, about 1 s) and the faster one, `why` giving the figures; CPU Vulkan devices
-//            (lavapipe, slower than libhb) are skipped without measuring; no device: cpu.
-// Importing this module loads nothing native: libvulkan is only dlopen'ed by probe()/open(). Stateless.
+//            (lavapipe, slower than libhb) are skipped without measuring; no Vulkan device: cpu.
+// Importing this module loads nothing native: libvulkan is only dlopen'ed by probe()/open(), Dawn only runs in
+// the host process WebGPU starts. Stateless.
 import type { Model } from "../src/engine/model.ts";
-import { type ChainOpts, VulkanChain } from "./chain.ts";
+import { type ChainOpts, DeviceChain } from "./chain.ts";
 import { isCpuDevice, pickDevice, probe } from "./vk.ts";
 import { type AutoTiming, measureAuto, pickFaster } from "./autopick.ts";
 
-export type DeviceMode = "cpu" | "vulkan" | "auto";
-export const DEVICE_MODES: readonly DeviceMode[] = ["cpu", "vulkan", "auto"];
+export type DeviceMode = "cpu" | "vulkan" | "webgpu" | "auto";
+export const DEVICE_MODES: readonly DeviceMode[] = ["cpu", "vulkan", "webgpu", "auto"];
 
-export interface DeviceChoice { chain: VulkanChain | null; why: string }
+export interface DeviceChoice { chain: DeviceChain | null; why: string }
 
 export function parseDeviceMode(s: string | undefined): DeviceMode {
   const v = (s ?? "auto").toLowerCase();
@@ -22,12 +24,16 @@ export function parseDeviceMode(s: string | undefined): DeviceMode {
 }
 
 /**
- * Open the executor for `mode` (throws only for `vulkan` when no device can run the chain). `measure` times
+ * Open the executor for `mode` (throws only for `vulkan` / `webgpu` when no device can run the chain). `measure` times
  * the chain against the CPU in auto mode (default: measureAuto; tests inject figures).
  */
 export function openDevice(m: Model, mode: DeviceMode, o: ChainOpts = {},
-  measure: (m: Model, chain: VulkanChain) => AutoTiming = measureAuto): DeviceChoice {
+  measure: (m: Model, chain: DeviceChain) => AutoTiming = measureAuto): DeviceChoice {
   if (mode === "cpu") return { chain: null, why: "--device cpu" };
+  if (mode === "webgpu") {
+    const chain = DeviceChain.open(m, { ...o, api: "webgpu" });
+    return { chain, why: `${chain.n} layers on ${chain.device}` };
+  }
   const p = probe();
   if (!p.ok) {
     if (mode === "vulkan") throw new Error(`--device vulkan: ${p.reason}`);
@@ -40,7 +46,7 @@ export function openDevice(m: Model, mode: DeviceMode, o: ChainOpts = {},
   }
   if (mode === "auto" && isCpuDevice(d)) return { chain: null, why: `${d.name} is a CPU Vulkan device: the CPU path is faster` };
   try {
-    const chain = VulkanChain.open(m, { ...o, device: d.index });
+    const chain = DeviceChain.open(m, { ...o, device: d.index });
     if (mode === "vulkan") return { chain, why: `${chain.n} layers on ${chain.device}` };
     let pick;
     try { pick = pickFaster(measure(m, chain), chain.device); } catch (e) { chain.close(); throw e; }

@@ -7,7 +7,7 @@
 // [S,H·kv_lora] the CPU's partial o_lat.
 // Staging "up": x, cs, nk, sel, nsel, routed, ocpu, cst; "dn": xb, a, kI, sel, nsel, x, qcat.
 import type { Config } from "../src/model/config.ts";
-import type { Buf, Vk } from "./vk.ts";
+import type { Buf, Gpu } from "./backend.ts";
 
 const pow2 = (n: number) => { let c = 1; while (c < n) c *= 2; return c; };
 
@@ -19,7 +19,7 @@ export class DevState {
   up: Record<string, Buf> = {};
   dn: Record<string, Buf> = {};
 
-  constructor(private readonly vk: Vk, private readonly cfg: Config) {}
+  constructor(private readonly vk: Gpu, private readonly cfg: Config) {}
 
   /** Grow to hold `rows` rows over `ctx` positions (old contents are not kept: they are per-forward). */
   ensure(rows: number, ctx: number): void {

@@ -7,7 +7,8 @@ import { Fmt } from "../src/engine/hb.ts";
 import { rowsOf, transposeF32 } from "../src/engine/mat.ts";
 import type { KeyMode } from "../src/engine/attention.ts";
 import { type DevMat, freeMat, uploadMat, uploadVec } from "./kernels.ts";
-import { type Buf, type Vk, VkError } from "./vk.ts";
+import type { Buf, Gpu } from "./backend.ts";
+import { VkError } from "./vklib.ts";
 
 export interface DevMlp { gate: DevMat; up: DevMat; down: DevMat }
 export interface DevIndexer { wq_b: DevMat; wk: DevMat; k_norm_w: Buf; k_norm_b: Buf; weights_proj: DevMat }
@@ -23,7 +24,7 @@ export interface DevLayer {
   bytes: number;
 }
 
-const mlpUp = (vk: Vk, m: Mlp): DevMlp => ({ gate: uploadMat(vk, m.gate), up: uploadMat(vk, m.up), down: uploadMat(vk, m.down) });
+const mlpUp = (vk: Gpu, m: Mlp): DevMlp => ({ gate: uploadMat(vk, m.gate), up: uploadMat(vk, m.up), down: uploadMat(vk, m.down) });
 
 /** W_K,hᵀ of every head stacked: row h·kv_lora + c = column c of kv_b rows [h(dn+dv), +dn). */
 function absorbedK(cfg: Config, kv_b: Mat): Mat {
@@ -33,7 +34,7 @@ function absorbedK(cfg: Config, kv_b: Mat): Mat {
   return { name: `${kv_b.name}[K]ᵀ`, fmt: Fmt.f32, O: H * kvr, I: dn, data, scales: null, gs: 0 };
 }
 
-export function uploadLayer(vk: Vk, cfg: Config, w: Layer, index: number, keys: KeyMode): DevLayer {
+export function uploadLayer(vk: Gpu, cfg: Config, w: Layer, index: number, keys: KeyMode): DevLayer {
   const a = w.attn;
   if (keys === "full" && !a.indexer) throw new VkError(`layer ${index}: a full DSA layer without indexer weights`, -10001);
   if (a.indexer && !a.q_a) throw new VkError(`layer ${index}: the indexer needs q_lora (c_q)`, -10001);

@@ -12,7 +12,7 @@ import type { Kernels, V } from "./kernels.ts";
 import type { DevLayer, DevMlp } from "./devweights.ts";
 import type { DevState } from "./devstate.ts";
 import type { MirrorSlot } from "./mirror.ts";
-import type { Cmd } from "./vk.ts";
+import type { Cmd } from "./backend.ts";
 
 const K_NORM_EPS = 1e-6;
 

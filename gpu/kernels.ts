@@ -6,9 +6,9 @@
 // State: the pipelines built so far, a dummy buffer for unused bindings.
 import { Fmt } from "../src/engine/hb.ts";
 import type { Mat } from "../src/model/weights.ts";
-import { spirv } from "./shaders.ts";
-import { pushBytes, pushOf, SHADERS, type Shader } from "./push.ts";
-import { type Buf, type Cmd, type Pipeline, Vk, VkError } from "./vk.ts";
+import { pushOf, SHADERS, type Shader } from "./push.ts";
+import type { Buf, Cmd, Gpu, Pipeline } from "./backend.ts";
+import { VkError } from "./vklib.ts";
 
 /** An element view into a device buffer. */
 export interface V { buf: Buf; off?: number }
@@ -39,7 +39,7 @@ export const scaleCount = (fmt: number, O: number, I: number, gs: number) =>
   fmt === Fmt.int4g ? O * Math.ceil(I / gs) : QUANT.includes(fmt) ? O : 0;
 const MAX_GROUPS = 65535; // guaranteed maxComputeWorkGroupCount per dimension
 
-export function uploadMat(vk: Vk, m: Mat): DevMat {
+export function uploadMat(vk: Gpu, m: Mat): DevMat {
   if (!DEVICE_FMTS.includes(m.fmt)) throw new VkError(`${m.name}: weight format ${m.fmt} is not supported on the device`, -10001);
   if (m.fmt === Fmt.int4g && !(Number.isInteger(m.gs) && m.gs > 0)) throw new VkError(`${m.name}: int4g without a group size (gs ${m.gs})`, -10001);
   const rb = rowBytes(m.fmt, m.I), total = m.O * rb, ns = scaleCount(m.fmt, m.O, m.I, m.gs), per = ns / m.O;
@@ -67,7 +67,7 @@ export function uploadMat(vk: Vk, m: Mat): DevMat {
 export function freeMat(d: DevMat): void { d.buf.free(); d.scales?.free(); }
 
 /** Upload a float vector. */
-export function uploadVec(vk: Vk, v: Float32Array): Buf {
+export function uploadVec(vk: Gpu, v: Float32Array): Buf {
   const b = vk.buffer(4 * Math.max(1, v.length));
   b.write(0, v);
   return b;
@@ -80,12 +80,12 @@ export class Kernels {
   private pipes = new Map<string, Pipeline>();
   readonly dummy: Buf;
 
-  constructor(readonly vk: Vk) { this.dummy = vk.buffer(16); }
+  constructor(readonly vk: Gpu) { this.dummy = vk.buffer(16); }
 
   private pipe(name: Shader, defs: Record<string, number> = {}): Pipeline {
     const key = `${name}${JSON.stringify(defs)}`;
     let p = this.pipes.get(key);
-    if (!p) this.pipes.set(key, (p = this.vk.pipeline(key, spirv(name, defs), SHADERS[name].bind, pushBytes(name))));
+    if (!p) this.pipes.set(key, (p = this.vk.pipeline(name, defs)));
     return p;
   }
 

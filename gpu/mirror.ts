@@ -10,7 +10,7 @@
 // for itself only (trimmed back after it).
 // State: the slots and their device buffers (and, split, their residencies).
 import type { KVCache } from "../src/engine/kv.ts";
-import type { Buf, Cmd, Vk } from "./vk.ts";
+import type { Buf, Cmd, Gpu } from "./backend.ts";
 import { Watermark } from "./watermark.ts";
 import { Residency, type Run } from "./residency.ts";
 
@@ -29,7 +29,7 @@ export class MirrorSlot {
   lastUse = 0;
   uploadedBytes = 0;
 
-  constructor(private readonly vk: Vk, readonly shape: MirrorShape, private readonly cmd: () => Cmd) {
+  constructor(private readonly vk: Gpu, readonly shape: MirrorShape, private readonly cmd: () => Cmd) {
     const g = shape.split;
     if (g) this.res = shape.layers.map(() => new Residency(g.blk, g.slots, g.window));
   }
@@ -130,7 +130,7 @@ export class MirrorPool {
    * watermark drops to 0, its device buffers are reused). A single batch with more conversations than
    * maxSlots grows the pool for that batch only; `trim()` after the batch frees the extra slots.
    */
-  constructor(private readonly vk: Vk, readonly shape: MirrorShape, readonly maxSlots = 4) {
+  constructor(private readonly vk: Gpu, readonly shape: MirrorShape, readonly maxSlots = 4) {
     if (!Number.isInteger(maxSlots) || maxSlots < 1) throw new RangeError(`ChainOpts.slots: need an integer ≥ 1, got ${maxSlots}`);
   }
 

@@ -1,33 +1,34 @@
-// Shader interface table: for every compute shader (shaders/<name>.comp) the number of storage-buffer
-// bindings (0..bind-1) and its push-constant block, field by field in declaration order. This is the one
-// TypeScript definition of those layouts: gpu/kernels.ts builds pipelines and push blocks from it, and
-// test/layouts.test.ts parses every shader's `layout(push_constant) uniform P { ... }` block and its
-// bindings and checks them against this table. Holds no state.
-import { push as encode } from "./vk.ts";
+// Shader interface table: for every compute shader (shaders/<name>.comp and its WGSL twin <name>.wgsl) the
+// number of storage-buffer bindings (0..bind-1), the ones it writes (the rest are read-only), and its push-
+// constant block, field by field in declaration order. This is the one TypeScript definition of those
+// layouts: gpu/kernels.ts builds push blocks from it, the backends their pipelines, and test/layouts.test.ts
+// parses every shader (GLSL `layout(push_constant) uniform P { ... }` and `readonly` buffers; WGSL `struct P`
+// and `var<storage, read|read_write>`) and checks it against this table. Holds no state.
+import { push as encode } from "./backend.ts";
 
 /** i = int, f = float; std430 scalars, 4 bytes each, in declaration order. */
 export type PushType = "i" | "f";
 type Field = readonly [name: string, type: PushType];
-interface Layout { readonly bind: number; readonly push: readonly Field[] }
+interface Layout { readonly bind: number; readonly writes: readonly number[]; readonly push: readonly Field[] }
 
 const i = <const N extends string>(...names: N[]) => names.map((n) => [n, "i"] as const);
 
 export const SHADERS = {
-  matmul: { bind: 4, push: [...i("O", "I", "wRow0", "wGroup", "scRow0", "xOff", "xRow", "xGroup", "yOff", "yRow", "yGroup", "gs"), ["alpha", "f"]] },
-  rmsnorm: { bind: 3, push: [...i("D", "xOff", "xRow", "yOff", "yRow", "hasW"), ["eps", "f"]] },
-  layernorm: { bind: 4, push: [...i("D", "xOff", "xRow", "yOff", "yRow"), ["eps", "f"]] },
-  rope: { bind: 3, push: i("h", "sOff", "sRow", "sVec", "dOff", "dRow", "dVec", "csRow0", "csStride") },
-  swiglu: { bind: 3, push: i("n", "gOff", "uOff", "oOff") },
-  add: { bind: 2, push: i("n", "yOff", "xOff") },
-  copy: { bind: 2, push: i("K", "sOff", "sRow0", "sRow1", "dOff", "dRow0", "dRow1") },
+  matmul: { bind: 4, writes: [3], push: [...i("O", "I", "wRow0", "wGroup", "scRow0", "xOff", "xRow", "xGroup", "yOff", "yRow", "yGroup", "gs"), ["alpha", "f"]] },
+  rmsnorm: { bind: 3, writes: [2], push: [...i("D", "xOff", "xRow", "yOff", "yRow", "hasW"), ["eps", "f"]] },
+  layernorm: { bind: 4, writes: [3], push: [...i("D", "xOff", "xRow", "yOff", "yRow"), ["eps", "f"]] },
+  rope: { bind: 3, writes: [1], push: i("h", "sOff", "sRow", "sVec", "dOff", "dRow", "dVec", "csRow0", "csStride") },
+  swiglu: { bind: 3, writes: [2], push: i("n", "gOff", "uOff", "oOff") },
+  add: { bind: 2, writes: [0], push: i("n", "yOff", "xOff") },
+  copy: { bind: 2, writes: [1], push: i("K", "sOff", "sRow0", "sRow1", "dOff", "dRow0", "dRow1") },
   attn: {
-    bind: 9,
+    bind: 9, writes: [5, 6, 8],
     push: [...i("s0", "H", "dk", "dv", "qOff", "qRow", "qHead", "kOff", "kRow", "kHead", "vOff", "vRow", "vHead",
       "oOff", "oRow", "oHead", "selRow", "useSel", "pStride", "useTab", "blk", "useStats"), ["scale", "f"]],
   },
-  attn_merge: { bind: 4, push: i("s0", "H", "dv", "oRow", "oHead") },
-  index_scores: { bind: 5, push: [...i("s0", "nh", "hd", "kOff", "outOff", "outRow"), ["scale", "f"]] },
-  dsa_select: { bind: 4, push: i("s0", "scOff", "scRow", "topk") },
+  attn_merge: { bind: 4, writes: [0], push: i("s0", "H", "dv", "oRow", "oHead") },
+  index_scores: { bind: 5, writes: [4], push: [...i("s0", "nh", "hd", "kOff", "outOff", "outRow"), ["scale", "f"]] },
+  dsa_select: { bind: 4, writes: [2, 3], push: i("s0", "scOff", "scRow", "topk") },
 } as const satisfies Record<string, Layout>;
 
 export type Shader = keyof typeof SHADERS;

@@ -1,26 +1,33 @@
-// Test support for the GPU suites: one shared device per test process (or the reason there is none),
-// seeded random data and small upload/run helpers. State: the opened Vk (closed at process exit).
+// Test support for the GPU suites: one shared device per backend per test process (or the reason there is
+// none), seeded random data and small upload/run helpers. State: the opened devices (closed at process exit).
+import type { Api, Buf, Cmd, Gpu } from "./backend.ts";
 import { shadersMissing } from "./shaders.ts";
-import { type Buf, type Cmd, probe, Vk } from "./vk.ts";
+import { probe, Vk } from "./vk.ts";
+import { Wgpu } from "./webgpu.ts";
 
-let opened: Vk | null | undefined;
-let why = "";
+const opened = new Map<Api, Gpu | null>();
+const why = new Map<Api, string>();
 
-/** The test device, or null (with `skipReason()`) when Vulkan or the shaders (glslc or prebuilt SPIR-V) are missing. */
-export function testDevice(): Vk | null {
-  if (opened !== undefined) return opened;
-  const p = probe();
-  const g = shadersMissing();
-  if (!p.ok || g) {
-    why = !p.ok ? p.reason : g!;
-    console.warn(`[skip] GPU suites: ${why}`);
-    return (opened = null);
+/** The test device of `api`, or null (with `skipReason(api)`, said once on stderr) when it cannot be had:
+ *  Vulkan or the shaders (glslc or prebuilt SPIR-V) missing; for WebGPU, Dawn or an adapter missing. */
+export function testDevice(api: Api = "vulkan"): Gpu | null {
+  if (opened.has(api)) return opened.get(api)!;
+  let g: Gpu | null = null;
+  try {
+    if (api === "vulkan") {
+      const p = probe(), s = shadersMissing();
+      if (!p.ok || s) throw new Error(!p.ok ? p.reason : s!);
+      g = Vk.open();
+    } else g = Wgpu.open();
+  } catch (e) {
+    why.set(api, e instanceof Error ? e.message : String(e));
+    console.warn(`[skip] ${api} GPU suites: ${why.get(api)}`);
   }
-  opened = Vk.open();
-  process.on("exit", () => opened?.close());
-  return opened;
+  opened.set(api, g);
+  if (g) process.on("exit", () => g.close());
+  return g;
 }
-export const skipReason = () => why;
+export const skipReason = (api: Api = "vulkan") => why.get(api) ?? "";
 
 /** Deterministic uniform(-1, 1) data. */
 export function rand(n: number, seed: number, scale = 1): Float32Array {
@@ -33,7 +40,7 @@ export function rand(n: number, seed: number, scale = 1): Float32Array {
   return a;
 }
 
-export function upload(vk: Vk, a: Float32Array | Int32Array | Uint16Array | Uint8Array): Buf {
+export function upload(vk: Gpu, a: Float32Array | Int32Array | Uint16Array | Uint8Array): Buf {
   const b = vk.buffer(Math.max(4, a.byteLength));
   b.write(0, a);
   return b;
@@ -50,14 +57,14 @@ export function downloadI(b: Buf, n: number): Int32Array {
 }
 
 /** Record with `f`, submit and wait. */
-export function runFrame(vk: Vk, f: (c: Cmd) => void): void {
+export function runFrame(vk: Gpu, f: (c: Cmd) => void): void {
   const c = (cmdCache.get(vk) ?? cmdCache.set(vk, vk.cmd()).get(vk))!;
   c.begin();
   f(c);
   c.submit();
   c.wait();
 }
-const cmdCache = new WeakMap<Vk, Cmd>();
+const cmdCache = new WeakMap<Gpu, Cmd>();
 
 /** max |a − b| / max |b| */
 export function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {

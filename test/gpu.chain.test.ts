@@ -1,9 +1,9 @@
-// The Vulkan chain against the exact CPU forward: greedy tokens identical and logits within 1e-4 (relative
+// The device chain against the exact CPU forward, on both backends (Vulkan; WebGPU through Dawn): greedy tokens identical and logits within 1e-4 (relative
 // RMS) on the shared fixture and generated models, for the whole stack and partial chains (layers 0..N-1 on
 // the device), quantized containers (src/model/convert.ts: int8/int4/int4g/int2 dense weights dequantised
 // in the matmul shader, against the exact CPU forward), multi-conversation batches, KV-mirror invalidation
-// (rewind, slot reuse, CPU writes between device steps) and the device-loss fallback. Skips without
-// Vulkan/glslc. (The KV split and the multiplexed decode: test/gpu.split.test.ts.)
+// (rewind, slot reuse, CPU writes between device steps) and the device-loss fallback. Each backend's suites
+// skip, saying why, without its device. (The KV split and the multiplexed decode: test/gpu.split.test.ts.)
 import { afterAll, describe, expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
 import { expectSelections, hasTiny, readRef, recordSelections, relRms, TINY } from "./helpers/fixture.ts";
@@ -12,7 +12,7 @@ import { forward } from "../src/engine/forward.ts";
 import { RunState } from "../src/engine/state.ts";
 import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
-import { VulkanChain } from "../gpu/chain.ts";
+import { DeviceChain } from "../gpu/chain.ts";
 import { convert } from "../src/model/convert.ts";
 import { parseFmt } from "../src/model/quant.ts";
 import { Fmt } from "../src/engine/hb.ts";
@@ -20,14 +20,22 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testDevice } from "../gpu/testkit.ts";
+import { APIS, type Api } from "../gpu/backend.ts";
+import type { ChainOpts } from "../gpu/chainopts.ts";
+import type { Wgpu } from "../gpu/webgpu.ts";
+import type { Model } from "../src/engine/model.ts";
 import { chainOpener, Conv, greedy, ids, worst } from "./helpers/chain.ts";
 
 const vk = testDevice();
 const TOL = 1e-4;
 
-const open = chainOpener();
+const opener = chainOpener();
 
-describe.skipIf(!vk)("vulkan chain: generated model", () => {
+for (const api of APIS) {
+const vk = testDevice(api);
+const open = (m: Model, o: ChainOpts = {}) => opener(m, { ...o, api });
+
+describe.skipIf(!vk)(`${api} chain: generated model`, () => {
   const m = vk ? loadModel(genModel({ preset: "tiny", seed: 1 })) : (null as never);
   const V = m?.cfg.vocab_size;
 
@@ -52,7 +60,7 @@ describe.skipIf(!vk)("vulkan chain: generated model", () => {
   }
 });
 
-describe.skipIf(!vk)("vulkan chain: quantized containers (convert.ts) against the exact CPU forward", () => {
+describe.skipIf(!vk)(`${api} chain: quantized containers (convert.ts) against the exact CPU forward`, () => {
   const src = vk ? genModel({ preset: "tiny", seed: 1 }) : "";
   const tmp = vk ? mkdtempSync(join(tmpdir(), "hb-quant-")) : "";
   afterAll(() => { if (tmp) rmSync(tmp, { recursive: true, force: true }); });
@@ -79,7 +87,7 @@ describe.skipIf(!vk)("vulkan chain: quantized containers (convert.ts) against th
   }
 });
 
-describe.skipIf(!vk)("vulkan chain: batches, KV mirror invalidation, device loss", () => {
+describe.skipIf(!vk)(`${api} chain: batches, KV mirror invalidation, device loss`, () => {
   const m = vk ? loadModel(genModel({ preset: "tiny", seed: 7, set: { num_hidden_layers: 3, index_topk: 5, num_attention_heads: 2,
     indexer_types: ["full", "shared", "full"], mlp_layer_types: ["dense", "sparse", "sparse"] } })) : (null as never);
   const V = m?.cfg.vocab_size;
@@ -167,10 +175,20 @@ describe.skipIf(!vk)("vulkan chain: batches, KV mirror invalidation, device loss
     expect(dev.feed(t)).toEqual(cpu.feed(t)); // later forwards stay on the CPU
   });
 
+  if (api === "webgpu") test("the Dawn host killed mid-decode: the forward re-runs on the CPU and follows it", () => {
+    const ch = open(m), cpu = new Conv(m, null), dev = new Conv(m, ch), p = ids(8, V, 95);
+    expect(worst(dev.feed(p, true), cpu.feed(p, true), V)).toBeLessThan(TOL);
+    process.kill((ch as unknown as { vk: Wgpu }).vk.hostPid, "SIGKILL");
+    for (const t of [ids(1, V, 96), ids(1, V, 97)]) expect(relRms(dev.feed(t), cpu.feed(t))).toBeLessThan(TOL);
+    expect(ch.lost).toBe(true);
+    expect(ch.lostReason).toMatch(/Dawn host exited/);
+    expect(ch.stats.fallbacks).toBe(1);
+  });
+
   test("HB_VK_FAULT=n fakes a loss mid-decode; generation continues on the CPU with the same tokens", () => {
     const saved = process.env.HB_VK_FAULT;
     process.env.HB_VK_FAULT = "9";
-    let ch: VulkanChain;
+    let ch: DeviceChain;
     try { ch = open(m); } finally { if (saved === undefined) delete process.env.HB_VK_FAULT; else process.env.HB_VK_FAULT = saved; }
     const r = greedy(m, ch, ids(8, V, 91), 6);
     expect(ch.lost).toBe(true);
@@ -180,7 +198,7 @@ describe.skipIf(!vk)("vulkan chain: batches, KV mirror invalidation, device loss
   });
 });
 
-describe.skipIf(!vk || !hasTiny)("vulkan chain: glm-tiny fixture", () => {
+describe.skipIf(!vk || !hasTiny)(`${api} chain: glm-tiny fixture`, () => {
   const m = vk && hasTiny ? loadModel(TINY) : (null as never);
   for (const name of ["short", "long"] as const) {
     test(`${name}: greedy continuation equals the reference and the CPU`, () => {
@@ -199,6 +217,7 @@ describe.skipIf(!vk || !hasTiny)("vulkan chain: glm-tiny fixture", () => {
     expectSelections(ref, rec.got);
   });
 });
+}
 
 describe.skipIf(!vk)("gpu/bench.ts", () => {
   test("benchDevice: device and CPU rates, matching greedy tokens (exact), crossings, frame shares, KV split", async () => {
@@ -229,6 +248,12 @@ describe.skipIf(!vk)("--device policy", () => {
     const a = openDevice(m, "auto");
     if (vk!.isCpu) expect(a.chain).toBeNull(); else a.chain?.close();
     expect(() => openDevice(m, "vulkan", { device: "no-such-gpu" })).toThrow(/no device matches/);
+    if (testDevice("webgpu")) {
+      const w = openDevice(m, "webgpu", { layers: 2 });
+      expect([w.chain?.api, w.chain?.n]).toEqual(["webgpu", 2]);
+      expect(w.chain!.summary()).toMatch(/^webgpu .*0 forwards/);
+      w.chain!.close();
+    }
     expect(() => parseDeviceMode("tpu")).toThrow(/--device/);
   });
 });

@@ -1,15 +1,15 @@
 // Each device shader against its CPU kernel (src/engine/hb.ts) on random inputs: f32 to 1e-5 relative
 // (RoPE 1e-6), the DSA selection exactly (random scores with many ties); matmul in every weight format
 // (formats.md int8/int4/int2/int4g, bf16, f16), plain, split over chunks and grouped; the attention core
-// over a KV block table with softmax statistics, and the merge of two partials. Skips without Vulkan/glslc.
+// over a KV block table with softmax statistics, and the merge of two partials. On both backends (the GLSL
+// shaders on Vulkan, their WGSL twins on WebGPU); each skips, saying why, without its device.
 import { describe, expect, test } from "bun:test";
 import { attn, dsaSelect, Fmt, hb, indexScores, layernorm, matmul, rmsnorm, rope, swiglu } from "../src/engine/hb.ts";
 import { quantize } from "../src/model/quant.ts";
 import type { Mat } from "../src/model/weights.ts";
 import { Kernels, ropeTable, uploadMat, uploadVec } from "../gpu/kernels.ts";
 import { download, downloadI, rand, relErr, runFrame, testDevice, upload } from "../gpu/testkit.ts";
-
-const vk = testDevice();
+import { APIS } from "../gpu/backend.ts";
 
 function matOf(fmt: number, O: number, I: number, seed: number, gs = 32): Mat {
   const f = rand(O * I, seed);
@@ -34,8 +34,8 @@ function matOf(fmt: number, O: number, I: number, seed: number, gs = 32): Mat {
   return { name: `int8[${O},${I}]`, fmt: Fmt.int8, O, I, data: q, scales: sc.map(Math.abs), gs: 0 };
 }
 
-describe.skipIf(!vk)("gpu kernels vs CPU", () => {
-  const k = vk ? new Kernels(vk) : (null as never);
+for (const api of APIS) describe.skipIf(!testDevice(api))(`gpu kernels vs CPU (${api})`, () => {
+  const vk = testDevice(api), k = vk ? new Kernels(vk) : (null as never);
 
   for (const [fmt, I] of [[Fmt.f32, 70], [Fmt.int8, 70], [Fmt.bf16, 70], [Fmt.f16, 70], [Fmt.int4, 71], [Fmt.int2, 70], [Fmt.int2, 73], [Fmt.int4g, 96], [Fmt.int4g, 77]]) {
     test(`matmul fmt ${fmt} I=${I}: y [S,O] = W [O,I] · x [S,I], strided rows`, () => {

@@ -10,7 +10,7 @@ import { RunState } from "../src/engine/state.ts";
 import { argmax } from "../src/engine/session.ts";
 import { KVCache } from "../src/engine/kv.ts";
 import type { Config } from "../src/model/config.ts";
-import type { VulkanChain } from "../gpu/chain.ts";
+import type { DeviceChain } from "../gpu/chain.ts";
 import { MirrorPool, type MirrorSlot } from "../gpu/mirror.ts";
 import type { Vk } from "../gpu/vk.ts";
 import { testDevice } from "../gpu/testkit.ts";
@@ -81,7 +81,7 @@ describe.skipIf(!vk)("vulkan chain: 3 conversations over 2 mirror slots", () => 
 
   for (const [name, o] of [["whole mirrors", {}], ["KV split", { kvBudgetRows: 8, kvBlock: 4 }]] as const)
     test(`${name}: alternating decode equals the CPU, never more than 2 mirrors`, () => {
-      const ch: VulkanChain = open(m, { ...o, slots: 2 });
+      const ch: DeviceChain = open(m, { ...o, slots: 2 });
       const convs = prompts.map(() => new Conv(m, ch)), toks: number[][] = prompts.map(() => []);
       const last = convs.map((c, j) => { const l = c.feed(prompts[j]); expect(ch.mirrorSlots).toBeLessThanOrEqual(2); return l; });
       for (let i = 0; i < 6; i++)

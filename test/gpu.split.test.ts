@@ -1,8 +1,9 @@
-// The Vulkan chain with the KV split forced on by a tiny per-layer budget (gpu/residency.ts, gpu/split.ts):
+// The device chain (both backends: Vulkan; WebGPU through Dawn) with the KV split forced on by a tiny per-layer budget (gpu/residency.ts, gpu/split.ts):
 // greedy tokens identical to the exact CPU forward (and logits within 1e-4) with DSA active and dense, on a
 // generated model and the shared fixture; rewinds; and the multiplexed decode: 4 conversations decoded
 // together as one ragged batch (one row each at its own position) give each one's tokens alone on the
-// CPU, with and without the split. Skips without Vulkan/glslc (and the fixture part without the fixture).
+// CPU, with and without the split. Each backend's suites skip, saying why, without its device (and the
+// fixture part without the fixture).
 import { describe, expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
 import { expectSelections, hasTiny, readRef, recordSelections, relRms, TINY } from "./helpers/fixture.ts";
@@ -11,28 +12,28 @@ import { forward, type ForwardOpts } from "../src/engine/forward.ts";
 import { RunState } from "../src/engine/state.ts";
 import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
-import { type ChainOpts, VulkanChain } from "../gpu/chain.ts";
+import { type ChainOpts, DeviceChain } from "../gpu/chain.ts";
 import { testDevice } from "../gpu/testkit.ts";
+import { APIS } from "../gpu/backend.ts";
 import { chainOpener, Conv as BaseConv, greedy as sharedGreedy, ids, worst } from "./helpers/chain.ts";
 
-const vk = testDevice();
 const TOL = 1e-4;
 const TINY_BUDGET: ChainOpts = { kvBudgetRows: 8, kvBlock: 2 }; // 4 blocks of 2 rows per layer, newest 2 always there
 
 /** Conversations run exact unless opts say otherwise. */
 class Conv extends BaseConv {
-  constructor(m: Model, chain: VulkanChain | null, opts: ForwardOpts = {}) { super(m, chain, { exact: true, ...opts }); }
+  constructor(m: Model, chain: DeviceChain | null, opts: ForwardOpts = {}) { super(m, chain, { exact: true, ...opts }); }
 }
 
 /** Prefill + greedy decode (exact), each path on its own tokens; returns both token lists and the worst logits
  * error while they agree. */
-const greedy = (m: Model, chain: VulkanChain, prompt: number[], steps: number, opts: ForwardOpts = {}) =>
+const greedy = (m: Model, chain: DeviceChain, prompt: number[], steps: number, opts: ForwardOpts = {}) =>
   sharedGreedy(m, chain, prompt, steps, { exact: true, ...opts }, true);
 
-const open = chainOpener();
+const opener = chainOpener();
 
 /** The split really ran, and no layer holds more than the budget on the device. */
-function expectSplit(ch: VulkanChain, m: Model): void {
+function expectSplit(ch: DeviceChain, m: Model): void {
   expect(ch.stats.splitLayers).toBeGreaterThan(0);
   expect(ch.stats.splitKeys).toBeGreaterThan(0);
   const W = m.cfg.kv_lora_rank + m.cfg.qk_rope_head_dim, g = ch.split!;
@@ -40,7 +41,11 @@ function expectSplit(ch: VulkanChain, m: Model): void {
     for (const b of s.kv) expect(b.bytes).toBeLessThanOrEqual(4 * W * g.slots * g.blk);
 }
 
-describe.skipIf(!vk)("vulkan chain, KV split: generated models", () => {
+for (const api of APIS) {
+const vk = testDevice(api);
+const open = (m: Model, o: ChainOpts = {}) => opener(m, { ...o, api });
+
+describe.skipIf(!vk)(`${api} chain, KV split: generated models`, () => {
   const dsa = vk ? loadModel(genModel({ preset: "tiny", seed: 3 })) : (null as never);
   const dense = vk ? loadModel(genModel({ preset: "tiny", seed: 4, set: { index_topk: 0 } })) : (null as never);
 
@@ -82,7 +87,7 @@ describe.skipIf(!vk)("vulkan chain, KV split: generated models", () => {
 });
 
 /** 4 conversations: prompts prefilled alone, then decoded together (one row each at its own position). */
-function mux(m: Model, chain: VulkanChain | null, steps: number): number[][] {
+function mux(m: Model, chain: DeviceChain | null, steps: number): number[][] {
   const V = m.cfg.vocab_size, st = new RunState(m.cfg), prompts = [5, 11, 17, 8].map((n, c) => ids(n, V, 100 + c));
   const kvs = prompts.map(() => newKV(m)), pos = prompts.map((p) => p.length), next: number[] = [], out: number[][] = prompts.map(() => []);
   const run = (segs: { kv: KVCache; r0: number; n: number; pos0: number }[], toks: number[]) =>
@@ -107,7 +112,7 @@ function alone(m: Model, steps: number): number[][] {
   });
 }
 
-describe.skipIf(!vk)("vulkan chain: multiplexed decode (4 conversations, one ragged batch)", () => {
+describe.skipIf(!vk)(`${api} chain: multiplexed decode (4 conversations, one ragged batch)`, () => {
   const m = vk ? loadModel(genModel({ preset: "tiny", seed: 3 })) : (null as never);
   const want = vk ? alone(m, 10) : [];
   for (const [name, o] of [["whole mirrors", {}], ["KV split (tiny budget)", TINY_BUDGET]] as const)
@@ -119,7 +124,7 @@ describe.skipIf(!vk)("vulkan chain: multiplexed decode (4 conversations, one rag
     });
 });
 
-describe.skipIf(!vk || !hasTiny)("vulkan chain, KV split: glm-tiny fixture", () => {
+describe.skipIf(!vk || !hasTiny)(`${api} chain, KV split: glm-tiny fixture`, () => {
   const m = vk && hasTiny ? loadModel(TINY) : (null as never);
   for (const name of ["short", "long", "long-dense"] as const)
     test(`${name}: greedy continuation equals the reference with a 16-row budget`, () => {
@@ -140,3 +145,4 @@ describe.skipIf(!vk || !hasTiny)("vulkan chain, KV split: glm-tiny fixture", () 
   });
 });
 if (!hasTiny) console.warn(`[skip] KV split fixture tests: ${TINY} is absent`);
+}

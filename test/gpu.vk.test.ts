@@ -1,15 +1,16 @@
-// The Vulkan shim through gpu/vk.ts: device discovery, buffers (mapped, staged, split over chunks), copies
-// and fills across chunk boundaries, dispatch limits, bad arguments as errors (never a crash), and device
-// loss (injected) turning every later call into DeviceLost. Skips without Vulkan/glslc.
+// Both backends (gpu/backend.ts) through the same calls: the Vulkan shim (gpu/vk.ts) and Dawn (gpu/webgpu.ts):
+// device discovery (Vulkan), buffers (mapped, staged, split over chunks), copies and fills across chunk
+// boundaries, dispatch limits, bad arguments as errors (never a crash), and device loss (injected) turning
+// every later call into DeviceLost. Each backend's suite skips, saying why, without its device.
 import { describe, expect, test } from "bun:test";
+import { APIS } from "../gpu/backend.ts";
 import { DeviceLost, pickDevice, probe, push, Vk, VkError } from "../gpu/vk.ts";
-import { pushBytes, pushOf, SHADERS } from "../gpu/push.ts";
-import { spirv } from "../gpu/shaders.ts";
+import { Wgpu } from "../gpu/webgpu.ts";
+import { pushOf } from "../gpu/push.ts";
 import { rand, testDevice } from "../gpu/testkit.ts";
 
-const vk = testDevice();
-
-describe.skipIf(!vk)("vulkan shim", () => {
+describe.skipIf(!testDevice("vulkan"))("vulkan discovery", () => {
+  const vk = testDevice("vulkan");
   test("device discovery: a named device with a compute queue; choice policy", () => {
     const p = probe();
     expect(p.ok).toBe(true);
@@ -22,6 +23,10 @@ describe.skipIf(!vk)("vulkan shim", () => {
     expect(pickDevice([fake(0, 4), fake(1, 1)], "DEV0")?.index).toBe(0);
     expect(pickDevice([fake(0, 4)], 3)).toBeNull();
   });
+});
+
+for (const api of APIS) describe.skipIf(!testDevice(api))(`${api} backend`, () => {
+  const vk = testDevice(api);
 
   test("buffers: mapped, staged (never-mapped, > the 8 MiB staging buffer) and chunked round trips", () => {
     const a = rand(2_400_000, 1); // 9.6 MB
@@ -52,7 +57,7 @@ describe.skipIf(!vk)("vulkan shim", () => {
     const b = vk!.buffer(64);
     expect(() => b.write(60, new Float32Array(4))).toThrow(VkError);
     expect(() => b.read(-4, new Float32Array(1))).toThrow(VkError);
-    const p = vk!.pipeline("add", spirv("add"), SHADERS.add.bind, pushBytes("add"));
+    const p = vk!.pipeline("add");
     const pc = pushOf("add", { n: 1, yOff: 0, xOff: 0 });
     const c = vk!.cmd();
     expect(() => c.dispatch(p, [{ buf: b }, { buf: b }], pc, 1)).toThrow(/not recording|command state/);
@@ -70,8 +75,23 @@ describe.skipIf(!vk)("vulkan shim", () => {
     c.wait();
   });
 
+  if (api === "webgpu") test("the Dawn host killed: DeviceLost naming it, then every call refuses", () => {
+    const d = Wgpu.open();
+    try {
+      const b = d.buffer(64), c = d.cmd();
+      c.begin().fill(b, 0, 64, 3).submit();
+      expect(c.wait()).toBe(true);
+      process.kill(d.hostPid, "SIGKILL");
+      expect(() => b.read(0, new Uint32Array(16))).toThrow(/Dawn host exited/);
+      expect(d.lost).toBe(true);
+      expect(() => d.buffer(16)).toThrow(DeviceLost);
+    } finally {
+      d.close();
+    }
+  });
+
   test("device loss (injected at the 2nd submit): DeviceLost, then every call refuses", () => {
-    const d = Vk.open(vk!.info.index);
+    const d = api === "vulkan" ? Vk.open(vk!.info.index) : Wgpu.open();
     try {
       const b = d.buffer(16), c = d.cmd();
       d.fault(2);

@@ -1,7 +1,8 @@
 // Binary layouts shared by C, GLSL and TypeScript, each defined once per language and checked here:
 // the C headers' enums (weight formats, conversion kinds, SIMD levels and their names, the Vulkan
 // shim's buffer kinds and status codes) against the TS constants, every shader's push-constant block
-// and storage bindings against the table in gpu/push.ts, and the slot KV file's header table (TS-only,
+// and storage bindings (which it writes) against the table in gpu/push.ts, in GLSL and in its WGSL twin,
+// and the slot KV file's header table (TS-only,
 // checked for shape). Pure text parsing: no GPU, no build.
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
@@ -74,8 +75,8 @@ describe("Vulkan shim (ffi/vk/*.h) = gpu/vk.ts", () => {
   });
 });
 
-/** A shader's push block as [field, "i" | "f"] in declaration order, and its storage bindings. */
-function shaderInterface(src: string): { push: [string, string][]; bindings: number[] } {
+/** A shader's push block as [field, "i" | "f"] in declaration order, its storage bindings and the writable ones. */
+function shaderInterface(src: string): { push: [string, string][]; bindings: number[]; writes: number[] } {
   const s = stripComments(src);
   const block = /layout\s*\(\s*push_constant\s*\)\s*uniform\s+\w+\s*\{([^}]*)\}/.exec(s)?.[1] ?? "";
   const push = block.split(";").map((d) => d.trim()).filter(Boolean).flatMap((d) => {
@@ -83,20 +84,39 @@ function shaderInterface(src: string): { push: [string, string][]; bindings: num
     const t = type === "int" ? "i" : type === "float" ? "f" : `unsupported type ${type}`;
     return names.split(",").map((n) => [n.trim(), t] as [string, string]);
   });
-  const bindings = [...s.matchAll(/layout\s*\(([^)]*)\)\s*(?:\w+\s+)*buffer\b/g)]
-    .map((m) => Number(/binding\s*=\s*(\d+)/.exec(m[1])?.[1] ?? NaN)).sort((a, b) => a - b);
-  return { push, bindings };
+  const bufs = [...s.matchAll(/layout\s*\(([^)]*)\)\s*((?:\w+\s+)*)buffer\b/g)]
+    .map((m) => ({ b: Number(/binding\s*=\s*(\d+)/.exec(m[1])?.[1] ?? NaN), ro: /\breadonly\b/.test(m[2]) }));
+  const bindings = bufs.map((x) => x.b).sort((a, b) => a - b);
+  return { push, bindings, writes: bufs.filter((x) => !x.ro).map((x) => x.b).sort((a, b) => a - b) };
 }
 
-describe("shader push constants and bindings (shaders/*.comp) = gpu/push.ts", () => {
-  const files = readdirSync(join(root, "shaders")).filter((f) => f.endsWith(".comp")).map((f) => f.slice(0, -5)).sort();
-  test("one table entry per shader", () => expect(Object.keys(SHADERS).sort()).toEqual(files));
-  for (const name of files.filter((f): f is Shader => Object.hasOwn(SHADERS, f)))
+/** The same of a WGSL twin: `struct P { name: i32|f32, ... }`, `@group(0) @binding(i) var<storage, read|read_write>`. */
+function wgslInterface(src: string): { push: [string, string][]; bindings: number[]; writes: number[]; uniform: boolean } {
+  const s = stripComments(src);
+  const block = /struct\s+P\s*\{([^}]*)\}/.exec(s)?.[1] ?? "";
+  const push = block.split(",").map((d) => d.trim()).filter(Boolean).map((d) => {
+    const [name, type] = d.split(":").map((x) => x.trim());
+    return [name, type === "i32" ? "i" : type === "f32" ? "f" : `unsupported type ${type}`] as [string, string];
+  });
+  const bufs = [...s.matchAll(/@group\(0\)\s*@binding\((\d+)\)\s*var<storage,\s*(read|read_write)>/g)].map((m) => ({ b: Number(m[1]), rw: m[2] === "read_write" }));
+  return {
+    push, bindings: bufs.map((x) => x.b).sort((a, b) => a - b), writes: bufs.filter((x) => x.rw).map((x) => x.b).sort((a, b) => a - b),
+    uniform: /@group\(1\)\s*@binding\(0\)\s*var<uniform>\s*p\s*:\s*P\s*;/.test(s),
+  };
+}
+
+describe("shader push constants and bindings (shaders/*.comp, shaders/*.wgsl) = gpu/push.ts", () => {
+  const files = (ext: string) => readdirSync(join(root, "shaders")).filter((f) => f.endsWith(ext)).map((f) => f.slice(0, -ext.length)).sort();
+  test("one table entry per shader, each in GLSL and WGSL", () => {
+    expect(Object.keys(SHADERS).sort()).toEqual(files(".comp"));
+    expect(files(".wgsl")).toEqual(files(".comp"));
+  });
+  for (const name of files(".comp").filter((f): f is Shader => Object.hasOwn(SHADERS, f)))
     test(name, () => {
-      const { push, bindings } = shaderInterface(read(`shaders/${name}.comp`));
-      expect(push).toEqual(SHADERS[name].push.map(([n, t]) => [n, t]));
-      expect(bindings).toEqual(Array.from({ length: SHADERS[name].bind }, (_, i) => i));
-      expect(pushBytes(name)).toBe(4 * push.length);
+      const want = { push: SHADERS[name].push.map(([n, t]) => [n, t] as [string, string]), bindings: Array.from({ length: SHADERS[name].bind }, (_, i) => i), writes: [...SHADERS[name].writes] as number[] };
+      expect(shaderInterface(read(`shaders/${name}.comp`))).toEqual(want);
+      expect(wgslInterface(read(`shaders/${name}.wgsl`))).toEqual({ ...want, uniform: true });
+      expect(pushBytes(name)).toBe(4 * want.push.length);
     });
 });
 

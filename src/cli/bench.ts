@@ -17,14 +17,14 @@ import { command as serveBench } from "./bench-serve.ts";
 import { command as profileBench } from "./bench-profile.ts";
 
 const help = `usage: hummingbird bench [--model DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--warmup 8] [--threads N]
-       [--exact] [--json] [--cold [--expert-cache N]] [--device vulkan [--kv-budget ROWS]]
+       [--exact] [--json] [--cold [--expert-cache N]] [--device vulkan|webgpu [--kv-budget ROWS]]
        hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8]
        hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128]   (time per kind of libhb call)
 
 Without --model: the bench preset (seed 1; int4g64 experts, int8 dense), made once into a cache folder.
 --cold: expert streaming from a dropped page cache: the experts' read GB/s against the disk's own
   sequential rate of the same files (measured in the same run), hit rates at 1/8, 1/4, 1/2 of the
-  experts (or --expert-cache N). --device vulkan: the Vulkan chain against the CPU in the same run
+  experts (or --expert-cache N). --device vulkan|webgpu: the device chain (Vulkan, or WebGPU on Dawn) against the CPU in the same run
   (tok/s, bytes crossing per token, share of time per frame).
 
 Loads the model, runs --warmup untimed generations (the experts read, buffers grown and the JIT's optimizing
@@ -139,9 +139,9 @@ export const command: Command = {
       return 0;
     }
     if (v.device !== undefined) {
-      if (v.device !== "vulkan") throw new UsageError("--device: bench compares vulkan against the CPU; give --device vulkan", help);
+      if (v.device !== "vulkan" && v.device !== "webgpu") throw new UsageError("--device: bench compares the device chain against the CPU; give --device vulkan or webgpu", help);
       const kvBudgetRows = v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help);
-      const res = benchDevice(dir, { promptTokens: o.promptTokens, gen: o.gen, reps: o.reps, exact: o.exact, chain: { kvBudgetRows } });
+      const res = benchDevice(dir, { promptTokens: o.promptTokens, gen: o.gen, reps: o.reps, exact: o.exact, chain: { kvBudgetRows, api: v.device } });
       out(res, formatDeviceBench(res));
       return 0;
     }

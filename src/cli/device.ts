@@ -1,13 +1,13 @@
-// `--device cpu|vulkan|auto` and `--device-layers N` for the model-running subcommands: opens the
-// Vulkan chain (gpu/device.ts) as the forward's layer executor, says at start where layers run.
+// `--device cpu|vulkan|webgpu|auto` and `--device-layers N` for the model-running subcommands: opens the
+// device chain (gpu/device.ts) as the forward's layer executor, says at start where layers run.
 import { intOption, UsageError } from "./common.ts";
 import type { Model } from "../engine/model.ts";
 import type { ForwardOpts } from "../engine/forward.ts";
 import { type DeviceMode, openDevice, parseDeviceMode } from "../../gpu/device.ts";
 
 export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" }, "kv-budget": { type: "string" } } as const;
-export const DEVICE_HELP = `--device cpu|vulkan|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU when a
-  short start-up measurement finds it faster, the CPU otherwise); --device-layers N: only layers [0, N) on the device (a partial chain);
+export const DEVICE_HELP = `--device cpu|vulkan|webgpu|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU when a
+  short start-up measurement finds it faster, the CPU otherwise; webgpu: the same chain on Dawn, the npm webgpu package); --device-layers N: only layers [0, N) on the device (a partial chain);
   --kv-budget ROWS: KV rows per layer kept on the device; past it the cache splits between device and CPU.`;
 
 export interface DeviceRun { forward: ForwardOpts; why: string; summary(): string; close(): void }
@@ -28,7 +28,7 @@ export function deviceOptions(v: DeviceValues, help: string): DeviceOptions {
 export function openDeviceFor(m: Model, v: DeviceValues, help: string): DeviceRun {
   const { mode, layers, kvBudgetRows } = deviceOptions(v, help);
   const { chain, why } = openDevice(m, mode, { layers, kvBudgetRows });
-  process.stderr.write(`device: ${chain ? "vulkan" : "cpu"} (${why})\n`);
+  process.stderr.write(`device: ${chain?.api ?? "cpu"} (${why})\n`);
   return {
     forward: chain ? { executor: chain } : {}, why,
     summary: () => chain?.summary() ?? "",

@@ -116,7 +116,7 @@ export const command: Command = {
     if (v.slot !== undefined && v.state === undefined) throw new UsageError("--slot needs --state DIR", help);
     const slot = v.slot === undefined ? 0 : intOption(v.slot, "slot", help);
     const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help), { kvDtype } = kvOption(v, help);
-    if (kvDtype && v.device === "vulkan") throw new UsageError(`--kv-cache-dtype ${kvDtype} runs on the CPU path only (--device cpu or auto)`, help);
+    if (kvDtype && (v.device === "vulkan" || v.device === "webgpu")) throw new UsageError(`--kv-cache-dtype ${kvDtype} runs on the CPU path only (--device cpu or auto)`, help);
     if (threads !== undefined) hb().hb_init(threads);
     const m = loadModel(dir);
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);

@@ -75,9 +75,9 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvDtype: o.kvDtype,
       hiddenRows: o.draft?.kind === "mtp", extraBytes: o.cacheRam ?? 0, log }); // (the slots record hidden rows only to draft with the MTP head)
     // an f16 / q8 cache runs on the CPU path only: the device chain's attention reads f32 rows
-    if (small && o.device === "vulkan") throw new Error(`--kv-cache-dtype ${o.kvDtype} runs on the CPU path only (--device cpu or auto)`);
+    if (small && (o.device === "vulkan" || o.device === "webgpu")) throw new Error(`--kv-cache-dtype ${o.kvDtype} runs on the CPU path only (--device cpu or auto)`);
     const dev = openDevice(m, small ? "cpu" : o.device ?? "auto", { layers: o.deviceLayers, kvBudgetRows: o.kvBudgetRows });
-    log(`device: ${dev.chain ? "vulkan" : "cpu"} (${dev.why})`);
+    log(`device: ${dev.chain?.api ?? "cpu"} (${dev.why})`);
     const forwardOpts = { exact: !!o.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
     sched = new Scheduler(m, codec, { slots: o.slots, ctx, queue: o.queue, chunk: o.chunk, attn: o.attn, draft: o.draft, forward: forwardOpts,
       kvDtype: o.kvDtype, thinkBudget: o.reasoningBudget, budgetMessage: o.reasoningBudgetMessage, cacheRam: o.cacheRam, preempt: o.preempt,

@@ -8,7 +8,7 @@ import { forward, type ForwardOpts } from "../../src/engine/forward.ts";
 import { RunState } from "../../src/engine/state.ts";
 import type { KVCache } from "../../src/engine/kv.ts";
 import { argmax } from "../../src/engine/session.ts";
-import { type ChainOpts, VulkanChain } from "../../gpu/chain.ts";
+import { type ChainOpts, DeviceChain } from "../../gpu/chain.ts";
 import { relRms } from "./fixture.ts";
 
 /** A conversation driven either by the CPU forward or by a chain (opts go to every forward call). */
@@ -16,7 +16,7 @@ export class Conv {
   kv: KVCache;
   st: RunState;
   pos = 0;
-  constructor(readonly m: Model, readonly chain: VulkanChain | null, readonly opts: ForwardOpts = {}) {
+  constructor(readonly m: Model, readonly chain: DeviceChain | null, readonly opts: ForwardOpts = {}) {
     this.kv = newKV(m);
     this.st = new RunState(m.cfg);
   }
@@ -47,7 +47,7 @@ export function worst(a: Float32Array, b: Float32Array, V: number): number {
 /** Prefill + greedy decode on the CPU and on chain (opts on both). The device follows the CPU's tokens (errors
  * stay comparable), or with ownTokens its own; returns both token lists and the worst logits error (with
  * ownTokens: while the tokens agree). */
-export function greedy(m: Model, chain: VulkanChain, prompt: number[], steps: number, opts: ForwardOpts = {}, ownTokens = false) {
+export function greedy(m: Model, chain: DeviceChain, prompt: number[], steps: number, opts: ForwardOpts = {}, ownTokens = false) {
   const cpu = new Conv(m, null, opts), dev = new Conv(m, chain, opts), V = m.cfg.vocab_size;
   let lc = cpu.feed(prompt, true), ld = dev.feed(prompt, true);
   let err = worst(ld, lc, V);
@@ -62,8 +62,8 @@ export function greedy(m: Model, chain: VulkanChain, prompt: number[], steps: nu
 }
 
 /** An opener of chains that closes them all after the calling file's tests. Call at file scope. */
-export function chainOpener(): (m: Model, o?: ChainOpts) => VulkanChain {
-  const chains: VulkanChain[] = [];
+export function chainOpener(): (m: Model, o?: ChainOpts) => DeviceChain {
+  const chains: DeviceChain[] = [];
   afterAll(() => { for (const c of chains) c.close(); });
-  return (m, o = {}) => { const c = VulkanChain.open(m, o); chains.push(c); return c; };
+  return (m, o = {}) => { const c = DeviceChain.open(m, o); chains.push(c); return c; };
 }

@@ -1,0 +1,307 @@
+// The WebGPU backend (gpu/backend.ts's Gpu) on Dawn, the npm `webgpu` package. Dawn runs in a child process
+// (gpu/dawn-host.ts), so that a crash in Dawn or the driver is a lost device, not a dead server; every call
+// here is a request over two FIFOs (gpu/webgpu-channel.ts) whose reply this side waits for, synchronously, as
+// the chain needs (it runs inside forward). Command buffers record here and travel whole at submit; wait()
+// asks the host for their completion, so the CPU works while the device runs, as with Vulkan. The shim's
+// checks are repeated here, with its messages, so both backends fail alike. Needs the source tree (the
+// compiled binary has Vulkan only). A host that dies or stops answering is a lost device.
+// State per Wgpu: the host process and its FIFOs, the id counters, the injected-fault countdown.
+import { closeSync, constants as C, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { Binding, Buf, BufKind, Cmd, Gpu, Pipeline } from "./backend.ts";
+import { chunkLimit } from "./backend.ts";
+import { type DeviceInfo, DeviceType, isCpuDevice } from "./probe.ts";
+import { pushBytes, type Shader, SHADERS } from "./push.ts";
+import { decodeReply, encodeReq, type Op, type Reply, type Req } from "./webgpu-channel.ts";
+import { DeviceLost, VK_ERROR_DEVICE_LOST, VkError } from "./vklib.ts";
+
+const HOST = resolve(import.meta.dir, "dawn-host.ts");
+/** how long a request other than wait may go unanswered (a hung host) before it fails */
+const REPLY_MS = Number(process.env.HB_WEBGPU_TIMEOUT_MS ?? 120_000);
+
+/** Is process `pid` still running (not exited, not a zombie)? */
+function alive(pid: number): boolean {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return st.slice(st.lastIndexOf(")") + 2, st.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    try { process.kill(pid, 0); return true; } catch { return false; }
+  }
+}
+
+const nap = new Int32Array(new SharedArrayBuffer(4));
+/** back off while polling: spin first, then short sleeps, then 1 ms */
+function idle(i: number): void {
+  if (i >= 64) Atomics.wait(nap, 0, 0, i < 5000 ? 0.05 : 1);
+}
+
+class WBuf implements Buf {
+  freed = false;
+  constructor(readonly g: Wgpu, readonly id: number, readonly bytes: number, readonly chunk: number, readonly kind: BufKind) {}
+  get nchunks(): number { return Math.ceil(this.bytes / this.chunk); }
+  private range(off: number, n: number, what: string): void {
+    if (this.freed) throw new VkError(`webgpu ${what}: buffer ${this.id} was freed`, -10001);
+    if (!Number.isSafeInteger(off) || off < 0 || off % 4) throw new VkError(`webgpu ${what}: offset ${off} (must be a multiple of 4)`, -10001);
+    if (off + n > this.bytes) throw new VkError(`webgpu ${what} [${off}, +${n}) past ${this.bytes} bytes`, -10005);
+  }
+  write(off: number, data: ArrayBufferView): void {
+    const n = data.byteLength;
+    this.range(off, n, "buffer write");
+    if (n % 4 && off + n < this.bytes - 3) throw new VkError(`webgpu buffer write: ${n} bytes at ${off}: a partial last word only at the buffer's end`, -10001);
+    if (n) this.g.request({ op: "write", id: this.id, off, n }, new Uint8Array(data.buffer, data.byteOffset, n));
+  }
+  read(off: number, out: ArrayBufferView): void {
+    const n = out.byteLength;
+    this.range(off, n, "buffer read");
+    if (!n) return;
+    const r = this.g.request({ op: "read", id: this.id, off, n });
+    if (r.payload.byteLength !== n) throw new VkError(`webgpu buffer read: ${r.payload.byteLength} bytes back, asked ${n}`, -10001);
+    new Uint8Array(out.buffer, out.byteOffset, n).set(r.payload);
+  }
+  free(): void {
+    if (this.freed) return;
+    this.freed = true;
+    if (!this.g.closed && !this.g.lost) this.g.request({ op: "free", id: this.id });
+  }
+}
+
+class WPipeline implements Pipeline {
+  constructor(readonly id: number, readonly name: string, readonly nbind: number, readonly pushBytes: number) {}
+}
+
+class WCmd implements Cmd {
+  private ops: Op[] | null = null;
+  private gen = 0;
+  private done = 0;
+  constructor(readonly g: Wgpu, readonly id: number) {}
+  private rec(what: string): Op[] {
+    if (!this.ops) throw new VkError(`webgpu ${what}: command buffer ${this.id} is not recording`, -10008);
+    return this.ops;
+  }
+  begin(): this {
+    this.g.live();
+    if (this.pending) this.wait();
+    this.ops = [];
+    return this;
+  }
+  dispatch(p: Pipeline, binds: Binding[], pc: Uint8Array, gx: number, gy = 1, gz = 1): this {
+    const ops = this.rec("dispatch"), wp = p as WPipeline;
+    if (binds.length !== wp.nbind) throw new VkError(`webgpu dispatch: pipeline ${wp.name} wants ${wp.nbind} bindings, got ${binds.length}`, -10001);
+    if (pc.byteLength !== wp.pushBytes) throw new VkError(`webgpu dispatch: pipeline ${wp.name} takes ${wp.pushBytes} push bytes, got ${pc.byteLength}`, -10001);
+    if (gx < 0 || gy < 0 || gz < 0) throw new VkError("webgpu dispatch: negative group count", -10001);
+    const max = this.g.info.maxWG;
+    if (gx > max[0] || gy > max[1] || gz > max[2]) throw new VkError(`webgpu dispatch (${gx}, ${gy}, ${gz}) exceeds maxComputeWorkGroupCount`, -10007);
+    const words = Array.from(new Uint32Array(pc.buffer.slice(pc.byteOffset, pc.byteOffset + pc.byteLength)));
+    ops.push({ t: "d", pipe: wp.id, binds: binds.map((b, i) => this.g.bind(wp, b, i)), pc: words, g: [gx, gy, gz] });
+    this.g.stats.dispatches++;
+    return this;
+  }
+  barrier(): this { this.rec("barrier"); return this; } // WebGPU orders every dispatch and copy of a submission
+  copy(src: Buf, soff: number, dst: Buf, doff: number, n: number): this {
+    const ops = this.rec("copy");
+    if (src.freed || dst.freed || soff < 0 || doff < 0 || n < 0 || soff % 4 || doff % 4 || n % 4) throw new VkError("webgpu copy: bad arguments", -10001);
+    if (soff + n > src.bytes || doff + n > dst.bytes) throw new VkError(`webgpu copy of ${n} bytes past a buffer end`, -10005);
+    if (n > 0) ops.push({ t: "c", src: (src as WBuf).id, soff, dst: (dst as WBuf).id, doff, n });
+    return this;
+  }
+  fill(b: Buf, off: number, n: number, value = 0): this {
+    const ops = this.rec("fill");
+    if (b.freed || off < 0 || n < 0 || off % 4 || n % 4) throw new VkError("webgpu fill: bad arguments", -10001);
+    if (off + n > b.bytes) throw new VkError("webgpu fill past the buffer end", -10005);
+    if (n > 0) ops.push({ t: "f", buf: (b as WBuf).id, off, n, value: value >>> 0 });
+    return this;
+  }
+  submit(): this {
+    const ops = this.rec("submit");
+    this.ops = null;
+    this.g.countSubmit();
+    this.g.request({ op: "submit", cmd: this.id, gen: ++this.gen, ops });
+    this.g.stats.submits++;
+    return this;
+  }
+  wait(timeoutMs = -1): boolean {
+    if (this.done >= this.gen) return true;
+    const r = this.g.request({ op: "wait", cmd: this.id, gen: this.gen, timeoutMs: timeoutMs < 0 ? -1 : timeoutMs });
+    if (r.status === 1) return false;
+    this.done = this.gen;
+    return true;
+  }
+  /** submitted and not yet waited for */
+  get pending(): boolean { return this.done < this.gen; }
+}
+
+export class Wgpu implements Gpu {
+  readonly api = "webgpu";
+  readonly stats = { dispatches: 0, submits: 0, sets: 0 };
+  closed = false;
+  readonly info!: DeviceInfo;
+  private ids = 0;
+  private cmds = 0;
+  private faultAt = 0;
+  private faked = false;
+  private dead = "";
+  private heard = false;
+  private sets = new Set<string>();
+  private constructor(private readonly proc: ReturnType<typeof Bun.spawn>, private readonly dir: string,
+    private readonly req: number, private readonly rep: number) {}
+
+  /** Start the Dawn host and open its adapter's device. Throws VkError when there is none. */
+  static open(): Wgpu {
+    if (!existsSync(HOST)) throw new VkError("WebGPU: gpu/dawn-host.ts is not here (the compiled binary has Vulkan only)", -10002);
+    const dir = mkdtempSync(join(tmpdir(), "hb-dawn-"));
+    const fds: number[] = [];
+    let proc: ReturnType<typeof Bun.spawn> | null = null;
+    try {
+      for (const f of ["req", "rep"]) {
+        const r = Bun.spawnSync({ cmd: ["mkfifo", join(dir, f)], stderr: "pipe" });
+        if (r.exitCode !== 0) throw new VkError(`WebGPU: mkfifo failed: ${r.stderr.toString()}`, -10002);
+      }
+      fds.push(openSync(join(dir, "rep"), C.O_RDONLY | C.O_NONBLOCK), openSync(join(dir, "log"), "w"));
+      proc = Bun.spawn({ cmd: [process.execPath, HOST, dir], stdin: "ignore", stdout: fds[1], stderr: fds[1] });
+      closeSync(fds.pop()!);
+      const t0 = performance.now();
+      let req = -1;
+      for (let i = 0; req < 0; i++) { // the host opens its end of `req` once it runs
+        try { req = openSync(join(dir, "req"), C.O_WRONLY | C.O_NONBLOCK); } catch (e) {
+          if ((e as { code?: string }).code !== "ENXIO") throw e;
+          if (!alive(proc.pid) || performance.now() - t0 > 30_000) throw new VkError(`WebGPU: the Dawn host did not start${Wgpu.log(dir)}`, -10002);
+          idle(i);
+        }
+      }
+      const g = new Wgpu(proc, dir, req, fds[0]);
+      const d = JSON.parse(g.request({ op: "init", shaders: resolve(import.meta.dir, "..", "shaders") }).text);
+      (g as { info: DeviceInfo }).info = {
+        index: 0, name: d.name, type: d.fallback ? DeviceType.cpu : DeviceType.other, api: 0, vendor: 0, device: 0, driver: 0,
+        computeQueue: 0, maxAlloc: d.maxAlloc, maxStorageRange: d.maxStorageRange, maxPush: 256, maxWG: d.maxWG,
+        maxInvocations: d.maxInvocations, maxShared: d.maxShared, minStorageAlign: d.minStorageAlign, nonCoherentAtom: 4, heaps: [],
+      };
+      return g;
+    } catch (e) {
+      proc?.kill();
+      for (const f of fds) closeSync(f);
+      rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  /** the tail of the host's log (Dawn's messages, a crash), for error messages */
+  private static log(dir: string): string {
+    try {
+      const t = readFileSync(join(dir, "log"), "utf8").split("\n").filter((l) => l && !l.startsWith("Warning: max")).slice(-5).join(" | ");
+      return t ? `: ${t}` : "";
+    } catch { return ""; }
+  }
+
+  /** the Dawn host's process id */
+  get hostPid(): number { return this.proc.pid; }
+  get lost(): boolean { return this.closed || this.faked || this.dead !== ""; }
+  /** Dawn's fallback adapter (a CPU device such as lavapipe) */
+  get isCpu(): boolean { return isCpuDevice(this.info); }
+  get maxChunk(): number { return chunkLimit(this.info); }
+
+  /** throw DeviceLost once the device is gone */
+  live(): void {
+    if (this.closed) throw new VkError("webgpu: the device is closed", -10001);
+    if (this.lost) throw new DeviceLost(this.faked ? "webgpu: fault injected" : `webgpu: ${this.dead}`);
+  }
+
+  private gone(why: string): never {
+    this.dead = `the Dawn host ${why}${Wgpu.log(this.dir)}`; 
+    throw new DeviceLost(`webgpu: ${this.dead}`);
+  }
+
+  /** One request and its reply (status ≥ 0), or a thrown VkError / DeviceLost. */
+  request(r: Req, payload?: Uint8Array): Reply {
+    if (r.op !== "init") this.live();
+    const f = encodeReq(r, payload), t0 = performance.now();
+    const limit = r.op === "wait" ? (r.timeoutMs < 0 ? Infinity : r.timeoutMs + REPLY_MS) : REPLY_MS;
+    for (let w = 0, i = 0; w < f.byteLength; i++) {
+      try { w += writeSync(this.req, f, w); i = 0; continue; } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (code === "EPIPE") this.gone("exited");
+        if (code !== "EAGAIN") throw e;
+      }
+      if (!alive(this.proc.pid)) this.gone("exited");
+      if (performance.now() - t0 > limit) this.gone(`took more than ${limit} ms to take a request`);
+      idle(i);
+    }
+    const len = new Uint8Array(4);
+    this.readFull(len, t0, limit);
+    const body = new Uint8Array(new DataView(len.buffer).getUint32(0, true));
+    this.readFull(body, t0, limit);
+    const rep = decodeReply(body);
+    if (rep.status === VK_ERROR_DEVICE_LOST) { this.dead = rep.text || "device lost"; throw new DeviceLost(`webgpu ${r.op}: ${this.dead}`); }
+    if (rep.status < 0) throw new VkError(`webgpu ${r.op}: ${rep.text}`, rep.status);
+    return rep;
+  }
+
+  private readFull(out: Uint8Array, t0: number, limit: number): void {
+    for (let got = 0, i = 0; got < out.byteLength; i++) {
+      let n = -1;
+      try { n = readSync(this.rep, out, got, out.byteLength - got, null); } catch (e) {
+        if ((e as { code?: string }).code !== "EAGAIN") throw e;
+      }
+      if (n > 0) { got += n; i = 0; this.heard = true; continue; }
+      if (n === 0 && this.heard) this.gone("exited"); // no writer left
+      if (i % 1024 === 0 && !alive(this.proc.pid)) this.gone("exited");
+      if (performance.now() - t0 > limit) this.gone(`did not answer in ${limit} ms`);
+      idle(i);
+    }
+  }
+
+  /** a binding as the wire carries it, checked as the shim checks a descriptor set */
+  bind(p: WPipeline, b: Binding, i: number): [number, number, number] {
+    const wb = b.buf as WBuf, off = b.off ?? 0, range = b.range ?? 0;
+    if (wb.freed) throw new VkError(`pipeline ${p.name}: binding a freed buffer`, -10001);
+    if (off < 0 || off >= wb.bytes) throw new VkError(`binding ${i}: buffer ${wb.id} / offset ${off}`, -10001);
+    const ci = Math.floor(off / wb.chunk), lo = off - ci * wb.chunk, size = Math.min(wb.chunk, wb.bytes - ci * wb.chunk);
+    if (lo + (range > 0 ? range : size - lo) > size) throw new VkError(`binding ${i}: [${off}, +${range}) crosses chunk ${ci} of buffer ${wb.id}`, -10005);
+    if (lo % this.info.minStorageAlign) throw new VkError(`binding ${i}: offset ${lo} not aligned to ${this.info.minStorageAlign}`, -10006);
+    const key = `${p.id}|${wb.id}@${off}+${range}`;
+    if (!this.sets.has(key)) { this.sets.add(key); this.stats.sets++; }
+    return [wb.id, off, range];
+  }
+
+  countSubmit(): void {
+    this.live();
+    if (this.faultAt > 0 && --this.faultAt === 0) {
+      this.faked = true;
+      throw new DeviceLost("webgpu submit: fault injected");
+    }
+  }
+
+  fault(n: number): void { this.live(); this.faultAt = Math.max(0, n); }
+
+  buffer(bytes: number, kind: BufKind = "device", chunk = 0): Buf {
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new VkError(`buffer size ${bytes}`, -10001);
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    const ch = Math.min(chunk > 0 ? chunk : size, this.maxChunk, size);
+    if (ch % 4 !== 0) throw new VkError(`chunk ${ch} is not a multiple of 4`, -10001);
+    const id = ++this.ids;
+    this.request({ op: "buf", id, bytes: size, chunk: ch });
+    return new WBuf(this, id, size, ch, kind);
+  }
+
+  cmd(): Cmd {
+    this.live();
+    return new WCmd(this, ++this.cmds);
+  }
+
+  pipeline(s: Shader, defs: Record<string, number> = {}): Pipeline {
+    const id = ++this.ids, nbind = SHADERS[s].bind;
+    this.request({ op: "pipe", id, shader: s, nbind, writes: [...SHADERS[s].writes], defs });
+    return new WPipeline(id, `${s}${JSON.stringify(defs)}`, nbind, pushBytes(s));
+  }
+
+  /** Free everything and stop the host. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    try { if (!this.lost) this.request({ op: "close" }); } catch { /* the host went away meanwhile */ }
+    this.closed = true;
+    this.proc.kill();
+    closeSync(this.req);
+    closeSync(this.rep);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
