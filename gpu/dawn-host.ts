@@ -8,7 +8,7 @@
 // State: the instance, adapter and device, the buffers (one GPUBuffer per chunk), pipelines with their bind
 // group layouts, bind groups cached by (pipeline, bindings), per command buffer a uniform buffer for its
 // push blocks and its last submission's completion.
-import { createReadStream, openSync, readFileSync, writeSync } from "node:fs";
+import { openSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { decodeReq, encodeReply, type Op, type Req } from "./webgpu-channel.ts";
 
@@ -305,11 +305,9 @@ async function handle(m: Req, payload: Uint8Array): Promise<Answer> {
       bufs.set(m.id, { bytes: m.bytes, chunk: m.chunk, chunks, keys: [] });
       return { status: 0 };
     }
-    case "free": free(m.id); return { status: 0 };
-    case "write": await scoped("buffer write", () => write(m.id, m.off, payload)); return { status: 0 };
+    case "free": case "write": case "submit": throw new Fail(`${m.op} is posted, not asked`, -10001);
     case "read": return { status: 0, payload: await scoped("buffer read", () => read(m.id, m.off, m.n)) };
     case "pipe": await pipe(m.id, m.shader, m.nbind, m.writes, m.defs); return { status: 0 };
-    case "submit": await scoped("submit", () => submit(m.cmd, m.gen, m.ops)); return { status: 0 };
     case "wait": return { status: await wait(m.cmd, m.gen, m.timeoutMs) };
     case "close":
       for (const id of [...bufs.keys()]) free(id);
@@ -318,7 +316,37 @@ async function handle(m: Req, payload: Uint8Array): Promise<Answer> {
   }
 }
 
+/** The posted requests (write, free, submit: no reply) run inside error scopes that are checked later: their
+ *  first failure is the answer to the next request that has one (wait awaits them all first). */
+const checks: Promise<void>[] = [];
+let deferred: { status: number; text: string } | null = null;
+const later = (status: number, text: string) => { deferred ??= { status, text }; };
+
+function posted(m: Req, payload: Uint8Array): void {
+  if (lost) return;
+  device.pushErrorScope("out-of-memory");
+  device.pushErrorScope("validation");
+  try {
+    if (m.op === "write") write(m.id, m.off, payload);
+    else if (m.op === "free") free(m.id);
+    else if (m.op === "submit") submit(m.cmd, m.gen, m.ops);
+  } catch (e) {
+    later(e instanceof Fail ? e.code : -10001, `${m.op}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const val = device.popErrorScope(), oom = device.popErrorScope();
+  checks.push(Promise.all([val, oom]).then(([v, o]) => {
+    if (o) later(-2, `${m.op}: out of device memory (${o.message})`);
+    else if (v) later(-10001, `${m.op}: ${v.message}`);
+  }));
+}
+
 async function answer(m: Req, payload: Uint8Array): Promise<Uint8Array> {
+  await Promise.all(checks.splice(0));
+  if (deferred) {
+    const d = deferred;
+    deferred = null;
+    return encodeReply(lost ? -4 : d.status, `an earlier ${d.text}`);
+  }
   try {
     const a = await handle(m, payload);
     return encodeReply(lost && a.status === 0 ? -4 : a.status, a.text ?? lost, a.payload);
@@ -331,21 +359,24 @@ async function answer(m: Req, payload: Uint8Array): Promise<Uint8Array> {
 // the FIFOs: replies written synchronously, requests parsed from the stream and answered one at a time
 const dir = process.argv[2];
 const rep = openSync(join(dir, "rep"), "w");
-let parts: Buffer[] = [], have = 0, need = -1, queue = Promise.resolve();
-createReadStream(join(dir, "req"), { highWaterMark: 1 << 20 })
-  .on("data", (chunk: Buffer) => { // whole frames out of the byte stream; a frame is copied once
+let parts: Uint8Array[] = [], have = 0, need = -1, queue = Promise.resolve();
+const concat = (l: Uint8Array[]) => (l.length === 1 ? l[0] : Buffer.concat(l));
+(async () => {
+  // Bun.file's stream reads the FIFO with a third of createReadStream's latency (28 vs 82 us an echo)
+  for await (const chunk of Bun.file(join(dir, "req")).stream()) { // whole frames out of the byte stream; a frame is copied once
     parts.push(chunk);
     have += chunk.byteLength;
     for (;;) {
       if (need < 0) {
-        if (have < 4) return;
-        if (parts[0].byteLength < 4) parts = [Buffer.concat(parts)];
-        need = 4 + parts[0].readUInt32LE(0);
+        if (have < 4) break;
+        if (parts[0].byteLength < 4) parts = [concat(parts)];
+        need = 4 + new DataView(parts[0].buffer, parts[0].byteOffset).getUint32(0, true);
       }
-      if (have < need) return;
-      const all = parts.length === 1 ? parts[0] : Buffer.concat(parts);
-      const { req, payload } = decodeReq(new Uint8Array(all.buffer, all.byteOffset + 4, need - 4));
+      if (have < need) break;
+      const all = concat(parts);
+      const { req, payload } = decodeReq(all.subarray(4, need));
       queue = queue.then(async () => {
+        if (req.op === "write" || req.op === "free" || req.op === "submit") return posted(req, payload);
         const f = await answer(req, payload);
         for (let w = 0; w < f.byteLength;) w += writeSync(rep, f, w);
         if (req.op === "close") process.exit(0);
@@ -354,6 +385,10 @@ createReadStream(join(dir, "req"), { highWaterMark: 1 << 20 })
       have -= need;
       need = -1;
     }
-  })
-  .on("end", () => process.exit(0))
-  .on("error", (e) => { console.error(`[dawn-host] ${e.message}`); process.exit(1); });
+  }
+  await queue;
+  process.exit(0); // the engine closed its end
+})().catch((e) => {
+  console.error(`[dawn-host] ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

@@ -1,7 +1,8 @@
 // The WebGPU backend (gpu/backend.ts's Gpu) on Dawn, the npm `webgpu` package. Dawn runs in a child process
 // (gpu/dawn-host.ts), so that a crash in Dawn or the driver is a lost device, not a dead server; every call
 // here is a request over two FIFOs (gpu/webgpu-channel.ts) whose reply this side waits for, synchronously, as
-// the chain needs (it runs inside forward). Command buffers record here and travel whole at submit; wait()
+// the chain needs (it runs inside forward). Writes, frees and submits are posted without waiting (their
+// failure is the answer to the next request); command buffers record here and travel whole at submit; wait()
 // asks the host for their completion, so the CPU works while the device runs, as with Vulkan. The shim's
 // checks are repeated here, with its messages, so both backends fail alike. Needs the source tree (the
 // compiled binary has Vulkan only). A host that dies or stops answering is a lost device.
@@ -33,7 +34,7 @@ function alive(pid: number): boolean {
 const nap = new Int32Array(new SharedArrayBuffer(4));
 /** back off while polling: spin first, then short sleeps, then 1 ms */
 function idle(i: number): void {
-  if (i >= 64) Atomics.wait(nap, 0, 0, i < 5000 ? 0.05 : 1);
+  if (i >= 4096) Atomics.wait(nap, 0, 0, i < 16384 ? 0.05 : 1);
 }
 
 class WBuf implements Buf {
@@ -49,7 +50,7 @@ class WBuf implements Buf {
     const n = data.byteLength;
     this.range(off, n, "buffer write");
     if (n % 4 && off + n < this.bytes - 3) throw new VkError(`webgpu buffer write: ${n} bytes at ${off}: a partial last word only at the buffer's end`, -10001);
-    if (n) this.g.request({ op: "write", id: this.id, off, n }, new Uint8Array(data.buffer, data.byteOffset, n));
+    if (n) this.g.post({ op: "write", id: this.id, off, n }, new Uint8Array(data.buffer, data.byteOffset, n));
   }
   read(off: number, out: ArrayBufferView): void {
     const n = out.byteLength;
@@ -62,7 +63,7 @@ class WBuf implements Buf {
   free(): void {
     if (this.freed) return;
     this.freed = true;
-    if (!this.g.closed && !this.g.lost) this.g.request({ op: "free", id: this.id });
+    if (!this.g.closed && !this.g.lost) this.g.post({ op: "free", id: this.id });
   }
 }
 
@@ -116,7 +117,7 @@ class WCmd implements Cmd {
     const ops = this.rec("submit");
     this.ops = null;
     this.g.countSubmit();
-    this.g.request({ op: "submit", cmd: this.id, gen: ++this.gen, ops });
+    this.g.post({ op: "submit", cmd: this.id, gen: ++this.gen, ops });
     this.g.stats.submits++;
     return this;
   }
@@ -211,11 +212,29 @@ export class Wgpu implements Gpu {
     throw new DeviceLost(`webgpu: ${this.dead}`);
   }
 
+  /** A request without a reply (write, free, submit): its failure is the answer to the next request. */
+  post(r: Req, payload?: Uint8Array): void {
+    this.live();
+    this.send(encodeReq(r, payload), performance.now(), REPLY_MS);
+  }
+
   /** One request and its reply (status ≥ 0), or a thrown VkError / DeviceLost. */
   request(r: Req, payload?: Uint8Array): Reply {
+    if (r.op === "write" || r.op === "free" || r.op === "submit") throw new VkError(`webgpu ${r.op} is posted (it has no reply)`, -10001);
     if (r.op !== "init") this.live();
-    const f = encodeReq(r, payload), t0 = performance.now();
-    const limit = r.op === "wait" ? (r.timeoutMs < 0 ? Infinity : r.timeoutMs + REPLY_MS) : REPLY_MS;
+    const t0 = performance.now(), limit = r.op === "wait" ? (r.timeoutMs < 0 ? Infinity : r.timeoutMs + REPLY_MS) : REPLY_MS;
+    this.send(encodeReq(r, payload), t0, limit);
+    const len = new Uint8Array(4);
+    this.readFull(len, t0, limit);
+    const body = new Uint8Array(new DataView(len.buffer).getUint32(0, true));
+    this.readFull(body, t0, limit);
+    const rep = decodeReply(body);
+    if (rep.status === VK_ERROR_DEVICE_LOST) { this.dead = rep.text || "device lost"; throw new DeviceLost(`webgpu ${r.op}: ${this.dead}`); }
+    if (rep.status < 0) throw new VkError(`webgpu ${r.op}: ${rep.text}`, rep.status);
+    return rep;
+  }
+
+  private send(f: Uint8Array, t0: number, limit: number): void {
     for (let w = 0, i = 0; w < f.byteLength; i++) {
       try { w += writeSync(this.req, f, w); i = 0; continue; } catch (e) {
         const code = (e as { code?: string }).code;
@@ -226,14 +245,6 @@ export class Wgpu implements Gpu {
       if (performance.now() - t0 > limit) this.gone(`took more than ${limit} ms to take a request`);
       idle(i);
     }
-    const len = new Uint8Array(4);
-    this.readFull(len, t0, limit);
-    const body = new Uint8Array(new DataView(len.buffer).getUint32(0, true));
-    this.readFull(body, t0, limit);
-    const rep = decodeReply(body);
-    if (rep.status === VK_ERROR_DEVICE_LOST) { this.dead = rep.text || "device lost"; throw new DeviceLost(`webgpu ${r.op}: ${this.dead}`); }
-    if (rep.status < 0) throw new VkError(`webgpu ${r.op}: ${rep.text}`, rep.status);
-    return rep;
   }
 
   private readFull(out: Uint8Array, t0: number, limit: number): void {

@@ -75,6 +75,14 @@ for (const api of APIS) describe.skipIf(!testDevice(api))(`${api} backend`, () =
     c.wait();
   });
 
+  if (api === "webgpu") test("a posted request (write, free, submit: no reply) that fails is the answer to the next request", () => {
+    const g = vk as Wgpu;
+    g.post({ op: "write", id: 1e6, off: 0, n: 4 }, new Uint8Array(4));
+    expect(() => g.request({ op: "wait", cmd: 1e6, gen: 0, timeoutMs: -1 })).toThrow(/an earlier write: buffer 1000000 does not exist/);
+    expect(g.request({ op: "wait", cmd: 1e6, gen: 0, timeoutMs: -1 }).status).toBe(0); // reported once
+    expect(() => g.request({ op: "free", id: 1 })).toThrow(/posted/);
+  });
+
   if (api === "webgpu") test("the Dawn host killed: DeviceLost naming it, then every call refuses", () => {
     const d = Wgpu.open();
     try {
