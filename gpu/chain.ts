@@ -71,9 +71,10 @@ export class DeviceChain {
     this.stats = newStats(this.n);
   }
 
-  /** Open a device and upload the dense weights of layers [0, layers). Throws VkError when impossible. */
-  static open(m: Model, o: ChainOpts = {}): DeviceChain {
-    const vk: Gpu = o.api === "webgpu" ? Wgpu.open() : Vk.open(o.device);
+  /** Open a device (or take `gpu`, then the chain's to close) and upload the dense weights of layers [0, layers).
+   *  Throws VkError when impossible. */
+  static open(m: Model, o: ChainOpts = {}, gpu?: Gpu): DeviceChain {
+    const vk: Gpu = gpu ?? (o.api === "webgpu" ? Wgpu.open() : Vk.open(o.device));
     try {
       const ch = new DeviceChain(m, vk, o);
       for (let i = 0; i < ch.n; i++) ch.layers.push(uploadLayer(vk, m.cfg, m.w.layers[i], i, keyMode(m, i)));

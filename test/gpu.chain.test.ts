@@ -253,6 +253,11 @@ describe.skipIf(!vk)("--device policy", () => {
       expect([w.chain?.api, w.chain?.n]).toEqual(["webgpu", 2]);
       expect(w.chain!.summary()).toMatch(/^webgpu .*0 forwards/);
       w.chain!.close();
+      // auto without Vulkan (the shim made unloadable) asks Dawn, which offers lavapipe: a CPU device, so the CPU
+      const r = Bun.spawnSync({ cmd: [process.execPath, "src/cli.ts", "generate", "--model", genModel({ preset: "tiny", seed: 1 }),
+        "--ids", "1,2,3", "--max-tokens", "2"], env: { ...process.env, HB_VK_LIB: "/nonexistent" }, stderr: "pipe", stdout: "pipe" });
+      expect(r.exitCode).toBe(0);
+      expect(r.stderr.toString()).toMatch(/device: cpu \(Vulkan shim unavailable.*; WebGPU's adapter .* is a CPU device/);
     }
     expect(() => parseDeviceMode("tpu")).toThrow(/--device/);
   });

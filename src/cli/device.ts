@@ -7,7 +7,8 @@ import { type DeviceMode, openDevice, parseDeviceMode } from "../../gpu/device.t
 
 export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" }, "kv-budget": { type: "string" } } as const;
 export const DEVICE_HELP = `--device cpu|vulkan|webgpu|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU when a
-  short start-up measurement finds it faster, the CPU otherwise; webgpu: the same chain on Dawn, the npm webgpu package); --device-layers N: only layers [0, N) on the device (a partial chain);
+  short start-up measurement finds it faster, without Vulkan Dawn's adapter the same way, the CPU otherwise; webgpu: the
+  same chain on Dawn, the npm webgpu package); --device-layers N: only layers [0, N) on the device (a partial chain);
   --kv-budget ROWS: KV rows per layer kept on the device; past it the cache splits between device and CPU.`;
 
 export interface DeviceRun { forward: ForwardOpts; why: string; summary(): string; close(): void }
