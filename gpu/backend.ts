@@ -59,6 +59,8 @@ export interface Gpu {
   readonly maxChunk: number;
   readonly stats: { dispatches: number; submits: number; sets: number };
   buffer(bytes: number, kind?: BufKind, chunk?: number): Buf;
+  /** several buffer reads (each from byte `off`, default 0), as one transfer where the API can */
+  readMany(list: { buf: Buf; off?: number; out: ArrayBufferView }[]): void;
   cmd(): Cmd;
   /** the pipeline of shaders/<s> with its compile-time constants (`FMT` of matmul) */
   pipeline(s: Shader, defs?: Record<string, number>): Pipeline;

@@ -214,13 +214,15 @@ export class DeviceChain {
       st0.recordMs += performance.now() - t0;
       waitOn(c, i);
 
-      dn_.a.read(0, aRows);
+      // the frame's outputs in one go (one mapping on WebGPU): the new KV rows; a full layer's indexer keys and
+      // selection; xb of a MoE layer not split (a split one has it after its post frame)
+      const xbNow = !!L.moe && !split;
+      this.vk!.readMany([{ buf: dn_.a, out: aRows },
+        ...(full ? [{ buf: dn_.kI, out: kRows }, { buf: dn_.sel, out: st.sel.subarray(0, S * topk) }, { buf: dn_.nsel, out: st.nsel.subarray(0, S) }] : []),
+        ...(xbNow ? [{ buf: dn_.xb, out: st.xb.subarray(0, S * D) }] : [])]);
       for (const g of segs) g.kv.kv[i].set(aRows.subarray(g.r0 * W, (g.r0 + g.n) * W), g.pos0 * W);
       if (full) {
-        dn_.kI.read(0, kRows);
         for (const g of segs) g.kv.ik[i]!.set(kRows.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
-        dn_.sel.read(0, st.sel.subarray(0, S * topk));
-        dn_.nsel.read(0, st.nsel.subarray(0, S));
         if (opts.onSelect)
           for (const g of segs) for (let j = 0; j < g.n; j++) {
             const r = g.r0 + j;
@@ -253,7 +255,7 @@ export class DeviceChain {
       st0.bytesDown += down;
 
       if (L.moe) { // A2 on the device (shared expert) while the host runs the router and routed experts
-        dn_.xb.read(0, st.xb.subarray(0, S * D));
+        if (!xbNow) dn_.xb.read(0, st.xb.subarray(0, S * D));
         if (L.shared) {
           this.cmdB.begin();
           recordMlp(this.cmdB, k, ds, L.shared, { buf: b.xb }, S, { buf: b.sh });

@@ -264,15 +264,22 @@ async function wait(cid: number, gen: number, timeoutMs: number): Promise<number
   return r;
 }
 
-async function read(id: number, off: number, n: number): Promise<Uint8Array> {
-  const b = buf(id), lo = off & ~3, size = Math.ceil((off + n - lo) / 4) * 4;
-  const st = device.createBuffer({ size, usage: G.GPUBufferUsage.MAP_READ | G.GPUBufferUsage.COPY_DST });
+/** byte ranges of buffers, copied into one staging buffer (whole words each) and mapped once: their bytes in order */
+async function read(items: { id: number; off: number; n: number }[]): Promise<Uint8Array> {
+  const spans = items.map(({ id, off, n }) => ({ b: buf(id), off, n, lo: off & ~3, size: Math.ceil((off + n - (off & ~3)) / 4) * 4, at: 0 }));
+  let total = 0;
+  for (const s of spans) { s.at = total; total += s.size; }
+  const st = device.createBuffer({ size: Math.max(4, total), usage: G.GPUBufferUsage.MAP_READ | G.GPUBufferUsage.COPY_DST });
   try {
     const enc = device.createCommandEncoder();
-    for (const [ci, clo, len] of pieces(b, lo, size)) enc.copyBufferToBuffer(b.chunks[ci], clo, st, ci * b.chunk + clo - lo, len);
+    for (const s of spans)
+      for (const [ci, clo, len] of pieces(s.b, s.lo, s.size)) enc.copyBufferToBuffer(s.b.chunks[ci], clo, st, s.at + ci * s.b.chunk + clo - s.lo, len);
     device.queue.submit([enc.finish()]);
     await st.mapAsync(G.GPUMapMode.READ);
-    return new Uint8Array(st.getMappedRange(), off - lo, n).slice();
+    const mapped = new Uint8Array(st.getMappedRange()), out = new Uint8Array(items.reduce((t, x) => t + x.n, 0));
+    let o = 0;
+    for (const s of spans) { out.set(mapped.subarray(s.at + s.off - s.lo, s.at + s.off - s.lo + s.n), o); o += s.n; }
+    return out;
   } finally {
     st.destroy();
   }
@@ -306,7 +313,7 @@ async function handle(m: Req, payload: Uint8Array): Promise<Answer> {
       return { status: 0 };
     }
     case "free": case "write": case "submit": throw new Fail(`${m.op} is posted, not asked`, -10001);
-    case "read": return { status: 0, payload: await scoped("buffer read", () => read(m.id, m.off, m.n)) };
+    case "read": return { status: 0, payload: await scoped("buffer read", () => read(m.items)) };
     case "pipe": await pipe(m.id, m.shader, m.nbind, m.writes, m.defs); return { status: 0 };
     case "wait": return { status: await wait(m.cmd, m.gen, m.timeoutMs) };
     case "close":

@@ -154,6 +154,8 @@ export class Vk implements Gpu {
     return s;
   }
 
+  readMany(list: { buf: Buf; off?: number; out: ArrayBufferView }[]): void { for (const r of list) r.buf.read(r.off ?? 0, r.out); }
+
   cmd(): Cmd { return new VkCmd(this, this.check(vklib().hbvk_cmd_new(this.ctx), "command buffer")); }
 
   /** Free everything (waits for the device unless it is lost). Idempotent. */

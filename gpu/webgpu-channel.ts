@@ -9,13 +9,13 @@ export type Op =
   | { t: "c"; src: number; soff: number; dst: number; doff: number; n: number }
   | { t: "f"; buf: number; off: number; n: number; value: number };
 
-/** a request; `write` carries its bytes as the frame's payload, `read` gets them as the reply's */
+/** a request; `write` carries its bytes as the frame's payload, `read` gets its items' bytes back, in order, as the reply's */
 export type Req =
   | { op: "init"; shaders: string }
   | { op: "buf"; id: number; bytes: number; chunk: number }
   | { op: "free"; id: number }
   | { op: "write"; id: number; off: number; n: number }
-  | { op: "read"; id: number; off: number; n: number }
+  | { op: "read"; items: { id: number; off: number; n: number }[] }
   | { op: "pipe"; id: number; shader: string; nbind: number; writes: number[]; defs: Record<string, number> }
   | { op: "submit"; cmd: number; gen: number; ops: Op[] }
   | { op: "wait"; cmd: number; gen: number; timeoutMs: number }

@@ -52,13 +52,11 @@ class WBuf implements Buf {
     if (n % 4 && off + n < this.bytes - 3) throw new VkError(`webgpu buffer write: ${n} bytes at ${off}: a partial last word only at the buffer's end`, -10001);
     if (n) this.g.post({ op: "write", id: this.id, off, n }, new Uint8Array(data.buffer, data.byteOffset, n));
   }
-  read(off: number, out: ArrayBufferView): void {
-    const n = out.byteLength;
+  read(off: number, out: ArrayBufferView): void { this.g.readMany([{ buf: this, off, out }]); }
+  /** a read's wire item, checked */
+  item(off: number, n: number): { id: number; off: number; n: number } {
     this.range(off, n, "buffer read");
-    if (!n) return;
-    const r = this.g.request({ op: "read", id: this.id, off, n });
-    if (r.payload.byteLength !== n) throw new VkError(`webgpu buffer read: ${r.payload.byteLength} bytes back, asked ${n}`, -10001);
-    new Uint8Array(out.buffer, out.byteOffset, n).set(r.payload);
+    return { id: this.id, off, n };
   }
   free(): void {
     if (this.freed) return;
@@ -292,6 +290,20 @@ export class Wgpu implements Gpu {
     const id = ++this.ids;
     this.request({ op: "buf", id, bytes: size, chunk: ch });
     return new WBuf(this, id, size, ch, kind);
+  }
+
+  readMany(list: { buf: Buf; off?: number; out: ArrayBufferView }[]): void {
+    const items = list.map((r) => (r.buf as WBuf).item(r.off ?? 0, r.out.byteLength)).filter((x) => x.n > 0);
+    if (items.length === 0) return;
+    const back = this.request({ op: "read", items }).payload;
+    const want = items.reduce((t, x) => t + x.n, 0);
+    if (back.byteLength !== want) throw new VkError(`webgpu buffer read: ${back.byteLength} bytes back, asked ${want}`, -10001);
+    let o = 0;
+    for (const r of list) {
+      const n = r.out.byteLength;
+      new Uint8Array(r.out.buffer, r.out.byteOffset, n).set(back.subarray(o, o + n));
+      o += n;
+    }
   }
 
   cmd(): Cmd {
