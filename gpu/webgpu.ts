@@ -1,49 +1,28 @@
 // The WebGPU backend (gpu/backend.ts's Gpu) on Dawn, the npm `webgpu` package. Dawn runs in a child process
 // (gpu/dawn-host.ts), so that a crash in Dawn or the driver is a lost device, not a dead server; every call
-// here is a request over two FIFOs (gpu/webgpu-channel.ts) whose reply this side waits for, synchronously, as
-// the chain needs (it runs inside forward). Writes, frees and submits are posted without waiting (their
+// here is a request over the link (gpu/dawn-link.ts: two FIFOs, gpu/webgpu-channel.ts's frames) whose reply
+// this side waits for, synchronously, as the chain needs (it runs inside forward). Writes, frees and submits are posted without waiting (their
 // failure is the answer to the next request); command buffers record here and travel whole at submit; wait()
 // asks the host for their completion, so the CPU works while the device runs, as with Vulkan. The shim's
 // checks are repeated here, with its messages, so both backends fail alike. Needs the source tree (the
 // compiled binary has Vulkan only). A host that dies or stops answering is a lost device.
-// State per Wgpu: the host process and its FIFOs, the id counters, the injected-fault countdown.
-import { closeSync, constants as C, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+// State per Wgpu: the link, the device's limits, the id counters, the injected-fault countdown.
+import { resolve } from "node:path";
 import type { Binding, Buf, BufKind, Cmd, Gpu, Pipeline } from "./backend.ts";
 import { chunkLimit } from "./backend.ts";
+import { DawnLink } from "./dawn-link.ts";
 import { type DeviceInfo, DeviceType, isCpuDevice } from "./probe.ts";
 import { pushBytes, type Shader, SHADERS } from "./push.ts";
-import { decodeReply, encodeReq, type Op, type Reply, type Req } from "./webgpu-channel.ts";
-import { DeviceLost, VK_ERROR_DEVICE_LOST, VkError } from "./vklib.ts";
-
-const HOST = resolve(import.meta.dir, "dawn-host.ts");
-/** how long a request other than wait may go unanswered (a hung host) before it fails */
-const REPLY_MS = Number(process.env.HB_WEBGPU_TIMEOUT_MS ?? 120_000);
-
-/** Is process `pid` still running (not exited, not a zombie)? */
-function alive(pid: number): boolean {
-  try {
-    const st = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return st.slice(st.lastIndexOf(")") + 2, st.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    try { process.kill(pid, 0); return true; } catch { return false; }
-  }
-}
-
-const nap = new Int32Array(new SharedArrayBuffer(4));
-/** back off while polling: spin first, then short sleeps, then 1 ms */
-function idle(i: number): void {
-  if (i >= 4096) Atomics.wait(nap, 0, 0, i < 16384 ? 0.05 : 1);
-}
+import type { Op, Reply, Req } from "./webgpu-channel.ts";
+import { DeviceLost, VkError } from "./vklib.ts";
 
 class WBuf implements Buf {
   freed = false;
   constructor(readonly g: Wgpu, readonly id: number, readonly bytes: number, readonly chunk: number, readonly kind: BufKind) {}
   get nchunks(): number { return Math.ceil(this.bytes / this.chunk); }
-  private range(off: number, n: number, what: string): void {
+  private range(off: number, n: number, what: string, word = true): void {
     if (this.freed) throw new VkError(`webgpu ${what}: buffer ${this.id} was freed`, -10001);
-    if (!Number.isSafeInteger(off) || off < 0 || off % 4) throw new VkError(`webgpu ${what}: offset ${off} (must be a multiple of 4)`, -10001);
+    if (!Number.isSafeInteger(off) || off < 0 || (word && off % 4)) throw new VkError(`webgpu ${what}: offset ${off}${word ? " (must be a multiple of 4)" : ""}`, -10001);
     if (off + n > this.bytes) throw new VkError(`webgpu ${what} [${off}, +${n}) past ${this.bytes} bytes`, -10005);
   }
   write(off: number, data: ArrayBufferView): void {
@@ -55,7 +34,7 @@ class WBuf implements Buf {
   read(off: number, out: ArrayBufferView): void { this.g.readMany([{ buf: this, off, out }]); }
   /** a read's wire item, checked */
   item(off: number, n: number): { id: number; off: number; n: number } {
-    this.range(off, n, "buffer read");
+    this.range(off, n, "buffer read", false);
     return { id: this.id, off, n };
   }
   free(): void {
@@ -139,37 +118,15 @@ export class Wgpu implements Gpu {
   private cmds = 0;
   private faultAt = 0;
   private faked = false;
-  private dead = "";
-  private heard = false;
   private sets = new Set<string>();
-  private constructor(private readonly proc: ReturnType<typeof Bun.spawn>, private readonly dir: string,
-    private readonly req: number, private readonly rep: number) {}
+  private constructor(private readonly link: DawnLink) {}
 
   /** Start the Dawn host and open its adapter's device. Throws VkError when there is none. */
   static open(): Wgpu {
-    if (!existsSync(HOST)) throw new VkError("WebGPU: gpu/dawn-host.ts is not here (the compiled binary has Vulkan only)", -10002);
-    const dir = mkdtempSync(join(tmpdir(), "hb-dawn-"));
-    const fds: number[] = [];
-    let proc: ReturnType<typeof Bun.spawn> | null = null;
+    const link = DawnLink.start();
     try {
-      for (const f of ["req", "rep"]) {
-        const r = Bun.spawnSync({ cmd: ["mkfifo", join(dir, f)], stderr: "pipe" });
-        if (r.exitCode !== 0) throw new VkError(`WebGPU: mkfifo failed: ${r.stderr.toString()}`, -10002);
-      }
-      fds.push(openSync(join(dir, "rep"), C.O_RDONLY | C.O_NONBLOCK), openSync(join(dir, "log"), "w"));
-      proc = Bun.spawn({ cmd: [process.execPath, HOST, dir], stdin: "ignore", stdout: fds[1], stderr: fds[1] });
-      closeSync(fds.pop()!);
-      const t0 = performance.now();
-      let req = -1;
-      for (let i = 0; req < 0; i++) { // the host opens its end of `req` once it runs
-        try { req = openSync(join(dir, "req"), C.O_WRONLY | C.O_NONBLOCK); } catch (e) {
-          if ((e as { code?: string }).code !== "ENXIO") throw e;
-          if (!alive(proc.pid) || performance.now() - t0 > 30_000) throw new VkError(`WebGPU: the Dawn host did not start${Wgpu.log(dir)}`, -10002);
-          idle(i);
-        }
-      }
-      const g = new Wgpu(proc, dir, req, fds[0]);
-      const d = JSON.parse(g.request({ op: "init", shaders: resolve(import.meta.dir, "..", "shaders") }).text);
+      const g = new Wgpu(link);
+      const d = JSON.parse(link.request({ op: "init", shaders: resolve(import.meta.dir, "..", "shaders") }).text);
       (g as { info: DeviceInfo }).info = {
         index: 0, name: d.name, type: d.fallback ? DeviceType.cpu : DeviceType.other, api: 0, vendor: 0, device: 0, driver: 0,
         computeQueue: 0, maxAlloc: d.maxAlloc, maxStorageRange: d.maxStorageRange, maxPush: 256, maxWG: d.maxWG,
@@ -177,24 +134,14 @@ export class Wgpu implements Gpu {
       };
       return g;
     } catch (e) {
-      proc?.kill();
-      for (const f of fds) closeSync(f);
-      rmSync(dir, { recursive: true, force: true });
+      link.close();
       throw e;
     }
   }
 
-  /** the tail of the host's log (Dawn's messages, a crash), for error messages */
-  private static log(dir: string): string {
-    try {
-      const t = readFileSync(join(dir, "log"), "utf8").split("\n").filter((l) => l && !l.startsWith("Warning: max")).slice(-5).join(" | ");
-      return t ? `: ${t}` : "";
-    } catch { return ""; }
-  }
-
   /** the Dawn host's process id */
-  get hostPid(): number { return this.proc.pid; }
-  get lost(): boolean { return this.closed || this.faked || this.dead !== ""; }
+  get hostPid(): number { return this.link.pid; }
+  get lost(): boolean { return this.closed || this.faked || this.link.dead !== ""; }
   /** Dawn's fallback adapter (a CPU device such as lavapipe) */
   get isCpu(): boolean { return isCpuDevice(this.info); }
   get maxChunk(): number { return chunkLimit(this.info); }
@@ -202,61 +149,19 @@ export class Wgpu implements Gpu {
   /** throw DeviceLost once the device is gone */
   live(): void {
     if (this.closed) throw new VkError("webgpu: the device is closed", -10001);
-    if (this.lost) throw new DeviceLost(this.faked ? "webgpu: fault injected" : `webgpu: ${this.dead}`);
-  }
-
-  private gone(why: string): never {
-    this.dead = `the Dawn host ${why}${Wgpu.log(this.dir)}`; 
-    throw new DeviceLost(`webgpu: ${this.dead}`);
+    if (this.lost) throw new DeviceLost(this.faked ? "webgpu: fault injected" : `webgpu: ${this.link.dead}`);
   }
 
   /** A request without a reply (write, free, submit): its failure is the answer to the next request. */
   post(r: Req, payload?: Uint8Array): void {
     this.live();
-    this.send(encodeReq(r, payload), performance.now(), REPLY_MS);
+    this.link.post(r, payload);
   }
 
-  /** One request and its reply (status ≥ 0), or a thrown VkError / DeviceLost. */
+  /** One request and its reply, or a thrown VkError / DeviceLost. */
   request(r: Req, payload?: Uint8Array): Reply {
-    if (r.op === "write" || r.op === "free" || r.op === "submit") throw new VkError(`webgpu ${r.op} is posted (it has no reply)`, -10001);
-    if (r.op !== "init") this.live();
-    const t0 = performance.now(), limit = r.op === "wait" ? (r.timeoutMs < 0 ? Infinity : r.timeoutMs + REPLY_MS) : REPLY_MS;
-    this.send(encodeReq(r, payload), t0, limit);
-    const len = new Uint8Array(4);
-    this.readFull(len, t0, limit);
-    const body = new Uint8Array(new DataView(len.buffer).getUint32(0, true));
-    this.readFull(body, t0, limit);
-    const rep = decodeReply(body);
-    if (rep.status === VK_ERROR_DEVICE_LOST) { this.dead = rep.text || "device lost"; throw new DeviceLost(`webgpu ${r.op}: ${this.dead}`); }
-    if (rep.status < 0) throw new VkError(`webgpu ${r.op}: ${rep.text}`, rep.status);
-    return rep;
-  }
-
-  private send(f: Uint8Array, t0: number, limit: number): void {
-    for (let w = 0, i = 0; w < f.byteLength; i++) {
-      try { w += writeSync(this.req, f, w); i = 0; continue; } catch (e) {
-        const code = (e as { code?: string }).code;
-        if (code === "EPIPE") this.gone("exited");
-        if (code !== "EAGAIN") throw e;
-      }
-      if (!alive(this.proc.pid)) this.gone("exited");
-      if (performance.now() - t0 > limit) this.gone(`took more than ${limit} ms to take a request`);
-      idle(i);
-    }
-  }
-
-  private readFull(out: Uint8Array, t0: number, limit: number): void {
-    for (let got = 0, i = 0; got < out.byteLength; i++) {
-      let n = -1;
-      try { n = readSync(this.rep, out, got, out.byteLength - got, null); } catch (e) {
-        if ((e as { code?: string }).code !== "EAGAIN") throw e;
-      }
-      if (n > 0) { got += n; i = 0; this.heard = true; continue; }
-      if (n === 0 && this.heard) this.gone("exited"); // no writer left
-      if (i % 1024 === 0 && !alive(this.proc.pid)) this.gone("exited");
-      if (performance.now() - t0 > limit) this.gone(`did not answer in ${limit} ms`);
-      idle(i);
-    }
+    this.live();
+    return this.link.request(r, payload);
   }
 
   /** a binding as the wire carries it, checked as the shim checks a descriptor set */
@@ -322,9 +227,6 @@ export class Wgpu implements Gpu {
     if (this.closed) return;
     try { if (!this.lost) this.request({ op: "close" }); } catch { /* the host went away meanwhile */ }
     this.closed = true;
-    this.proc.kill();
-    closeSync(this.req);
-    closeSync(this.rep);
-    rmSync(this.dir, { recursive: true, force: true });
+    this.link.close();
   }
 }
