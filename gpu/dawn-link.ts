@@ -2,7 +2,8 @@
 // temporary folder (requests out, replies in) and the host's log there. Calls block: a request is written whole,
 // then its reply read whole, polling the non-blocking FIFOs (spinning first, then short sleeps) and watching the
 // host: one that exits (crash included) or stops answering marks the link dead, and the call throws DeviceLost
-// with the tail of the host's log. State: the host process, the FIFOs' descriptors and folder, whether it died.
+// with the tail of the host's log. State: the host process, the FIFOs' descriptors and folder, whether it died;
+// the links open (closed at exit).
 import { closeSync, constants as C, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -37,11 +38,15 @@ function logTail(dir: string): string {
   } catch { return ""; }
 }
 
+/** links still open: closed when the process exits, so no host or temporary folder outlives it */
+const open = new Set<DawnLink>();
+process.on("exit", () => { for (const l of open) l.close(); });
+
 export class DawnLink {
   /** why the host is gone ("" while it answers) */
   dead = "";
   private heard = false;
-  private constructor(private readonly proc: ReturnType<typeof Bun.spawn>, private readonly dir: string,
+  private constructor(private readonly proc: ReturnType<typeof Bun.spawn>, readonly dir: string,
     private readonly req: number, private readonly rep: number) {}
 
   /** Start the host and wait until it reads its FIFO. Throws VkError when it cannot. */
@@ -57,6 +62,7 @@ export class DawnLink {
       }
       fds.push(openSync(join(dir, "rep"), C.O_RDONLY | C.O_NONBLOCK), openSync(join(dir, "log"), "w"));
       proc = Bun.spawn({ cmd: [process.execPath, HOST, dir], stdin: "ignore", stdout: fds[1], stderr: fds[1] });
+      proc.unref(); // the host never keeps the engine's process alive
       closeSync(fds.pop()!);
       const t0 = performance.now();
       let req = -1;
@@ -67,7 +73,9 @@ export class DawnLink {
           idle(i);
         }
       }
-      return new DawnLink(proc, dir, req, fds[0]);
+      const l = new DawnLink(proc, dir, req, fds[0]);
+      open.add(l);
+      return l;
     } catch (e) {
       proc?.kill();
       for (const f of fds) closeSync(f);
@@ -129,8 +137,9 @@ export class DawnLink {
     }
   }
 
-  /** Stop the host, remove the FIFOs. */
+  /** Stop the host, remove the FIFOs. Idempotent. */
   close(): void {
+    if (!open.delete(this)) return;
     this.proc.kill();
     closeSync(this.req);
     closeSync(this.rep);

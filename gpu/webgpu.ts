@@ -139,8 +139,9 @@ export class Wgpu implements Gpu {
     }
   }
 
-  /** the Dawn host's process id */
+  /** the Dawn host's process id, and the folder of its FIFOs and log */
   get hostPid(): number { return this.link.pid; }
+  get linkDir(): string { return this.link.dir; }
   get lost(): boolean { return this.closed || this.faked || this.link.dead !== ""; }
   /** Dawn's fallback adapter (a CPU device such as lavapipe) */
   get isCpu(): boolean { return isCpuDevice(this.info); }

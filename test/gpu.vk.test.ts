@@ -3,6 +3,7 @@
 // boundaries, dispatch limits, bad arguments as errors (never a crash), and device loss (injected) turning
 // every later call into DeviceLost. Each backend's suite skips, saying why, without its device.
 import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
 import { APIS } from "../gpu/backend.ts";
 import { DeviceLost, pickDevice, probe, push, Vk, VkError } from "../gpu/vk.ts";
 import { Wgpu } from "../gpu/webgpu.ts";
@@ -81,6 +82,20 @@ for (const api of APIS) describe.skipIf(!testDevice(api))(`${api} backend`, () =
     expect(() => g.request({ op: "wait", cmd: 1e6, gen: 0, timeoutMs: -1 })).toThrow(/an earlier write: buffer 1000000 does not exist/);
     expect(g.request({ op: "wait", cmd: 1e6, gen: 0, timeoutMs: -1 }).status).toBe(0); // reported once
     expect(() => g.request({ op: "free", id: 1 })).toThrow(/posted/);
+  });
+
+  if (api === "webgpu") test("a process that exits without closing leaves no Dawn host and no temporary folder", () => {
+    const code = `import { Wgpu } from ${JSON.stringify(`${import.meta.dir}/../gpu/webgpu.ts`)};
+      const g = Wgpu.open(); g.buffer(16); console.log(JSON.stringify({ pid: g.hostPid, dir: g.linkDir }));`;
+    const r = Bun.spawnSync({ cmd: [process.execPath, "-e", code], stdout: "pipe", stderr: "pipe", timeout: 60_000 });
+    expect(r.exitCode).toBe(0);
+    const { pid, dir } = JSON.parse(r.stdout.toString());
+    expect(existsSync(dir)).toBe(false);
+    const running = () => { // a zombie (exited, not yet reaped by whoever adopted it) counts as gone
+      try { const st = readFileSync(`/proc/${pid}/stat`, "utf8"); return st[st.lastIndexOf(")") + 2] !== "Z"; } catch { return false; }
+    };
+    for (let i = 0; i < 100 && running(); i++) Bun.sleepSync(20);
+    expect(running()).toBe(false);
   });
 
   if (api === "webgpu") test("the Dawn host killed: DeviceLost naming it, then every call refuses", () => {
