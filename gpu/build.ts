@@ -2,7 +2,8 @@
 // engine never depends on Vulkan. Holds one piece of state: the path already checked by this process.
 // Rebuilds when the library is missing or older than ffi/vk/* or this file; writes a temp file and renames
 // it (concurrent test processes never load half a .so). Env: HB_VK_LIB = use this prebuilt library as is.
-// Script: `bun gpu/build.ts [--force]`.
+// Script: `bun gpu/build.ts [--force] [--spirv-pack]` (the pack: every shader variant the kernels use, in
+// build/shaders.spvpack, for the compiled binary).
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ensureLib } from "../ffi/build.ts";
@@ -49,10 +50,20 @@ export function buildVk(): string {
 /** Absolute path of the shim, compiling it first when missing or stale. */
 export const ensureVk = (): string => ensureLib("libhbvk", "HB_VK_LIB", vkLibPath, isFresh, buildVk);
 
+/** every (shader, defines) variant the kernels build: matmul in each device format, the others plain */
+async function variants(): Promise<[string, Record<string, number>][]> {
+  const { DEVICE_FMTS } = await import("./kernels.ts"), { SHADERS } = await import("./push.ts");
+  return Object.keys(SHADERS).flatMap((s): [string, Record<string, number>][] => (s === "matmul" ? DEVICE_FMTS.map((f) => [s, { FMT: f }]) : [[s, {}]]));
+}
+
 if (import.meta.main) {
   try {
     const fresh = !process.argv.includes("--force") && isFresh();
     console.log(`libhbvk: ${fresh ? "up to date" : "built"}: ${fresh ? vkLibPath : buildVk()}`);
+    if (process.argv.includes("--spirv-pack")) {
+      const { packSpirv } = await import("./shaders.ts"), out = join(root, "build", "shaders.spvpack");
+      console.log(`shaders: ${packSpirv(await variants(), out)} SPIR-V variants in ${out}`);
+    }
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));
     process.exit(1);

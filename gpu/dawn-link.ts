@@ -51,7 +51,7 @@ export class DawnLink {
 
   /** Start the host and wait until it reads its FIFO. Throws VkError when it cannot. */
   static start(): DawnLink {
-    if (!existsSync(HOST)) throw new VkError("WebGPU: gpu/dawn-host.ts is not here (the compiled binary runs on the CPU)", -10002);
+    if (!existsSync(HOST)) throw new VkError("WebGPU: gpu/dawn-host.ts is not here (the compiled binary has the Vulkan backend only)", -10002);
     const dir = mkdtempSync(join(tmpdir(), "hb-dawn-"));
     const fds: number[] = [];
     let proc: ReturnType<typeof Bun.spawn> | null = null;

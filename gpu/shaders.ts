@@ -1,9 +1,11 @@
 // GLSL compute shaders (shaders/*.comp) compiled to SPIR-V with `glslc` at first use, cached in
 // build/shaders/<name>[.<DEF>=<val>...].spv and rebuilt when the .comp (or this file) is newer.
 // Without glslc, a prebuilt .spv there is used as is (a copied tree: say build/shaders carried to a GPU
-// machine), with a warning when it looks older than its source.
-// State: the loaded SPIR-V words per variant, whether glslc runs. Env: GLSLC = the compiler (default `glslc`).
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+// machine), with a warning when it looks older than its source. The compiled binary carries every variant
+// in one pack (build/shaders.spvpack: JSON, variant name -> base64 SPIR-V; packSpirv) named by HB_SPV_PACK.
+// State: the loaded SPIR-V words per variant, the pack, whether glslc runs. Env: GLSLC = the compiler
+// (default `glslc`); HB_SPV_PACK = take every variant from this pack, compile nothing.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const root = resolve(import.meta.dir, "..");
@@ -32,8 +34,32 @@ export function glslcMissing(): string | null {
   }
 }
 
+let pack: Record<string, string> | null | undefined;
+/** the pack named by HB_SPV_PACK (null when none is named) */
+function spvPack(): Record<string, string> | null {
+  if (pack !== undefined) return pack;
+  const f = process.env.HB_SPV_PACK;
+  if (!f) return (pack = null);
+  try {
+    return (pack = JSON.parse(readFileSync(f, "utf8")) as Record<string, string>);
+  } catch (e) {
+    throw new Error(`shaders: HB_SPV_PACK=${f}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+/** Compile each (shader, defines) variant and write them as one pack to `out` (glslc missing: an empty pack, so
+ *  a binary built here runs on the CPU, saying why); returns how many variants it holds. */
+export function packSpirv(variants: [string, Defines][], out: string): number {
+  const entries = glslcMissing() ? [] : variants.map(([n, d]) => [variantName(n, d), Buffer.from(spirv(n, d).buffer).toString("base64")]);
+  if (glslcMissing()) entries.push(["", glslcMissing()!]);
+  writeFileSync(out, JSON.stringify(Object.fromEntries(entries)));
+  return entries.filter(([k]) => k).length;
+}
+
 /** Can every shader be had (glslc, or else a prebuilt build/shaders/<name>*.spv for each)? The reason why not, else null. */
 export function shadersMissing(): string | null {
+  const p = spvPack();
+  if (p) return Object.keys(p).some((k) => k !== "") ? null : `this binary was built without shaders (${p[""] ?? "an empty pack"})`;
   const why = glslcMissing();
   if (!why) return null;
   const have = existsSync(spvDir) ? readdirSync(spvDir) : [];
@@ -66,6 +92,13 @@ export function spirv(name: string, defs: Defines = {}): Uint32Array {
   const v = variantName(name, defs);
   const hit = loaded.get(v);
   if (hit) return hit;
+  const p = spvPack();
+  if (p) {
+    if (!p[v]) throw new Error(`shaders: ${v} is not in the pack ${process.env.HB_SPV_PACK}${p[""] ? ` (${p[""]})` : ""}`);
+    const b = Buffer.from(p[v], "base64"), words = new Uint32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+    loaded.set(v, words);
+    return words;
+  }
   const src = join(shaderDir, `${name}.comp`);
   if (!existsSync(src)) throw new Error(`shaders: ${src} does not exist`);
   const out = join(spvDir, `${v}.spv`);

@@ -5,7 +5,7 @@
 // failure is the answer to the next request); command buffers record here and travel whole at submit; wait()
 // asks the host for their completion, so the CPU works while the device runs, as with Vulkan. The shim's
 // checks are repeated here, with its messages, so both backends fail alike. Needs the source tree (the
-// compiled binary runs on the CPU). A host that dies or stops answering is a lost device.
+// compiled binary has the Vulkan backend only). A host that dies or stops answering is a lost device.
 // State per Wgpu: the link, the device's limits, the id counters, the injected-fault countdown.
 import { resolve } from "node:path";
 import type { Binding, Buf, BufKind, Cmd, Gpu, Pipeline } from "./backend.ts";

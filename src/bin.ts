@@ -1,9 +1,12 @@
-// Entry of the single binary (`bun run compile`): embeds libhb and the int8 demo model, extracts them
-// once into a cache folder keyed by their content (dlopen and pread need real files), then runs the CLI.
+// Entry of the single binary (`bun run compile`): embeds libhb, the Vulkan shim with every SPIR-V shader
+// variant (build/shaders.spvpack) and the int8 demo model, extracts them once into a cache folder keyed by
+// their content (dlopen and pread need real files), then runs the CLI.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import lib from "../build/libhb.so" with { type: "file" };
+import vkLib from "../build/libhbvk.so" with { type: "file" };
+import spv from "../build/shaders.spvpack" with { type: "file" };
 import cfg from "../models/glm-demo-int8/config.json" with { type: "file" };
 import gen from "../models/glm-demo-int8/generation_config.json" with { type: "file" };
 import weights from "../models/glm-demo-int8/model.safetensors" with { type: "file" };
@@ -26,13 +29,15 @@ function extract(dir: string, files: [string, string][]): void {
 }
 
 // keyed by content, so a rebuilt binary never reuses a stale extracted copy
-const key = Bun.hash(readFileSync(lib), Bun.hash(readFileSync(weights))).toString(16);
+const key = [lib, vkLib, spv, weights].reduce((h, f) => Bun.hash(readFileSync(f), h), 0n as number | bigint).toString(16);
 const base = process.env.XDG_CACHE_HOME ?? (existsSync(homedir()) ? join(homedir(), ".cache") : tmpdir());
 const root = join(base, "hummingbird", `${pkg.version}-${key}`);
-extract(join(root, "lib"), [[lib, basename("libhb.so")]]);
+extract(join(root, "lib"), [[lib, basename("libhb.so")], [vkLib, basename("libhbvk.so")], [spv, "shaders.spvpack"]]);
 extract(join(root, "glm-demo-int8"), [[path(cfg), "config.json"], [path(gen), "generation_config.json"],
   [weights, "model.safetensors"], [path(tok), "tokenizer.json"], [path(tokCfg), "tokenizer_config.json"]]);
 process.env.HB_LIB ??= join(root, "lib", "libhb.so");
+process.env.HB_VK_LIB ??= join(root, "lib", "libhbvk.so");
+process.env.HB_SPV_PACK ??= join(root, "lib", "shaders.spvpack");
 process.env.HB_DEMO_DIR ??= join(root, "glm-demo-int8");
 
 const { main } = await import("./cli.ts");

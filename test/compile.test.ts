@@ -1,15 +1,19 @@
 // The single binary (`bun run compile`): built into a temp dir, it runs with no Bun on PATH, serves
-// the embedded demo model when no --model is given (mux over stdio), generates from it and chats with it.
+// the embedded demo model when no --model is given (mux over stdio), generates from it and chats with it,
+// and (where a Vulkan device is) runs the Vulkan chain from its embedded shim and SPIR-V, glslc off PATH.
 import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { probe } from "../gpu/probe.ts";
 
 const root = resolve(import.meta.dir, "..");
 
 test("compiled binary: serve --stdio with the embedded demo model, without Bun on PATH", () => {
   const dir = mkdtempSync(join(tmpdir(), "hb-bin-")), bin = join(dir, "hummingbird");
   try {
+    const pre = Bun.spawnSync({ cmd: ["bun", "gpu/build.ts", "--spirv-pack"], cwd: root, stdout: "pipe", stderr: "pipe" }); // as `bun run compile`
+    expect(pre.exitCode, pre.stderr.toString()).toBe(0);
     const b = Bun.spawnSync({ cmd: ["bun", "build", "--compile", "src/bin.ts", "src/server/worker.ts", "--outfile", bin], cwd: root, stderr: "pipe" });
     expect(b.exitCode).toBe(0);
     const env = { PATH: "/nonexistent", HOME: dir, XDG_CACHE_HOME: join(dir, "cache") };
@@ -21,6 +25,13 @@ test("compiled binary: serve --stdio with the embedded demo model, without Bun o
     const g = Bun.spawnSync({ cmd: [bin, "generate", "--model", join(root, "models/glm-demo-int8"), "--prompt", "The ", "--max-tokens", "12", "--exact"], cwd: dir, env, stdout: "pipe" });
     expect(g.exitCode).toBe(0);
     expect(g.stdout.toString()).toStartWith("entire\nspreted the carp"); // the demo README greedy sample (exact mode)
+    if (probe().ok && /\d+ SPIR-V variants/.test(pre.stdout.toString())) { // the dense layers on the device: the same tokens
+      const v = Bun.spawnSync({ cmd: [bin, "generate", "--model", join(root, "models/glm-demo-int8"), "--prompt", "The ", "--max-tokens", "12", "--exact", "--device", "vulkan"],
+        cwd: dir, env, stdout: "pipe", stderr: "pipe" });
+      expect(v.exitCode, v.stderr.toString()).toBe(0);
+      expect(v.stdout.toString()).toStartWith("entire\nspreted the carp");
+      expect(v.stderr.toString()).toMatch(/^vulkan .*12 forwards/m);
+    } else console.warn("[skip] compiled binary on Vulkan: no Vulkan device or no glslc here");
     // chat with the embedded model: the same reply as from the checkout (test/chat.test.ts checks the replies)
     const talk = (cmd: string[], e?: Record<string, string>) =>
       Bun.spawnSync({ cmd: [...cmd, "chat", "--temperature", "0", "--max-tokens", "8"], cwd: e ? dir : root, env: e, stdin: Buffer.from("Good things\n"), stdout: "pipe", stderr: "pipe" });
