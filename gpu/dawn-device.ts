@@ -106,7 +106,8 @@ function resolve([id, off, range]: [number, number, number]): { buffer: GPUBuffe
  * The bindings of a dispatch that WebGPU refuses together: a written range overlapping another binding
  * (Vulkan allows it; the engine binds whole buffers, in place, and one dummy buffer for unused slots). Each
  * returned binding gets a snapshot copy taken just before the dispatch: a read-only one whenever it meets a
- * written one, else the later of two written ones (an unused output: what is written there is dropped).
+ * written one, else the later of two written ones — only when that is the kernels' 16-byte dummy (an unused
+ * output, whose writes are dropped); two real outputs overlapping cannot run here and fail, naming them.
  */
 function aliased(p: WPipe, r: { buffer: GPUBuffer; offset: number; size: number }[]): number[] {
   const out: number[] = [];
@@ -115,6 +116,7 @@ function aliased(p: WPipe, r: { buffer: GPUBuffer; offset: number; size: number 
       if (out.includes(i) || out.includes(j) || r[i].buffer !== r[j].buffer) continue;
       if (r[i].offset >= r[j].offset + r[j].size || r[j].offset >= r[i].offset + r[i].size) continue;
       const wi = p.writes.includes(i), wj = p.writes.includes(j);
+      if (wi && wj && r[j].size > 16) throw new Fail(`bindings ${i} and ${j} are both written and overlap: WebGPU cannot run this dispatch`, -10001);
       if (wi || wj) out.push(wi && !wj ? j : !wi && wj ? i : j);
     }
   return out;

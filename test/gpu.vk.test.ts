@@ -9,6 +9,9 @@ import { DeviceLost, pickDevice, probe, push, Vk, VkError } from "../gpu/vk.ts";
 import { Wgpu } from "../gpu/webgpu.ts";
 import { pushOf } from "../gpu/push.ts";
 import { rand, testDevice } from "../gpu/testkit.ts";
+import type { Buf } from "../gpu/backend.ts";
+
+const readBack = (b: Buf, n: number) => { const o = new Int32Array(n); b.read(0, o); return o.buffer; };
 
 describe.skipIf(!testDevice("vulkan"))("vulkan discovery", () => {
   const vk = testDevice("vulkan");
@@ -82,6 +85,18 @@ for (const api of APIS) describe.skipIf(!testDevice(api))(`${api} backend`, () =
     expect(() => g.request({ op: "wait", cmd: 1e6, gen: 0, timeoutMs: -1 })).toThrow(/an earlier write: buffer 1000000 does not exist/);
     expect(g.request({ op: "wait", cmd: 1e6, gen: 0, timeoutMs: -1 }).status).toBe(0); // reported once
     expect(() => g.request({ op: "free", id: 1 })).toThrow(/posted/);
+  });
+
+  if (api === "webgpu") test("bindings WebGPU refuses together: a read one meeting a written one is snapshotted, two written ones only as the dummy", () => {
+    const p = vk!.pipeline("dsa_select"), pc = pushOf("dsa_select", { s0: 0, scOff: 0, scRow: 4, topk: 2 }), c = vk!.cmd();
+    const sc = vk!.buffer(64), big = vk!.buffer(64), dummy = vk!.buffer(16);
+    big.write(0, Int32Array.from({ length: 16 }, () => 3)); // nk[0] = 3 > topk: the radix select runs over sc[0..3)
+    sc.write(0, Float32Array.from([1, 5, 2, 0]));
+    c.begin().dispatch(p, [{ buf: sc }, { buf: big }, { buf: big }, { buf: dummy }], pc, 1).submit(); // nk read, sel written: one buffer
+    expect(c.wait()).toBe(true);
+    expect(Array.from(new Int32Array(readBack(big, 3)))).toEqual([1, 2, 3]); // sel = the two largest, ascending; nk was read before
+    c.begin().dispatch(p, [{ buf: sc }, { buf: dummy }, { buf: big }, { buf: big }], pc, 1).submit();
+    expect(() => c.wait()).toThrow(/bindings 2 and 3 are both written and overlap/);
   });
 
   if (api === "webgpu") test("a process that exits without closing leaves no Dawn host and no temporary folder", () => {
