@@ -7,7 +7,7 @@
 // the process's life: Dawn's addon (the npm `webgpu` package, 0.6.2) crashes at the garbage collection that
 // frees them while their device lives (checked with Bun.gc(true)).
 // State: the instance and adapter, the device's loss, the posted requests' pending checks, the frame reader.
-import { openSync, writeSync } from "node:fs";
+import { openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { decodeReq, encodeReply, type Req } from "./webgpu-channel.ts";
 import { closeAll, Fail, free, newBuffer, pipe, read, scoped, setup, submit, wait, write } from "./dawn-device.ts";
@@ -107,6 +107,8 @@ async function answer(m: Req, payload: Uint8Array): Promise<Uint8Array> {
 // the FIFOs: replies written synchronously, requests parsed from the stream and answered one at a time
 const dir = process.argv[2];
 const rep = openSync(join(dir, "rep"), "w");
+const leave = () => { rmSync(dir, { recursive: true, force: true }); process.exit(0); };
+process.on("SIGTERM", leave); // the engine stopping (its exit takes its children down)
 let parts: Uint8Array[] = [], have = 0, need = -1, queue = Promise.resolve();
 const concat = (l: Uint8Array[]) => (l.length === 1 ? l[0] : Buffer.concat(l));
 (async () => {
@@ -135,7 +137,7 @@ const concat = (l: Uint8Array[]) => (l.length === 1 ? l[0] : Buffer.concat(l));
     }
   }
   await queue;
-  process.exit(0); // the engine closed its end
+  leave(); // the engine closed its end, or died: the folder goes too
 })().catch((e) => {
   console.error(`[dawn-host] ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);

@@ -99,19 +99,20 @@ for (const api of APIS) describe.skipIf(!testDevice(api))(`${api} backend`, () =
     expect(() => c.wait()).toThrow(/bindings 2 and 3 are both written and overlap/);
   });
 
-  if (api === "webgpu") test("a process that exits without closing leaves no Dawn host and no temporary folder", () => {
-    const code = `import { Wgpu } from ${JSON.stringify(`${import.meta.dir}/../gpu/webgpu.ts`)};
-      const g = Wgpu.open(); g.buffer(16); console.log(JSON.stringify({ pid: g.hostPid, dir: g.linkDir }));`;
-    const r = Bun.spawnSync({ cmd: [process.execPath, "-e", code], stdout: "pipe", stderr: "pipe", timeout: 60_000 });
-    expect(r.exitCode).toBe(0);
-    const { pid, dir } = JSON.parse(r.stdout.toString());
-    expect(existsSync(dir)).toBe(false);
-    const running = () => { // a zombie (exited, not yet reaped by whoever adopted it) counts as gone
-      try { const st = readFileSync(`/proc/${pid}/stat`, "utf8"); return st[st.lastIndexOf(")") + 2] !== "Z"; } catch { return false; }
-    };
-    for (let i = 0; i < 100 && running(); i++) Bun.sleepSync(20);
-    expect(running()).toBe(false);
-  });
+  if (api === "webgpu") for (const end of ["exit", "SIGKILL"])
+    test(`a process that ends (${end}) without closing leaves no Dawn host and no temporary folder`, () => {
+      const code = `import { Wgpu } from ${JSON.stringify(`${import.meta.dir}/../gpu/webgpu.ts`)};
+        const g = Wgpu.open(); g.buffer(16); console.log(JSON.stringify({ pid: g.hostPid, dir: g.linkDir }));
+        ${end === "SIGKILL" ? "process.kill(process.pid, 'SIGKILL');" : ""}`;
+      const r = Bun.spawnSync({ cmd: [process.execPath, "-e", code], stdout: "pipe", stderr: "pipe", timeout: 60_000 });
+      expect(r.exitCode === 0 || r.signalCode === "SIGKILL").toBe(true);
+      const { pid, dir } = JSON.parse(r.stdout.toString());
+      const running = () => { // a zombie (exited, not yet reaped by whoever adopted it) counts as gone
+        try { const st = readFileSync(`/proc/${pid}/stat`, "utf8"); return st[st.lastIndexOf(")") + 2] !== "Z"; } catch { return false; }
+      };
+      for (let i = 0; i < 100 && (running() || existsSync(dir)); i++) Bun.sleepSync(20);
+      expect({ running: running(), dir: existsSync(dir) }).toEqual({ running: false, dir: false });
+    });
 
   if (api === "webgpu") test("the Dawn host killed: DeviceLost naming it, then every call refuses", () => {
     const d = Wgpu.open();
