@@ -1,5 +1,6 @@
-// The device layer executor (Vulkan or WebGPU: gpu/backend.ts): runs layers [lo, hi) ⊆ [0, n) of the exact forward with the dense parts on the
-// device and the routed experts on the CPU; each token crosses once per layer (xb down, routed y up).
+// The device layer executor (Vulkan or WebGPU: gpu/backend.ts): runs layers [lo, hi) ⊆ [0, n) of the exact
+// forward with the dense parts on the device and the routed experts on the CPU; each token crosses once per
+// layer (xb down, routed y up).
 // Per layer: frame A1 (device) = [combine of the previous MoE layer: x += routed + shared] input norm, MLA
 // (q / kv projections, new c_kv ‖ k_pe rows into the device KV mirror), DSA indexer + selection, attention
 // core (absorbed form), o_proj, residual, post-attention norm (+ the MLP of a dense layer); host step =
