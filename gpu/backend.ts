@@ -2,7 +2,7 @@
 // logical buffers split over chunks, pipelines by shader name (shaders/<name>.comp as SPIR-V for Vulkan,
 // shaders/<name>.wgsl for WebGPU, the same bindings and push block: gpu/push.ts), command buffers with
 // their own fence. Two backends implement it: gpu/vk.ts (Vulkan: libhbvk over bun:ffi) and gpu/webgpu.ts
-// (WebGPU: Dawn, the npm `webgpu` package, in a worker). Both fail with VkError, and with DeviceLost once
+// (WebGPU: Dawn, the npm `webgpu` package, in a child process). Both fail with VkError, and with DeviceLost once
 // the device is gone (real or injected by fault()). Holds no state.
 import type { DeviceInfo } from "./probe.ts";
 import type { Shader } from "./push.ts";

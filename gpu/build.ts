@@ -50,19 +50,14 @@ export function buildVk(): string {
 /** Absolute path of the shim, compiling it first when missing or stale. */
 export const ensureVk = (): string => ensureLib("libhbvk", "HB_VK_LIB", vkLibPath, isFresh, buildVk);
 
-/** every (shader, defines) variant the kernels build: matmul in each device format, the others plain */
-async function variants(): Promise<[string, Record<string, number>][]> {
-  const { DEVICE_FMTS } = await import("./kernels.ts"), { SHADERS } = await import("./push.ts");
-  return Object.keys(SHADERS).flatMap((s): [string, Record<string, number>][] => (s === "matmul" ? DEVICE_FMTS.map((f) => [s, { FMT: f }]) : [[s, {}]]));
-}
-
 if (import.meta.main) {
   try {
     const fresh = !process.argv.includes("--force") && isFresh();
     console.log(`libhbvk: ${fresh ? "up to date" : "built"}: ${fresh ? vkLibPath : buildVk()}`);
     if (process.argv.includes("--spirv-pack")) {
-      const { packSpirv } = await import("./shaders.ts"), out = join(root, "build", "shaders.spvpack");
-      console.log(`shaders: ${packSpirv(await variants(), out)} SPIR-V variants in ${out}`);
+      const { packSpirv } = await import("./shaders.ts"), { pipelineVariants } = await import("./kernels.ts");
+      const out = join(root, "build", "shaders.spvpack");
+      console.log(`shaders: ${packSpirv(pipelineVariants(), out)} SPIR-V variants in ${out}`);
     }
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));

@@ -13,7 +13,7 @@ import type { Op } from "./webgpu-channel.ts";
 interface WBuf { bytes: number; chunk: number; chunks: GPUBuffer[]; keys: string[] }
 interface WPipe { pipeline: GPUComputePipeline; bgl: GPUBindGroupLayout; writes: number[] }
 interface WCmd {
-  ubuf: GPUBuffer | null; ubg: GPUBindGroup | null; usize: number; gen: number; done: number; work: Promise<void>;
+  ubuf: GPUBuffer | null; ubg: GPUBindGroup | null; usize: number; done: number; work: Promise<void>;
   scratch: GPUBuffer[]; // snapshots of aliased bindings (see aliased())
 }
 /** bytes bound for one push block (the longest, attn's, is 92) */
@@ -135,7 +135,7 @@ function bindGroup(pid: number, p: WPipe, binds: [number, number, number][]): GP
 /** The push blocks of one submission, each in its own aligned slot of the command buffer's uniform buffer. */
 function uniforms(cid: number, ops: Op[]): WCmd {
   let c = cmds.get(cid);
-  if (!c) cmds.set(cid, (c = { ubuf: null, ubg: null, usize: 0, gen: 0, done: 0, work: Promise.resolve(), scratch: [] }));
+  if (!c) cmds.set(cid, (c = { ubuf: null, ubg: null, usize: 0, done: 0, work: Promise.resolve(), scratch: [] }));
   let n = 0;
   for (const o of ops) n += o.t === "d" ? 1 : o.t === "f" && o.value !== 0 ? pieces(buf(o.buf), o.off, o.n).length : 0;
   const need = Math.max(1, n) * uAlign;
@@ -193,9 +193,7 @@ export function submit(cid: number, gen: number, ops: Op[]): void {
       const b = buf(o.buf);
       for (const [ci, lo, len] of pieces(b, o.off, o.n)) {
         if (o.value === 0) { endPass(); enc.clearBuffer(b.chunks[ci], lo, len); continue; }
-        new DataView(data.buffer).setUint32(slot * uAlign, lo / 4, true);
-        new DataView(data.buffer).setUint32(slot * uAlign + 4, len / 4, true);
-        new DataView(data.buffer).setUint32(slot * uAlign + 8, o.value >>> 0, true);
+        new Uint32Array(data.buffer, slot * uAlign, 3).set([lo / 4, len / 4, o.value >>> 0]); // struct F { off, n, v }
         const cp = compute(), groupsX = Math.ceil(len / 4 / 64);
         cp.setPipeline(fillPipe.pipeline);
         cp.setBindGroup(0, device.createBindGroup({ layout: fillPipe.bgl, entries: [{ binding: 0, resource: { buffer: b.chunks[ci] } }] }));
@@ -207,7 +205,6 @@ export function submit(cid: number, gen: number, ops: Op[]): void {
   endPass();
   if (slot > 0) device.queue.writeBuffer(c.ubuf!, 0, data, 0, slot * uAlign);
   device.queue.submit([enc.finish()]);
-  c.gen = gen;
   c.work = device.queue.onSubmittedWorkDone().then(() => { c.done = Math.max(c.done, gen); });
 }
 

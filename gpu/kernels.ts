@@ -76,6 +76,12 @@ export function uploadVec(vk: Gpu, v: Float32Array): Buf {
 /** Grouped matmul layout: output group g reads weight rows wRow0 + g·wGroup + [0, O) and x at + g·xGroup. */
 export interface Groups { G: number; O: number; wRow0: number; wGroup: number; xGroup: number; yGroup: number }
 
+/** The (shader, constants) variants the kernels build: matmul once per weight format in `fmts`, the others plain. */
+export function pipelineVariants(fmts: readonly number[] = DEVICE_FMTS): [Shader, Record<string, number>][] {
+  return [...[...new Set(fmts)].map((f): [Shader, Record<string, number>] => ["matmul", { FMT: f }]),
+    ...(Object.keys(SHADERS) as Shader[]).filter((s) => s !== "matmul").map((s): [Shader, Record<string, number>] => [s, {}])];
+}
+
 export class Kernels {
   private pipes = new Map<string, Pipeline>();
   readonly dummy: Buf;
@@ -92,8 +98,7 @@ export class Kernels {
   /** Build every pipeline now (the first frame then records without compiling); `fmts`: the matmul
    * formats to build (default: all). */
   warm(fmts: readonly number[] = DEVICE_FMTS): void {
-    for (const f of new Set(fmts)) this.pipe("matmul", { FMT: f });
-    for (const s of Object.keys(SHADERS) as Shader[]) if (s !== "matmul") this.pipe(s);
+    for (const [s, defs] of pipelineVariants(fmts)) this.pipe(s, defs);
   }
 
   /**

@@ -50,8 +50,8 @@ function spvPack(): Record<string, string> | null {
 /** Compile each (shader, defines) variant and write them as one pack to `out` (glslc missing: an empty pack, so
  *  a binary built here runs on the CPU, saying why); returns how many variants it holds. */
 export function packSpirv(variants: [string, Defines][], out: string): number {
-  const entries = glslcMissing() ? [] : variants.map(([n, d]) => [variantName(n, d), Buffer.from(spirv(n, d).buffer).toString("base64")]);
-  if (glslcMissing()) entries.push(["", glslcMissing()!]);
+  const why = glslcMissing();
+  const entries = why ? [["", why]] : variants.map(([n, d]) => [variantName(n, d), Buffer.from(spirv(n, d).buffer).toString("base64")]);
   writeFileSync(out, JSON.stringify(Object.fromEntries(entries)));
   return entries.filter(([k]) => k).length;
 }

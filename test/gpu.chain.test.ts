@@ -26,7 +26,7 @@ import type { Wgpu } from "../gpu/webgpu.ts";
 import type { Model } from "../src/engine/model.ts";
 import { chainOpener, Conv, greedy, ids, worst } from "./helpers/chain.ts";
 
-const vk = testDevice();
+const vulkan = testDevice();
 const TOL = 1e-4;
 
 const opener = chainOpener();
@@ -219,7 +219,7 @@ describe.skipIf(!vk || !hasTiny)(`${api} chain: glm-tiny fixture`, () => {
 });
 }
 
-describe.skipIf(!vk)("gpu/bench.ts", () => {
+describe.skipIf(!vulkan)("gpu/bench.ts", () => {
   test("benchDevice: device and CPU rates, matching greedy tokens (exact), crossings, frame shares, KV split", async () => {
     const { benchDevice, formatDeviceBench } = await import("../gpu/bench.ts");
     const r = benchDevice(genModel({ preset: "tiny", seed: 1 }), { promptTokens: 12, gen: 6, reps: 1, exact: true, chain: { kvBudgetRows: 8, kvBlock: 4 } });
@@ -236,7 +236,7 @@ describe.skipIf(!vk)("gpu/bench.ts", () => {
   });
 });
 
-describe.skipIf(!vk)("--device policy", () => {
+describe.skipIf(!vulkan)("--device policy", () => {
   test("cpu gives no executor; vulkan opens the chain (lavapipe included); auto skips CPU devices; bad names fail", async () => {
     const { openDevice, parseDeviceMode } = await import("../gpu/device.ts");
     const m = loadModel(genModel({ preset: "tiny", seed: 1 }));
@@ -246,7 +246,7 @@ describe.skipIf(!vk)("--device policy", () => {
     expect(v.chain!.summary()).toContain("0 forwards");
     v.chain!.close();
     const a = openDevice(m, "auto");
-    if (vk!.isCpu) expect(a.chain).toBeNull(); else a.chain?.close();
+    if (vulkan!.isCpu) expect(a.chain).toBeNull(); else a.chain?.close();
     expect(() => openDevice(m, "vulkan", { device: "no-such-gpu" })).toThrow(/no device matches/);
     if (testDevice("webgpu")) {
       const w = openDevice(m, "webgpu", { layers: 2 });
