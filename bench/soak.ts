@@ -1,0 +1,113 @@
+// Soak: a `serve` child process (the embedded demo model unless --model) under mixed normal and hostile traffic on
+// loopback for --seconds (default 600). Normal clients loop short chat completions (half streamed) and record their
+// latency; one hostile client cycles through the attacks of issue 29 (ambiguous grammars, huge and deep schemas, an
+// 8 MiB prompt, idle and slow sockets, cross-site content types, foreign Host headers, bad mux frames, slot-file
+// escapes, oversized Responses tools, truncated bodies). Reports requests served, normal p50/p99 latency, the attacks'
+// status counts, the server's peak RSS (VmHWM) and whether it still answers. Bounded: every request has a deadline
+// and the run stops itself. State: counters of this run only.
+// Usage: bun bench/soak.ts [--seconds 600] [--normal 2] [--model DIR]
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { spawnServe } from "../test/server.helpers.ts";
+
+const { values } = parseArgs({ options: { seconds: { type: "string" }, normal: { type: "string" }, model: { type: "string" } } });
+const seconds = Number(values.seconds ?? 600), clients = Number(values.normal ?? 2);
+const saves = mkdtempSync(join(tmpdir(), "hb-soak-"));
+const outside = join(mkdtempSync(join(tmpdir(), "hb-soak-outside-")), "victim");
+writeFileSync(outside, "precious\n");
+symlinkSync(outside, join(saves, "planted")); // a save must not write through it
+const srv = await spawnServe([...(values.model ? ["--model", values.model] : []), "--slots", "4", "--slot-save-path", saves, "--quiet"]);
+const url = srv.url, port = Number(new URL(url).port), end = Date.now() + seconds * 1000;
+const cpu = (await Bun.file("/proc/cpuinfo").text()).match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown CPU";
+
+const peakRss = async () => Number(/VmHWM:\s+(\d+)/.exec(await Bun.file(`/proc/${srv.p.pid}/status`).text())?.[1] ?? 0) / 1024;
+const json = { "content-type": "application/json" };
+const post = (path: string, body: unknown, headers: Record<string, string> = json, ms = 30000) =>
+  fetch(url + path, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body), signal: AbortSignal.timeout(ms) });
+
+// ---- normal traffic: short chats, latency recorded
+const lat: number[] = [];
+let normalFailed = 0;
+async function normalClient(k: number): Promise<void> {
+  for (let i = 0; Date.now() < end; i++) {
+    const stream = i % 2 === 1, t0 = performance.now();
+    try {
+      const r = await post("/v1/chat/completions", { messages: [{ role: "user", content: `Tell me about the sea, part ${k}.${i}` }],
+        max_tokens: 8, temperature: 0, stream });
+      await r.text();
+      if (r.ok) lat.push(performance.now() - t0); else normalFailed++;
+    } catch { normalFailed++; }
+  }
+}
+
+// ---- hostile traffic: one attack at a time, round robin; each answered (any status) or timed out
+const a = (await (await post("/tokenize", { content: "a" })).json() as { tokens: number[] }).tokens[0];
+const attacks: Record<string, () => Promise<number>> = {
+  ambiguous_grammar: async () => (await post("/v1/completions", { prompt: "x", max_tokens: 64, logit_bias: { [a]: 100 },
+    grammar: 'root ::= e\ne ::= "a" e "b" | "a" e "c" | "d"' })).status,
+  wide_schema: async () => (await post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 4,
+    response_format: { type: "json_schema", json_schema: { name: "w", schema: { type: "object",
+      properties: Object.fromEntries(Array.from({ length: 10000 }, (_, i) => [`p${i}`, { type: "string" }])) } } } })).status,
+  deep_schema: async () => {
+    let s: object = { type: "string" };
+    for (let i = 0; i < 10000; i++) s = { type: "object", properties: { x: s } };
+    return (await post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 4,
+      response_format: { type: "json_schema", json_schema: { name: "d", schema: s } } })).status;
+  },
+  deep_kwargs: async () => (await post("/v1/chat/completions",
+    `{"messages":[{"role":"user","content":"hi"}],"max_tokens":4,"chat_template_kwargs":{"k":${"[".repeat(100000)}${"]".repeat(100000)}}}`)).status,
+  prompt_8mib: async () => (await post("/v1/completions", { prompt: "the sea ".repeat(1 << 20), max_tokens: 4 })).status,
+  tokenize_8mib: async () => (await post("/tokenize", { content: "wave ".repeat(1600000) })).status,
+  text_plain: async () => (await post("/v1/completions", { prompt: "hi", max_tokens: 4 }, { "content-type": "text/plain" })).status,
+  foreign_host: async () => (await fetch(url + "/v1/models", { headers: { host: "evil.example" }, signal: AbortSignal.timeout(5000) })).status,
+  slot_escape: async () => (await post("/slots/0?action=save", { filename: "planted" })).status,
+  slot_traversal: async () => (await post("/slots/0?action=save", { filename: "../../tmp/x" })).status,
+  big_tools: async () => (await post("/v1/responses", { input: "hi", max_output_tokens: 2, tools: [{ type: "function", name: "f",
+    description: "d".repeat(7 << 20), parameters: { type: "object", properties: {} } }] })).status,
+  truncated_body: async () => (await post("/v1/chat/completions", '{"messages":[{"role":"user","content":"hi"')).status,
+  bad_mux: async () => (await post("/v1/mux", "SUBMIT 1 ids=1,2,x\nDATA 1 99999999999\n", { "content-type": "application/octet-stream" })).status,
+  idle_sockets: async () => { // 300 sockets opened and left silent
+    const socks = await Promise.all(Array.from({ length: 300 }, () =>
+      Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {}, error() {} } }).catch(() => null)));
+    await Bun.sleep(3000);
+    for (const s of socks) s?.end();
+    return socks.filter(Boolean).length;
+  },
+  slow_headers: async () => { // a request whose headers trickle in, one byte every 100 ms for 5 s
+    const s = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {}, error() {} } });
+    const req = `GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ${"z".repeat(40)}`;
+    for (let i = 0; i < 50 && Date.now() < end; i++) { s.write(req[i % req.length]); await Bun.sleep(100); }
+    s.end();
+    return 0;
+  },
+};
+const outcomes = new Map<string, Map<string, number>>();
+async function hostileClient(): Promise<void> {
+  const names = Object.keys(attacks);
+  for (let i = 0; Date.now() < end; i++) {
+    const name = names[i % names.length];
+    let o: string;
+    try { o = String(await attacks[name]()); } catch (e) { o = (e as Error).name; }
+    const m = outcomes.get(name) ?? new Map<string, number>();
+    m.set(o, (m.get(o) ?? 0) + 1);
+    outcomes.set(name, m);
+  }
+}
+
+const t0 = Date.now();
+await Promise.all([...Array.from({ length: clients }, (_, k) => normalClient(k)), hostileClient()]);
+const health = await fetch(url + "/health", { signal: AbortSignal.timeout(5000) }).then((r) => r.status, () => 0);
+const after = await post("/v1/chat/completions", { messages: [{ role: "user", content: "still there?" }], max_tokens: 4 }).then((r) => r.status, () => 0);
+const intact = readFileSync(outside, "utf8") === "precious\n";
+const rss = await peakRss();
+srv.p.kill("SIGTERM");
+lat.sort((x, y) => x - y);
+const q = (p: number) => lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))].toFixed(0) : "-";
+const attacksSent = [...outcomes.values()].reduce((s, m) => s + [...m.values()].reduce((x, y) => x + y, 0), 0);
+console.log(`soak on ${cpu}: ${((Date.now() - t0) / 1000).toFixed(0)} s, ${clients} normal clients + 1 hostile`);
+console.log(`normal requests served ${lat.length}, failed ${normalFailed}; latency p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
+console.log(`hostile requests ${attacksSent}; server peak RSS ${rss.toFixed(0)} MiB; after: /health ${health}, chat ${after}; file behind the planted link intact: ${intact}`);
+for (const [name, m] of outcomes) console.log(`  ${name.padEnd(18)} ${[...m].map(([k, v]) => `${k}×${v}`).join(" ")}`);
+process.exit(health === 200 && after === 200 && intact ? 0 : 1);
