@@ -83,8 +83,8 @@ class ChatChoice implements ChoiceView {
   }
 
   /** the deltas of one event's text: reasoning / content, then the tool calls it completed */
-  private take(text: string, mark: "think" | "/think" | undefined, end: boolean): object[] {
-    const out = this.reply.take(text, mark, end), from = this.calls.length;
+  private take(text: string, mark: "think" | "/think" | undefined, end: boolean, cut = false): object[] {
+    const out = this.reply.take(text, mark, end, cut), from = this.calls.length;
     const delta: { content?: string; reasoning_content?: string; reasoning?: string } = {};
     if (out.reasoning) { delta.reasoning_content = delta.reasoning = out.reasoning; this.reasoning += out.reasoning; }
     if (out.content) { delta.content = out.content; this.content += out.content; }
@@ -94,7 +94,8 @@ class ChatChoice implements ChoiceView {
     return objs;
   }
 
-  private finish(e: Done) { return this.calls.length ? "tool_calls" : finishReason(e.reason); }
+  /** "length" first: a call cut by it is incomplete (its arguments the text so far) */
+  private finish(e: Done) { return e.reason !== "length" && this.calls.length ? "tool_calls" : finishReason(e.reason); }
 
   onTok(e: Tok): object[] {
     const objs = this.take(e.text, e.mark, false);
@@ -112,7 +113,7 @@ class ChatChoice implements ChoiceView {
   }
 
   onDone(e: Done): object[] {
-    const objs = [...this.take(e.text, undefined, true), { delta: {}, logprobs: null, finish_reason: this.finish(e) }];
+    const objs = [...this.take(e.text, undefined, true, e.reason === "length"), { delta: {}, logprobs: null, finish_reason: this.finish(e) }];
     return this.ids ? this.ids.attach(objs) : objs;
   }
 

@@ -158,8 +158,10 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   const drive = (emit: (ev: object) => void, started?: (e: Extract<ReqEvent, { t: "accept" }>) => void) => reply.drive(first, () => r.q.next(),
     { reasoning: (s) => add("thinking", s, emit), content: (s) => add("text", s, emit), call: (c) => addCall(c, emit), accepted: started });
   const usage = (d: Done) => ({ input_tokens: d.prompt_tokens, output_tokens: d.emitted, cache_read_input_tokens: d.cached_tokens });
+  /** a call's input: its arguments (a call cut by max_tokens — stop_reason "max_tokens" — has none whole: {}) */
+  const input = (c: ToolCall) => { try { return JSON.parse(c.function.arguments); } catch { return {}; } };
   const content = () => blocks.map((bk) => bk[0] === "tool_use"
-    ? { type: "tool_use", id: bk[1].id, name: bk[1].function.name, input: JSON.parse(bk[1].function.arguments) }
+    ? { type: "tool_use", id: bk[1].id, name: bk[1].function.name, input: input(bk[1]) }
     : bk[0] === "text" ? { type: "text", text: bk[1] } : { type: "thinking", thinking: bk[1], signature: "" });
   const called = () => blocks.some((bk) => bk[0] === "tool_use");
 

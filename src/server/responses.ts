@@ -132,11 +132,13 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   // output items in order of appearance: reasoning, message text, function calls (a text item opened by its first text)
   type Out = { kind: "reasoning" | "message"; id: string; text: string } | { kind: "function_call"; id: string; call: ToolCall };
   const items: Out[] = [];
+  let cut = false; // the response ended at max_output_tokens: its last item (a call cut short, or the text) is incomplete
+  const state = (it: Out, done: boolean) => (!done ? "in_progress" : cut && it === items.at(-1) ? "incomplete" : "completed");
   const item = (it: Out, done: boolean) => it.kind === "function_call"
-    ? { type: "function_call", id: it.id, call_id: it.call.id, name: it.call.function.name, arguments: done ? it.call.function.arguments : "", status: done ? "completed" : "in_progress" }
+    ? { type: "function_call", id: it.id, call_id: it.call.id, name: it.call.function.name, arguments: done ? it.call.function.arguments : "", status: state(it, done) }
     : it.kind === "reasoning"
       ? { type: "reasoning", id: it.id, summary: [], content: done ? [{ type: "reasoning_text", text: it.text }] : [] }
-      : { type: "message", id: it.id, status: done ? "completed" : "in_progress", role: "assistant", content: done ? [{ type: "output_text", text: it.text, annotations: [] }] : [] };
+      : { type: "message", id: it.id, status: state(it, done), role: "assistant", content: done ? [{ type: "output_text", text: it.text, annotations: [] }] : [] };
   const response = (status: string, d: Done | null) => ({
     id, object: "response", created_at: created, status, model, output: d ? items.map((it) => item(it, true)) : [],
     usage: d ? { input_tokens: d.prompt_tokens, input_tokens_details: { cached_tokens: d.cached_tokens }, output_tokens: d.emitted,
@@ -175,8 +177,12 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
     it.text += s;
     emit({ type: kind === "message" ? "response.output_text.delta" : "response.reasoning_text.delta", item_id: it.id, output_index: at, content_index: 0, delta: s });
   };
-  const drive = (emit: (ev: object) => void) => reply.drive(first, () => r.q.next(),
-    { reasoning: (s) => add("reasoning", s, emit), content: (s) => add("message", s, emit), call: (c) => addCall(c, emit) });
+  const drive = async (emit: (ev: object) => void) => {
+    const d = await reply.drive(first, () => r.q.next(),
+      { reasoning: (s) => add("reasoning", s, emit), content: (s) => add("message", s, emit), call: (c) => addCall(c, emit) });
+    cut = d.t === "done" && d.reason === "length";
+    return d;
+  };
   const status = (d: Done) => (d.reason === "length" ? "incomplete" : "completed");
   /** the finished response, kept for previous_response_id unless store: false: its turns, then its output as one */
   const keep = (d: Done) => {

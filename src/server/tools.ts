@@ -8,7 +8,9 @@
 //  - tool_choice "required" / a named function: the output is constrained (json_schema grammar, as vLLM
 //    does) to the function's arguments (named) or to a non-empty array of {name, parameters} (required);
 //  - "none": the tools are not rendered and nothing is parsed;
-//  - parallel_tool_calls false: one call at most ("required": an array of one; "auto": the later calls dropped).
+//  - parallel_tool_calls false: one call at most ("required": an array of one; "auto": the later calls dropped);
+//  - a call cut by the token limit (forced JSON not closed, or an open <tool_call> at a "length" end) is an incomplete
+//    call (its arguments the text so far), never content; the routes report it with finish_reason "length".
 // State: ToolCallStream holds one response's held-back text and whether a call is open.
 import { z } from "zod";
 
@@ -70,6 +72,33 @@ export function forcedCalls(text: string, choice: ToolChoice): ToolCall[] {
   return (JSON.parse(text) as { name: string; parameters: unknown }[]).map((c) => call(c.name, c.parameters));
 }
 
+/** The calls of a forced output cut before its JSON closed (named: one call, its arguments the text so far; required:
+ *  the array's whole elements, then the open one, its name read off the text or the only tool's). incomplete: the last
+ *  call is cut. */
+export function cutCalls(text: string, choice: ToolChoice, tools: Tool[]): { calls: ToolCall[]; incomplete: boolean } {
+  const call = (name: string, args: string): ToolCall => ({ id: callId(), type: "function", function: { name, arguments: args } });
+  if (typeof choice === "object") return { calls: [call(choice.function.name, text.trimStart())], incomplete: true };
+  const calls: ToolCall[] = [];
+  let depth = 0, str = false, esc = false, from = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (str) { if (esc) esc = false; else if (c === "\\") esc = true; else if (c === '"') str = false; continue; }
+    if (c === '"') str = true;
+    else if (c === "{" || c === "[") { if (depth++ === 1) from = i; }
+    else if ((c === "}" || c === "]") && --depth === 1 && from >= 0) {
+      const el = JSON.parse(text.slice(from, i + 1)) as { name: string; parameters: unknown };
+      calls.push(call(el.name, JSON.stringify(el.parameters)));
+      from = -1;
+    }
+  }
+  if (from < 0) return { calls, incomplete: false };
+  const rest = text.slice(from), name = /"name"\s*:\s*"((?:[^"\\]|\\.)*)"/.exec(rest)?.[1] ?? (tools.length === 1 ? tools[0].function.name : null);
+  if (name === null) return { calls, incomplete: false };
+  const at = /"parameters"\s*:\s*/.exec(rest);
+  calls.push(call(JSON.parse(`"${name}"`), at ? rest.slice(at.index + at[0].length) : ""));
+  return { calls, incomplete: true };
+}
+
 const OPEN = "<tool_call>", CLOSE = "</tool_call>";
 const ARG = /<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)<\/arg_value>/g;
 
@@ -126,6 +155,15 @@ export class ToolCallStream {
     return { content, calls: done };
   }
 
+  /** A "length" end inside a call: that call, incomplete (its name and whole arguments so far); null outside one. */
+  cutCall(): ToolCall | null {
+    if (!this.inCall) return null;
+    const body = this.held.replace(/<[^>]*$/, "");
+    this.held = "";
+    this.inCall = false;
+    return parseGlmCall(body, this.tools);
+  }
+
   /** The end: an unfinished call (or a held partial tag) is returned as text. */
   finish(): string {
     const s = (this.inCall ? OPEN : "") + this.held;
@@ -146,7 +184,7 @@ export class ToolOutput {
   private made = 0;       // calls returned so far
 
   /** single: one call at most (parallel_tool_calls false; "auto": the model's later calls are dropped) */
-  constructor(tools: Tool[], choice: ToolChoice, private readonly single = false) {
+  constructor(private readonly tools: Tool[], choice: ToolChoice, private readonly single = false) {
     const on = tools.length > 0 && choice !== "none";
     this.forced = on && choice !== "auto" ? choice : null;
     this.scan = scansForCalls(tools, choice) ? new ToolCallStream(tools) : null;
@@ -161,13 +199,18 @@ export class ToolOutput {
     return out;
   }
 
-  /** The end of the output: what is left as content, and the calls it completes (forced: all of them). */
-  finish(): { content: string; calls: ToolCall[] } {
-    if (!this.forced) return { content: this.scan?.finish() ?? "", calls: [] };
+  /** The end of the output (cut: by the token limit): what is left as content, and the calls it completes (forced: all
+   *  of them); incomplete: the last call was cut. */
+  finish(cut = false): { content: string; calls: ToolCall[]; incomplete: boolean } {
+    if (!this.forced) {
+      const open = cut ? this.scan?.cutCall() ?? null : null;
+      if (open && (!this.single || this.made === 0)) return { content: "", calls: [open], incomplete: true };
+      return { content: this.scan?.finish() ?? "", calls: [], incomplete: false };
+    }
     try {
-      return { content: "", calls: forcedCalls(this.text, this.forced) };
+      return { content: "", calls: forcedCalls(this.text, this.forced), incomplete: false };
     } catch {
-      return { content: this.text, calls: [] }; // cut short (max_tokens) before the JSON closed
+      return { content: "", ...cutCalls(this.text, this.forced, this.tools) }; // cut short (max_tokens) before the JSON closed
     }
   }
 }
