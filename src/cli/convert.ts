@@ -1,7 +1,8 @@
-// `hummingbird convert`: HF directory -> quantized container, with a progress line (%, GB/s, ETA).
+// `hummingbird convert`: HF directory -> quantized container, with a progress line (src/progress.ts: %, GB/s, ETA).
 import { type Command, parseCli, required, UsageError } from "./common.ts";
 import { convert } from "../model/convert.ts";
 import { parseFmt, type QFormat } from "../model/quant.ts";
+import { Progress } from "../progress.ts";
 
 const help = `usage: hummingbird convert --in HF_DIR --out DIR [--experts int4g64] [--dense int8] [--mtp int8] [--shard-gb 4]
 
@@ -24,21 +25,13 @@ export const command: Command = {
     const v = r.values;
     const shardGb = v["shard-gb"] === undefined ? 4 : Number(v["shard-gb"]);
     if (!(shardGb > 0)) throw new UsageError("--shard-gb must be a positive number", help);
-    const t0 = performance.now();
-    let last = 0;
+    const bar = new Progress("convert", 0);
     const res = convert(required(v, "in", help), required(v, "out", help), {
       experts: fmt(v.experts, "experts", "int4g64"), dense: fmt(v.dense, "dense", "int8"), mtp: fmt(v.mtp, "mtp", "int8"),
       shardBytes: shardGb * 2 ** 30,
-      onProgress: (done, total) => {
-        const now = performance.now();
-        if (now - last < 200 && done < total) return;
-        last = now;
-        const gbs = done / 1e9 / Math.max((now - t0) / 1000, 1e-3), eta = gbs > 0 ? (total - done) / 1e9 / gbs : 0;
-        const w = 30, fill = Math.round((w * done) / Math.max(total, 1));
-        process.stderr.write(`\r[${"#".repeat(fill)}${" ".repeat(w - fill)}] ${((100 * done) / Math.max(total, 1)).toFixed(1)}%  ${gbs.toFixed(2)} GB/s  ETA ${eta.toFixed(0)}s `);
-      },
+      onProgress: (done, total) => { bar.total = total; bar.update(done); },
     });
-    process.stderr.write(`\nwrote ${res.shards} shard(s), ${(res.bytes / 1e6).toFixed(1)} MB${res.resumed ? `, ${res.resumed} kept from an earlier run` : ""}; verified\n`);
+    bar.end(`wrote ${res.shards} shard(s), ${(res.bytes / 1e6).toFixed(1)} MB${res.resumed ? `, ${res.resumed} kept from an earlier run` : ""}; verified`);
     return 0;
   },
 };

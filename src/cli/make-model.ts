@@ -1,8 +1,10 @@
 // `hummingbird make-model`: CLI front of src/model/make-model.ts (random model directories).
-// Parses flags, prints a one-line summary (or JSON / a dry-run tensor table). No state.
+// Parses flags, shows a progress bar on stderr while the weights are written (src/progress.ts), prints a
+// one-line summary (or JSON / a dry-run tensor table). No state.
 import { defaultDtype, makeModel, planModel, PRESET_NAMES, type MakeModelOptions } from "../model/make-model.ts";
 import { tensorBytes } from "../model/make-weights.ts";
 import { choice, fmtBytes, intOption, parseCli, UsageError, type Command } from "./common.ts";
+import { Progress } from "../progress.ts";
 
 const help = `usage: hummingbird make-model OUT --preset tiny|bench [--seed N] [--dtype f32|bf16]
                               [--set key=json]... [--mtp-drafts] [--dry-run] [--json]
@@ -76,7 +78,10 @@ async function run(argv: string[]): Promise<number> {
     }
     return 0;
   }
-  const made = makeModel(out!, opts);
+  const bar = new Progress("make-model", planModel(opts).dataBytes);
+  let done = 0;
+  const made = makeModel(out!, opts, (_, t) => bar.update(done += tensorBytes(t), t.name));
+  bar.end();
   const summary = {
     dir: made.dir, preset, seed: opts.seed, dtype: made.dtype, mtp_drafts: opts.mtpDrafts,
     tensors: made.tensors.length, file_bytes: made.fileBytes,
