@@ -31,6 +31,7 @@ export const COMMANDS: Record<string, Entry> = {
   },
   chat: { summary: "chat with a model in the terminal (the KV cache kept between turns)", load: async () => (await import("./chat.ts")).command },
   serve: { summary: "serve a model over OpenAI-compatible HTTP and the mux protocol (or --stdio)", load: async () => (await import("./serve.ts")).command },
+  cluster: { summary: "N serve replicas behind HAProxy (affinity, health checks, drain) on one machine", load: async () => (await import("./cluster.ts")).command },
   score: { summary: "lm-eval loglikelihood scores of (context, continuation) token requests", load: async () => (await import("./score.ts")).command },
   bench: { summary: "prefill / decode throughput, weight bytes per token and the memory roofline", load: async () => (await import("./bench.ts")).command },
 };

@@ -125,3 +125,11 @@ export function cacheRamOption(s: string, help: string): number {
   if (mib * 2 ** 20 > mem) throw new UsageError(`--cache-ram ${mib} MiB is more than this machine's ${Math.floor(mem / 2 ** 20)} MiB of memory`, help);
   return mib * 2 ** 20;
 }
+
+/** --drain-timeout S: seconds a SIGTERM'd server lets running requests finish before it exits (default 30; 0: none) */
+export function drainTimeoutOption(s: string | undefined, help: string): number {
+  if (s === undefined) return 30;
+  const n = intOption(s, "drain-timeout", help);
+  if (n > 3600) throw new UsageError("--drain-timeout must be ≤ 3600 seconds", help);
+  return n;
+}

@@ -5,7 +5,7 @@ import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index
 import { DEVICE_HELP, deviceFlags, deviceOptions } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { apiKeyOption, cacheRamOption, corsOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
+import { apiKeyOption, cacheRamOption, corsOption, drainTimeoutOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
@@ -22,7 +22,8 @@ const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [-
                          [--slot-save-path DIR] [--cache-ram MIB] [--reasoning-budget N [--reasoning-budget-message TEXT]]
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
                          [--pooling last|mean|cls|none] [--ssl-keyfile F --ssl-certfile F] [--temp T] [--top-p P] [--top-k K]
-                         [--min-p P] [--repeat-penalty R] [--override-generation-config JSON] [expert and device options below]
+                         [--min-p P] [--repeat-penalty R] [--override-generation-config JSON] [--drain-timeout S]
+                         [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, /v1/embeddings, GET /v1/models,
 /health, /metrics, /slots, /props), the multiplexed SUBMIT/DATA/DONE protocol (POST /v1/mux) and a chat page
@@ -96,6 +97,9 @@ options:
 ${REASONING_HELP}
 ${KV_HELP}
 ${LAUNCH_HELP}
+  --drain-timeout S  on SIGTERM (or SIGINT) drain first: new requests get 503 with Retry-After, /health 503
+                   {"status":"draining"} (balancers take the replica out), running requests and streams finish for
+                   up to S seconds (default 30), then exit 0; a second signal exits at once (docs/serving.md)
   --stdio          speak the mux protocol on stdin/stdout instead of HTTP (logs on stderr)
   --exact          f32 activations (default: int8 activations for quantized weights, the fast mode)
   -h, --help       this help
@@ -134,7 +138,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "disable-log-stats": { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, "drain-timeout": { type: "string" }, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -183,6 +187,7 @@ async function run(argv: string[]): Promise<number> {
   const ui = !v["no-ui"] && !v["no-webui"];
   // a line per finished request, and vLLM's stats lines every 10 s of work
   const requestLog = v.quiet || !launch.logRequests ? undefined : log, statsLog = !v.quiet && !v["disable-log-stats"];
+  const drainS = drainTimeoutOption(v["drain-timeout"], help);
   if (tls && v.stdio) throw new UsageError("--ssl-keyfile / --ssl-certfile serve HTTPS: not with --stdio", help);
 
   if (v.stdio) {
@@ -220,11 +225,16 @@ async function run(argv: string[]): Promise<number> {
     await s.stop();
     return 2;
   }
-  await new Promise<void>((res) => {
-    process.once("SIGINT", res);
-    process.once("SIGTERM", res);
+  const sig = await new Promise<string>((res) => {
+    process.once("SIGINT", () => res("SIGINT"));
+    process.once("SIGTERM", () => res("SIGTERM"));
   });
-  log("shutting down");
+  const now = (why: string) => { log(`${why}: exiting now, requests still running are cut`); process.exit(1); };
+  process.once("SIGINT", () => now("second signal (SIGINT)"));
+  process.once("SIGTERM", () => now("second signal (SIGTERM)"));
+  log(`${sig}: draining (new requests get 503; running ones have up to ${drainS} s to finish)`);
+  const drained = await s.drain(drainS * 1000);
+  log(drained ? "drained; shutting down" : `--drain-timeout ${drainS} s passed with requests still running; shutting down`);
   await s.stop();
   return 0;
 }

@@ -18,13 +18,15 @@ import { slotAction } from "./slot-files.ts";
 import { llamaCompletion } from "./llama-completion.ts";
 import { deleteResponse, responses, storedResponse } from "./responses.ts";
 import { ResponseStore } from "./responses-store.ts";
+import type { Drain } from "./drain.ts";
+import { sessionKey } from "./affinity.ts";
 import chatPage from "./ui.html" with { type: "text" };
 
 /** Paths answered without the API key: the health checks (load balancers and orchestrators call them bare). */
 const OPEN = new Set(["/health", "/v1/health", "/ping"]);
 
 /** cors: origins allowed to call from a browser ("*": any; absent or empty: none); ui: the chat page at / (default on) */
-export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean }
+export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean; drain?: Drain /* serve's graceful drain */ }
 
 /** the key as `Authorization: Bearer <key>` (OpenAI clients) or `x-api-key: <key>` (Anthropic's) */
 /** the bearer token (or Anthropic's x-api-key) is one of the keys (several: comma-separated, as llama-server takes them) */
@@ -46,8 +48,8 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
     app.use("*", cors({
       origin: o.cors.includes("*") ? "*" : o.cors,
       allowMethods: ["GET", "POST", "OPTIONS"],
-      allowHeaders: ["Authorization", "Content-Type", "x-api-key", "anthropic-version", "X-Request-Id"],
-      exposeHeaders: ["X-Request-Id"],
+      allowHeaders: ["Authorization", "Content-Type", "x-api-key", "anthropic-version", "X-Request-Id", "X-Session-Id"],
+      exposeHeaders: ["X-Request-Id", "X-Session-Id"],
       maxAge: 600,
     }));
   }
@@ -63,11 +65,16 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
       r.headers.set("x-request-id", rid);
       return r;
     }
+    const refused = o.drain?.refusal(c.req.path); // (draining: 503 + Retry-After, but for the health checks and figures)
+    if (refused) return (refused.headers.set("x-request-id", rid), refused);
     await next();
     c.res.headers.set("x-request-id", rid);
+    const session = sessionKey(c.req.raw); // the header's or body's session key, for a balancer's affinity (affinity.ts)
+    if (session) c.res.headers.set("x-session-id", session);
   });
 
   const health = (c: Context) => {
+    if (o.drain?.draining) return c.json({ status: "draining" }, 503);
     if (engine.state === "ready") return c.json({ status: "ok" });
     if (engine.state === "loading") return c.json({ status: "loading" }, 503);
     return c.json({ status: "error", message: engine.error }, 503);

@@ -2,6 +2,7 @@
 // codes to HTTP statuses, and reading a JSON body under a size limit (413) without ever throwing
 // (malformed JSON → 400). No state.
 import type { ErrorCode } from "./protocol.ts";
+import { noteBody } from "./affinity.ts";
 
 export interface ApiError { status: number; message: string; type: string; param: string | null; code: string | null }
 
@@ -79,7 +80,9 @@ export async function readJson(req: Request, limit: number): Promise<{ ok: true;
   }
   if (text.trim() === "") return { ok: false, error: apiError(400, "the request body is empty; expected a JSON object", null, "invalid_json") };
   try {
-    return { ok: true, value: JSON.parse(text) };
+    const value: unknown = JSON.parse(text);
+    noteBody(req, value); // (the session key mirrored into X-Session-Id: affinity.ts)
+    return { ok: true, value };
   } catch (e) {
     return { ok: false, error: apiError(400, `malformed JSON body: ${(e as Error).message}`, null, "invalid_json") };
   }

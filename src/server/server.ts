@@ -3,6 +3,7 @@
 import type { Hono } from "hono";
 import { EngineClient } from "./engine-client.ts";
 import { makeApp } from "./app.ts";
+import { Drain } from "./drain.ts";
 import type { WorkerOptions } from "./protocol.ts";
 import type { Pooling } from "../engine/pooling.ts";
 import type { SamplingDefaults } from "../model/config.ts";
@@ -31,6 +32,9 @@ export interface Server {
   url: string;
   engine: EngineClient;
   stop(): Promise<void>;
+  /** begin draining (new requests 503, /health 503 "draining"); resolves true once the requests being answered have
+   *  finished, false when `timeoutMs` passed first */
+  drain(timeoutMs: number): Promise<boolean>;
 }
 
 export const VERSION = "0.1.0";
@@ -42,6 +46,7 @@ export const PREFILL_CHUNK = 128;
 
 export function startServer(o: ServeOptions): Server {
   let app: Hono | null = null;
+  const drain = new Drain();
   const server = Bun.serve({
     hostname: o.host ?? "127.0.0.1",
     port: o.port ?? 8080,
@@ -53,10 +58,11 @@ export function startServer(o: ServeOptions): Server {
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK, preempt: o.schedulingPolicy === "priority" }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
     templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling, maxRowValues: o.maxRowValues, sampling: o.sampling,
-    priorities: o.schedulingPolicy === "priority" });
+    priorities: o.schedulingPolicy === "priority", drain });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `${o.tls ? "https" : "http"}://${host}:${server.port}`, engine,
     stop: async () => { await server.stop(true); engine.close(); },
+    drain: (ms) => { drain.begin(); return drain.settle(() => server.pendingRequests, ms); },
   };
 }
