@@ -288,7 +288,9 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
       expect(line).toMatch(/^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_]+="[^"\n]*"(,[a-zA-Z_]+="[^"\n]*")*\})? -?[0-9.e+-]+)$/);
     const val = (re: string) => Number(new RegExp(`^${re} (\\S+)$`, "m").exec(metrics)![1]);
     expect(val('vllm:generation_tokens_total\\{model_name="glm-tiny"\\}')).toBe(val("hummingbird_generated_tokens_total"));
-    expect(val('vllm:request_success_total\\{model_name="glm-tiny"\\}')).toBe(val("hummingbird_requests_finished_total"));
+    expect(["stop", "length", "abort"].reduce((a, r) => a + val(`vllm:request_success_total\\{model_name="glm-tiny",finished_reason="${r}"\\}`), 0))
+      .toBe(val("hummingbird_requests_finished_total")); // (vLLM's finished_reason label)
+    expect(val('vllm:kv_cache_usage_perc\\{model_name="glm-tiny"\\}')).toBe(0); // (idle: kept conversations are free, as vLLM's cached blocks)
     expect(val('vllm:time_to_first_token_seconds_count\\{model_name="glm-tiny"\\}')).toBe(val("hummingbird_time_to_first_token_seconds_count"));
     expect(val("llamacpp:tokens_predicted_total")).toBe(val("hummingbird_generated_tokens_total"));
     expect(val("llamacpp:kv_cache_tokens")).toBeGreaterThan(0); // (the finished requests' rows stay in their slots)

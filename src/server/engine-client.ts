@@ -2,7 +2,7 @@
 // events to their subscribers by request id, keeps the counters and latency histograms /metrics reports
 // and, given a log, writes one line per finished request. State: the worker, load status, the live request
 // callbacks, the latest worker stats, the totals, the histograms and the live requests' start times.
-import type { Call, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
+import type { Call, FinishReason, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
 
 export type Reply = { ok: true; value: unknown } | { ok: false; detail: string };
 
@@ -41,6 +41,8 @@ export class EngineClient {
   readonly ready: Promise<ReadyInfo>;
   stats: Stats = { busy: 0, queue: 0, decode_tok_s: 0, drafted: 0, accepted: 0, slots: [], preemptions: 0 };
   readonly totals: Totals = { requests: 0, finished: 0, failed: 0, prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0 };
+  /** the finished requests by why they ended (vLLM's request_success_total{finished_reason}) */
+  readonly finishedBy: Record<FinishReason, number> = { stop: 0, length: 0, stopped: 0 };
   private worker: Worker;
   private subs = new Map<number, (ev: ReqEvent) => void>();
   private calls = new Map<number, (r: Reply) => void>();
@@ -94,6 +96,7 @@ export class EngineClient {
       if (st && !st.first) { st.first = true; this.ttft.observe((performance.now() - st.t0) / 1000); }
     } else if (ev.t === "done") {
       this.totals.finished++;
+      this.finishedBy[ev.reason]++;
       const st = this.started.get(ev.rid);
       if (st) this.e2e.observe((performance.now() - st.t0) / 1000);
     } else if (ev.t === "error") this.totals.failed++;

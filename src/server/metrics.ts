@@ -4,9 +4,11 @@
 // built for either read this server. No state of its own.
 import { Histogram, type EngineClient } from "./engine-client.ts";
 
-/** KV rows in use over all slots, and that as a share of every slot's context rows */
-export function kvUsage(engine: EngineClient): { tokens: number; share: number } {
-  const s = engine.stats, tokens = s.slots.reduce((a, x) => a + x.tokens, 0), cap = (engine.info?.ctx ?? 0) * s.slots.length;
+/** KV rows in use over all slots, and that as a share of every slot's context rows; `running`: only the rows of slots
+ *  running a request (vLLM's meaning: an idle slot's kept conversation is free to reuse, as vLLM's cached blocks are) */
+export function kvUsage(engine: EngineClient, running = false): { tokens: number; share: number } {
+  const s = engine.stats, cap = (engine.info?.ctx ?? 0) * s.slots.length;
+  const tokens = s.slots.reduce((a, x) => a + (running && x.state === "idle" ? 0 : x.tokens), 0);
   return { tokens, share: cap > 0 ? tokens / cap : 0 };
 }
 
@@ -65,10 +67,13 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("", "gauge", "requests waiting", s.queue, "vllm:num_requests_waiting", lb);
   metric("", "counter", "prompt tokens", t.prompt_tokens, "vllm:prompt_tokens_total", lb);
   metric("", "counter", "generated tokens", t.generated_tokens, "vllm:generation_tokens_total", lb);
-  metric("", "counter", "requests that finished", t.finished, "vllm:request_success_total", lb);
+  // vLLM's finished_reason label: stop, length, abort (ours: a request stopped early by its client)
+  const reasons = [["stop", "stop"], ["length", "length"], ["abort", "stopped"]] as const;
+  lines.push("# HELP vllm:request_success_total requests that finished", "# TYPE vllm:request_success_total counter");
+  for (const [theirs, ours] of reasons) lines.push(`vllm:request_success_total{${model},finished_reason="${theirs}"} ${engine.finishedBy[ours]}`);
   metric("", "counter", "prompt tokens looked up in the prefix cache", t.prompt_tokens, "vllm:prefix_cache_queries_total", lb);
   metric("", "counter", "prompt tokens found in the prefix cache", t.cached_tokens, "vllm:prefix_cache_hits_total", lb);
-  metric("", "gauge", "KV cache rows in use over all slots' rows", kvUse, "vllm:kv_cache_usage_perc", lb);
+  metric("", "gauge", "KV cache rows of running requests over all slots' rows (1 = full)", kvUsage(engine, true).share, "vllm:kv_cache_usage_perc", lb);
   metric("", "counter", "preemptions", s.preemptions, "vllm:num_preemptions_total", lb);
   histogram("", "seconds to the first token", engine.ttft, "vllm:time_to_first_token_seconds", model);
   histogram("", "seconds to the end of a request", engine.e2e, "vllm:e2e_request_latency_seconds", model);

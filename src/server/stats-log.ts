@@ -10,7 +10,7 @@ export function statsLine(engine: EngineClient, prev: { prompt: number; cached: 
   const prompt = t.prompt_tokens - prev.prompt, cached = t.cached_tokens - prev.cached;
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
   return `Avg prompt throughput: ${(prompt / sec).toFixed(1)} tokens/s, Avg generation throughput: ${((t.generated_tokens - prev.gen) / sec).toFixed(1)} tokens/s, `
-    + `Running: ${s.busy} reqs, Waiting: ${s.queue} reqs, KV cache usage: ${pct(kvUsage(engine).share)}, `
+    + `Running: ${s.busy} reqs, Waiting: ${s.queue} reqs, KV cache usage: ${pct(kvUsage(engine, true).share)}, `
     + `Prefix cache hit rate: ${pct(prompt > 0 ? cached / prompt : 0)}${s.experts ? `, Expert cache hit rate: ${pct(s.experts.hitRate)}` : ""}`;
 }
 
