@@ -8,6 +8,7 @@ import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
 import { TokenVocab } from "../engine/grammar/vocab.ts";
 import { ModelError } from "./errors.ts";
+import { maxTokenBytes } from "./token-bound.ts";
 
 const utf8 = new TextEncoder();
 
@@ -43,6 +44,20 @@ export class TextCodec {
   /** Stop ids: the model's (config.json + generation_config.json) plus the tokenizer's eos token. */
   stopIds(modelStopIds: number[]): number[] {
     return this.eosId === null || modelStopIds.includes(this.eosId) ? modelStopIds : [...modelStopIds, this.eosId];
+  }
+
+  private mostBytes: number | null | undefined; // undefined: not computed yet
+
+  /** The most UTF-8 input bytes one token stands for (token-bound.ts), computed once; null: not provable for this tokenizer. */
+  get maxTokenBytes(): number | null {
+    if (this.mostBytes === undefined) this.mostBytes = maxTokenBytes(this.tokenizerJson);
+    return this.mostBytes;
+  }
+
+  /** A lower bound on encode(text).length without encoding: ceil(UTF-8 bytes / maxTokenBytes) (0 when there is no bound). */
+  minTokens(text: string): number {
+    const most = this.maxTokenBytes;
+    return most === null ? 0 : Math.ceil(Buffer.byteLength(text, "utf8") / most);
   }
 
   encode(text: string): number[] {

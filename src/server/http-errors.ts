@@ -39,8 +39,9 @@ export function fromWorker(code: ErrorCode, detail: string, promptField: string)
     }
     case "EMPTY_PROMPT": return apiError(400, `${promptField}: the prompt is empty (no tokens)`, promptField, "empty_prompt");
     case "CONTEXT_EXCEEDED": {
-      const [n, limit] = detail.split(" ");
-      return apiError(400, `${promptField}: the prompt has ${n} tokens; the context limit per slot is ${limit}`, promptField, "context_length_exceeded");
+      const [n, limit, bytes, most] = detail.split(" "); // bytes, most: refused by its length (prepare.ts), n is a lower bound
+      const has = bytes ? `at least ${n} tokens (${bytes} bytes, at most ${most} a token)` : `${n} tokens`;
+      return apiError(400, `${promptField}: the prompt has ${has}; the context limit per slot is ${limit}`, promptField, "context_length_exceeded");
     }
     case "SLOT_BUSY": return apiError(409, detail, "slot", "slot_busy");
     case "OVERLOADED": return apiError(429, `server overloaded: ${detail}`, null, "overloaded");

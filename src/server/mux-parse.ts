@@ -8,7 +8,8 @@
 // What is fatal (BAD_FRAME, the stream cannot resynchronise): an unknown command, a SUBMIT with fewer
 // than 7 fields or an unreadable `<bytes>` / `grammar=<bytes>`, a missing `\n` after a block, an
 // over-long header line, a stream that ends inside a frame. Every other bad field is a `reject`
-// (ERROR <id> BAD_REQUEST <field>) after its payload was read and discarded.
+// (ERROR <id> BAD_REQUEST <field>) after its payload was read and discarded. Also the reading of an `ids=1`
+// payload (parseIdList: one linear pass, the bad byte's offset named).
 
 export const MAX_PAYLOAD = 16 * 1024 * 1024;
 export const MAX_HEADER = 4096;
@@ -223,4 +224,34 @@ function submitFields(f: string[]): SubmitFrame {
   }
   if (fr.ids && fr.chat) throw new Reject("chat", "excludes ids=1");
   return fr;
+}
+
+const isSpace = (c: number): boolean => c === 32 || (c >= 9 && c <= 13); // ASCII whitespace
+
+function byteName(b: Uint8Array, i: number): string {
+  if (i >= b.length) return "the end";
+  const c = b[i];
+  return c >= 33 && c <= 126 ? JSON.stringify(String.fromCharCode(c)) : `0x${c.toString(16).padStart(2, "0")}`;
+}
+
+/**
+ * The token ids of an `ids=1` payload: decimal ids separated by commas, ASCII whitespace around each. One pass over
+ * the bytes (any size up to the frame limit); a bad payload gives a reason naming the offset of its first bad byte.
+ * Ids are not range-checked here (the worker refuses ids outside the vocabulary).
+ */
+export function parseIdList(b: Uint8Array): number[] | string {
+  const ids: number[] = [];
+  let i = 0;
+  for (;;) {
+    while (i < b.length && isSpace(b[i])) i++;
+    const start = i;
+    let v = 0;
+    while (i < b.length && b[i] >= 48 && b[i] <= 57) v = v * 10 + (b[i++] - 48);
+    if (i === start) return `ids=1 expects comma-separated token ids: byte ${i} is ${byteName(b, i)}, not a digit`;
+    ids.push(v);
+    while (i < b.length && isSpace(b[i])) i++;
+    if (i === b.length) return ids;
+    if (b[i] !== 44) return `ids=1 expects comma-separated token ids: byte ${i} is ${byteName(b, i)}, not ","`;
+    i++;
+  }
 }

@@ -5,7 +5,7 @@
 // whether the input has ended, and frames that arrived before READY could be sent (the model was loading).
 import type { EngineClient, Handle } from "./engine-client.ts";
 import { acceptFrame, dataFrame, doneFrame, errorFrame, readyFrame } from "./mux-frames.ts";
-import type { MuxEvent, SubmitFrame } from "./mux-parse.ts";
+import { parseIdList, type MuxEvent, type SubmitFrame } from "./mux-parse.ts";
 import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
 import { contentText, MessagesSchema } from "./schemas.ts";
 
@@ -133,15 +133,15 @@ export class MuxSession {
 
 /** The prompt of a SUBMIT payload, or a reason it is invalid. */
 function payloadPrompt(f: SubmitFrame): PromptSpec | string {
+  if (f.ids) {
+    const ids = parseIdList(f.payload);
+    return typeof ids === "string" ? ids : { kind: "ids", ids };
+  }
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(f.payload);
   } catch {
     return "not valid UTF-8";
-  }
-  if (f.ids) {
-    if (!/^\s*\d+\s*(,\s*\d+\s*)*$/.test(text)) return "ids=1 expects comma-separated token ids";
-    return { kind: "ids", ids: text.split(",").map((s) => Number(s.trim())) };
   }
   if (f.chat) {
     let v: unknown;

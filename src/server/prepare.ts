@@ -1,5 +1,9 @@
 // Turns a GenRequest's prompt into token ids in the worker (encode text, render the chat template,
 // check ids), and the checks every prompt must pass: not empty, shorter than the slot context.
+// A text is judged by its length before it is tokenized: B UTF-8 bytes are at least ceil(B / maxTokenBytes)
+// tokens (token-bound.ts), so a prompt that cannot fit is refused without the tokenizer's cost (CONTEXT_EXCEEDED
+// `<least> <ctx> <bytes> <maxTokenBytes>`: the last two words say it is a lower bound), and at most
+// ctx × maxTokenBytes bytes of one prompt are ever tokenized (with truncation too: longer ones are refused).
 // Also the logprob report of one sampled token. Pure functions of (request, codec, limits).
 import type { TextCodec } from "../model/tokenizer.ts";
 import type { ErrorCode, PromptSpec, TopLogprob } from "./protocol.ts";
@@ -16,21 +20,45 @@ function chatText(p: Extract<PromptSpec, { kind: "chat" }>, codec: TextCodec): s
   return text.slice(0, at + last.length);
 }
 
-/** The prompt's token ids as given or as the tokenizer (and the chat template) make them; ids are not checked here. */
-export function tokenIds(p: PromptSpec, codec: TextCodec): number[] {
-  return p.kind === "ids" ? p.ids : p.kind === "parts" ? p.parts.flatMap((t) => (typeof t === "number" ? [t] : codec.encode(t)))
-    : p.kind === "text" ? codec.encode(p.text) : codec.encode(chatText(p, codec));
+/** The prompt as the tokenizer sees it: ids and texts in turn (a chat: the text its template renders). */
+export function promptParts(p: PromptSpec, codec: TextCodec): readonly (number | string)[] {
+  return p.kind === "ids" ? p.ids : p.kind === "parts" ? p.parts : [p.kind === "text" ? p.text : chatText(p, codec)];
+}
+
+/** The fewest tokens `parts` can encode to, from their lengths alone: one per id, ceil(bytes / maxTokenBytes) per text. */
+export function leastTokens(parts: readonly (number | string)[], codec: TextCodec): { tokens: number; bytes: number } {
+  let tokens = 0, bytes = 0;
+  for (const t of parts) {
+    if (typeof t === "number") { tokens++; continue; }
+    tokens += codec.minTokens(t);
+    bytes += Buffer.byteLength(t, "utf8");
+  }
+  return { tokens, bytes };
+}
+
+/** The token ids of `parts` (texts through the tokenizer; ids are not checked here). */
+export function encodeParts(parts: readonly (number | string)[], codec: TextCodec): number[] {
+  return parts.length === 1 && typeof parts[0] === "string" ? codec.encode(parts[0]) : parts.flatMap((t) => (typeof t === "number" ? [t] : codec.encode(t)));
 }
 
 export function promptIds(p: PromptSpec, codec: TextCodec, vocab: number, ctx: number, truncate = 0): Prepared {
   let ids: number[];
+  const field = p.kind === "chat" ? "messages" : "prompt";
   try {
     const given = p.kind === "ids" ? p.ids : p.kind === "parts" ? p.parts : [];
     const bad = given.findIndex((t) => typeof t === "number" && (!Number.isInteger(t) || t < 0 || t >= vocab));
     if (bad >= 0) return { ok: false, code: "BAD_REQUEST", detail: `prompt token ${bad} (${given[bad]}) is outside [0, ${vocab})` };
-    ids = tokenIds(p, codec);
+    if (p.kind === "ids") ids = p.ids;
+    else {
+      const parts = promptParts(p, codec), least = leastTokens(parts, codec), most = codec.maxTokenBytes;
+      if (most !== null && truncate === 0 && least.tokens >= ctx)
+        return { ok: false, code: "CONTEXT_EXCEEDED", detail: `${least.tokens} ${ctx} ${least.bytes} ${most}` };
+      if (most !== null && truncate > 0 && least.tokens > ctx)
+        return { ok: false, code: "BAD_REQUEST", detail: `${field} has ${least.bytes} bytes (at least ${least.tokens} tokens, ${most} bytes a token at most): `
+          + `with truncate_prompt_tokens a prompt of at most ${ctx} × ${most} = ${ctx * most} bytes is tokenized` };
+      ids = encodeParts(parts, codec);
+    }
   } catch (e) {
-    const field = p.kind === "chat" ? "messages" : "prompt";
     return { ok: false, code: "BAD_REQUEST", detail: `${field} could not be tokenized: ${(e as Error).message}` };
   }
   if (truncate > 0 && ids.length > truncate) ids = ids.slice(ids.length - truncate); // its last `truncate` tokens

@@ -119,7 +119,7 @@ export interface Stats {
 
 /** A question for the worker's tokenizer (POST /tokenize, /detokenize), answered by a `reply`. */
 export type Call =
-  | { op: "tokenize"; prompt: PromptSpec; pieces: boolean; strs?: boolean }
+  | { op: "tokenize"; prompt: PromptSpec; pieces: boolean; strs?: boolean; limit?: number } // limit: tokens at most (a longer text is refused by its length)
   | { op: "detokenize"; ids: number[] }
   | { op: "template"; prompt: Extract<PromptSpec, { kind: "chat" }>; generationPrompt: boolean }
   | { op: "slot"; action: "save" | "restore" | "erase"; id: number; filename: string | null };

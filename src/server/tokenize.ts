@@ -3,13 +3,15 @@
 // lives in the engine worker, so the HTTP side asks it (EngineClient.call) between two scheduler steps and the
 // event loop never tokenizes. Text is encoded as a completion prompt is (no special tokens added); `messages` go
 // through the chat template as a chat request's would (the server's --chat-template-kwargs, the request's
-// chat_template_kwargs, continue_final_message). No state.
+// chat_template_kwargs, continue_final_message). A text is counted up to max_model_len (the context): one whose byte
+// length alone proves more tokens than that (prepare.ts leastTokens) is refused unread, so one call tokenizes at
+// most ctx × maxTokenBytes bytes in the worker. No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
 import type { Call, PromptSpec } from "./protocol.ts";
 import { MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
-import { tokenIds } from "./prepare.ts";
+import { encodeParts, leastTokens, promptParts } from "./prepare.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
@@ -42,8 +44,11 @@ export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec,
   }
   if (m.op === "template")
     return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking, kwargs: m.prompt.kwargs }) };
-  const p = m.prompt;
-  const ids = tokenIds(p, codec);
+  const parts = promptParts(m.prompt, codec), least = leastTokens(parts, codec);
+  if (m.limit !== undefined && least.tokens > m.limit)
+    throw new Error(`the text has ${least.bytes} bytes: at least ${least.tokens} tokens (${codec.maxTokenBytes} bytes a token at most), `
+      + `more than max_model_len ${m.limit}, the most /tokenize counts`);
+  const ids = encodeParts(parts, codec);
   return { ids, pieces: m.pieces ? ids.map((t) => codec.decode([t])) : undefined, strs: m.strs ? ids.map((t) => codec.tokenStr(t)) : undefined };
 }
 
@@ -57,7 +62,7 @@ export async function tokenize(req: Request, engine: EngineClient, o: RouteOptio
   if (b instanceof Response) return b;
   const prompt: PromptSpec = b.messages ? { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.templateKwargs),
     generationPrompt: b.add_generation_prompt ?? true, continueFinal: b.continue_final_message ?? false } : { kind: "text", text: (b.content ?? b.prompt)! };
-  const r = await engine.call({ op: "tokenize", prompt, pieces: !!b.with_pieces, strs: !!b.return_token_strs });
+  const r = await engine.call({ op: "tokenize", prompt, pieces: !!b.with_pieces, strs: !!b.return_token_strs, limit: engine.info!.ctx });
   if (!r.ok) return errorResponse(apiError(400, r.detail, b.messages ? "messages" : b.content != null ? "content" : "prompt", "invalid_value"));
   const { ids, pieces, strs } = r.value as { ids: number[]; pieces?: string[]; strs?: string[] };
   return Response.json({ tokens: pieces ? ids.map((id, i) => ({ id, piece: pieces[i] })) : ids, count: ids.length, max_model_len: engine.info!.ctx,

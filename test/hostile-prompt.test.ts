@@ -1,0 +1,144 @@
+// Hostile prompts (issue 29, item 3): a prompt too long for the context is refused by its byte length before the
+// tokenizer runs (completions, chat, truncate_prompt_tokens, /tokenize, mux text), so 8 MiB prompts answer 400 in
+// well under a second and leave other users' decoding alone; the bound it rests on (B bytes ≥ ceil(B / maxTokenBytes)
+// tokens) holds on the fixture's tokenizer and is refused (null) where it cannot be proved; mux `ids=` payloads are
+// read in one linear pass: a valid 4 MiB list is judged by the context, a bad one names its offset.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { loadTokenizer } from "../src/model/tokenizer.ts";
+import { maxTokenBytes } from "../src/model/token-bound.ts";
+import { parseIdList } from "../src/server/mux-parse.ts";
+import type { Server } from "../src/server/server.ts";
+import { TINY } from "./helpers/fixture.ts";
+import { muxOnce, startTiny } from "./server.helpers.ts";
+
+const BIG = "hello world ".repeat((8 << 20) / 12 - 100); // 8 MiB (less room for the JSON around it): ~5.6M tokens; tokenizing it took 17 s and +547 MB here
+const codec = loadTokenizer(TINY), json = JSON.parse(readFileSync(`${TINY}/tokenizer.json`, "utf8"));
+
+describe("the byte bound", () => {
+  test("no text of the fixture's tokenizer has fewer tokens than ceil(bytes / maxTokenBytes)", () => {
+    expect(codec.maxTokenBytes).toBe(18); // <|begin_of_image|>, an added token matched in text
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
+    const atoms = [" ", "  ", "\n", "\t", "hello", " world", "ünï", "✓", "😀", "1234567", "<|begin_of_image|>", "<|user|>", "----", "'s", "\r\n", "a"];
+    for (let k = 0; k < 300; k++) {
+      const t = Array.from({ length: 1 + rnd(60) }, () => atoms[rnd(atoms.length)].repeat(1 + rnd(k % 3 === 0 ? 40 : 2))).join("");
+      expect(codec.encode(t).length).toBeGreaterThanOrEqual(codec.minTokens(t));
+    }
+    expect(codec.minTokens("<|begin_of_image|>".repeat(100))).toBe(100); // tight where each token is the longest
+    expect(codec.encode("<|begin_of_image|>".repeat(100)).length).toBe(100);
+  });
+
+  test("tokenizers where the bound cannot be proved get none (null)", () => {
+    const variant = (f: (j: any) => void) => { const j = structuredClone(json); f(j); return maxTokenBytes(j); };
+    expect(variant(() => {})).toBe(18);
+    expect(variant((j) => { j.normalizer = { type: "Strip", strip_left: true, strip_right: true }; })).toBeNull(); // drops text
+    expect(variant((j) => { j.pre_tokenizer = { type: "WhitespaceSplit" }; })).toBeNull();
+    expect(variant((j) => { j.added_tokens[0].lstrip = true; })).toBeNull(); // swallows any run of spaces
+    expect(variant((j) => { delete j.model.vocab["Ġ"]; })).toBeNull(); // a byte with no token
+    expect(variant((j) => { j.model.type = "WordPiece"; })).toBeNull();
+  });
+
+  test("mux ids= payloads: one pass, valid up to any size, the bad byte's offset named", () => {
+    const ids = Array.from({ length: 1_100_000 }, (_, i) => i % 500), text = ids.join(" , ");
+    const bytes = new TextEncoder().encode(text), t0 = performance.now(), got = parseIdList(bytes);
+    expect(performance.now() - t0).toBeLessThan(500); // the old regex: 2.3 s, and false for this 4 MiB list
+    expect(got).toEqual(ids);
+    expect(parseIdList(new TextEncoder().encode(" 1,\t2 ,3\n"))).toEqual([1, 2, 3]);
+    expect(parseIdList(new TextEncoder().encode("1,2,x"))).toBe('ids=1 expects comma-separated token ids: byte 4 is "x", not a digit');
+    expect(parseIdList(new TextEncoder().encode("1,2,"))).toBe("ids=1 expects comma-separated token ids: byte 4 is the end, not a digit");
+    expect(parseIdList(new TextEncoder().encode("12 3"))).toBe('ids=1 expects comma-separated token ids: byte 3 is "3", not ","');
+    const bad = new TextEncoder().encode(text + ",7;8");
+    expect(parseIdList(bad)).toBe(`ids=1 expects comma-separated token ids: byte ${bad.length - 2} is ";", not ","`);
+  });
+});
+
+describe("a server with a 4096-token context", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 2 }); });
+  afterAll(async () => { await s.stop(); });
+  const bodies = new Map<unknown, string>(); // each body serialized once: the client's own JSON work is not timed
+  const timed = async (path: string, body: unknown) => {
+    if (!bodies.has(body)) bodies.set(body, JSON.stringify(body));
+    const t0 = performance.now(), r = await fetch(`${s.url}${path}`, { method: "POST", body: bodies.get(body)!, headers: { "content-type": "application/json" } });
+    const j = await r.json() as any;
+    return { status: r.status, j, ms: performance.now() - t0 };
+  };
+
+  const BIG_PROMPT = { prompt: BIG, max_tokens: 1 };
+  test("8 MiB prompts and chats: 400 context_length_exceeded without tokenizing (ms, not seconds)", async () => {
+    await timed("/v1/completions", BIG_PROMPT); // warm (JIT, the bound computed once)
+    for (const [path, body] of [["/v1/completions", BIG_PROMPT], ["/v1/chat/completions", { messages: [{ role: "user", content: BIG }], max_tokens: 1 }]] as const) {
+      const r = await timed(path, body);
+      expect(r.status).toBe(400);
+      expect(r.j.error.code).toBe("context_length_exceeded");
+      expect(r.j.error.message).toMatch(/^(prompt|messages): the prompt has at least \d+ tokens \(\d+ bytes, at most 18 a token\); the context limit per slot is 4096$/);
+      expect(r.ms).toBeLessThan(1500); // measured 100-300 ms (more on a loaded machine); before: 17 s
+    }
+    // a prompt that fits is still served, and one just past the context (not provable by its bytes) still refused exactly
+    expect((await timed("/v1/completions", { prompt: "hello world", max_tokens: 1 })).status).toBe(200);
+    const over = await timed("/v1/completions", { prompt: "hello world ".repeat(3000), max_tokens: 1 });
+    expect(over.j.error.message).toMatch(/^prompt: the prompt has \d+ tokens; the context limit per slot is 4096$/);
+  });
+
+  test("four 8 MiB prompts at once do not stall another user's stream or request", async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac.signal,
+      body: JSON.stringify({ prompt: "The", max_tokens: 3000, temperature: 0, stream: true, ignore_eos: true }) });
+    const rd = res.body!.getReader();
+    let last = performance.now(), gap = 0, chunks = 0, watch = false;
+    const reading = (async () => {
+      try { for (;;) { const { done } = await rd.read(); if (done) return; const now = performance.now(); if (watch) gap = Math.max(gap, now - last); last = now; chunks++; } } catch { /* aborted */ }
+    })();
+    while (chunks < 3) await Bun.sleep(5);
+    const rss0 = process.memoryUsage().rss;
+    watch = true;
+    const [small, ...big] = await Promise.all([timed("/v1/completions", { prompt: "hello", max_tokens: 2 }),
+      ...[0, 1, 2, 3].map(() => timed("/v1/completions", BIG_PROMPT))]);
+    const during = chunks;
+    await Bun.sleep(50);
+    watch = false;
+    ac.abort();
+    await reading;
+    expect(big.map((r) => r.status)).toEqual([400, 400, 400, 400]);
+    expect(small.status).toBe(200);
+    expect(small.ms).toBeLessThan(2000); // before: queued behind 4 × 17 s of tokenizing
+    expect(during).toBeGreaterThan(3);  // the stream went on meanwhile
+    expect(gap).toBeLessThan(3000);     // the HTTP thread reads the 32 MiB of JSON; before: 4 × 17 s
+    expect(process.memoryUsage().rss - rss0).toBeLessThan(600e6); // before: +547 MB in the tokenizer for each
+  });
+
+  test("truncate_prompt_tokens: long prompts within ctx × 18 bytes are cut exactly; longer ones refused unread", async () => {
+    const text = "hello world ".repeat(4000); // 48000 bytes ≤ 4096 × 18, 8000 tokens
+    const cut = await timed("/v1/completions", { prompt: text, max_tokens: 1, truncate_prompt_tokens: 8 });
+    expect(cut.status).toBe(200);
+    expect(cut.j.usage.prompt_tokens).toBe(8);
+    const r = await timed("/v1/completions", { ...BIG_PROMPT, truncate_prompt_tokens: 8 });
+    expect(r.status).toBe(400);
+    expect(r.j.error.message).toContain("with truncate_prompt_tokens a prompt of at most 4096 × 18 = 73728 bytes is tokenized");
+    expect(r.ms).toBeLessThan(1500);
+  });
+
+  test("/tokenize counts up to max_model_len; an 8 MiB text is refused naming its field, in ms", async () => {
+    const r = await timed("/tokenize", { content: BIG });
+    expect(r.status).toBe(400);
+    expect(r.j.error.param).toBe("content");
+    expect(r.j.error.message).toMatch(/^the text has \d+ bytes: at least \d+ tokens \(18 bytes a token at most\), more than max_model_len 4096/);
+    expect(r.ms).toBeLessThan(1500); // before: 20 s (200, 5.6M ids)
+    const ok = await timed("/tokenize", { prompt: "hello world ".repeat(3000) }); // past the context by count, not by bytes
+    expect(ok.status).toBe(200);
+    expect(ok.j.count).toBe(codec.encode("hello world ".repeat(3000)).length);
+  });
+
+  test("mux: an 8 MiB text payload and a valid 4 MiB ids= list are CONTEXT_EXCEEDED; a bad list names its offset", async () => {
+    const ids = Array.from({ length: 1_100_000 }, (_, i) => 20 + (i % 400)).join(",");
+    const sub = (id: number, p: string, keys = "") => `SUBMIT ${id} auto ${Buffer.byteLength(p)} 1 0 1${keys ? ` ${keys}` : ""}\n${p}\n`;
+    const t0 = performance.now();
+    const f = await muxOnce(s.url, sub(1, BIG.slice(0, 8_000_000)) + sub(2, ids, "ids=1") + sub(3, `${ids},x`, "ids=1"));
+    expect(performance.now() - t0).toBeLessThan(4000); // before: > 20 s (tokenizing), the lists 2.3 s each on the HTTP thread
+    const head = (id: number) => f.find((x) => x.words[0] === "ERROR" && x.words[1] === String(id))?.head;
+    expect(head(1)).toMatch(/^ERROR 1 CONTEXT_EXCEEDED \d+ 4096 8000000 18$/);
+    expect(head(2)).toBe("ERROR 2 CONTEXT_EXCEEDED 1100000 4096");
+    expect(head(3)).toBe(`ERROR 3 BAD_REQUEST payload ids=1 expects comma-separated token ids: byte ${ids.length + 1} is "x", not a digit`);
+  });
+});
