@@ -3,7 +3,7 @@
 // timeout, a headless Service, healthchecks), deploy/haproxy.cfg equal to what `hummingbird cluster` writes and
 // accepted by `haproxy -c` (skipped, saying so, without haproxy). Broken copies must fail each check.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import YAML from "yaml";
@@ -12,7 +12,7 @@ import { haproxyConfig } from "../src/cli/haproxy-config.ts";
 import { drainTimeoutOption } from "../src/cli/serve-flags.ts";
 
 const DEPLOY = resolve(import.meta.dir, "../deploy");
-const read = (f: string) => require("node:fs").readFileSync(join(DEPLOY, f), "utf8") as string;
+const read = (f: string) => readFileSync(join(DEPLOY, f), "utf8");
 const docs = (text: string) => YAML.parseAllDocuments(text, { merge: true }).map((d) => {
   if (d.errors.length) throw new Error(`YAML: ${d.errors[0].message}`);
   return d.toJS() as unknown;
@@ -53,7 +53,7 @@ const Compose = z.object({ services: z.record(z.string(), z.unknown()) });
 function lintKubernetes(text: string): string[] {
   const all = docs(text), out: string[] = [];
   const kind = (k: string) => all.find((d) => (d as { kind?: unknown } | null)?.kind === k);
-  const [d, s] = [kind("Deployment"), kind("Service")], dep = d && Deployment.safeParse(d), svc = s && Service.safeParse(s);
+  const d = kind("Deployment"), s = kind("Service"), dep = d === undefined ? undefined : Deployment.safeParse(d), svc = s === undefined ? undefined : Service.safeParse(s);
   if (!dep?.success) return [`Deployment: ${dep ? z.prettifyError(dep.error) : "missing"}`];
   if (!svc?.success) return [`Service: ${svc ? z.prettifyError(svc.error) : "missing"}`];
   const pod = dep.data.spec.template, c = pod.spec.containers[0], i = c.args.indexOf("--drain-timeout");
