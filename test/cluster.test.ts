@@ -23,7 +23,7 @@ describe.skipIf(!haproxyBin || !hasTiny)("cluster: 3 replicas behind HAProxy", (
   const fronts: { url: string; stop(): Promise<void> }[] = [];
   const byServer = new Map<string, string[]>(); // replica name (r1..r3) → session keys affinity sent there
 
-  beforeAll(async () => { replicas = await Promise.all([0, 0, 0].map(() => startReplica())); });
+  beforeAll(async () => { replicas = await Promise.all([0, 0, 0].map(() => startReplica())); }, 120000); // (libhb may be built first)
   afterAll(async () => {
     for (const f of fronts) await f.stop();
     for (const r of replicas) r.p.kill("SIGKILL");

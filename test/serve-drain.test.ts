@@ -46,7 +46,7 @@ describe.skipIf(!hasTiny)("serve: drain on SIGTERM", () => {
 
 describe.skipIf(!hasTiny)("serve: the session key mirrored for balancers", () => {
   let s: Server;
-  beforeAll(async () => { s = await startTiny({ slots: 2 }); });
+  beforeAll(async () => { s = await startTiny({ slots: 2 }); }, 60000);
   afterAll(async () => { await s.stop(); });
   const ask = async (body: object, headers: Record<string, string> = {}) =>
     (await post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 1, ...body }, headers)).headers.get("x-session-id");
