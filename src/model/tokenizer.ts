@@ -104,14 +104,17 @@ export class TextCodec {
     try { return utf8.encode(this.decode([id], skipSpecial)); } catch { return new Uint8Array(0); }
   }
 
-  /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`; `tools` as OpenAI sends them;
+  /** Render the chat template (GLM: `enable_thinking: false` adds `<think></think>`; left undefined unless given, so the
+   *  template's own default holds; `tools` as OpenAI sends them;
    *  `kwargs`: more template variables, as chat_template_kwargs gives them). */
   chat(messages: ChatMessage[], opts: { enableThinking?: boolean; addGenerationPrompt?: boolean; tools?: unknown[]; kwargs?: Record<string, unknown> } = {}): string {
     if (!this.template) throw new ModelError("no chat template", { file: "tokenizer_config.json", field: "chat_template" });
-    return this.template.render({
-      ...opts.kwargs, messages, add_generation_prompt: opts.addGenerationPrompt ?? true, enable_thinking: opts.enableThinking ?? false,
+    const items = {
+      ...opts.kwargs, messages, add_generation_prompt: opts.addGenerationPrompt ?? true,
+      ...(opts.enableThinking !== undefined ? { enable_thinking: opts.enableThinking } : {}),
       ...(opts.tools?.length ? { tools: opts.tools } : {}),
-    });
+    };
+    return this.template.render(items);
   }
 
   /**

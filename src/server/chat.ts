@@ -1,6 +1,6 @@
 // POST /v1/chat/completions: validates the body, renders the chat template in the worker, and answers
-// as one chat.completion or as SSE chat.completion.chunk's. Thinking: with
-// `chat_template_kwargs.enable_thinking: true` the text between <think> and </think> (or from the start
+// as one chat.completion or as SSE chat.completion.chunk's. Thinking: with `chat_template_kwargs.enable_thinking`
+// true (or not given and the template thinks: job.ts thinkingOf) the text between <think> and </think> (or from the start
 // when the prompt ends with <think>) goes to `reasoning_content` (and `reasoning`, vLLM's newer name); otherwise think
 // tags are dropped. An assistant turn's reasoning sent back (either name) reaches the template as `reasoning_content`.
 // `response_format` json_object / json_schema and `grammar` (GBNF) constrain the answer: with thinking on, from the
@@ -71,7 +71,7 @@ class ChatChoice implements ChoiceView {
   plp: ReturnType<typeof promptLogprobs> | undefined;
 
   /** ids: return_token_ids (null: not asked) */
-  constructor(thinking: boolean, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean, private readonly pk?: number, single = false,
+  constructor(thinking: boolean | undefined, tools: Tool[], choice: ToolChoice, private readonly wantLp: boolean, private readonly pk?: number, single = false,
     readonly ids: TokenIds | null = null) {
     this.reply = new ReplySplit(thinking, tools, choice, single);
   }
@@ -136,7 +136,7 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
   const id = responseId("chatcmpl"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
   const base = { id, created, model, system_fingerprint: o.fingerprint };
   const gen = runs[0].gen;
-  const views = runs.map((run) => new ChatChoice(gen.prompt.kind === "chat" && gen.prompt.enableThinking, toolsOf(data), data.tool_choice ?? "auto",
+  const views = runs.map((run) => new ChatChoice(gen.prompt.kind === "chat" ? gen.prompt.enableThinking : false, toolsOf(data), data.tool_choice ?? "auto",
     gen.logprobs !== undefined, gen.prompt_logprobs, data.parallel_tool_calls === false, gen.return_ids ? new TokenIds(run.first) : null));
   const promptIds = views[0].ids ? { prompt_token_ids: views[0].ids.prompt } : {}; // (vLLM's: the request's, beside the choices)
 

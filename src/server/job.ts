@@ -25,6 +25,7 @@ export interface Job {
   sampler: Sampler; detok: Detok;
   pen: Penalties | null;    // penalties / logit_bias (null: none asked)
   grammar: GrammarState | null;  // kept at the state after the last emitted token
+  thinking: boolean;        // a chat prompt's thinking (thinkingOf)
   gate: "maybe" | "think" | "grammar"; // a grammar's phase: the first token may open <think>, inside it, in force
   state: "queued" | "prefill" | "decode";
   slot: Slot | null;
@@ -63,6 +64,15 @@ function openThink(ids: number[], t: ThinkIds): boolean {
   return false;
 }
 
+/** whether a chat prompt thinks: as asked (enable_thinking), else as its template rendered it: on for a model with think
+ *  tags unless the prompt ends in a closed <think></think> (GLM's templates, asked nothing, think) */
+function thinkingOf(req: GenRequest, ids: number[], t: ThinkIds): boolean {
+  if (req.prompt.kind !== "chat") return false;
+  if (req.prompt.enableThinking !== undefined) return req.prompt.enableThinking;
+  const n = ids.length;
+  return t.open >= 0 && t.close >= 0 && !(ids[n - 1] === t.close && ids[n - 2] === t.open);
+}
+
 export class JobMaker {
   readonly stopIds: Set<number>;
   readonly think: ThinkIds;
@@ -95,7 +105,7 @@ export class JobMaker {
       typical_p: req.typical_p, xtc_probability: req.xtc_probability, xtc_threshold: req.xtc_threshold,
       mirostat: req.mirostat, mirostat_tau: req.mirostat_tau, mirostat_eta: req.mirostat_eta, temperature_last: req.temperature_last,
       top_n_sigma: req.top_n_sigma, dynatemp_range: req.dynatemp_range, dynatemp_exponent: req.dynatemp_exponent });
-    const t = this.think;
+    const t = this.think, thinking = thinkingOf(req, ids, t);
     return {
       rid, req, ids, limit: Math.min(req.max_tokens ?? this.o.maxTokens ?? Infinity, this.o.ctx - ids.length), sampler,
       detok: new Detok(this.codec, req.stop, t, req.keepSpecial, req.min_tokens ?? 0), grammar,
@@ -108,8 +118,7 @@ export class JobMaker {
       bad: req.bad_words?.length ? badWordIds(req.bad_words, (x) => this.codec.encode(x)) : null, out: [],
       budget: this.budgetFor(req.think_budget ?? this.o.thinkBudget ?? -1, ids),
       pool: req.embed ? new Pooler(this.m, req.embed.pooling, ids.length) : null,
-      gate: !grammar || t.open < 0 || t.close < 0 ? "grammar" : openThink(ids, t) ? "think"
-        : req.prompt.kind === "chat" && req.prompt.enableThinking ? "maybe" : "grammar",
+      thinking, gate: !grammar || t.open < 0 || t.close < 0 ? "grammar" : openThink(ids, t) ? "think" : thinking ? "maybe" : "grammar",
     };
   }
 

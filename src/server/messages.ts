@@ -133,7 +133,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   if (grammar && "status" in grammar) return errorResponse(grammar);
   const gen = toGen(b, grammar, defaultsOf(engine, o)), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "messages")); }
-  const id = responseId("msg"), model = engine.info!.model, thinking = gen.prompt.kind === "chat" && gen.prompt.enableThinking;
+  const id = responseId("msg"), model = engine.info!.model, thinking = gen.prompt.kind === "chat" ? gen.prompt.enableThinking : false;
   const { tools, choice, single } = toolsOf(b), reply = new ReplySplit(thinking, tools, choice, single);
   // blocks in order of appearance: [kind, text]; a kind change (or a call) opens the next block
   const blocks: (["thinking" | "text", string] | ["tool_use", ToolCall])[] = [];

@@ -12,7 +12,8 @@ export type PromptSpec =
   | { kind: "text"; text: string }
   | { kind: "ids"; ids: number[] }
   | { kind: "parts"; parts: (number | string)[] } // llama-server's mixed prompt: token ids and texts (tokenized) in turn
-  | { kind: "chat"; messages: ChatMessage[]; enableThinking: boolean; tools?: unknown[]; generationPrompt?: boolean; continueFinal?: boolean;
+  // enableThinking absent: the template decides (its enable_thinking left undefined; on unless it closes <think></think>)
+  | { kind: "chat"; messages: ChatMessage[]; enableThinking?: boolean; tools?: unknown[]; generationPrompt?: boolean; continueFinal?: boolean;
       kwargs?: Record<string, unknown> }; // more chat template variables (chat_template_kwargs but enable_thinking)
 
 export interface GenRequest {
@@ -134,7 +135,8 @@ export type ToWorker =
 /** Events of one request, in order: queued?, accept, tok*, then exactly one done or error. */
 export type ReqEvent =
   | { t: "queued"; rid: number; prompt_tokens: number; ids?: number[] } // ids: with return_ids
-  | { t: "accept"; rid: number; slot: number; prompt_tokens: number; cached_tokens: number; think: boolean }
+  | { t: "accept"; rid: number; slot: number; prompt_tokens: number; cached_tokens: number; think: boolean;
+      thinking: boolean } // think: the prompt ends inside <think>; thinking: a chat reply's think split is on (asked, or the template's)
   | {
     t: "tok"; rid: number; id: number; text: string;
     bytes: Uint8Array;                         // this token's bytes of the literal stream (mux DATA; see detok.ts)

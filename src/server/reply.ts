@@ -21,13 +21,19 @@ export interface ReplySink {
 export class ReplySplit {
   private think: ThinkSplit;
   private readonly tools: ToolOutput;
-  /** single: one tool call at most (parallel_tool_calls false) */
-  constructor(readonly thinking: boolean, tools: Tool[], choice: ToolChoice, single = false) {
-    this.think = new ThinkSplit(thinking, false);
+  /** thinking: as asked (undefined: the template decides; known once accepted); single: one tool call at most
+   *  (parallel_tool_calls false) */
+  thinking: boolean;
+  constructor(thinking: boolean | undefined, tools: Tool[], choice: ToolChoice, single = false) {
+    this.thinking = thinking ?? false;
+    this.think = new ThinkSplit(this.thinking, false);
     this.tools = new ToolOutput(tools, choice, single);
   }
-  /** the request was accepted: its prompt may end inside a think block */
-  accept(e: Extract<ReqEvent, { t: "accept" }>): void { this.think = new ThinkSplit(this.thinking, e.think); }
+  /** the request was accepted: whether it thinks (the worker's say), and its prompt may end inside a think block */
+  accept(e: Extract<ReqEvent, { t: "accept" }>): void {
+    this.thinking = e.thinking;
+    this.think = new ThinkSplit(this.thinking, e.think);
+  }
   /** one token's text (before its think mark, if any), or the last text at the end (cut: a "length" end): its parts and
    *  the calls it completed */
   take(text: string, mark: "think" | "/think" | undefined, end: boolean, cut = false): ReplyParts {

@@ -127,7 +127,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   const gen = toGen(b, grammar, defaultsOf(engine, o), history), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }
   const id = responseId("resp"), created = Math.floor(Date.now() / 1000), model = engine.info!.model;
-  const reply = new ReplySplit(gen.prompt.kind === "chat" && gen.prompt.enableThinking, tools, choice, b.parallel_tool_calls === false);
+  const reply = new ReplySplit(gen.prompt.kind === "chat" ? gen.prompt.enableThinking : false, tools, choice, b.parallel_tool_calls === false);
   let seq = 0;
   // output items in order of appearance: reasoning, message text, function calls (a text item opened by its first text)
   type Out = { kind: "reasoning" | "message"; id: string; text: string } | { kind: "function_call"; id: string; call: ToolCall };

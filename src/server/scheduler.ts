@@ -382,7 +382,7 @@ export class Scheduler {
     j.cached = reuse;
     j.tAdmit = performance.now();
     const think = j.ids[j.ids.length - 1] === this.think.open;
-    this.emit({ t: "accept", rid: j.rid, slot: s.id, prompt_tokens: j.ids.length, cached_tokens: reuse, think });
+    this.emit({ t: "accept", rid: j.rid, slot: s.id, prompt_tokens: j.ids.length, cached_tokens: reuse, think, thinking: j.thinking });
   }
 
   private finish(j: Job, reason: FinishReason): void {

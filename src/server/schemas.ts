@@ -145,10 +145,11 @@ export const MessagesSchema = z.array(ChatMessageSchema).min(1, "messages must n
 /** chat_template_kwargs: template variables (vLLM passes them all to the template); enable_thinking also splits the
  *  reply into reasoning_content and content */
 export const TemplateKwargs = nullish(z.looseObject({ enable_thinking: nullish(z.boolean()) }));
-/** a request's template variables over the server's (--chat-template-kwargs) as PromptSpec fields */
-export function templateOf(kw: Record<string, unknown> | null | undefined, defaults: Record<string, unknown> = {}): { enableThinking: boolean; kwargs?: Record<string, unknown> } {
+/** a request's template variables over the server's (--chat-template-kwargs) as PromptSpec fields (enable_thinking given
+ *  by neither: the template decides, as vLLM and llama-server leave it) */
+export function templateOf(kw: Record<string, unknown> | null | undefined, defaults: Record<string, unknown> = {}): { enableThinking?: boolean; kwargs?: Record<string, unknown> } {
   const { enable_thinking, ...rest } = { ...defaults, ...Object.fromEntries(Object.entries(kw ?? {}).filter(([, v]) => v !== null && v !== undefined)) };
-  return { enableThinking: enable_thinking === true, ...(Object.keys(rest).length ? { kwargs: rest } : {}) };
+  return { ...(typeof enable_thinking === "boolean" ? { enableThinking: enable_thinking } : {}), ...(Object.keys(rest).length ? { kwargs: rest } : {}) };
 }
 
 export const ChatRequest = z.object({
