@@ -75,6 +75,27 @@ export class RecordLayout {
     }
     if (sh.hidden_rows && hidden) fn(bytes(hidden, t * D, D));
   }
+
+  /** Where the first NaN/Inf of positions [0, n) lies ("layer 3 kv row 17"), or null: every value (f16 halves, q8
+   *  block scales) finite */
+  nonFinite(kv: KvRows[], ik: (Float32Array | null)[], hidden: Float32Array | null, n: number): string | null {
+    const { row, sh } = this, W = sh.kv_lora_rank + sh.qk_rope_head_dim;
+    const f32 = (a: Float32Array, w: number) => { for (let i = 0; i < n * w; i++) if (a[i] - a[i] !== 0) return Math.floor(i / w); return -1; };
+    for (let l = 0; l < sh.num_hidden_layers; l++) {
+      const a = kv[l];
+      let t = -1;
+      if (a instanceof Float32Array) t = f32(a, row);
+      else if (a instanceof Uint16Array) { for (let i = 0; i < n * row && t < 0; i++) if ((a[i] & 0x7c00) === 0x7c00) t = Math.floor(i / row); }
+      else {
+        const dv = new DataView(a.buffer, a.byteOffset, a.byteLength);
+        for (let r = 0; r < n && t < 0; r++) for (let j = W; j < row; j += 4) { const x = dv.getFloat32(r * row + j, true); if (x - x !== 0) { t = r; break; } }
+      }
+      if (t >= 0) return `layer ${l} kv row ${t}`;
+      if (this.indexed.has(l) && (t = f32(ik[l]!, sh.index_head_dim)) >= 0) return `layer ${l} indexer key row ${t}`;
+    }
+    const t = sh.hidden_rows && hidden ? f32(hidden, sh.hidden_size) : -1;
+    return t >= 0 ? `hidden row ${t}` : null;
+  }
 }
 
 /** A fresh header page (count 0) for `sh`. */

@@ -8,11 +8,16 @@
 // complete records; bytes past it are ignored (and cut when the file is reopened). Shrinking
 // (truncate/prefix change) writes the smaller count first. Records within the count are checked
 // by CRC; a bad one ends the load there.
-import { closeSync, existsSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, renameSync, writeSync } from "node:fs";
+// Slot files of the server (slot-files.ts) are whole files instead: `writeWhole` writes the header with its final
+// count and every record into a fresh file the caller renames into place, and `restore` reads one strictly —
+// read-only, nothing repaired; the count is checked against the context and the file's size before any record is
+// read, tokens against the vocabulary, and a CRC mismatch or a NaN/Inf row refuses the file.
+import { closeSync, existsSync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { ForwardOpts } from "./forward.ts";
 import { checkHeader, encodeHeader, HEADER, modelShape, RECORD, RecordLayout, type Shape } from "./kvfile-format.ts";
 import { newKV, type Model } from "./model.ts";
+import { ModelError } from "../model/errors.ts";
 import type { KvDtype } from "./hb.ts";
 import { Session } from "./session.ts";
 
@@ -25,6 +30,8 @@ export interface KvFileOpts {
   /** the cache dtype the records hold (the sessions' KVCache.dtype; default f32) */ dtype?: KvDtype;
 }
 
+const bad = (file: string, detail: string, field?: string) => new ModelError(detail, { file, ...(field ? { field } : {}) });
+
 export class KvFile {
   /** tokens of the committed records */
   readonly tokens: number[] = [];
@@ -32,8 +39,11 @@ export class KvFile {
   private readonly shape: Shape;
   private readonly rec: RecordLayout;
   private readonly durable: boolean;
+  /** restore's bound on the records (the context), read-only and strict; null: a `generate --state` file, repaired */
+  private readonly maxCount: number | null = null;
 
-  private constructor(readonly path: string, private fd: number, readonly m: Model, o: KvFileOpts) {
+  private constructor(readonly path: string, private fd: number, readonly m: Model, o: KvFileOpts, maxCount: number | null = null) {
+    this.maxCount = maxCount;
     this.shape = modelShape(m, o.dtype);
     this.rec = new RecordLayout(this.shape);
     this.recordBytes = this.rec.bytes;
@@ -61,6 +71,33 @@ export class KvFile {
     }
   }
 
+  /** A slot file to restore, opened read-only by the caller (`fd`, owned from here on; `label` names it in errors):
+   *  refused unless its header matches m, it claims at most `maxCount` records, exactly as many as its size holds,
+   *  and its tokens are inside the vocabulary. */
+  static restore(fd: number, label: string, m: Model, maxCount: number, o: KvFileOpts = {}): KvFile {
+    try {
+      const f = new KvFile(label, fd, m, o, maxCount);
+      f.readHeader();
+      return f;
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  }
+
+  /** Write s's whole history as a slot file into the empty file `fd` (header with the final count, then the
+   *  records, fdatasync'd); the caller closes it and renames it into place. Returns the records written. */
+  static writeWhole(fd: number, label: string, m: Model, s: Session, o: KvFileOpts = {}): number {
+    const f = new KvFile(label, fd, m, o), T = s.tokens.length;
+    const head = encodeHeader(label, f.shape, f.recordBytes);
+    new DataView(head.buffer).setBigUint64(HEADER.count, BigInt(T), true);
+    writeSync(fd, head, 0, head.length, 0);
+    const body = f.encode(s, 0);
+    writeSync(fd, body, 0, body.length, HEADER.bytes);
+    fsyncSync(fd);
+    return T;
+  }
+
   close(): void {
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
@@ -77,6 +114,7 @@ export class KvFile {
     const b = new Uint8Array(HEADER.bytes);
     const got = readSync(this.fd, b, 0, HEADER.bytes, 0);
     const count = checkHeader(b, got, this.path, this.shape, this.recordBytes, this.m.dir);
+    if (this.maxCount !== null) return this.readStrict(count, size);
     // only complete records count; an uncommitted tail (killed before the count was written) is cut
     const n = Math.min(count, Math.floor((size - HEADER.bytes) / this.recordBytes));
     const tok = new Uint8Array(4), tv = new DataView(tok.buffer);
@@ -88,11 +126,40 @@ export class KvFile {
     if (size > HEADER.bytes + n * this.recordBytes) ftruncateSync(this.fd, HEADER.bytes + n * this.recordBytes);
   }
 
+  /** restore's header checks, all before the records are read (a sparse file of any size is refused at once) */
+  private readStrict(count: number, size: number): void {
+    const R = this.recordBytes, V = this.m.cfg.vocab_size;
+    if (count > this.maxCount!) throw bad(this.path, `claims ${count} records, more than the context of ${this.maxCount}`, "count");
+    if (HEADER.bytes + count * R !== size) throw bad(this.path, `claims ${count} records of ${R} bytes (${HEADER.bytes + count * R} bytes with the header), the file holds ${size}`, "count");
+    const b = new Uint8Array(4), dv = new DataView(b.buffer);
+    for (let i = 0; i < count; i++) { // (at most the context's reads of 4 bytes)
+      readSync(this.fd, b, 0, 4, HEADER.bytes + i * R + RECORD.token);
+      const t = dv.getUint32(0, true);
+      if (t >= V) throw bad(this.path, `record ${i}: token ${t} is outside the vocabulary of ${V}`, "token");
+      this.tokens.push(t);
+    }
+  }
+
   private writeCount(n: number): void {
     const b = new Uint8Array(8);
     new DataView(b.buffer).setBigUint64(0, BigInt(n), true);
     writeSync(this.fd, b, 0, 8, HEADER.count);
     if (this.durable) fdatasyncSync(this.fd);
+  }
+
+  /** The records of s's positions [n, T) */
+  private encode(s: Session, n: number): Uint8Array {
+    const T = s.tokens.length, R = this.recordBytes, hidden = this.shape.hidden_rows ? s.hidden : null;
+    if (s.kv.dtype !== this.shape.kv_dtype) throw new Error(`${this.path}: holds ${this.shape.kv_dtype} rows, the session's cache is ${s.kv.dtype}`);
+    const buf = new Uint8Array((T - n) * R), dv = new DataView(buf.buffer);
+    for (let t = n; t < T; t++) {
+      const o = (t - n) * R;
+      let fo = o + RECORD.payload;
+      this.rec.rows(s.kv.kv, s.kv.ik, hidden, t, (b) => { buf.set(b, fo); fo += b.length; });
+      dv.setUint32(o + RECORD.token, s.tokens[t], true);
+      dv.setUint32(o + RECORD.crc, Bun.hash.crc32(buf.subarray(o + RECORD.payload, o + R)), true);
+    }
+    return buf;
   }
 
   /**
@@ -107,17 +174,8 @@ export class KvFile {
     while (n < lim && this.tokens[n] === s.tokens[n]) n++;
     if (n < this.tokens.length) { this.writeCount(n); this.tokens.length = n; }
     if (T === n) return 0;
-    const R = this.recordBytes, hidden = this.shape.hidden_rows ? s.hidden : null;
-    if (s.kv.dtype !== this.shape.kv_dtype) throw new Error(`${this.path}: holds ${this.shape.kv_dtype} rows, the session's cache is ${s.kv.dtype}`);
-    const buf = new Uint8Array((T - n) * R), dv = new DataView(buf.buffer);
-    for (let t = n; t < T; t++) {
-      const o = (t - n) * R;
-      let fo = o + RECORD.payload;
-      this.rec.rows(s.kv.kv, s.kv.ik, hidden, t, (b) => { buf.set(b, fo); fo += b.length; });
-      dv.setUint32(o + RECORD.token, s.tokens[t], true);
-      dv.setUint32(o + RECORD.crc, Bun.hash.crc32(buf.subarray(o + RECORD.payload, o + R)), true);
-    }
-    writeSync(this.fd, buf, 0, buf.length, HEADER.bytes + n * R);
+    const buf = this.encode(s, n);
+    writeSync(this.fd, buf, 0, buf.length, HEADER.bytes + n * this.recordBytes);
     if (this.durable) fdatasyncSync(this.fd);
     this.writeCount(T);
     for (let t = n; t < T; t++) this.tokens.push(s.tokens[t]);
@@ -159,6 +217,10 @@ export class KvFile {
         let fo = o + RECORD.payload;
         this.rec.rows(s.kv.kv, s.kv.ik, hidden, t, (b) => { b.set(buf.subarray(fo, fo + b.length)); fo += b.length; });
       }
+    }
+    if (this.maxCount !== null) { // restore: a damaged or non-finite file is refused, the slot left empty
+      const where = ok < N ? `record ${ok} fails its CRC` : this.rec.nonFinite(s.kv.kv, s.kv.ik, hidden, N);
+      if (where) { s.kv.truncate(0); throw bad(this.path, `${where}: refused`, "records"); }
     }
     if (ok < N) { this.writeCount(ok); this.tokens.length = ok; }
     s.kv.len = ok;

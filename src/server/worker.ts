@@ -23,6 +23,7 @@ let codec: TextCodec | null = null;
 let vocab = 0;
 let model: Model | null = null;
 let slotSavePath: string | undefined;
+let slotCtx = 0; // the slots' context: a restored file holds at most this many records
 let store: ExpertStore | null = null;
 let running = false;
 let lastStats = 0;
@@ -70,6 +71,7 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     codec = loadTokenizer(o.dir, o.chatTemplate);
     vocab = m.cfg.vocab_size;
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
+    slotCtx = ctx;
     const log = (s: string) => console.error(s);
     const small = (o.kvDtype ?? "f32") !== "f32";
     store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvDtype: o.kvDtype,
@@ -97,7 +99,7 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
     try {
       if (!codec || !sched || !model) throw new Error("the model is not loaded");
       const c = msg.call;
-      const value = c.op === "slot" ? slotCall(c, model, sched.slots.map((s) => ({ sess: s.sess, busy: s.job !== null })), slotSavePath)
+      const value = c.op === "slot" ? slotCall(c, model, sched.slots.map((s) => ({ sess: s.sess, busy: s.job !== null })), slotSavePath, slotCtx)
         : tokenizeCall(c, codec, vocab);
       if (c.op === "slot") postStats(true); // /slots shows the slot's new length by the time the reply arrives
       post({ t: "reply", rid: msg.rid, ok: true, value });
