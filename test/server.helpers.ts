@@ -30,7 +30,8 @@ export const TOOL_TURNS_TEMPLATE = "{%- for t in tools or [] -%}[tool {{ t.funct
   + "{%- if m.tool_call_id -%}(for {{ m.tool_call_id }}){%- endif -%}{%- endfor -%}<assistant>";
 
 export async function startTiny(o: Partial<ServeOptions> = {}): Promise<Server> {
-  const s = startServer({ dir: TINY, slots: 4, port: 0, host: "127.0.0.1", ...o });
+  // (any model name: the suites name models freely; serve's default refusal is hostile-http's)
+  const s = startServer({ dir: TINY, slots: 4, port: 0, host: "127.0.0.1", acceptAnyModel: true, ...o });
   await s.engine.ready;
   return s;
 }

@@ -133,3 +133,30 @@ export function drainTimeoutOption(s: string | undefined, help: string): number 
   if (n > 3600) throw new UsageError("--drain-timeout must be ≤ 3600 seconds", help);
   return n;
 }
+
+/** the flags of connectionOptions */
+export const connectionFlags = { timeout: { type: "string" }, "max-connections": { type: "string" }, "allowed-hosts": { type: "string" },
+  "accept-any-model": { type: "boolean" } } as const;
+/** --timeout S (≥ 1; idle connections: at most 255 s, Bun's limit), --max-connections N (≥ 1), --allowed-hosts NAME,…|*
+ *  (host names or addresses, no scheme or port) and --accept-any-model, as startServer's options */
+export function connectionOptions(v: Record<string, string | boolean | undefined>, help: string):
+  { timeout?: number; maxConnections?: number; allowedHosts?: string[]; acceptAnyModel?: boolean } {
+  const out: { timeout?: number; maxConnections?: number; allowedHosts?: string[]; acceptAnyModel?: boolean } = {};
+  if (typeof v.timeout === "string") {
+    out.timeout = intOption(v.timeout, "timeout", help);
+    if (out.timeout < 1) throw new UsageError("--timeout must be ≥ 1 second", help);
+  }
+  if (typeof v["max-connections"] === "string") {
+    out.maxConnections = intOption(v["max-connections"], "max-connections", help);
+    if (out.maxConnections < 1) throw new UsageError("--max-connections must be ≥ 1", help);
+  }
+  if (typeof v["allowed-hosts"] === "string") {
+    const list = v["allowed-hosts"].split(",").map((x) => x.trim().toLowerCase()).filter(Boolean);
+    if (list.length === 0) throw new UsageError("--allowed-hosts needs at least one host name (or *)", help);
+    const bad = list.find((h) => h !== "*" && !/^(\[[0-9a-f:.]+\]|[0-9a-f:]*:[0-9a-f:.]*|[a-z0-9_.-]+)$/.test(h));
+    if (bad !== undefined) throw new UsageError(`--allowed-hosts: ${JSON.stringify(bad)} is not a host name or address (no scheme, no port)`, help);
+    out.allowedHosts = list;
+  }
+  if (v["accept-any-model"]) out.acceptAnyModel = true;
+  return out;
+}

@@ -5,7 +5,7 @@ import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index
 import { DEVICE_HELP, deviceFlags, deviceOptions } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { apiKeyOption, cacheRamOption, corsOption, drainTimeoutOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
+import { apiKeyOption, cacheRamOption, connectionFlags, connectionOptions, corsOption, drainTimeoutOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
@@ -23,6 +23,7 @@ const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [-
                          [--chat-template-kwargs JSON] [--generation-config auto|vllm] [--kv-cache-dtype f32|f16|q8]
                          [--pooling last|mean|cls|none] [--ssl-keyfile F --ssl-certfile F] [--temp T] [--top-p P] [--top-k K]
                          [--min-p P] [--repeat-penalty R] [--override-generation-config JSON] [--drain-timeout S]
+                         [--timeout S] [--max-connections N] [--allowed-hosts H[,H…]|*] [--accept-any-model]
                          [expert and device options below]
 
 Serve a model: OpenAI-compatible HTTP (POST /v1/chat/completions, /v1/completions, /v1/embeddings, GET /v1/models,
@@ -97,6 +98,20 @@ options:
 ${REASONING_HELP}
 ${KV_HELP}
 ${LAUNCH_HELP}
+  --timeout S      seconds a silent client keeps its connection: between requests on a kept-alive connection,
+                   and while its request body stalls (default 10; vLLM keeps idle connections 5 s, llama-server's
+                   --timeout is a 600 s read timeout; above 255, Bun's limit, idle connections get 255). Never while
+                   the server works: a quiet prefill, a long generation or a stream is not cut. A connection that
+                   sends no complete request head within ~10 s is closed regardless
+  --max-connections N  requests in progress at once (streams and mux sessions included; default 1024): beyond,
+                   503 {"code": "too_many_connections"} and the connection is closed
+  --allowed-hosts H  the Host headers answered besides the bound address and localhost (comma-separated names or
+                   addresses; * = any). Default: any when bound to 0.0.0.0 / :: (as vLLM), else only those: a page
+                   on another site reaching this port by DNS rebinding gets 403. POST bodies must be
+                   Content-Type: application/json (415 otherwise; /v1/mux: any non-form type, e.g.
+                   application/octet-stream), so cross-site forms cannot use the API without a key
+  --accept-any-model  requests may name any \`model\` (default: a name other than the served id, --alias, or the
+                   model directory is refused with 404 model_not_found, as vLLM does)
   --drain-timeout S  on SIGTERM (or SIGINT) drain first: new requests get 503 with Retry-After, /health 503
                    {"status":"draining"} (balancers take the replica out), running requests and streams finish for
                    up to S seconds (default 30), then exit 0; a second signal exits at once (docs/serving.md)
@@ -138,7 +153,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "disable-log-stats": { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, "drain-timeout": { type: "string" }, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, "drain-timeout": { type: "string" }, ...connectionFlags, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -205,7 +220,7 @@ async function run(argv: string[]): Promise<number> {
     generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
     pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling: samplingOption(v, help),
     schedulingPolicy: v["scheduling-policy"] === undefined ? undefined : choice(v["scheduling-policy"], "scheduling-policy", ["fcfs", "priority"] as const, help),
-    cors: corsOption(v.cors, help), ui, log: requestLog, tls, ...engineOpts };
+    cors: corsOption(v.cors, help), ...connectionOptions(v, help), ui, log: requestLog, tls, ...engineOpts };
   let s: Server;
   try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)
     log(`cannot listen on ${opts.host}:${port}: ${(e as Error).message}`);

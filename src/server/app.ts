@@ -10,6 +10,7 @@ import { completions } from "./completions.ts";
 import { embeddings, llamaEmbedding } from "./embeddings.ts";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
+import { browserGuard } from "./browser-guard.ts";
 import { metricsText } from "./metrics.ts";
 import { muxHttp } from "./mux-http.ts";
 import { basicSampling, defaultsOf, notReady, type RouteOptions } from "./routes-common.ts";
@@ -26,12 +27,13 @@ import chatPage from "./ui.html" with { type: "text" };
 const OPEN = new Set(["/health", "/v1/health", "/ping"]);
 
 /** cors: origins allowed to call from a browser ("*": any; absent or empty: none); ui: the chat page at / (default on) */
-export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean; drain?: Drain /* serve's graceful drain */ }
+export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean; drain?: Drain /* serve's graceful drain */;
+  hosts?: Set<string> | null; bound?: string /* the Host names answered (null: any; absent: no check), the bound address */ }
 
 /** the key as `Authorization: Bearer <key>` (OpenAI clients) or `x-api-key: <key>` (Anthropic's) */
 /** the bearer token (or Anthropic's x-api-key) is one of the keys (several: comma-separated, as llama-server takes them) */
 function keyMatches(bearer: string | undefined, xKey: string | undefined, keys: string): boolean {
-  const given = /^Bearer (.+)$/.exec(bearer ?? "")?.[1] ?? xKey;
+  const given = /^Bearer +(.+)$/i.exec(bearer ?? "")?.[1] ?? xKey; // (the scheme is case-insensitive: RFC 7235)
   if (given === undefined) return false;
   const a = Buffer.from(given);
   let ok = false;
@@ -53,6 +55,7 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
       maxAge: 600,
     }));
   }
+  if (o.hosts !== undefined) app.use("*", browserGuard(o.hosts, o.bound ?? "127.0.0.1")); // (DNS rebinding, cross-site form posts)
   const ui = o.ui !== false, started = Math.floor(Date.now() / 1000); // (/v1/models' `created`: when this server started)
   app.use("*", async (c, next) => {
     httpRequests++;

@@ -2,13 +2,14 @@
 // codes to HTTP statuses, and reading a JSON body under a size limit (413) without ever throwing
 // (malformed JSON → 400). No state.
 import type { ErrorCode } from "./protocol.ts";
+import { bodyRead } from "./conn-bounds.ts";
 import { noteBody } from "./affinity.ts";
 
 export interface ApiError { status: number; message: string; type: string; param: string | null; code: string | null }
 
 const TYPES: Record<number, string> = {
-  400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 409: "conflict_error",
-  413: "invalid_request_error", 429: "rate_limit_error", 500: "server_error", 503: "unavailable_error",
+  400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error", 409: "conflict_error",
+  413: "invalid_request_error", 415: "invalid_request_error", 429: "rate_limit_error", 500: "server_error", 503: "unavailable_error",
 };
 
 export function apiError(status: number, message: string, param: string | null = null, code: string | null = null): ApiError {
@@ -70,6 +71,7 @@ export async function readJson(req: Request, limit: number): Promise<{ ok: true;
   } catch {
     return { ok: false, error: apiError(400, "could not read the request body") };
   }
+  bodyRead(req); // (the wait from here on is the server's: no idle timeout)
   const bytes = new Uint8Array(size);
   let o = 0;
   for (const c of chunks) { bytes.set(c, o); o += c.length; }

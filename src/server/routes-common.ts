@@ -1,6 +1,7 @@
 // Options, small answers and the common start of a generation route (body -> zod -> grammar ->
 // submit -> first event) shared by the HTTP routes. No state.
 import type { z } from "zod";
+import { basename } from "node:path";
 import type { EngineClient } from "./engine-client.ts";
 import { run, type Running } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker, readJson, type ApiError } from "./http-errors.ts";
@@ -20,6 +21,7 @@ export interface RouteOptions {
   maxRowValues?: number;  // values one /embedding response may carry under pooling none (default MAX_ROW_VALUES)
   sampling?: SamplingDefaults; // the server's own sampling defaults (--temp, ...): over generation_config.json
   priorities?: boolean;   // requests may name a priority (--scheduling-policy priority; else one is refused)
+  acceptAnyModel?: boolean; // a request may name any `model` (--accept-any-model; else one not served is a 404)
 }
 
 /** What a request that names none gets: the chat template's variables (--chat-template-kwargs) and the sampling
@@ -51,7 +53,17 @@ export async function readRequest<T>(req: Request, o: RouteOptions, schema: z.Zo
   const p = schema.safeParse(b.value);
   if (!p.success) return { ok: false, error: zodError(p.error) };
   if (engine.state !== "ready") return { ok: false, error: notReadyError(engine) };
+  const wrong = modelRefused(p.data, engine, o);
+  if (wrong) return { ok: false, error: wrong };
   return { ok: true, data: p.data };
+}
+
+/** The 404 for a request naming a model this server does not serve (as vLLM answers; its id, the model directory or
+ *  its name are accepted), unless --accept-any-model. */
+export function modelRefused(b: unknown, engine: EngineClient, o: RouteOptions): ApiError | null {
+  const m = (b as { model?: unknown }).model, i = engine.info!;
+  if (typeof m !== "string" || o.acceptAnyModel || m === i.model || m === i.dir || m === basename(i.dir)) return null;
+  return apiError(404, `The model '${m}' does not exist (this server serves '${i.model}'; serve --accept-any-model to take any name)`, "model", "model_not_found");
 }
 
 /** The 400 for a request naming a priority while the server schedules first come, first served (as vLLM refuses it). */
@@ -82,6 +94,8 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0] 
   const grammar = grammarOf(p.data);
   if (grammar && "status" in grammar) return errorResponse(grammar);
   if (engine.state !== "ready") return notReady(engine);
+  const wrong = modelRefused(p.data, engine, o);
+  if (wrong) return errorResponse(wrong);
   const outside = biasOutside(p.data, engine.info!.vocab);
   if (outside) return errorResponse(outside);
   const perPrompt = [toGen(p.data, grammar)].flat();

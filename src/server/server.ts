@@ -3,6 +3,8 @@
 import type { Hono } from "hono";
 import { EngineClient } from "./engine-client.ts";
 import { makeApp } from "./app.ts";
+import { connectionBounds } from "./conn-bounds.ts";
+import { hostAllowList } from "./browser-guard.ts";
 import { Drain } from "./drain.ts";
 import type { WorkerOptions } from "./protocol.ts";
 import type { Pooling } from "../engine/pooling.ts";
@@ -25,6 +27,10 @@ export interface ServeOptions extends Omit<WorkerOptions, "queue" | "chunk"> {
   tls?: { key: string; cert: string }; // PEM texts: HTTPS instead of HTTP (--ssl-keyfile / --ssl-certfile)
   sampling?: SamplingDefaults; // the server's sampling defaults, over generation_config.json (--temp, --override-generation-config, ...)
   schedulingPolicy?: "fcfs" | "priority"; // priority: requests may name one (lower first in the queue)
+  timeout?: number;        // seconds a silent client keeps its connection (--timeout; default DEFAULT_TIMEOUT)
+  maxConnections?: number; // requests in progress at once, beyond: 503 (--max-connections; default DEFAULT_MAX_CONNECTIONS)
+  allowedHosts?: string[]; // Host names answered besides the bound address and localhost ("*": any; --allowed-hosts)
+  acceptAnyModel?: boolean; // requests may name any `model` (--accept-any-model; default: another name is a 404)
 }
 
 export interface Server {
@@ -47,18 +53,20 @@ export const PREFILL_CHUNK = 128;
 export function startServer(o: ServeOptions): Server {
   let app: Hono | null = null;
   const drain = new Drain();
+  const bounds = connectionBounds(o.timeout, o.maxConnections);
   const server = Bun.serve({
     hostname: o.host ?? "127.0.0.1",
     port: o.port ?? 8080,
-    idleTimeout: 0, // streams (SSE, mux) may stay quiet for long during prefill
+    idleTimeout: bounds.idleTimeout, // (lifted while a request is worked on: streams may stay quiet during prefill)
     ...(o.tls ? { tls: o.tls } : {}),
-    fetch: (req) => app!.fetch(req),
+    fetch: (req, srv) => bounds.fetch(req, srv, (r) => app!.fetch(r)),
   });
-  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, maxRowValues: _mr, tls: _t, sampling: _s, schedulingPolicy: _sp, ...w } = o;
+  const { host: _h, port: _p, apiKey: _k, cors: _c, ui: _u, log: _l, maxBody: _b, pooling: _pl, maxRowValues: _mr, tls: _t, sampling: _s, schedulingPolicy: _sp, timeout: _to, maxConnections: _mc, allowedHosts: _ah, acceptAnyModel: _am, ...w } = o;
   const engine = new EngineClient({ ...w, queue: o.queue ?? Math.max(16, 4 * o.slots), chunk: o.chunk ?? PREFILL_CHUNK, preempt: o.schedulingPolicy === "priority" }, o.log);
   app = makeApp(engine, { apiKey: o.apiKey, cors: o.cors, ui: o.ui, maxBody: o.maxBody ?? 8 * 1024 * 1024, fingerprint: `hummingbird-${VERSION}`,
     templateKwargs: o.templateKwargs, generationConfig: o.generationConfig, pooling: o.pooling, maxRowValues: o.maxRowValues, sampling: o.sampling,
-    priorities: o.schedulingPolicy === "priority", drain });
+    priorities: o.schedulingPolicy === "priority", drain, hosts: hostAllowList(o.host ?? "127.0.0.1", o.allowedHosts), bound: o.host ?? "127.0.0.1",
+    acceptAnyModel: o.acceptAnyModel });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
   return {
     port: server.port!, url: `${o.tls ? "https" : "http"}://${host}:${server.port}`, engine,

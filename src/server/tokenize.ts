@@ -14,6 +14,7 @@ import { MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.t
 import { encodeParts, leastTokens, promptParts } from "./prepare.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
+import { ToolSchema } from "./tools.ts";
 import type { TextCodec } from "../model/tokenizer.ts";
 
 const TokenizeRequest = z.object({
@@ -31,6 +32,7 @@ const DetokenizeRequest = z.object({ model: nullish(z.string().max(256)), tokens
 const TemplateRequest = z.object({
   model: nullish(z.string().max(256)),
   messages: MessagesSchema,
+  tools: nullish(z.array(ToolSchema).max(128)), // (shown to the template as the chat route shows them)
   add_generation_prompt: nullish(z.boolean()),
   chat_template_kwargs: TemplateKwargs,
 });
@@ -43,7 +45,7 @@ export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec,
     return { text: codec.decode(m.ids) };
   }
   if (m.op === "template")
-    return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking, kwargs: m.prompt.kwargs }) };
+    return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking, tools: m.prompt.tools, kwargs: m.prompt.kwargs }) };
   const parts = promptParts(m.prompt, codec), least = leastTokens(parts, codec);
   if (m.limit !== undefined && least.tokens > m.limit)
     throw new Error(`the text has ${least.bytes} bytes: at least ${least.tokens} tokens (${codec.maxTokenBytes} bytes a token at most), `
@@ -82,7 +84,7 @@ export async function applyTemplate(req: Request, engine: EngineClient, o: Route
   const b = await body(req, o, TemplateRequest, engine);
   if (b instanceof Response) return b;
   const r = await engine.call({ op: "template", generationPrompt: b.add_generation_prompt ?? true,
-    prompt: { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.templateKwargs) } });
+    prompt: { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.templateKwargs), ...(b.tools?.length ? { tools: b.tools } : {}) } });
   if (!r.ok) return errorResponse(apiError(400, r.detail, "messages", "invalid_value"));
   return Response.json(r.value);
 }
