@@ -35,7 +35,7 @@ const returning = async (cacheRam: number, k: number) => {
   const x = startServer({ dir: benchModelDir(), slots: 1, port: 0, host: "127.0.0.1", cacheRam });
   await x.engine.ready;
   const post = async (ids: number[]) => {
-    const t0 = performance.now(), r = await fetch(`${x.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: ids, max_tokens: 1, temperature: 0 }) });
+    const t0 = performance.now(), r = await fetch(`${x.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: ids, max_tokens: 1, temperature: 0 }) });
     if (!r.ok) throw new Error(await r.text());
     const u = ((await r.json()) as { usage: { prompt_tokens_details: { cached_tokens: number } } }).usage;
     return { ms: performance.now() - t0, cached: u.prompt_tokens_details.cached_tokens };

@@ -39,7 +39,7 @@ describe.skipIf(!hasOpenssl)("serve over HTTPS", () => {
     expect(url).toStartWith("https://127.0.0.1:");
     const trusted = { tls: { ca: cert } } as RequestInit;
     expect((await fetch(`${url}/health`, trusted)).status).toBe(200);
-    const r = await fetch(`${url}/v1/completions`, { ...trusted, method: "POST", body: JSON.stringify({ prompt: "Once", max_tokens: 3, temperature: 0 }) });
+    const r = await fetch(`${url}/v1/completions`, { ...trusted, method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "Once", max_tokens: 3, temperature: 0 }) });
     expect(r.status).toBe(200);
     expect(((await r.json()) as any).usage.completion_tokens).toBeGreaterThan(0);
     await expect(fetch(`${url}/health`)).rejects.toThrow(/certificate/);

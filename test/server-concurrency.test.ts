@@ -86,7 +86,7 @@ describe.skipIf(!hasTiny)("serve: continuous batching", () => {
     const failed0 = await count("requests_failed_total"), ended0 = await endedNow();
     const ac = new AbortController();
     const res = await fetch(`${s.url}/v1/completions`, {
-      method: "POST", signal: ac.signal,
+      method: "POST", signal: ac.signal, headers: { "content-type": "application/json" }, 
       body: JSON.stringify({ prompt: [20, 21], max_tokens: 3000, temperature: 0, stream: true }),
     });
     const rd = res.body!.getReader();
@@ -102,7 +102,7 @@ describe.skipIf(!hasTiny)("serve: continuous batching", () => {
     for (let attempt = 0; attempt < 5 && !cancelled; attempt++) {
       const req0 = await count("requests_total"), failed1 = await count("requests_failed_total"), ended1 = await endedNow();
       const ac2 = new AbortController();
-      const p = fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac2.signal, body: JSON.stringify({ prompt: [22], max_tokens: 3000, temperature: 0 }) }).catch(() => null);
+      const p = fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac2.signal, headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: [22], max_tokens: 3000, temperature: 0 }) }).catch(() => null);
       // until the server has it (counted on submission; aborting a fetch the server has not yet received cancels nothing)
       let received = false;
       for (let i = 0; i < 2000 && !received; i++) received = (await count("requests_total")) > req0 || (await Bun.sleep(2), false);

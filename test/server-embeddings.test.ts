@@ -125,7 +125,7 @@ describe.skipIf(!hasTiny)("POST /v1/embeddings", () => {
     const counts = async () => [await metric("requests_finished"), await metric("requests_failed")];
     const [fin0, fail0] = await counts(), req0 = await metric("requests");
     const ac = new AbortController(), inputs = Array.from({ length: 64 }, (_, i) => Array.from({ length: 300 }, (_, k) => ((i + 1) * (k + 7)) % 480 + 16));
-    const p = fetch(`${last.url}/v1/embeddings`, { method: "POST", signal: ac.signal, body: JSON.stringify({ input: inputs }) }).catch(() => null);
+    const p = fetch(`${last.url}/v1/embeddings`, { method: "POST", signal: ac.signal, headers: { "content-type": "application/json" }, body: JSON.stringify({ input: inputs }) }).catch(() => null);
     // until the engine has them all (submitted: counted at once, where the worker's busy count lags up to 250 ms) —
     // aborting a fetch the server has not yet received cancels nothing there
     let sent = false;

@@ -85,7 +85,7 @@ describe.skipIf(!hasTiny)("serve: fuzz", () => {
     const cases = Array.from({ length: 2000 }, httpCase);
     const statuses = new Map<number, number>();
     await pool(cases, 8, async (c) => {
-      const res = await fetch(s.url + c.path, { method: "POST", body: c.body });
+      const res = await fetch(s.url + c.path, { method: "POST", headers: { "content-type": "application/json" }, body: c.body });
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       const text = await res.text();
       if (res.status >= 500) throw new Error(`5xx for ${JSON.stringify(String(c.body)).slice(0, 300)}: ${text}`);
@@ -109,7 +109,7 @@ describe.skipIf(!hasTiny)("serve: fuzz", () => {
     });
     expect(sent).toBeGreaterThanOrEqual(2000);
     await pool(streams, 4, async (body) => {
-      const res = await fetch(`${s.url}/v1/mux`, { method: "POST", body });
+      const res = await fetch(`${s.url}/v1/mux`, { method: "POST", headers: { "content-type": "application/octet-stream" }, body });
       const r = new FrameReader();
       r.push(new Uint8Array(await res.arrayBuffer()));
       expect(r.rest).toBe(0);

@@ -80,7 +80,7 @@ export class MuxClient {
 
   constructor(url: string, headers: Record<string, string> = {}) {
     const body = new ReadableStream<Uint8Array>({ start: (c) => { this.ctl = c; } });
-    const res = fetch(`${url}/v1/mux`, { method: "POST", body, headers, signal: this.ac.signal, duplex: "half" } as RequestInit);
+    const res = fetch(`${url}/v1/mux`, { method: "POST", body, headers: { "content-type": "application/octet-stream", ...headers }, signal: this.ac.signal, duplex: "half" } as RequestInit);
     this.done = (async () => {
       try {
         const r = await res;
@@ -139,7 +139,7 @@ export class MuxClient {
 
 /** POST a finite body of frames; returns all server frames once the response ends. */
 export async function muxOnce(url: string, body: string | Uint8Array): Promise<Frame[]> {
-  const res = await fetch(`${url}/v1/mux`, { method: "POST", body });
+  const res = await fetch(`${url}/v1/mux`, { method: "POST", body, headers: { "content-type": "application/octet-stream" } });
   const r = new FrameReader();
   r.push(new Uint8Array(await res.arrayBuffer()));
   if (r.rest !== 0) throw new Error("response ended inside a frame");

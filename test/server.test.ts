@@ -213,7 +213,7 @@ describe.skipIf(!hasTiny)("serve: OpenAI API", () => {
     const big = await post(s.url, "/v1/completions", { prompt: "x".repeat(5000) }, auth);
     expect(big.status).toBe(413);
     const chunked = await fetch(`${s.url}/v1/completions`, {
-      method: "POST", headers: auth,
+      method: "POST", headers: { ...auth, "content-type": "application/json" },
       body: new ReadableStream({ start(c) { c.enqueue(new Uint8Array(3000)); c.enqueue(new Uint8Array(3000)); c.close(); } }),
     });
     expect(chunked.status).toBe(413);
@@ -311,7 +311,7 @@ describe.skipIf(!hasTiny)("serve: limits", () => {
       const ac = new AbortController();
       const body = JSON.stringify({ prompt: [20, 21], max_tokens: 1000, temperature: 0, stream: true });
       // one runs, one waits (queue 1), the third is refused; the waiting one answers once admitted
-      const res = await Promise.all([0, 1, 2].map(() => fetch(`${s.url}/v1/completions`, { method: "POST", body, signal: ac.signal })));
+      const res = await Promise.all([0, 1, 2].map(() => fetch(`${s.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body, signal: ac.signal })));
       expect(res.map((r) => r.status).sort()).toEqual([200, 200, 429]);
       expect((await res.find((r) => r.status === 429)!.json() as any).error.code).toBe("overloaded");
       // llama-server's /slots?fail_on_no_slot=1: 503 while the one slot is busy, 200 once it is free again
