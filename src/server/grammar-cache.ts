@@ -1,7 +1,8 @@
 // Constrained output in the engine worker: compiled grammars cached by GBNF text (a small LRU; a
 // compiled Grammar is shareable and keeps its own DFA-state and token-mask caches) and the ONE
 // TokenVocab of the model (token id -> bytes, end ids = the model's stop ids) they all mask over,
-// built on first use. State: the LRU map and the vocabulary.
+// built on first use. A compile is bounded (engine/grammar/limits.ts: text size, symbols, nesting, the start
+// state's stacks), so one request cannot stall the decoding of the others for long. State: the LRU map and the vocabulary.
 import { compileGrammar, type Grammar, type GrammarState, type TokenVocab } from "../engine/grammar/index.ts";
 import type { GrammarSpec } from "./protocol.ts";
 
@@ -33,7 +34,11 @@ export class GrammarCache {
       while (this.lru.size >= this.size) this.lru.delete(this.lru.keys().next().value!);
     }
     this.lru.set(spec.gbnf, g);
-    return { ok: true, gs: g.state(this.vocab) };
+    try {
+      return { ok: true, gs: g.state(this.vocab) };
+    } catch (e) {
+      return { ok: false, detail: `${spec.field} ${msg(e)}` }; // its start state is too ambiguous
+    }
   }
 
   /** Cached grammars (for tests). */

@@ -2,6 +2,7 @@
 // codes to HTTP statuses, and reading a JSON body under a size limit (413) without ever throwing
 // (malformed JSON → 400). No state.
 import type { ErrorCode } from "./protocol.ts";
+import { depthError } from "./json-depth.ts";
 import { bodyRead } from "./conn-bounds.ts";
 import { noteBody } from "./affinity.ts";
 
@@ -35,7 +36,7 @@ export function fromWorker(code: ErrorCode, detail: string, promptField: string)
       // details that start with a request field name it ("slot 3 is outside ...", "grammar line 1, ...")
       const first = detail.split(" ")[0];
       if (first === "slot") return apiError(400, detail, "slot", "invalid_value");
-      if (first === "grammar" || first.startsWith("response_format")) return apiError(400, `${first}: ${detail.slice(first.length + 1)}`, first, "invalid_value");
+      if (first === "grammar" || /^(response_format|guided_|structured_outputs|json_schema$)/.test(first)) return apiError(400, `${first}: ${detail.slice(first.length + 1)}`, first, "invalid_value");
       return apiError(400, detail, promptField, "invalid_value");
     }
     case "EMPTY_PROMPT": return apiError(400, `${promptField}: the prompt is empty (no tokens)`, promptField, "empty_prompt");
@@ -83,7 +84,8 @@ export async function readJson(req: Request, limit: number): Promise<{ ok: true;
   }
   if (text.trim() === "") return { ok: false, error: apiError(400, "the request body is empty; expected a JSON object", null, "invalid_json") };
   try {
-    const value: unknown = JSON.parse(text);
+    const value: unknown = JSON.parse(text), deep = depthError(value); // (nesting that would overflow a recursion later)
+    if (deep) return { ok: false, error: deep };
     noteBody(req, value); // (the session key mirrored into X-Session-Id: affinity.ts)
     return { ok: true, value };
   } catch (e) {

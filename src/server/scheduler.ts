@@ -35,6 +35,7 @@ import { lcp, Session } from "../engine/session.ts";
 import { newKV, type Model } from "../engine/model.ts";
 import { type Draft, verifyDraft } from "../engine/speculative.ts";
 import { banBadWords } from "../engine/penalties.ts";
+import { GrammarError } from "../engine/grammar/index.ts";
 import { RunState } from "../engine/state.ts";
 import { PromptCache } from "../engine/prompt-cache.ts";
 import { Pooler } from "../engine/pooling.ts";
@@ -403,6 +404,8 @@ export class Scheduler {
     const s = j.slot;
     this.release(j);
     if (s) { s.sess.truncate(0); s.sess.kv.truncate(0); } // its rows are in an unknown state
+    // a grammar too ambiguous to follow (its stack or work bound, engine/grammar/limits.ts) is the request's own
+    if (e instanceof GrammarError && j.req.grammar) return this.emit({ t: "error", rid: j.rid, code: "BAD_REQUEST", detail: `${j.req.grammar.field} ${e.message}` });
     this.emit({ t: "error", rid: j.rid, code: "INTERNAL", detail: e instanceof Error ? e.message : String(e) });
   }
 

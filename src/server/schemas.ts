@@ -7,6 +7,7 @@
 // GrammarSpec (grammarOf). No state.
 import { z } from "zod";
 import { gbnfLiteral, GrammarError, regexToGbnf, responseFormatGbnf } from "../engine/grammar/index.ts";
+import { MAX_GBNF_CHARS } from "../engine/grammar/limits.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
 import type { GrammarSpec } from "./protocol.ts";
 import { DRY_BREAKERS, penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
@@ -231,6 +232,9 @@ function deepest(i: z.core.$ZodIssue): { path: PropertyKey[]; message: string } 
  * Whitespace between JSON tokens is compact (none).
  */
 type Guided = Partial<Pick<ChatRequest, "guided_json" | "guided_choice" | "guided_grammar" | "guided_regex" | "structured_outputs" | "json_schema">>;
+/** a grammar, or the 400 naming its field when its text is over MAX_GBNF_CHARS (refused before the worker compiles it) */
+const sized = (g: GrammarSpec, n = g.gbnf.length): GrammarSpec | ApiError => n <= MAX_GBNF_CHARS ? g
+  : apiError(400, `${g.field}: the grammar is too large (${n} characters; the limit is ${MAX_GBNF_CHARS})`, g.field, "invalid_value");
 /** vLLM's guided decoding as a GrammarSpec (undefined: none asked; an ApiError naming the field) */
 function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefined {
   const so = b.structured_outputs ?? {};
@@ -242,8 +246,11 @@ function guidedOf(b: Guided, others: boolean): GrammarSpec | ApiError | undefine
   const [field, v] = asked[0];
   if (asked.length > 1 || others)
     return apiError(400, `${field}: only one of response_format, grammar, tool_choice and the guided / structured_outputs fields may constrain the output`, field, "invalid_value");
-  if (Array.isArray(v)) return { gbnf: `root ::= ${v.map(gbnfLiteral).join(" | ")}`, field };
-  if (field.endsWith("grammar")) return { gbnf: v as string, field };
+  if (Array.isArray(v)) {
+    const n = v.reduce((a, c) => a + c.length + 3, 0); // (measured before the grammar is built)
+    return n > MAX_GBNF_CHARS ? sized({ gbnf: "", field }, n) : sized({ gbnf: `root ::= ${v.map(gbnfLiteral).join(" | ")}`, field });
+  }
+  if (field.endsWith("grammar")) return sized({ gbnf: v as string, field });
   if (field.endsWith("regex")) {
     try { return { gbnf: regexToGbnf(v as string), field }; } catch (e) {
       if (e instanceof GrammarError) return apiError(400, `${field}: ${e.message}`, field, "invalid_value");
@@ -280,7 +287,7 @@ export function grammarOf(b: Pick<ChatRequest, "response_format" | "grammar"> & 
   }
   if (b.grammar != null) {
     if (constrained) return apiError(400, "grammar: cannot be combined with response_format json_object / json_schema", "grammar", "invalid_value");
-    return { gbnf: b.grammar, field: "grammar" };
+    return sized({ gbnf: b.grammar, field: "grammar" });
   }
   if (!constrained) return null;
   const strict = rf.type === "json_schema" && (rf as { json_schema: { strict?: boolean | null } }).json_schema.strict === true;

@@ -2,10 +2,13 @@
 // ended by END in one Int32Array; a symbol is a terminal (a 256-bit byte set) or a rule reference.
 // Literals become UTF-8 bytes, character classes over code points become alternations of UTF-8
 // byte-range sequences, repetitions become generated rules (`X*` -> `R ::= X R |`, `{m,n}` -> m
-// copies then nested optionals, like llama.cpp). Rejects undefined/duplicate rules, left recursion
-// and a root that can never finish. Pure; the result is immutable.
+// copies then nested optionals, like llama.cpp). Rejects undefined/duplicate rules, left recursion,
+// a root that can never finish, over MAX_SYMBOLS symbols and rules that nest over MAX_LEFT_DEPTH deep
+// before a byte (the matcher expands them recursively); each check is linear in the grammar's size.
+// Pure; the result is immutable.
 import { GrammarError, lineCol } from "./errors.ts";
 import type { Expr, ParsedGrammar } from "./gbnf.ts";
+import { MAX_SYMBOLS } from "./limits.ts";
 import { MAX_CP, normalizeRanges, utf8, utf8Sequences, type Range } from "./utf8.ts";
 
 export const END = -1;
@@ -22,7 +25,8 @@ export interface CompiledGrammar {
   root: number;
 }
 
-const MAX_SYMBOLS = 4_000_000;
+/** rules reached from one another without consuming a byte (each a recursion of the matcher's expand) */
+const MAX_LEFT_DEPTH = 2000;
 
 class Builder {
   names: string[] = [];
@@ -32,6 +36,7 @@ class Builder {
   terms: Uint32Array[] = [];
   termIds = new Map<string, number>();
   classes = new Map<string, number>();
+  byteTerms: number[] = [];
   size = 0;
 
   constructor(readonly text: string) {}
@@ -54,9 +59,12 @@ class Builder {
   }
 
   byteTerm(lo: number, hi: number): number {
+    if (lo === hi && this.byteTerms[lo] !== undefined) return this.byteTerms[lo];
     const bits = new Uint32Array(8);
     for (let b = lo; b <= hi; b++) bits[b >>> 5] |= 1 << (b & 31);
-    return this.term(bits);
+    const t = this.term(bits);
+    if (lo === hi) this.byteTerms[lo] = t;
+    return t;
   }
 
   /** A code point class as one symbol: a terminal when all of it is ASCII, else a rule. */
@@ -87,7 +95,10 @@ class Builder {
 
   seq(e: Expr, out: number[], ctx: string): void {
     switch (e.k) {
-      case "lit": for (const cp of e.cps) for (const b of utf8(cp)) out.push(this.byteTerm(b, b)); break;
+      case "lit":
+        if (e.cps.length > MAX_SYMBOLS) this.fail(`grammar is too large (a literal of over ${MAX_SYMBOLS} characters)`, 0, ctx);
+        for (const cp of e.cps) for (const b of utf8(cp)) out.push(this.byteTerm(b, b));
+        break;
       case "cls": out.push(this.classSym(normalizeRanges(e.ranges, e.neg), ctx, e.at)); break;
       case "any": out.push(this.classSym(normalizeRanges([[0, MAX_CP]], false), ctx, e.at)); break;
       case "ref": {
@@ -137,18 +148,24 @@ class Builder {
   }
 }
 
-/** nullable[r]: rule r can match the empty string (fixpoint). */
-function nullables(alts: number[][][]): boolean[] {
-  const n = alts.map(() => false);
-  for (let changed = true; changed;) {
-    changed = false;
-    for (let r = 0; r < alts.length; r++)
-      if (!n[r] && alts[r].some((a) => a.every((s) => s <= -2 && n[symRule(s)]))) { n[r] = true; changed = true; }
-  }
-  return n;
+/** The rules with an alternative whose symbols are all marked rules (or terminals, when `terminals`): nullable
+ *  (false) or productive (true) rules. A worklist over "symbols still unmarked" per alternative: linear in size. */
+function derives(alts: number[][][], terminals: boolean): boolean[] {
+  const mark = alts.map(() => false), need: number[] = [], owner: number[] = [], users: number[][] = alts.map(() => []), todo: number[] = [];
+  const set = (r: number) => { if (!mark[r]) { mark[r] = true; todo.push(r); } };
+  alts.forEach((as, r) => as.forEach((a) => {
+    const id = need.length;
+    let n = 0;
+    for (const s of a) if (s <= -2) { n++; users[symRule(s)].push(id); } else if (!terminals) n = Infinity;
+    need.push(n); owner.push(r);
+    if (n === 0) set(r);
+  }));
+  while (todo.length) for (const id of users[todo.pop()!]) if (--need[id] === 0) set(owner[id]);
+  return mark;
 }
 
-/** Reject left recursion: a rule reaching itself through a leftmost chain of nullable prefixes. */
+/** Reject left recursion (a rule reaching itself through a leftmost chain of nullable prefixes) and chains of such
+ *  rules over MAX_LEFT_DEPTH long (a depth-first search with its own stack: no recursion). */
 function checkLeftRecursion(b: Builder, nullable: boolean[]): void {
   const edges = b.alts.map((alts) => {
     const e = new Set<number>();
@@ -156,31 +173,31 @@ function checkLeftRecursion(b: Builder, nullable: boolean[]): void {
     return [...e];
   });
   const color = new Uint8Array(b.alts.length); // 0 new, 1 on path, 2 done
-  const path: number[] = [];
-  const visit = (r: number): void => {
-    color[r] = 1; path.push(r);
-    for (const s of edges[r]) {
-      if (color[s] === 1) {
-        const cyc = [...path.slice(path.indexOf(s)), s].map((x) => b.names[x]);
-        b.fail(`left recursion: ${cyc.join(" -> ")} (a rule may not start with itself, directly or through rules ` +
-          `that can match the empty string; a repetition of something that can match empty is left-recursive too)`, b.at[s], b.names[s]);
+  const depth = new Int32Array(b.alts.length); // longest chain from the rule (done rules)
+  const path: number[] = [], at: number[] = []; // the rules on the path and the next edge of each
+  for (let r0 = 0; r0 < b.alts.length; r0++) {
+    if (color[r0] !== 0) continue;
+    color[r0] = 1; path.push(r0); at.push(0);
+    while (path.length) {
+      const r = path[path.length - 1], k = at[at.length - 1];
+      if (k < edges[r].length) {
+        at[at.length - 1]++;
+        const s = edges[r][k];
+        if (color[s] === 1) {
+          const cyc = [...path.slice(path.indexOf(s)), s].map((x) => b.names[x]);
+          b.fail(`left recursion: ${cyc.join(" -> ")} (a rule may not start with itself, directly or through rules ` +
+            `that can match the empty string; a repetition of something that can match empty is left-recursive too)`, b.at[s], b.names[s]);
+        }
+        if (color[s] === 0) { color[s] = 1; path.push(s); at.push(0); }
+        continue;
       }
-      if (color[s] === 0) visit(s);
+      let d = 1;
+      for (const s of edges[r]) d = Math.max(d, depth[s] + 1);
+      if (d > MAX_LEFT_DEPTH)
+        b.fail(`rules nest over ${MAX_LEFT_DEPTH} deep before matching a byte (each may start with the next)`, b.at[r], b.names[r]);
+      depth[r] = d; color[r] = 2; path.pop(); at.pop();
     }
-    color[r] = 2; path.pop();
-  };
-  for (let r = 0; r < b.alts.length; r++) if (color[r] === 0) visit(r);
-}
-
-/** productive[r]: rule r derives at least one finite string (fixpoint). */
-function productive(alts: number[][][]): boolean[] {
-  const p = alts.map(() => false);
-  for (let changed = true; changed;) {
-    changed = false;
-    for (let r = 0; r < alts.length; r++)
-      if (!p[r] && alts[r].some((a) => a.every((s) => s >= 0 || p[symRule(s)]))) { p[r] = true; changed = true; }
   }
-  return p;
 }
 
 export function compile(pg: ParsedGrammar, rootName = "root"): CompiledGrammar {
@@ -192,8 +209,8 @@ export function compile(pg: ParsedGrammar, rootName = "root"): CompiledGrammar {
   const root = b.byName.get(rootName);
   if (root === undefined) throw new GrammarError(`no rule named ${JSON.stringify(rootName)} (the start rule)`, { line: 1, col: 1 });
   for (const d of pg.rules) b.alts[b.byName.get(d.name)!] = d.body.k === "alt" ? d.body.alts.map((a) => b.body(a, d.name)) : [b.body(d.body, d.name)];
-  checkLeftRecursion(b, nullables(b.alts));
-  if (!productive(b.alts)[root]) b.fail(`rule ${JSON.stringify(rootName)} can never finish: every alternative recurses forever`, b.at[root], rootName);
+  checkLeftRecursion(b, derives(b.alts, false));
+  if (!derives(b.alts, true)[root]) b.fail(`rule ${JSON.stringify(rootName)} can never finish: every alternative recurses forever`, b.at[root], rootName);
 
   const flat: number[] = [];
   const ruleAlts = b.alts.map((alts) => Int32Array.from(alts.map((a) => {

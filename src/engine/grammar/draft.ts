@@ -3,6 +3,7 @@
 // them). `maskDraftRows`: mask each verification row with the grammar state at its position, so
 // rejection sampling stays lossless with respect to the grammar-masked target. Both take the state
 // AFTER the pending token (the caller accepts each sampled token at once) and leave it unchanged.
+import { GrammarError } from "./errors.ts";
 import type { GrammarState } from "./state.ts";
 
 const dec = new TextDecoder();
@@ -27,10 +28,14 @@ export function forcedDraft(gs: GrammarState, k: number, encode: (text: string) 
   const n = wholeChars(forced);
   if (n === 0) return [];
   const out: number[] = [], g = gs.clone();
-  for (const id of encode(dec.decode(forced.subarray(0, n)))) {
-    if (out.length >= k || !g.isAllowed(id)) break;
-    g.accept(id);
-    out.push(id);
+  try {
+    for (const id of encode(dec.decode(forced.subarray(0, n)))) {
+      if (out.length >= k || !g.isAllowed(id)) break;
+      g.accept(id);
+      out.push(id);
+    }
+  } catch (e) { // a grammar too ambiguous to follow: no more drafts (the sampler's mask reports it)
+    if (!(e instanceof GrammarError)) throw e;
   }
   return out;
 }

@@ -2,8 +2,10 @@
 // `name ::= alternates` per rule (a rule ends at a newline outside parentheses; a trailing `|` or an
 // open `(` continues it), `|`, sequences, `( )`, postfix `* + ? {m} {m,} {m,n}`, "literals" and
 // [classes] with escapes (\x.. \u.... \U........ \t \r \n \\ \" \[ \] \- \^), [^negated], `.`,
-// `#` comments. Errors are GrammarErrors naming line and column. Pure; no state between calls.
+// `#` comments. Errors are GrammarErrors naming line and column; text over MAX_GBNF_CHARS and nesting
+// (parentheses, stacked repetitions) over MAX_NESTING are refused. Pure; no state between calls.
 import { GrammarError, lineCol } from "./errors.ts";
+import { MAX_GBNF_CHARS, MAX_NESTING } from "./limits.ts";
 
 export type Expr =
   | { k: "lit"; cps: number[] } // a literal string as code points (may be empty)
@@ -25,6 +27,7 @@ const isDigit = (c: number) => c >= 48 && c <= 57;
 
 class Parser {
   i = 0;
+  depth = 0; // open parentheses
   constructor(readonly s: string) {}
 
   fail(msg: string, at = this.i): never {
@@ -142,15 +145,18 @@ class Parser {
 
   sequence(nested: boolean): Expr {
     const items: Expr[] = [];
+    let reps = 0; // repetitions stacked on the last item
     for (;;) {
       const c = this.c(), at = this.i;
       if (c === 34) items.push(this.literal());
       else if (c === 91) items.push(this.cls());
       else if (c === 46) { this.i++; items.push({ k: "any", at }); }
       else if (c === 40) {
+        if (++this.depth > MAX_NESTING) this.fail(`parentheses nest deeper than ${MAX_NESTING}`);
         this.i++;
         this.space(true);
         const e = this.alternates(true);
+        this.depth--;
         if (this.c() !== 41) this.fail(`expecting ')' to close the '(' at ${fmt(lineCol(this.s, at))}, found ${this.show()}`);
         this.i++;
         items.push(e);
@@ -164,6 +170,7 @@ class Parser {
       } else if (c === 42 || c === 43 || c === 63 || c === 123) {
         const last = items.pop();
         if (!last) this.fail(`'${String.fromCharCode(c)}' has no preceding item to repeat`);
+        if (++reps + this.depth > MAX_NESTING) this.fail(`repetitions and parentheses nest deeper than ${MAX_NESTING}`);
         this.i++;
         let min = 0, max = Infinity;
         if (c === 43) min = 1;
@@ -188,6 +195,7 @@ class Parser {
         }
         items.push({ k: "rep", e: last, min, max, at });
       } else break;
+      if (c !== 42 && c !== 43 && c !== 63 && c !== 123) reps = 0;
       this.space(nested);
     }
     return { k: "seq", items };
@@ -218,5 +226,6 @@ const fmt = (p: { line: number; col: number }) => `line ${p.line}, column ${p.co
 
 /** Parse GBNF text. Throws GrammarError (with line/col) on syntax errors. */
 export function parseGbnf(text: string): ParsedGrammar {
+  if (text.length > MAX_GBNF_CHARS) throw new GrammarError(`grammar is too large: ${text.length} characters (the limit is ${MAX_GBNF_CHARS})`);
   return new Parser(text).grammar();
 }

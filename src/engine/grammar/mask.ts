@@ -1,7 +1,8 @@
 // Token masks: which token ids can continue the grammar from a DState. One preorder walk of the
 // vocabulary trie per (state, vocabulary): each trie node costs one memoized DFA transition, and a
 // subtree is skipped as soon as its prefix is rejected. End ids are allowed iff the state is
-// complete. Masks are cached on the DState (bounded FIFO per Matcher, ~64 MiB of bitsets).
+// complete. Masks are cached on the DState (bounded FIFO per Matcher, ~64 MiB of bitsets). One mask is
+// one budgeted matcher operation: a grammar too ambiguous to mask throws GrammarError (stacks.ts).
 import type { DState, Matcher } from "./stacks.ts";
 import type { TokenVocab } from "./vocab.ts";
 
@@ -15,6 +16,7 @@ export function tokenMask(m: Matcher, st: DState, vocab: TokenVocab): Uint32Arra
   const mask = new Uint32Array(words);
   let allowed = 0;
   if (st.stacks.length !== 0 && !st.final) {
+    m.budget();
     const t = vocab.trie, byte = t.byte, depth = t.depth, end = t.end, ts = t.tokStart, te = t.tokEnd, ids = t.ids;
     const path: DState[] = new Array(t.maxDepth + 1);
     path[0] = st;

@@ -7,8 +7,11 @@
 // described $ref; of object schemas: one merged object), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
 // Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
 // false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
+// Bounded (limits.ts): schemas nested over MAX_NESTING deep, over SCHEMA_WORK units of work (nodes, properties, list
+// entries, references) or over MAX_GBNF_CHARS of grammar are refused with a GrammarError, before the cost grows.
 // Pure; the converter state lives for one call.
 import { GrammarError } from "./errors.ts";
+import { MAX_GBNF_CHARS, MAX_NESTING, SCHEMA_WORK } from "./limits.ts";
 import { gbnfLiteral } from "./literal.ts";
 import { intRangeRegex } from "./int-range.ts";
 import { decimalOf, numRangeRegex } from "./num-range.ts";
@@ -60,10 +63,24 @@ class Converter {
   rules = new Map<string, string>();
   reserved = new Set<string>(["root", ...Object.keys(PRIMS), "space"]);
   refs = new Map<string, string>();
+  suffix = new Map<string, number>(); // unique(): the next number to try after a base name
+  depth = 0; // visit's nesting
+  work = 0;
+  chars = 0; // of the rule bodies defined
 
   constructor(readonly rootSchema: unknown, readonly opts: Required<SchemaOpts>) {}
 
   fail(msg: string, path: string): never { throw new GrammarError(msg, { path }); }
+
+  /** Count `n` units of work at `path` (a GrammarError past SCHEMA_WORK). */
+  spend(n: number, path: string): void {
+    if ((this.work += n) > SCHEMA_WORK) this.fail(`the schema is too large to convert (over ${SCHEMA_WORK} nodes, properties and entries)`, path);
+  }
+
+  define(name: string, body: string): void {
+    if ((this.chars += name.length + body.length) > MAX_GBNF_CHARS) this.fail(`the schema's grammar is too large (over ${MAX_GBNF_CHARS} characters)`, "#");
+    this.rules.set(name, body);
+  }
 
   prim(name: string): string {
     if (this.rules.has(name)) return name;
@@ -76,14 +93,15 @@ class Converter {
 
   unique(base: string): string {
     if (!this.rules.has(base) && !this.reserved.has(base)) return base;
-    for (let i = 2; ; i++) if (!this.rules.has(`${base}-${i}`) && !this.reserved.has(`${base}-${i}`)) return `${base}-${i}`;
+    for (let i = this.suffix.get(base) ?? 2; ; i++)
+      if (!this.rules.has(`${base}-${i}`) && !this.reserved.has(`${base}-${i}`)) { this.suffix.set(base, i + 1); return `${base}-${i}`; }
   }
 
   /** Define rule `name` (a fresh name when taken by another body); returns the name used. */
   add(name: string, body: string, own = false): string {
     if (this.rules.get(name) === body) return name;
     const n = own && !this.rules.has(name) ? name : this.unique(name);
-    this.rules.set(n, body);
+    this.define(n, body);
     return n;
   }
 
@@ -101,6 +119,13 @@ class Converter {
 
   /** The name of a rule matching `s` (plus trailing space). `own`: `name` is reserved for this schema. */
   visit(s: unknown, name: string, path: string, own = false): string {
+    if (this.depth >= MAX_NESTING) this.fail(`the schema nests deeper than ${MAX_NESTING} levels`, path.length > 200 ? `${path.slice(0, 200)}…` : path);
+    this.spend(1, path);
+    this.depth++;
+    try { return this.visitIn(s, name, path, own); } finally { this.depth--; }
+  }
+
+  private visitIn(s: unknown, name: string, path: string, own: boolean): string {
     if (s === true) return this.prim("value");
     if (s === false) this.fail("the schema `false` matches nothing", path);
     if (!isObj(s)) this.fail("a schema must be an object or a boolean", path);
@@ -130,6 +155,7 @@ class Converter {
     if ("const" in s) return this.add(name, `${gbnfLiteral(JSON.stringify(s.const))} ${sp()}`, own);
     if ("enum" in s) {
       if (!Array.isArray(s.enum) || s.enum.length === 0) this.fail("enum must be a non-empty array", `${path}/enum`);
+      this.spend(s.enum.length, `${path}/enum`);
       return this.add(name, `(${s.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(" | ")}) ${sp()}`, own);
     }
     for (const key of ["anyOf", "oneOf"] as const) {
@@ -259,12 +285,13 @@ class Converter {
     if (!isObj(props)) this.fail("properties must be an object", `${path}/properties`);
     const req = s.required ?? [];
     if (!Array.isArray(req) || req.some((r) => typeof r !== "string")) this.fail("required must be an array of strings", `${path}/required`);
-    const keys = Object.keys(props), ap = s.additionalProperties;
+    const keys = Object.keys(props), ap = s.additionalProperties, required = new Set(req as string[]);
+    this.spend(keys.length + req.length, `${path}/properties`);
     if (keys.length === 0) return this.map(s, name, path, own);
     if (this.opts.strict) for (const k of MAP_KEYS) if (k in s) this.fail(`${k} together with properties is not supported (pass strict: false to ignore it)`, `${path}/${k}`);
     if (ap !== undefined && ap !== false && this.opts.strict)
       this.fail("additionalProperties other than false together with properties is not supported", `${path}/additionalProperties`);
-    for (const r of req) if (!keys.includes(r as string)) this.fail(`required property ${JSON.stringify(r)} is not in properties`, `${path}/required`);
+    for (const r of req) if (!Object.hasOwn(props, r as string)) this.fail(`required property ${JSON.stringify(r)} is not in properties`, `${path}/required`);
     const me = own ? name : this.unique(name);
     this.reserved.add(me);
     const kvs = keys.map((k) => {
@@ -275,7 +302,7 @@ class Converter {
     // (rules nothing references are pruned at the end)
     let S = "", T = "";
     for (let i = keys.length - 1; i >= 0; i--) {
-      const need = req.includes(keys[i]);
+      const need = required.has(keys[i]);
       const s1 = `"," ${sp} ${kvs[i]}${S ? " " + S : ""}`, t1 = `${kvs[i]}${S ? " " + S : ""}`;
       const nS = this.add(`${me}-rest${i}`, need ? s1 : `${s1} | ${S || '""'}`);
       T = this.add(`${me}-from${i}`, need ? t1 : `${t1} | ${T || '""'}`);
@@ -341,6 +368,7 @@ class Converter {
 
   /** a local reference: the schema it names, its key (null for "#") and its pointer */
   resolve(r: unknown, path: string): { schema: unknown; key: string | null; at: string } {
+    this.spend(1, path);
     if (typeof r !== "string") this.fail("$ref must be a string", path);
     if (r === "#") return { schema: this.rootSchema, key: null, at: "#" };
     const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(r);

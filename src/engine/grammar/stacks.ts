@@ -4,8 +4,13 @@
 // interned by its members, whose 256 byte transitions are computed on first use and memoized: the
 // grammar runs as a lazily built DFA, so a trie walk over a vocabulary costs one array lookup per
 // trie node once warm. Holds the intern tables (bounded: cleared, never corrupted, when they grow
-// past a budget) and, per DState, the cached token mask for one vocabulary.
+// past a budget) and, per DState, the cached token mask for one vocabulary. Bounded per operation
+// too (limits.ts): a state may hold at most MAX_LIVE_STACKS stacks, and each mask / token / start
+// may spend STEP_WORK stack visits (budget()); past either a GrammarError names the grammar as too
+// ambiguous, so an exponentially ambiguous grammar fails fast instead of doubling its stacks per byte.
 import { END, symRule, type CompiledGrammar } from "./compile.ts";
+import { GrammarError } from "./errors.ts";
+import { MAX_HELD_STACKS, MAX_LIVE_STACKS, STEP_WORK } from "./limits.ts";
 
 export class Stack {
   kids: Map<number, Stack> | null = null; // interning: pos -> the stack with that pos on top of this
@@ -25,8 +30,10 @@ export class DState {
   get final(): boolean { return this.stacks.every((s) => s.pos < 0); }
 }
 
-const MAX_STACKS = 1_000_000;
 const MAX_STATES = 50_000; // each holds a 256-slot transition array once stepped
+const MAX_EXPAND_DEPTH = 3000; // expand's recursion (rules and nullable continuations entered before a byte)
+
+const ambiguous = (what: string) => new GrammarError(`grammar is too ambiguous: ${what} (merge alternatives that start alike)`);
 
 export class Matcher {
   readonly sym: Int32Array;
@@ -34,7 +41,11 @@ export class Matcher {
   readonly dead: DState;
   private empty!: Stack;
   private states!: Map<string, DState>;
-  private nStacks = 0;
+  private nStacks = 0; // stacks interned, plus stacks listed by interned states
+  private work = 0; // stack visits so far; an operation may go up to `limit`
+  private limit = STEP_WORK;
+  private units = STEP_WORK; // the current operation's budget
+  private depth = 0; // expand's recursion
   private ids = 1; // stack and state ids are never reused, even across table resets
   private gen = 0;
   private root!: DState;
@@ -55,8 +66,17 @@ export class Matcher {
   }
 
   initial(): DState {
-    if (this.nStacks > MAX_STACKS || this.states.size > MAX_STATES) this.reset();
+    if (this.nStacks > MAX_HELD_STACKS || this.states.size > MAX_STATES) { this.budget(); this.reset(); }
     return this.root;
+  }
+
+  /** Start an operation (a mask, a token, a start): it may spend `units` stack visits before a GrammarError. */
+  budget(units = STEP_WORK): void { this.limit = this.work + units; this.units = units; }
+
+  private spend(n: number): void {
+    this.work += n;
+    if (this.work > this.limit) this.depth = 0;
+    if (this.work > this.limit) throw ambiguous(`one step needs over ${this.units} parse-stack visits`);
   }
 
   push(pos: number, next: Stack): Stack {
@@ -77,10 +97,14 @@ export class Matcher {
       const cont = sym[s.pos + 1] === END ? s.next! : this.push(s.pos + 1, s.next!);
       const seen = new Set<Stack>();
       out = [];
+      if (++this.depth > MAX_EXPAND_DEPTH) { this.depth = 0; throw ambiguous(`over ${MAX_EXPAND_DEPTH} rules entered before matching a byte`); }
       for (const a of this.g.ruleAlts[rule]) {
         const sub = this.expand(sym[a] === END ? cont : this.push(a, cont));
+        this.spend(sub.length);
         for (const x of sub) if (!seen.has(x)) { seen.add(x); out.push(x); }
+        if (out.length > MAX_LIVE_STACKS) { this.depth = 0; throw ambiguous(`over ${MAX_LIVE_STACKS} parse stacks alive at once`); }
       }
+      this.depth--;
     }
     s.exp = out;
     return out;
@@ -95,6 +119,7 @@ export class Matcher {
     if (st === undefined) {
       st = new DState(stacks, stacks.some((s) => s.pos < 0), this.ids++);
       this.states.set(key, st);
+      this.nStacks += stacks.length;
     }
     return st;
   }
@@ -106,10 +131,13 @@ export class Matcher {
     if (hit !== undefined) return hit;
     const sym = this.sym, bits = this.bits, gen = ++this.gen, word = b >>> 5, bit = 1 << (b & 31);
     const out: Stack[] = [];
+    this.spend(st.stacks.length);
     for (const s of st.stacks) {
       if (s.pos < 0 || (bits[(sym[s.pos] << 3) | word] & bit) === 0) continue;
-      const nx = sym[s.pos + 1] === END ? s.next! : this.push(s.pos + 1, s.next!);
-      for (const x of this.expand(nx)) if (x.mark !== gen) { x.mark = gen; out.push(x); }
+      const nx = sym[s.pos + 1] === END ? s.next! : this.push(s.pos + 1, s.next!), exp = this.expand(nx);
+      this.spend(exp.length);
+      for (const x of exp) if (x.mark !== gen) { x.mark = gen; out.push(x); }
+      if (out.length > MAX_LIVE_STACKS) throw ambiguous(`over ${MAX_LIVE_STACKS} parse stacks alive at once`);
     }
     const res = this.intern(out);
     st.next[b] = res;

@@ -1,7 +1,8 @@
 // Grammar (compiled once, shareable across requests) and GrammarState (one per generation): the
 // current DState of the lazily determinized matcher plus a finished flag. mask() / accept() /
 // isComplete() / forcedBytes() are what the sampler loop calls; clone() is O(1) (a state is one
-// pointer), so speculative drafts can be checked and rolled back.
+// pointer), so speculative drafts can be checked and rolled back. Each call is one budgeted matcher
+// operation (stacks.ts): a grammar too ambiguous to follow throws GrammarError from mask / accept.
 import { compile, type CompiledGrammar } from "./compile.ts";
 import { GrammarError } from "./errors.ts";
 import { parseGbnf } from "./gbnf.ts";
@@ -26,7 +27,7 @@ export class Grammar {
   matches(text: string | Uint8Array): boolean {
     const m = this.matcher, bytes = typeof text === "string" ? enc.encode(text) : text;
     let st = m.initial();
-    for (const b of bytes) { st = m.step(st, b); if (st === m.dead) return false; }
+    for (const b of bytes) { m.budget(); st = m.step(st, b); if (st === m.dead) return false; }
     return st.complete;
   }
 
@@ -34,7 +35,7 @@ export class Grammar {
   isPrefix(text: string | Uint8Array): boolean {
     const m = this.matcher, bytes = typeof text === "string" ? enc.encode(text) : text;
     let st = m.initial();
-    for (const b of bytes) { st = m.step(st, b); if (st === m.dead) return false; }
+    for (const b of bytes) { m.budget(); st = m.step(st, b); if (st === m.dead) return false; }
     return true;
   }
 }
@@ -91,6 +92,7 @@ export class GrammarState {
 
   private walk(bytes: Uint8Array): DState {
     let st = this.st;
+    this.m.budget();
     for (let i = 0; i < bytes.length && st !== this.m.dead; i++) st = this.m.step(st, bytes[i]);
     return st;
   }
@@ -103,16 +105,22 @@ export class GrammarState {
 
   /**
    * The bytes the grammar forces next, whatever is sampled (a grammar-forced draft): follows
-   * single-choice bytes until a choice, a possible end, or `max` bytes. Does not change the state.
+   * single-choice bytes until a choice, a possible end, or `max` bytes (or the work budget: then the
+   * bytes so far; mask / accept report the grammar). Does not change the state.
    */
   forcedBytes(max = 256): Uint8Array {
     const out: number[] = [];
     let st = this.st;
-    while (!this.finished && out.length < max) {
-      const b = this.m.forcedByte(st);
-      if (b < 0) break;
-      out.push(b);
-      st = this.m.step(st, b);
+    this.m.budget();
+    try {
+      while (!this.finished && out.length < max) {
+        const b = this.m.forcedByte(st);
+        if (b < 0) break;
+        st = this.m.step(st, b);
+        out.push(b);
+      }
+    } catch (e) {
+      if (!(e instanceof GrammarError)) throw e;
     }
     return Uint8Array.from(out);
   }
