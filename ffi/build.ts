@@ -6,9 +6,12 @@
 // test processes never load half a .so.
 // Env: CC = compiler (default cc); HB_LIB = use this prebuilt library as is (e.g. next to a compiled
 // binary); HB_NATIVE_EXCLUDE = comma-separated ffi/*.c names to leave out (development only).
+// Every build says what it builds and why on stderr, one progress line per finished object (src/progress.ts: redrawn
+// in place on a TTY, plain lines otherwise), so a first start after a clone never waits in silence.
 // Script: `bun ffi/build.ts [--force]` (package.json postinstall / build:native).
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
+import { Progress } from "../src/progress.ts";
 
 const ffiDir = import.meta.dir;
 const root = resolve(ffiDir, "..");
@@ -42,10 +45,11 @@ function isFresh(): boolean {
 
 const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-function run(cmd: string[], what: string): void {
+/** Run `cmd`, its output collected (stderr straight to ours with `live`: a shell drawing progress there). */
+function run(cmd: string[], what: string, live = false): void {
   let r: ReturnType<typeof Bun.spawnSync>;
   try {
-    r = Bun.spawnSync({ cmd, stdout: "pipe", stderr: "pipe" });
+    r = Bun.spawnSync({ cmd, stdout: "pipe", stderr: live ? "inherit" : "pipe" });
   } catch (e) {
     throw new Error(`libhb: cannot run '${cmd[0]}' (install gcc or clang, or set CC): ${String(e)}`);
   }
@@ -76,27 +80,48 @@ export function buildNative(force = false): string {
   const stale = srcs
     .map((s, k) => [s, objs[k]] as const)
     .filter(([s, o]) => force || !existsSync(o) || mtime(o) < Math.max(shared, mtime(s)));
-  if (stale.length > 0) compile(cc, stale, tag);
+  const bar = stale.length > 0 ? new Progress(`building libhb (${why(force, stale.map(([s]) => basename(s)), srcs.length, shared)})`, stale.length, { unit: "count", every: true }) : null;
+  if (bar) compile(cc, stale, tag, bar);
   const tmp = `${libPath}.${tag}`;
   try {
+    bar?.update(stale.length, "linking");
     run([cc, ...LDFLAGS, "-o", tmp, ...objs, "-lm"], "linking");
     renameSync(tmp, libPath);
   } finally {
     rmSync(tmp, { force: true });
   }
+  bar?.end(`libhb: built ${stale.length} of ${srcs.length} objects in ${bar.elapsedS().toFixed(1)} s`);
   return libPath;
 }
 
-/** (source, object) pairs compiled by one shell running the compilers in parallel; each object lands by rename */
-function compile(cc: string, pairs: (readonly [string, string])[], tag: string): void {
-  const flags = CFLAGS.map(quote).join(" ");
-  const lines = pairs.map(([s, o], k) =>
-    `(${quote(cc)} ${flags} -c ${quote(s)} -o ${quote(`${o}.${tag}`)} && mv -f ${quote(`${o}.${tag}`)} ${quote(o)}) & p${k}=$!`);
-  lines.push("rc=0", ...pairs.map((_, k) => `wait $p${k} || rc=1`), "exit $rc");
+/** Why a build runs, for its progress line: --force, the first build, a shared input, or the changed sources. */
+export function why(force: boolean, names: string[], all: number, shared: number): string {
+  if (force) return "--force";
+  if (names.length === all) return existsSync(libPath) && mtime(libPath) < shared ? "a header or ffi/build.ts changed" : "first build";
+  return `${names.slice(0, 3).map((n) => `ffi/${n}`).join(", ")}${names.length > 3 ? ` and ${names.length - 3} more` : ""} changed`;
+}
+
+/**
+ * (source, object) pairs compiled by one shell running the compilers in parallel; each object lands by rename. As each
+ * finishes, its name goes down a FIFO to a reader in the same shell that counts and draws `bar`'s next line on our stderr
+ * (this process waits synchronously); the compilers' own output is collected and shown (or thrown) after.
+ */
+function compile(cc: string, pairs: (readonly [string, string])[], tag: string, bar?: Progress): void {
+  const flags = CFLAGS.map(quote).join(" "), fifo = quote(`${pairs[0][1]}.fifo.${tag}`), n = pairs.length;
+  const live = !!bar && bar.mode !== "off";
+  const fmt = bar?.mode === "tty" ? String.raw`'\r\033[K%s: %s/%s %s'` : String.raw`'%s: %s/%s %s\n'`;
+  const lines = live ? [`rm -f ${fifo}; mkfifo ${fifo} || exit 1`,
+    `(k=0; while read -r f; do k=$((k+1)); printf ${fmt} ${quote(bar!.label)} $k ${n} "$f" >&2; done < ${fifo}) & reader=$!`,
+    `exec 3>${fifo}`] : [];
+  lines.push(...pairs.map(([s, o], k) =>
+    `(${quote(cc)} ${flags} -c ${quote(s)} -o ${quote(`${o}.${tag}`)} 2>&1 && mv -f ${quote(`${o}.${tag}`)} ${quote(o)}; r=$?${live ? `; echo ${quote(basename(s))} >&3` : ""}; exit $r) & p${k}=$!`));
+  lines.push("rc=0", ...pairs.map((_, k) => `wait $p${k} || rc=1`), ...(live ? ["exec 3>&-", "wait $reader", `rm -f ${fifo}`] : []), "exit $rc");
+  bar?.update(0, "…");
   try {
-    run(["sh", "-c", lines.join("\n")], `compiling ${pairs.map(([s]) => basename(s)).join(", ")} with ${cc}`);
+    run(["sh", "-c", lines.join("\n")], `compiling ${pairs.map(([s]) => basename(s)).join(", ")} with ${cc}`, !!bar);
   } finally {
     for (const [, o] of pairs) rmSync(`${o}.${tag}`, { force: true });
+    rmSync(`${pairs[0][1]}.fifo.${tag}`, { force: true });
   }
 }
 
@@ -106,8 +131,11 @@ export function buildLibAt(dir: string, out: string): string {
   const srcs = readdirSync(dir).filter((f) => f.endsWith(".c")).sort().map((f) => join(dir, f));
   if (srcs.length === 0) throw new Error(`libhb: no C sources in ${dir}`);
   const cc = process.env.CC || "cc", objs = srcs.map((s) => join(dirname(out), `${basename(s, ".c")}.o`)); // beside the library, never in `dir`
-  compile(cc, srcs.map((s, k) => [s, objs[k]] as const), `${process.pid}.tmp`);
+  const bar = new Progress(`building libhb from ${dir}`, srcs.length, { unit: "count", every: true });
+  compile(cc, srcs.map((s, k) => [s, objs[k]] as const), `${process.pid}.tmp`, bar);
+  bar.update(srcs.length, "linking");
   run([cc, ...LDFLAGS, "-o", out, ...objs, "-lm"], "linking");
+  bar.end();
   return out;
 }
 
@@ -140,7 +168,7 @@ if (import.meta.main) {
     const t0 = performance.now();
     const fresh = !force && isFresh();
     const path = fresh ? libPath : buildNative(force);
-    console.log(`libhb: ${fresh ? "up to date" : `built in ${((performance.now() - t0) / 1000).toFixed(1)} s`}: ${path}`);
+    console.log(`libhb: ${fresh ? "up to date" : `built in ${((performance.now() - t0) / 1000).toFixed(1)} s`}: ${path}`); // (stdout: the build's lines went to stderr)
   } catch (e) {
     console.error(e instanceof Error ? e.message : String(e));
     process.exit(1);

@@ -1,12 +1,13 @@
 // Native build of libhbvk (the Vulkan shim, ffi/vk/*.c) into build/libhbvk.so, separate from libhb so the
 // engine never depends on Vulkan. Holds one piece of state: the path already checked by this process.
 // Rebuilds when the library is missing or older than ffi/vk/* or this file; writes a temp file and renames
-// it (concurrent test processes never load half a .so). Env: HB_VK_LIB = use this prebuilt library as is.
+// it (concurrent test processes never load half a .so); says on stderr what it builds and why (src/progress.ts). Env: HB_VK_LIB = use this prebuilt library as is.
 // Script: `bun gpu/build.ts [--force] [--spirv-pack]` (the pack: every shader variant the kernels use, in
 // build/shaders.spvpack, for the compiled binary).
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ensureLib } from "../ffi/build.ts";
+import { Progress } from "../src/progress.ts";
 
 const root = resolve(import.meta.dir, "..");
 const srcDir = join(root, "ffi", "vk");
@@ -31,12 +32,16 @@ export function buildVk(): string {
   const tmp = `${vkLibPath}.${process.pid}.${Date.now()}.tmp`;
   const cc = process.env.CC || "cc";
   const cmd = [cc, ...CFLAGS, "-o", tmp, ...srcs, ...(process.platform === "linux" ? ["-ldl"] : [])];
+  const bar = new Progress(`building libhbvk (${existsSync(vkLibPath) ? "ffi/vk changed" : "first build"})`, 1, { unit: "count", every: true });
+  bar.update(0, srcs.map((f) => f.slice(srcDir.length + 1)).join(" ") + " …"); // one compiler call: said before the wait
   let r: ReturnType<typeof Bun.spawnSync>;
   try {
     r = Bun.spawnSync({ cmd, stdout: "pipe", stderr: "pipe" });
   } catch (e) {
+    bar.end();
     throw new Error(`libhbvk: cannot run the C compiler '${cc}': ${String(e)}`);
   }
+  bar.end(r.exitCode === 0 ? `libhbvk: built in ${bar.elapsedS().toFixed(1)} s` : undefined);
   const out = `${r.stdout?.toString() ?? ""}${r.stderr?.toString() ?? ""}`.trim();
   if (r.exitCode !== 0) {
     rmSync(tmp, { force: true });
