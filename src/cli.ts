@@ -1,9 +1,11 @@
 #!/usr/bin/env bun
 // Hummingbird CLI entry (`bun src/cli.ts <command> ...`): dispatches to the registry in
 // src/cli/registry.ts and maps errors to exit codes — 0 ok, 2 bad input (UsageError, ModelError,
-// missing/unreadable files; printed as `hummingbird: <message>`), 1 internal error. No state.
+// missing/unreadable files; printed as `hummingbird: <message>`, a usage error with a hint instead of the usage),
+// 1 internal error. No state.
 import { UsageError } from "./cli/common.ts";
 import { COMMANDS } from "./cli/registry.ts";
+import { nearest } from "./cli/suggest.ts";
 import { ModelError } from "./model/errors.ts";
 
 const VERSION = "0.1.0";
@@ -30,7 +32,7 @@ const FILE_ERRORS = new Set(["ENOENT", "EACCES", "ENOTDIR", "EISDIR", "EEXIST", 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   try {
-    if (name === undefined) throw new UsageError("missing command", overallHelp());
+    if (name === undefined) throw new UsageError(`missing command (one of: ${Object.keys(COMMANDS).join(", ")})`, overallHelp());
     if (name === "--help" || name === "-h") return out(overallHelp());
     if (name === "--version" || name === "-V") return out(VERSION);
     if (name === "help") {
@@ -40,7 +42,10 @@ export async function main(argv: string[]): Promise<number> {
       return out((await e.load()).help);
     }
     const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (!entry) throw new UsageError(`unknown command ${JSON.stringify(name)}`, overallHelp());
+    if (!entry) {
+      const near = nearest(name, Object.keys(COMMANDS));
+      throw new UsageError(`unknown command ${JSON.stringify(name)}`, overallHelp(), near ? `did you mean ${near}?` : undefined);
+    }
     return await (await entry.load()).run(rest);
   } catch (e) {
     return report(e);
@@ -53,8 +58,10 @@ function out(text: string): number {
 }
 
 function report(e: unknown): number {
-  if (e instanceof UsageError) {
-    process.stderr.write(`hummingbird: ${e.message}\n${e.help ? `\n${e.help}\n` : ""}`);
+  if (e instanceof UsageError) { // one line and a hint, not the whole usage (that is --help's)
+    const usage = e.help && /^usage: (hummingbird(?: [a-z-]+)?)/.exec(e.help)?.[1];
+    const where = usage ? `run '${usage.endsWith(" <command>") ? "hummingbird" : usage} --help' for ${usage === "hummingbird" ? "the commands" : "the options"}` : "";
+    process.stderr.write(`hummingbird: ${e.message}\n${e.hint ? `hummingbird: ${e.hint}\n` : ""}${where ? `${where}\n` : ""}`);
     return 2;
   }
   if (e instanceof ModelError) {

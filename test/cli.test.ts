@@ -55,17 +55,20 @@ describe("help and usage errors", () => {
     }
   }, T);
 
-  test("no command, unknown command, bad flags → 2 with help on stderr", async () => {
+  test("no command, unknown command, bad flags → 2: one line, a hint, where the usage is (not the usage)", async () => {
     const cases: [string[], RegExp, string][] = [
-      [[], /missing command/, "usage: hummingbird <command>"],
-      [["frobnicate"], /unknown command "frobnicate"/, "usage: hummingbird <command>"],
-      [["inspect", "--bogus"], /--bogus/, "usage: hummingbird inspect"],
-      [["inspect"], /--model/, "usage: hummingbird inspect"],
-      [["inspect", "--model"], /--model/, "usage: hummingbird inspect"],
-      [["make-model", join(root, "x"), "--preset", "huge"], /--preset must be one of tiny\|bench/, "usage: hummingbird make-model"],
-      [["make-model", join(root, "x"), "--preset", "tiny", "--seed", "-1"], /--seed/, "usage: hummingbird make-model"],
-      [["make-model", join(root, "x"), "--preset", "tiny", "--dtype", "f16"], /--dtype/, "usage: hummingbird make-model"],
-      [["make-model", "--preset", "tiny"], /output directory/, "usage: hummingbird make-model"],
+      [[], /missing command/, "run 'hummingbird --help'"],
+      [["frobnicate"], /unknown command "frobnicate"/, "run 'hummingbird --help'"],
+      [["inspect", "--bogus"], /--bogus/, "run 'hummingbird inspect --help'"],
+      [["inspect"], /--model/, "run 'hummingbird inspect --help'"],
+      [["inspect", "--model"], /--model/, "run 'hummingbird inspect --help'"],
+      [["make-model", join(root, "x"), "--preset", "huge"], /--preset must be one of tiny\|bench/, "run 'hummingbird make-model --help'"],
+      [["make-model", join(root, "x"), "--preset", "tiny", "--seed", "-1"], /--seed/, "run 'hummingbird make-model --help'"],
+      [["make-model", join(root, "x"), "--preset", "tiny", "--dtype", "f16"], /--dtype/, "run 'hummingbird make-model --help'"],
+      [["make-model", "--preset", "tiny"], /output directory/, "run 'hummingbird make-model --help'"],
+      [["generate", "--max-token", "3"], /unknown option --max-token\nhummingbird: did you mean --max-tokens\?/, "run 'hummingbird generate --help'"],
+      [["serve", "--prot", "80"], /did you mean --port\?/, "run 'hummingbird serve --help'"],
+      [["generat"], /did you mean generate\?/, "run 'hummingbird --help'"],
     ];
     const rs = await Promise.all(cases.map(([args]) => cli(...args)));
     for (const [k, [args, msg, help]] of cases.entries()) {
@@ -74,6 +77,8 @@ describe("help and usage errors", () => {
       expect(r.err).toMatch(/^hummingbird: /);
       expect(r.err).toMatch(msg);
       expect(r.err).toContain(help);
+      expect(r.err).not.toContain("usage:"); // the usage is --help's
+      expect([args, r.err.split("\n").length <= 4]).toEqual([args, true]); // message, hint, where the usage is
       expect(r.out).toBe("");
     }
     expect(existsSync(join(root, "x"))).toBe(false);

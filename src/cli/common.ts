@@ -1,9 +1,10 @@
 // Shared CLI plumbing: the Command shape every subcommand module implements, UsageError (bad
-// arguments → exit 2 with the command's help) and a strict `util.parseArgs` wrapper. No state.
+// arguments → exit 2 with a hint, the help only on --help) and a strict `util.parseArgs` wrapper. No state.
 import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { readChatTemplate } from "../model/tokenizer.ts";
 import { KV_DTYPES, type KvDtype } from "../engine/hb.ts";
+import { flagHint } from "./suggest.ts";
 
 /** What a subcommand module (`src/cli/<name>.ts`) exports as its `command`. */
 export interface Command {
@@ -15,9 +16,10 @@ export interface Command {
   run(argv: string[]): Promise<number> | number;
 }
 
-/** Bad command-line input: printed as `hummingbird: <message>` followed by the help; exit 2. */
+/** Bad command-line input: printed as `hummingbird: <message>`, the hint (did you mean …?) and where the usage is (the
+ *  whole `help` only on --help); exit 2. */
 export class UsageError extends Error {
-  constructor(message: string, readonly help?: string) {
+  constructor(message: string, readonly help?: string, readonly hint?: string) {
     super(message);
     this.name = "UsageError";
   }
@@ -34,7 +36,10 @@ export function parseCli<O extends Options>(argv: string[], options: O, help: st
   try {
     r = parseArgs({ args: argv, options: { ...options, help: { type: "boolean", short: "h" } }, strict: true, allowPositionals });
   } catch (e) {
-    throw new UsageError((e as Error).message, help);
+    const err = e as Error & { code?: string }, flag = /^Unknown option '([^']+)'/.exec(err.message)?.[1];
+    if (err.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && flag) throw new UsageError(`unknown option ${flag}`, help, flagHint(flag, Object.keys(options)));
+    const [first, ...more] = err.message.split("\n"); // one line; parseArgs' advice as the hint
+    throw new UsageError(first, help, more.join(" ").trim() || undefined);
   }
   if ((r.values as Record<string, unknown>).help) return null;
   return r;
