@@ -1,8 +1,8 @@
 // `hummingbird chat`: a conversation in the terminal (llama-cli -cnv, ollama run): each line read from stdin is a user
 // turn, sent through the chat template to the server's engine worker (one KV slot: a turn prefills only what the
 // slot does not hold yet, by prefix reuse), and the reply streams back, reasoning shown dimmed. The engine runs off
-// this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits. /reset clears
-// the history, /exit (or the end of input) quits. State: the messages so far and the engine.
+// this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits (exit 0). /help lists
+// the commands, /reset clears the history, /exit (or the end of input) quits; an empty reply says so (dim). State: the messages so far and the engine.
 import { existsSync } from "node:fs";
 import { type Command, threadsAndTemplate, intOption, KV_HELP, kvOption, numOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError } from "./common.ts";
 import { EngineClient } from "../server/engine-client.ts";
@@ -21,7 +21,7 @@ const help = `usage: hummingbird chat [--model DIR] [--system TEXT] [--max-token
 
 Talk to a model in the terminal: every line of stdin is a user message; the reply streams to stdout. The
 conversation goes through the model's chat template, and its KV cache is kept between turns (a turn
-prefills only its new tokens). Ctrl-C stops a reply; /reset forgets the conversation; /think [on|off] turns
+prefills only its new tokens). Ctrl-C stops a reply; /help lists the commands; /reset forgets the conversation; /think [on|off] turns
 thinking on or off (toggles without an argument) from the next turn; /exit, the end of
 input or Ctrl-C at the prompt quits. Without --model (or -m): the embedded demo model.
 --max-tokens: the longest reply (default 512); --ctx: the conversation's token limit (default 4096, at
@@ -39,6 +39,14 @@ ${REASONING_HELP}
 ${KV_HELP}
 ${EXPERT_HELP}
 ${DEVICE_HELP}`;
+
+/** What /help prints (handled here, never sent to the model). */
+export const COMMANDS_HELP = `commands (not sent to the model):
+  /help          this list
+  /reset         forget the conversation
+  /think [on|off]  thinking on or off from the next turn (toggles without an argument)
+  /exit, /quit   quit (also Ctrl-D, or Ctrl-C at the prompt; Ctrl-C during a reply stops it)
+`;
 
 export const command: Command = {
   summary: "chat with a model in the terminal (the KV cache kept between turns)",
@@ -62,18 +70,20 @@ export const command: Command = {
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
     const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows,
       draft, ...text, ...reasoningOptions(v, help), ...kvOption(v, help) });
+    let current: ReturnType<EngineClient["submit"]> | null = null;
+    // Ctrl-C at the prompt (or while loading): a clean quit (a newline, exit 0: no "exited with code 130" from `bun run`)
+    const onInt = () => { if (current) current.stop(); else { process.stdout.write("\n"); engine.close(); process.exit(0); } };
+    process.on("SIGINT", onInt);
     try {
       await engine.ready;
     } catch (e) {
+      process.off("SIGINT", onInt);
       engine.close();
       throw new UsageError(`${dir}: ${(e as Error).message}`, help);
     }
     const system: ChatMessage[] = v.system ? [{ role: "system", content: v.system }] : [];
     let messages = [...system];
     const tty = process.stdin.isTTY;
-    let current: ReturnType<EngineClient["submit"]> | null = null;
-    const onInt = () => { if (current) current.stop(); else { engine.close(); process.exit(130); } };
-    process.on("SIGINT", onInt);
     const ask = () => { if (tty) process.stdout.write("> "); };
     try {
       ask();
@@ -85,6 +95,8 @@ export const command: Command = {
           v.think = line === "/think" ? !v.think : line === "/think on";
           process.stderr.write(`(thinking ${v.think ? "on" : "off"})\n`); ask(); continue;
         }
+        if (line === "/help" || line === "/?") { process.stderr.write(COMMANDS_HELP); ask(); continue; }
+        if (/^\/[a-z]+$/.test(line)) { process.stderr.write(`(unknown command ${line}; /help lists them)\n`); ask(); continue; }
         if (line === "") { ask(); continue; }
         const turn: ChatMessage[] = [...messages, { role: "user", content: line }];
         let split = new ThinkSplit(!!v.think, false);
@@ -109,6 +121,7 @@ export const command: Command = {
           const why = end.code === "CONTEXT_EXCEEDED" ? `the conversation (${end.detail.split(" ")[0]} tokens) has reached --ctx ${engine.info?.ctx ?? ctx}; /reset to start over` : end.detail;
           process.stderr.write(`hummingbird chat: ${why}\n`);
         } else {
+          if (reply.trim() === "") process.stderr.write(process.stderr.isTTY ? "\x1b[2m(empty reply)\x1b[0m" : "(empty reply)\n");
           process.stdout.write("\n" + (tty ? "\n" : ""));
           messages = [...turn, { role: "assistant", content: reply.trim() }];
           if (v.timings)

@@ -72,7 +72,7 @@ async function init(o: Extract<ToWorker, { t: "init" }>["opts"]): Promise<void> 
     vocab = m.cfg.vocab_size;
     const ctx = Math.max(2, Math.min(o.ctx ?? 4096, m.cfg.max_position_embeddings));
     slotCtx = ctx;
-    const log = (s: string) => console.error(s);
+    const log = (s: string) => void process.stderr.write(s + "\n"); // plain: a worker's console.error is red on a TTY
     const small = (o.kvDtype ?? "f32") !== "f32";
     store = attachExperts(m, { ...o.experts, ctx, rows: stepRows(o), sessions: o.slots, kvDtype: o.kvDtype,
       hiddenRows: o.draft?.kind === "mtp", extraBytes: o.cacheRam ?? 0, log }); // (the slots record hidden rows only to draft with the MTP head)
