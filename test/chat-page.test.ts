@@ -1,6 +1,7 @@
 // The chat page at / driven in a DOM (happy-dom) against a live server on the shared fixture: the API key typed
 // into it unlocks the server, a turn's streamed reply equals the chat route's reply for the same conversation (the
-// second turn carries the first), and Stop ends a long reply and frees the slot.
+// second turn carries the first), thinking is sent only once set, and Stop ends a long reply and frees the slot (the
+// browser suite, chat-page.browser.test.ts, checks speed, Markdown and escaping in chromium).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Window } from "happy-dom";
 import type { Server } from "../src/server/server.ts";
@@ -56,8 +57,11 @@ describe.skipIf(!hasTiny)("the chat page in a DOM", () => {
     await send("And then?");
     expect(texts("bot").at(-1)).toBe(await reply([{ role: "user", content: "Hello" }, { role: "assistant", content: first }, { role: "user", content: "And then?" }], 6));
     expect(texts("user")).toEqual(["Hello", "And then?"]);
-    // the thinking switch and budget go into the request
-    (window.document.getElementById("think") as unknown as { checked: boolean }).checked = true;
+    // thinking: unset, the template decides (no enable_thinking sent); set, it and the budget go into the request
+    const think = window.document.getElementById("think") as unknown as { checked: boolean; indeterminate: boolean; click(): void };
+    expect(think.indeterminate).toBe(true);
+    expect(JSON.parse(String(lastBody)).chat_template_kwargs).toBeUndefined();
+    think.click();
     $("budget").value = "2";
     await send("Think.");
     expect(JSON.parse(String(lastBody))).toMatchObject({ chat_template_kwargs: { enable_thinking: true }, thinking_token_budget: 2 });
