@@ -2,10 +2,14 @@
 // budget from the safetensors headers (no tensor data is read). Classifies every tensor into a
 // storage format (f32/bf16/f16/fp8/int8/int4/int4g<gs>/int2; `name.qs` scales count with their
 // matrix, FP8 `*_scale_inv` with theirs) and splits resident bytes from routed-expert bytes.
-// Stateless: opens the store, reads headers, closes it.
+// Refuses what `serve` refuses at load, by the same code: config.json (loadConfig), the shards (openModel), every
+// weight's name, shape and format (weights.ts checkWeights, headers only) and the tokenizer with its chat template
+// (loadTokenizer). Stateless: opens the store, reads headers, closes it.
 import { loadConfig, type Config } from "./config.ts";
 import { planTensors } from "./make-model.ts";
 import { openModel, type TensorInfo, type TensorStore } from "./safetensors.ts";
+import { loadTokenizer } from "./tokenizer.ts";
+import { checkWeights } from "./weights.ts";
 
 export interface InspectReport {
   model_dir: string;
@@ -87,10 +91,17 @@ function formats(store: TensorStore, cfg: Config): Map<string, string> {
 
 const add = (m: Record<string, number>, k: string, v: number) => (m[k] = (m[k] ?? 0) + v);
 
+/** The report of a model directory `serve` would load; refused (a ModelError) where serve's load would be. */
 export function inspectModel(dir: string): InspectReport {
+  return storeReport(dir, true);
+}
+
+/** The report; `check` false: of any store config.json describes, even one serve would refuse (e.g. a few tensors). */
+export function storeReport(dir: string, check = false): InspectReport {
   const cfg = loadConfig(dir);
   const store = openModel(dir);
   try {
+    if (check) { checkWeights(store, cfg); loadTokenizer(dir); }
     const fmt = formats(store, cfg);
     const bytes_by_dtype: Record<string, number> = {};
     const bytes_by_format: Record<string, number> = {};

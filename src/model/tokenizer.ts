@@ -2,12 +2,13 @@
 // template of tokenizer_config.json through @huggingface/jinja, a streaming decoder that never
 // emits half a UTF-8 character, and each token's raw bytes (through the grammar engine's TokenVocab).
 // Holds the parsed tokenizer, the compiled template and the TokenVocabs built from it.
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, constants as C, existsSync, fstatSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
 import { TokenVocab } from "../engine/grammar/vocab.ts";
 import { ModelError } from "./errors.ts";
+import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";
 
 const utf8 = new TextEncoder();
@@ -30,12 +31,15 @@ export class TextCodec {
   private vocabs = new Map<string, TokenVocab>();
   private byteVocab: TokenVocab | null | undefined; // undefined: not tried yet; null: unsupported tokenizer
 
-  /** chatTemplate: a Jinja chat template used instead of tokenizer_config.json's (`--chat-template FILE`) */
-  constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, chatTemplate?: string) {
+  /** chatTemplate: a Jinja chat template used instead of tokenizer_config.json's (`--chat-template FILE`); configFile:
+   *  where tokenizerConfig came from (a template that does not parse is a ModelError naming it) */
+  constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, chatTemplate?: string, configFile = "tokenizer_config.json") {
     this.tok = new Tokenizer(tokenizerJson as object, tokenizerConfig as object);
     const t = chatTemplate ?? tokenizerConfig.chat_template;
     this.templateText = typeof t === "string" ? t : null;
-    this.template = this.templateText === null ? null : new Template(this.templateText);
+    try { this.template = this.templateText === null ? null : new Template(this.templateText); } catch (e) {
+      throw new ModelError(`does not parse: ${(e as Error).message}`, { file: chatTemplate !== undefined ? "--chat-template" : configFile, field: "chat_template" });
+    }
     const eos = tokenizerConfig.eos_token;
     const name = typeof eos === "string" ? eos : typeof (eos as { content?: unknown })?.content === "string" ? (eos as { content: string }).content : null;
     this.eosId = name === null ? null : this.tok.token_to_id(name) ?? null;
@@ -114,7 +118,7 @@ export class TextCodec {
       ...(opts.enableThinking !== undefined ? { enable_thinking: opts.enableThinking } : {}),
       ...(opts.tools?.length ? { tools: opts.tools } : {}),
     };
-    return this.template.render(items);
+    return renderBudgeted(this.template, items, JSON.stringify(items).length); // (a looping template is stopped: template-budget.ts)
   }
 
   /**
@@ -139,9 +143,22 @@ export class TextCodec {
   }
 }
 
+/** tokenizer.json and tokenizer_config.json are read whole: at most this many bytes (the largest known are ~35 MB) */
+export const MAX_TOKENIZER_FILE = 256 << 20;
+
 function readJson(dir: string, name: string): Record<string, unknown> {
   const p = join(dir, name);
-  try { return JSON.parse(readFileSync(p, "utf8")); }
+  let text: string;
+  try {
+    const fd = openSync(p, C.O_RDONLY | C.O_NONBLOCK); // (a FIFO opens at once and is refused below)
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw new ModelError("not a regular file", { file: p });
+      if (st.size > MAX_TOKENIZER_FILE) throw new ModelError(`file is ${st.size} bytes, over the ${MAX_TOKENIZER_FILE}-byte limit`, { file: p });
+      text = readFileSync(fd, "utf8");
+    } finally { closeSync(fd); }
+  } catch (e) { throw e instanceof ModelError ? e : new ModelError((e as Error).message, { file: p }); }
+  try { return JSON.parse(text); }
   catch (e) { throw new ModelError((e as Error).message, { file: p }); }
 }
 
@@ -149,7 +166,7 @@ function readJson(dir: string, name: string): Record<string, unknown> {
 export function loadTokenizer(dir: string, chatTemplate?: string): TextCodec {
   if (!existsSync(join(dir, "tokenizer.json"))) throw new ModelError("missing", { file: join(dir, "tokenizer.json") });
   const cfg = existsSync(join(dir, "tokenizer_config.json")) ? readJson(dir, "tokenizer_config.json") : {};
-  return new TextCodec(readJson(dir, "tokenizer.json"), cfg, chatTemplate);
+  return new TextCodec(readJson(dir, "tokenizer.json"), cfg, chatTemplate, join(dir, "tokenizer_config.json"));
 }
 
 /** The text of a chat template file, parsed once so that a syntax error names the file (a ModelError). */

@@ -125,16 +125,24 @@ export function loadMat(store: TensorStore, name: string, expectShape: [number, 
 
 /** A float matrix forced to f32 (router): BF16/F16 are converted, quantized formats refused. */
 export function loadMatF32(store: TensorStore, name: string, shape: [number, number]): Mat {
+  const p = planMatF32(store, name, shape);
+  return { name, fmt: Fmt.f32, O: p.O, I: p.I, gs: 0, data: readF32(p.w, null, store), scales: null };
+}
+
+function planMatF32(store: TensorStore, name: string, shape: [number, number]): MatPlan {
   const p = planMat(store, name, shape);
   if (p.qs) throw new ModelError("must be a float tensor, not quantized", { file: p.w.file, tensor: name, field: "dtype" });
-  return { name, fmt: Fmt.f32, O: p.O, I: p.I, gs: 0, data: readF32(p.w, null, store), scales: null };
+  return p;
 }
 
 /** A vector [n] as f32 (any float dtype). */
 export function loadVec(store: TensorStore, name: string, n: number): F32 {
+  return readF32(planVec(store, name, n), null, store);
+}
+function planVec(store: TensorStore, name: string, n: number): TensorInfo {
   const t = store.get(name);
   if (t.shape.length !== 1 || t.shape[0] !== n) throw new ModelError(`is ${dims(t.shape)}, expected [${n}]`, { file: t.file, tensor: name, field: "shape" });
-  return readF32(t, null, store);
+  return t;
 }
 
 // ---- the model --------------------------------------------------------------------------------
@@ -165,78 +173,100 @@ export class LazyMoe implements Moe {
 
 type IndexerMode = "none" | "optional" | "required";
 
-function loadIndexer(store: TensorStore, cfg: Config, p: string, mode: IndexerMode): Indexer | null {
+/** How the model's tensors are taken: read (loadWeights) or only validated from the headers (checkWeights, whose
+ *  matrices and vectors hold no data). The same walk over the model's names and shapes serves both. */
+interface Reader { mat: typeof loadMat; matF32: typeof loadMatF32; vec: typeof loadVec; mlp: typeof readMlp }
+const READ: Reader = { mat: loadMat, matF32: loadMatF32, vec: loadVec, mlp: readMlp };
+const planned = (p: MatPlan): Mat => ({ name: p.name, fmt: p.fmt, O: p.O, I: p.I, gs: p.gs, data: new Float32Array(0), scales: null });
+const CHECK: Reader = {
+  mat: (store, name, shape) => planned(planMat(store, name, shape)),
+  matF32: (store, name, shape) => planned(planMatF32(store, name, shape)),
+  vec: (store, name, n) => (planVec(store, name, n), new Float32Array(0)),
+  mlp: (_store, m) => ({ gate: planned(m.gate), up: planned(m.up), down: planned(m.down) }),
+};
+
+function loadIndexer(r: Reader, store: TensorStore, cfg: Config, p: string, mode: IndexerMode): Indexer | null {
   if (mode === "none" || (mode === "optional" && !store.has(`${p}wq_b.weight`))) return null;
   const D = cfg.hidden_size, nh = cfg.index_n_heads, hd = cfg.index_head_dim;
   return {
-    wq_b: loadMat(store, `${p}wq_b.weight`, [nh * hd, cfg.q_lora_rank!]),
-    wk: loadMat(store, `${p}wk.weight`, [hd, D]),
-    k_norm_w: loadVec(store, `${p}k_norm.weight`, hd),
-    k_norm_b: loadVec(store, `${p}k_norm.bias`, hd),
-    weights_proj: loadMat(store, `${p}weights_proj.weight`, [nh, D]),
+    wq_b: r.mat(store, `${p}wq_b.weight`, [nh * hd, cfg.q_lora_rank!]),
+    wk: r.mat(store, `${p}wk.weight`, [hd, D]),
+    k_norm_w: r.vec(store, `${p}k_norm.weight`, hd),
+    k_norm_b: r.vec(store, `${p}k_norm.bias`, hd),
+    weights_proj: r.mat(store, `${p}weights_proj.weight`, [nh, D]),
   };
 }
 
-function loadAttn(store: TensorStore, cfg: Config, p: string, mode: IndexerMode): AttnWeights {
+function loadAttn(r: Reader, store: TensorStore, cfg: Config, p: string, mode: IndexerMode): AttnWeights {
   const D = cfg.hidden_size, H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim;
   const dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank, qr = cfg.q_lora_rank;
   return {
-    q_a: qr === null ? null : loadMat(store, `${p}q_a_proj.weight`, [qr, D]),
-    q_a_norm: qr === null ? null : loadVec(store, `${p}q_a_layernorm.weight`, qr),
-    q_b: qr === null ? null : loadMat(store, `${p}q_b_proj.weight`, [H * (dn + dr), qr]),
-    q_proj: qr === null ? loadMat(store, `${p}q_proj.weight`, [H * (dn + dr), D]) : null,
-    kv_a: loadMat(store, `${p}kv_a_proj_with_mqa.weight`, [kvr + dr, D]),
-    kv_a_norm: loadVec(store, `${p}kv_a_layernorm.weight`, kvr),
-    kv_b: loadMat(store, `${p}kv_b_proj.weight`, [H * (dn + dv), kvr]),
-    o: loadMat(store, `${p}o_proj.weight`, [D, H * dv]),
-    indexer: loadIndexer(store, cfg, `${p}indexer.`, mode),
+    q_a: qr === null ? null : r.mat(store, `${p}q_a_proj.weight`, [qr, D]),
+    q_a_norm: qr === null ? null : r.vec(store, `${p}q_a_layernorm.weight`, qr),
+    q_b: qr === null ? null : r.mat(store, `${p}q_b_proj.weight`, [H * (dn + dr), qr]),
+    q_proj: qr === null ? r.mat(store, `${p}q_proj.weight`, [H * (dn + dr), D]) : null,
+    kv_a: r.mat(store, `${p}kv_a_proj_with_mqa.weight`, [kvr + dr, D]),
+    kv_a_norm: r.vec(store, `${p}kv_a_layernorm.weight`, kvr),
+    kv_b: r.mat(store, `${p}kv_b_proj.weight`, [H * (dn + dv), kvr]),
+    o: r.mat(store, `${p}o_proj.weight`, [D, H * dv]),
+    indexer: loadIndexer(r, store, cfg, `${p}indexer.`, mode),
   };
 }
 
-function loadLayer(store: TensorStore, cfg: Config, i: number, moe: boolean, mode: IndexerMode): Layer {
+function loadLayer(r: Reader, store: TensorStore, cfg: Config, i: number, moe: boolean, mode: IndexerMode): Layer {
   const p = `model.layers.${i}.`, D = cfg.hidden_size, E = cfg.n_routed_experts, I = cfg.moe_intermediate_size;
   const layer: Layer = {
-    input_norm: loadVec(store, `${p}input_layernorm.weight`, D),
-    post_norm: loadVec(store, `${p}post_attention_layernorm.weight`, D),
-    attn: loadAttn(store, cfg, `${p}self_attn.`, mode),
+    input_norm: r.vec(store, `${p}input_layernorm.weight`, D),
+    post_norm: r.vec(store, `${p}post_attention_layernorm.weight`, D),
+    attn: loadAttn(r, store, cfg, `${p}self_attn.`, mode),
     mlp: null,
     moe: null,
   };
   if (!moe) {
-    layer.mlp = readMlp(store, planMlp(store, `${p}mlp.`, D, cfg.intermediate_size));
+    layer.mlp = r.mlp(store, planMlp(store, `${p}mlp.`, D, cfg.intermediate_size));
     return layer;
   }
   const biasName = `${p}mlp.gate.e_score_correction_bias`;
-  const router = loadMatF32(store, `${p}mlp.gate.weight`, [E, D]);
-  const bias = store.has(biasName) ? loadVec(store, biasName, E) : null;
+  const router = r.matF32(store, `${p}mlp.gate.weight`, [E, D]);
+  const bias = store.has(biasName) ? r.vec(store, biasName, E) : null;
   const plans = Array.from({ length: E }, (_, e) => planMlp(store, `${p}mlp.experts.${e}.`, D, I));
-  const shared = cfg.n_shared_experts > 0 ? readMlp(store, planMlp(store, `${p}mlp.shared_experts.`, D, cfg.n_shared_experts * I)) : null;
+  const shared = cfg.n_shared_experts > 0 ? r.mlp(store, planMlp(store, `${p}mlp.shared_experts.`, D, cfg.n_shared_experts * I)) : null;
   layer.moe = new LazyMoe(store, router, bias, shared, plans);
   return layer;
 }
 
 /** Load every weight of the model (experts lazily), validating names and shapes against cfg. */
 export function loadWeights(store: TensorStore, cfg: Config): Weights {
+  return buildWeights(READ, store, cfg);
+}
+
+/** loadWeights' checks (every name, shape, dtype and quant format against cfg), from the headers only: what
+ *  `inspect` runs, so that it refuses exactly the weights `serve` would. */
+export function checkWeights(store: TensorStore, cfg: Config): void {
+  buildWeights(CHECK, store, cfg);
+}
+
+function buildWeights(r: Reader, store: TensorStore, cfg: Config): Weights {
   const D = cfg.hidden_size, V = cfg.vocab_size, L = cfg.num_hidden_layers;
-  const embed = loadMat(store, "model.embed_tokens.weight", [V, D]);
+  const embed = r.mat(store, "model.embed_tokens.weight", [V, D]);
   if (embed.fmt !== Fmt.f32 && embed.fmt !== Fmt.bf16 && embed.fmt !== Fmt.f16)
     throw new ModelError("must be f32, bf16 or f16 (rows are gathered)", { file: store.get(embed.name).file, tensor: embed.name, field: "dtype" });
   const layers: Layer[] = [];
   for (let i = 0; i < L; i++) {
     const mode: IndexerMode = !cfg.has_dsa ? "none" : cfg.indexer_types[i] === "full" ? "required" : "optional";
-    layers.push(loadLayer(store, cfg, i, cfg.layer_kinds[i] === "moe", mode));
+    layers.push(loadLayer(r, store, cfg, i, cfg.layer_kinds[i] === "moe", mode));
   }
-  const norm = loadVec(store, "model.norm.weight", D);
-  const lm_head = loadMat(store, "lm_head.weight", [V, D]);
+  const norm = r.vec(store, "model.norm.weight", D);
+  const lm_head = r.mat(store, "lm_head.weight", [V, D]);
   let mtp: Mtp | null = null;
   const p = `model.layers.${L}.`;
   if (cfg.num_nextn_predict_layers >= 1 && store.has(`${p}eh_proj.weight`)) {
     mtp = {
-      enorm: loadVec(store, `${p}enorm.weight`, D),
-      hnorm: loadVec(store, `${p}hnorm.weight`, D),
-      eh_proj: loadMat(store, `${p}eh_proj.weight`, [D, 2 * D]),
-      head_norm: loadVec(store, `${p}shared_head.norm.weight`, D),
-      layer: loadLayer(store, cfg, L, store.has(`${p}mlp.gate.weight`), cfg.has_dsa ? "optional" : "none"),
+      enorm: r.vec(store, `${p}enorm.weight`, D),
+      hnorm: r.vec(store, `${p}hnorm.weight`, D),
+      eh_proj: r.mat(store, `${p}eh_proj.weight`, [D, 2 * D]),
+      head_norm: r.vec(store, `${p}shared_head.norm.weight`, D),
+      layer: loadLayer(r, store, cfg, L, store.has(`${p}mlp.gate.weight`), cfg.has_dsa ? "optional" : "none"),
     };
   }
   return { embed, layers, norm, lm_head, mtp };

@@ -12,7 +12,7 @@ import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
-import { STORE_MAX, type Turn } from "./responses-store.ts";
+import type { Turn } from "./responses-store.ts";
 import type { GenRequest, GrammarSpec } from "./protocol.ts";
 import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
@@ -122,7 +122,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   if (grammar && "status" in grammar) return errorResponse(grammar);
   const prev = b.previous_response_id != null ? o.responses?.get(b.previous_response_id) : undefined;
   if (b.previous_response_id != null && !prev)
-    return errorResponse(apiError(404, `previous_response_id: no stored response ${JSON.stringify(b.previous_response_id)} (this server keeps the last ${STORE_MAX}, in memory)`, "previous_response_id", "not_found"));
+    return errorResponse(apiError(404, `previous_response_id: no stored response ${JSON.stringify(b.previous_response_id)} (this server keeps the last ${o.responses?.maxEntries ?? 0} responses, up to ${(o.responses?.maxBytes ?? 0) >> 20} MiB, in memory)`, "previous_response_id", "not_found"));
   const history = [...(prev?.turns ?? []), ...inputTurns(b)];
   const gen = toGen(b, grammar, defaultsOf(engine, o), history), r = run(engine, gen, req.signal), first = await r.q.next();
   if (first.t === "error") { r.abandon(); return errorResponse(fromWorker(first.code, first.detail, "input")); }

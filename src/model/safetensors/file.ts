@@ -13,7 +13,10 @@ export const DTYPE_SIZE = {
 } as const;
 export type Dtype = keyof typeof DTYPE_SIZE;
 
-export const MAX_HEADER = 100 * 1024 * 1024; // formats.md: N must be sane
+/** The header length we read (formats.md: N must be sane). safetensors' own limit is 100 MB, but parsing costs ~20×
+ *  the header's bytes (a 62 MB header took 1.3 GB); 16 MiB holds ~100k tensor entries (a 4 GiB shard of GLM-5 holds
+ *  a few thousand, < 1 MiB) and bounds the parse to a few hundred MB. Longer claims are refused before any read. */
+export const MAX_HEADER = 16 * 1024 * 1024;
 export const READ_CHUNK = 1 << 30; // Linux caps one pread (and write) at ~2 GiB
 
 /** `__metadata__`: string → string */

@@ -51,13 +51,13 @@ function shapeNumel(shape: number[]): bigint {
 export function openSafetensors(path: string): SafeFile {
   let fd: number;
   try {
-    fd = fs.openSync(path, "r");
+    fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK); // (a FIFO opens at once, then is refused)
   } catch (e) {
     throw new ModelError(`cannot open: ${(e as Error).message}`, { file: path }, { cause: e });
   }
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw new ModelError("not a regular file", { file: path });
+    if (!st.isFile()) throw new ModelError(`not a regular file (${st.isFIFO() ? "a FIFO" : st.isDirectory() ? "a directory" : "a device or socket"})`, { file: path });
     const sf = new SafeFile(path, fd, st.size);
     parseHeader(sf);
     return sf;
