@@ -11,6 +11,11 @@ import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
 import { post, sseData, startTiny } from "./server.helpers.ts";
 
+// (the functions given to page.evaluate run in chromium; this project's tsc has no DOM lib, and adding it to one file
+// changes the types of every other)
+declare const document: any, window: any, requestAnimationFrame: (f: (t: number) => void) => number; // eslint-disable-line @typescript-eslint/no-explicit-any
+type HTMLInputElement = { value: string }; type HTMLTextAreaElement = HTMLInputElement; type HTMLButtonElement = { disabled: boolean };
+
 const CHROMIUM = "/usr/bin/chromium";
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`[skip] ${CHROMIUM} is absent: the browser suite of the chat page is skipped (apt-get install chromium)`);
@@ -32,7 +37,7 @@ describe.skipIf(!hasTiny || !hasChromium)("the chat page in chromium", () => {
   const withFields = (extra: object) => page.evaluate((x) => {
     const w = window as unknown as { realFetch?: typeof fetch };
     const f = (w.realFetch ??= window.fetch);
-    window.fetch = (u, o) => f(u, String(u).includes("chat/completions") ? { ...o, body: JSON.stringify({ ...JSON.parse(String(o!.body)), ...x }) } : o);
+    window.fetch = (u: unknown, o?: RequestInit) => f(u, String(u).includes("chat/completions") ? { ...o, body: JSON.stringify({ ...JSON.parse(String(o!.body)), ...x }) } : o);
   }, extra);
   const send = (text: string, max: number) => page.evaluate((t, m) => {
     (document.getElementById("max") as HTMLInputElement).value = String(m);
