@@ -83,8 +83,9 @@ describe("a server with a 4096-token context", () => {
 
   test("four 8 MiB prompts at once do not stall another user's stream or request", async () => {
     const ac = new AbortController();
-    const res = await fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac.signal,
+    const res = await fetch(`${s.url}/v1/completions`, { method: "POST", signal: ac.signal, headers: { "content-type": "application/json" },
       body: JSON.stringify({ prompt: "The", max_tokens: 3000, temperature: 0, stream: true, ignore_eos: true }) });
+    expect(res.status).toBe(200);
     const rd = res.body!.getReader();
     let last = performance.now(), gap = 0, chunks = 0, watch = false;
     const reading = (async () => {

@@ -1,14 +1,12 @@
-// A render budget for chat templates: @huggingface/jinja has none, and a template that loops (`range(10**8)`, nested
-// loops, a string doubled in a `set`) took seconds and gigabytes in the engine worker per request. `renderBudgeted`
-// renders under RENDER_BUDGET: wall time (500 ms), interpreter steps (5M evaluations), `range()` length (1M), the
-// length of any one string (max(8 MiB, 2× the input's characters)) and the characters rendered by all blocks
-// together (4× that: nested blocks count their output again at each level). Past any of them the render stops
-// with a ModelError naming chat_template. The library's Interpreter is guarded once, on its prototype; the guards
-// act only inside renderBudgeted (rendering is synchronous). State: the budget of the render in progress, if any.
+// A render budget for chat templates (@huggingface/jinja has none; a looping template took seconds and gigabytes).
+// `renderBudgeted` stops a render past RENDER_BUDGET with a ModelError naming chat_template: 500 ms, 256K interpreter
+// steps (a 200-message, 20-tool conversation takes ~2.4K; a nested loop holds ~160 B per step), range() of 1M, one
+// string over max(8 MiB, 2× the input's characters), or 4× that rendered by all blocks together. The Interpreter is
+// guarded once on its prototype; the guards act only inside renderBudgeted. State: the budget of the render running.
 import { Interpreter, type Template } from "@huggingface/jinja";
 import { ModelError } from "./errors.ts";
 
-export const RENDER_BUDGET = { ms: 500, steps: 5_000_000, range: 1 << 20, bytes: 8 << 20 };
+export const RENDER_BUDGET = { ms: 500, steps: 1 << 18, range: 1 << 20, bytes: 8 << 20 };
 
 interface Budget { deadline: number; steps: number; rendered: number; maxString: number; maxRendered: number }
 let active: Budget | null = null;
