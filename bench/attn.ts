@@ -5,7 +5,7 @@
 // not memory, is measured). Reports GMAC/s (p50: score and value multiply-adds over the keys each row sees).
 // Holds no state. Usage: bun bench/attn.ts     (HB_THREADS=n to pin the pool size)
 import { bench, do_not_optimize, run } from "mitata";
-import { attn, attnSegs, hb, kvRowElems, kvWrite } from "../src/engine/hb.ts";
+import { attn, attnSegs, hb, kvRowElems, kvWrite } from "../src/native/hb.ts";
 
 const lib = hb();
 const rand = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);

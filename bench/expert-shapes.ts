@@ -6,15 +6,15 @@
 // attention layer's dense int8 calls at S = 1 and 8 (the 8-stream step's other weight stream) and 128 (prefill).
 // State: the weights, the activations and a seeded LCG (so two runs draw the same sequence of calls).
 import { ptr } from "bun:ffi";
-import { Fmt, MANY_DESC, type ManyMat } from "../src/engine/hb.ts";
-import { weightBytes } from "../src/engine/mem.ts";
+import { Fmt, MANY_DESC, type ManyMat } from "../src/native/hb.ts";
+import { weightBytes } from "../src/native/mem.ts";
 
 export const D = 1024, F = 512, E = 64, LAYERS = 7, K = 8;
 
 let seed = 12345;
 const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0);
 export const rnd = (n: number) => (next() >>> 8) % n; // high bits (an LCG's low bits repeat with a short period)
-/** n random bytes in weight memory (src/engine/mem.ts: on huge pages, as the engine's weights are) */
+/** n random bytes in weight memory (src/native/mem.ts: on huge pages, as the engine's weights are) */
 const bytes = (n: number) => {
   const b = weightBytes(Math.ceil(n / 4) * 4), u = new Uint32Array(b.buffer, b.byteOffset, b.length / 4);
   for (let i = 0; i < u.length; i++) u[i] = next();

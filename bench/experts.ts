@@ -6,7 +6,7 @@
 // GB/s of weights and GMAC/s (p50). To compare two builds of libhb in one run, see bench/ab.ts.
 // Holds no state. Usage: bun bench/experts.ts     (HB_THREADS=n to pin the pool size)
 import { bench, do_not_optimize, run } from "mitata";
-import { Fmt, hb, matmulQ8 } from "../src/engine/hb.ts";
+import { Fmt, hb, matmulQ8 } from "../src/native/hb.ts";
 import { output, rnd, runCalls, shapes } from "./expert-shapes.ts";
 
 const lib = hb();

@@ -4,7 +4,7 @@
 // GLM-5's (32 × 128) for one decoded row at long contexts, and a 32-row prefill block. Reports GMAC/s (p50)
 // and int8 / f32. Holds no state. Usage: bun bench/indexer.ts     (HB_THREADS=n to pin the pool size)
 import { bench, do_not_optimize, group, run } from "mitata";
-import { hb, ikQuant, indexQ8Ok, indexScores, indexScoresQ8, type IkQ8 } from "../src/engine/hb.ts";
+import { hb, ikQuant, indexQ8Ok, indexScores, indexScoresQ8, type IkQ8 } from "../src/native/hb.ts";
 
 const lib = hb();
 const rand = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);

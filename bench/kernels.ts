@@ -6,7 +6,7 @@
 // f32 / bf16 the speed-up over the forced-scalar kernels, all measured in the same run. Holds no state.
 // Usage: bun bench/kernels.ts [O=2048] [I=2048]     (HB_THREADS=n to pin the pool size)
 import { bench, do_not_optimize, group, run } from "mitata";
-import { Fmt, type FmtCode, hb, matmul, matmulQ8 } from "../src/engine/hb.ts";
+import { Fmt, type FmtCode, hb, matmul, matmulQ8 } from "../src/native/hb.ts";
 
 const O = Number(process.argv[2] ?? 2048), I = Number(process.argv[3] ?? 2048);
 const lib = hb();

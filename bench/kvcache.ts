@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { benchModelDir } from "../src/model/bench-model.ts";
 import { loadModel, newKV } from "../src/engine/model.ts";
 import { Session, argmax } from "../src/engine/session.ts";
-import { KV_DTYPES, type KvDtype } from "../src/engine/hb.ts";
+import { KV_DTYPES, type KvDtype } from "../src/native/hb.ts";
 
 const { values } = parseArgs({ options: { rounds: { type: "string" }, prompt: { type: "string" } } });
 const rounds = Number(values.rounds ?? 3), P = Number(values.prompt ?? 2048);

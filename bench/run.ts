@@ -9,7 +9,7 @@
 import { parseArgs } from "node:util";
 import { benchModelDir } from "../src/model/bench-model.ts";
 import { loadModel } from "../src/engine/model.ts";
-import { hb } from "../src/engine/hb.ts";
+import { hb } from "../src/native/hb.ts";
 import { attachExperts } from "../src/engine/experts/index.ts";
 import { benchModel, formatResult, type BenchResult } from "../src/cli/bench.ts";
 

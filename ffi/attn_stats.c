@@ -2,7 +2,7 @@
  * (ffi/attn.c) plus, per (s, h), the row max m and the sum l = Σ_j exp(score_j − m) of its softmax, so two
  * partial attentions over disjoint key sets merge exactly:
  *   M = max(m1, m2), a = l1·e^(m1−M), b = l2·e^(m2−M), out = (a·out1 + b·out2) / (a + b).
- * Used by the Vulkan chain's KV split (gpu/): the device attends over its resident KV blocks, the CPU over
+ * Used by the Vulkan chain's KV split (src/device/): the device attends over its resident KV blocks, the CPU over
  * the rest of the host cache, at the same time. Holds no state (each task mallocs its score scratch).
  * The per-quad work (scores, softmax, weighted sum) is attn.c's hb_attn_quad, which also fills the statistics.
  * SIMD: the attention micro-kernels of attn.h for hb_simd_level() (scalar references at HB_SCALAR); the

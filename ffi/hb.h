@@ -1,4 +1,4 @@
-/* libhb: shared declarations of the native kernel library (loaded by src/engine/hb.ts via bun:ffi).
+/* libhb: shared declarations of the native kernel library (loaded by src/native/hb.ts via bun:ffi).
  * Owns: the persistent thread pool (pool.c) and the SIMD level chosen at run time (cpu.c).
  * Every kernel family lives in its own file with a scalar reference and a tail loop. */
 #ifndef HB_H
@@ -95,7 +95,7 @@ static inline uint16_t hb_f32_to_f16(float f) {
   return (uint16_t)(s | q);
 }
 
-/* ---- kernels (one file each; see src/engine/hb.ts for the TS side) ---- */
+/* ---- kernels (one file each; see src/native/hb.ts for the TS side) ---- */
 /* matmul.c: W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for fmts 1..4 */
 void hb_matmul(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
 void hb_matmul_ref(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S, float *y);
@@ -118,7 +118,7 @@ void hb_huge_free(void *p, void *bytes);  /* its ArrayBuffer deallocator (ctx = 
 /* moe.c: rows of one expert: gather, and y[rows[j]] += gates[j]·ye[j] (as hb_axpy per row) */
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
 /* KV cache row formats: f32; IEEE halves; int8 in blocks of 32 values, each block's f32 scale after the row's bytes
- * (src/engine/hb.ts KvDtype and kvRowElems mirror these: test/attn.test.ts writes and reads them) */
+ * (src/native/hb.ts KvDtype and kvRowElems mirror these: test/attn.test.ts writes and reads them) */
 enum { HB_KV_F32 = 0, HB_KV_F16 = 1, HB_KV_Q8 = 2 };
 #define HB_KV_Q8_BLOCK 32
 static inline size_t hb_kv_row_bytes(int fmt, int W) {

@@ -11,7 +11,7 @@
  * fails: hb_io_fail, or env HB_IO_FAIL="n[:errno]" read at start; errno 0 = a short read).
  * Also: O_DIRECT open, posix_fadvise (page-cache drop for cold benches), mmap/madvise helpers.
  *
- * API (bun:ffi symbols, see src/engine/hb.ts):
+ * API (bun:ffi symbols, see src/native/hb.ts):
  *   int     hb_io_start(int nthreads);   0 = env HB_IO_THREADS or 8; returns the thread count
  *   int64_t hb_io_submit(int n, const int32_t *fds, const int64_t *offs, const int64_t *lens,
  *                        const int64_t *needs, void *base, const int64_t *bufoffs, int kind);

@@ -8,7 +8,7 @@
 // stats[2(s·H+h)+1] = l = Σ exp(score − m) over the attended keys (l = 0 when there were none), the
 // statistics attn_merge.comp combines two partial attentions with (hb_attn_stats on the CPU).
 // Scores live in the scratch P [rows·H, pStride]. Softmax: max-subtracted, normalised before the sum.
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 // The total l is read with workgroupUniformLoad (it decides the early return ahead of later barriers);
 // the GLSL's memoryBarrierBuffer() + barrier() before the P·V loop is storageBarrier() + workgroupBarrier().
 @group(0) @binding(0) var<storage, read> q: array<f32>;

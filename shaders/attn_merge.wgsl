@@ -5,7 +5,7 @@
 //   l2 = 0: o1 kept;  l1 = 0: o2;  else M = max(m1, m2), a = l1·e^(m1−M), b = l2·e^(m2−M), o = (a·o1 + b·o2)/(a + b).
 // Operands [rows, H, dv] at (row, head) strides oRow/oHead (same for o2); stats [rows·H, 2].
 // Dispatch (ceil(dv/64), H, rows).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 @group(0) @binding(0) var<storage, read_write> o: array<f32>;
 @group(0) @binding(1) var<storage, read> st: array<f32>;
 @group(0) @binding(2) var<storage, read> o2: array<f32>;

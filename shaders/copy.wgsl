@@ -1,7 +1,7 @@
 // WGSL twin of copy.comp (same workgroup size and indexing).
 // Strided float copy over a 2-level row grid (r0 < R0, r1 < R1, k < K):
 //   dst[dOff + r0·dRow0 + r1·dRow1 + k] = src[sOff + r0·sRow0 + r1·sRow1 + k].  Dispatch (ceil(K/64), R1, R0).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
 struct P { K: i32, sOff: i32, sRow0: i32, sRow1: i32, dOff: i32, dRow0: i32, dRow1: i32 };

@@ -3,7 +3,7 @@
 // n <= topk: all keys; else thr = the topk-th largest (radix select on order-preserving keys, 11+11+10 bits),
 // take every t with score > thr and the first `need` with score == thr, all in ascending t (spec §3.3 tie
 // rule). sel [rows, topk] ascending, nsel[s] = min(n, topk). One workgroup per row; dispatch (rows).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 // n is read once by thread 0 and shared with workgroupUniformLoad, so the early return (n <= topk) is
 // uniform control flow ahead of the barriers; the hs == 32 guard keeps every shift below 32.
 @group(0) @binding(0) var<storage, read> sc: array<f32>;

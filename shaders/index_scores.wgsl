@@ -2,7 +2,7 @@
 // DSA lightning-indexer scores (the contract of hb_index_scores), batch row s = s0 + group.y, key t:
 //   out[outOff + s·outRow + t] = Σ_h w[s·nh + h] · ReLU(scale · qI[s·nh·hd + h·hd ..]·kI[kOff + t·hd ..]),  t < nk[s]
 // Heads summed in ascending order. Dispatch (ceil(maxNk/64), rows).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 @group(0) @binding(0) var<storage, read> qI: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read> kI: array<f32>;

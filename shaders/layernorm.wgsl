@@ -1,7 +1,7 @@
 // WGSL twin of layernorm.comp (same workgroup size, loop order and reduction tree).
 // LayerNorm over rows (population variance): y = (x − mean) / sqrt(var + eps) ⊙ w + b.
 // Rows at xOff + s·xRow / yOff + s·yRow; in place allowed. One workgroup per row; dispatch (S).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;

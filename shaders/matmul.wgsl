@@ -7,7 +7,7 @@
 // W is bound as raw 32-bit words of one chunk (whole rows, chunk starts 4-byte aligned); the scales as f32
 // of the same rows (chunked alike), scRow0 = the scale row of the binding's first weight row. Row scales
 // multiply the row's sum; group scales each element. One workgroup per (o, g, s); dispatch (O, G, S).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 // An FMT outside 0..6 fails pipeline creation (the workgroup array's size becomes 0), as glslc's #error did.
 override FMT: u32 = 0u;
 @group(0) @binding(0) var<storage, read> w: array<u32>;

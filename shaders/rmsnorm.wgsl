@@ -1,7 +1,7 @@
 // WGSL twin of rmsnorm.comp (same workgroup size, loop order and reduction tree).
 // RMSNorm over rows: y[yOff + s·yRow + i] = x[xOff + s·xRow + i] / sqrt(mean(x²) + eps) ⊙ w[i]  (hasW 0: w = 1)
 // In place is allowed (x and y the same buffer). One workgroup per row; dispatch (S).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;

@@ -3,7 +3,7 @@
 //   (a, b) = src[sOff + r·sRow + v·sVec + 2j, +1];  c, s = cs[(csRow0 + r)·csStride + 2j, +1]
 //   dst[dOff + r·dRow + v·dVec + 2j, +1] = (a·c − b·s, b·c + a·s)
 // cos/sin come from the host (double, rounded once). In place allowed. Dispatch (ceil(h/64), nvec, rows).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 @group(0) @binding(0) var<storage, read> src: array<f32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
 @group(0) @binding(2) var<storage, read> cs: array<f32>;

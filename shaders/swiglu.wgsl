@@ -1,6 +1,6 @@
 // WGSL twin of swiglu.comp (same workgroup size, indexing and loop order).
 // out[oOff + i] = silu(g[gOff + i]) · u[uOff + i],  silu(g) = g · 1/(1 + e^−g), i < n (grid-stride).
-// Storage bindings written here are read_write, the others read (gpu/push.ts `writes`); the push block is the uniform p (group 1).
+// Storage bindings written here are read_write, the others read (src/device/push.ts `writes`); the push block is the uniform p (group 1).
 @group(0) @binding(0) var<storage, read> g: array<f32>;
 @group(0) @binding(1) var<storage, read> u: array<f32>;
 @group(0) @binding(2) var<storage, read_write> o: array<f32>;

@@ -2,7 +2,18 @@
 // on a TTY one line redrawn in place (`\r\x1b[K`: no stray characters when it shrinks) at most every 100 ms; otherwise
 // plain lines, at most one a second (or one per step for counted work: `every`). The ETA is shown only once it can be
 // trusted: after MIN_ETA_SHARE of the work and MIN_ETA_S seconds. State: one bar's start, last draw and line.
-// Env: HB_PROGRESS=tty|plain|off overrides the TTY check (tests, logs).
+// Env: HB_PROGRESS=tty|plain|off overrides the TTY check (tests, logs). Also fmtBytes, for the byte counts logs print.
+
+/** Human-readable byte count: `1.50 GiB`. */
+export function fmtBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n, u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${v.toFixed(2)} ${units[u]}`;
+}
 
 export const MIN_ETA_SHARE = 0.03, MIN_ETA_S = 1;
 

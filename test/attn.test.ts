@@ -1,8 +1,8 @@
-// Tests for the attention kernel family (ffi/attn.c, attn_x86.c, dsa.c) through the src/engine/hb.ts wrappers:
+// Tests for the attention kernel family (ffi/attn.c, attn_x86.c, dsa.c) through the src/native/hb.ts wrappers:
 // hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
 // Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { attn, attnSegs, dsaSelect, hb, indexScores, kvWrite, Simd, toF16, type AttnOperand } from "../src/engine/hb.ts";
+import { attn, attnSegs, dsaSelect, hb, indexScores, kvWrite, Simd, toF16, type AttnOperand } from "../src/native/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
 // ---- helpers ----

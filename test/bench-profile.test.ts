@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { formatProfile, profileDecode, profilePrefill } from "../src/cli/bench-profile.ts";
-import { hb } from "../src/engine/hb.ts";
+import { hb } from "../src/native/hb.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { makeModel } from "../src/model/make-model.ts";
 

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { Session, argmax } from "../src/engine/session.ts";
-import { weightBytes } from "../src/engine/hb.ts";
+import { weightBytes } from "../src/native/hb.ts";
 import { costGate, forwardBytes, roundCost } from "../src/engine/draft-cost.ts";
 import { AcceptGate } from "../src/engine/speculative.ts";
 import { generate } from "../src/engine/generate.ts";

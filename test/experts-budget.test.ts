@@ -8,7 +8,7 @@ import { expertOptions } from "../src/engine/experts/flags.ts";
 import { EMPTY, READY, Slot, pickVictim } from "../src/engine/experts/slots.ts";
 import { RunState } from "../src/engine/state.ts";
 import { KVCache } from "../src/engine/kv.ts";
-import { KV_DTYPES } from "../src/engine/hb.ts";
+import { KV_DTYPES } from "../src/native/hb.ts";
 import { ikQ8 } from "../src/engine/ikq.ts";
 import { loadConfig } from "../src/model/config.ts";
 import { genModel } from "./helpers/models.ts";

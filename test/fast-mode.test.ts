@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { columnQuads, Fmt, type FmtCode, hb, type KvDtype, ManyBuilder, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/engine/hb.ts";
+import { columnQuads, Fmt, type FmtCode, hb, type KvDtype, ManyBuilder, matmul, matmulMany, matmulQ8, mlaHeads, Simd, weightBytes } from "../src/native/hb.ts";
 import { dequantize, parseFmt } from "../src/model/quant.ts";
 import { convert } from "../src/model/convert.ts";
 import { loadModel, newKV, type Model } from "../src/engine/model.ts";

@@ -1,11 +1,11 @@
-// `--device auto`'s startup measurement (gpu/autopick.ts): the decision over injected timings (no device
+// `--device auto`'s startup measurement (src/device/autopick.ts): the decision over injected timings (no device
 // needed), and the race itself on the test device (skips without Vulkan): figures usable, the chain's stats
 // reset after it. On a CPU Vulkan device (lavapipe) openDevice("auto") never measures.
 import { describe, expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
 import { loadModel } from "../src/engine/model.ts";
-import { measureAuto, pickFaster } from "../gpu/autopick.ts";
-import { testDevice } from "../gpu/testkit.ts";
+import { measureAuto, pickFaster } from "../src/device/autopick.ts";
+import { testDevice } from "./helpers/device.ts";
 import { chainOpener } from "./helpers/chain.ts";
 
 describe("auto device decision (injected timings)", () => {
@@ -46,7 +46,7 @@ describe.skipIf(!vk)("auto device measurement on the test device", () => {
     expect(Number.isFinite(t.chainMs) && Number.isFinite(t.cpuMs)).toBe(true);
     expect(ch.stats.forwards).toBe(0);
     if (vk!.isCpu) {
-      const { openDevice } = await import("../gpu/device.ts");
+      const { openDevice } = await import("../src/device/device.ts");
       let measured = false;
       const a = openDevice(m, "auto", {}, () => { measured = true; return { chainMs: 1, cpuMs: 2, runs: 1 }; });
       expect(a.chain).toBeNull();

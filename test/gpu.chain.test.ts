@@ -12,17 +12,17 @@ import { forward } from "../src/engine/forward.ts";
 import { RunState } from "../src/engine/state.ts";
 import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
-import { DeviceChain } from "../gpu/chain.ts";
+import { DeviceChain } from "../src/device/chain.ts";
 import { convert } from "../src/model/convert.ts";
 import { parseFmt } from "../src/model/quant.ts";
-import { Fmt } from "../src/engine/hb.ts";
+import { Fmt } from "../src/native/hb.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { testDevice } from "../gpu/testkit.ts";
-import { APIS, type Api } from "../gpu/backend.ts";
-import type { ChainOpts } from "../gpu/chainopts.ts";
-import type { Wgpu } from "../gpu/webgpu.ts";
+import { testDevice } from "./helpers/device.ts";
+import { APIS, type Api } from "../src/device/backend.ts";
+import type { ChainOpts } from "../src/device/chainopts.ts";
+import type { Wgpu } from "../src/device/webgpu/webgpu.ts";
 import type { Model } from "../src/engine/model.ts";
 import { chainOpener, Conv, greedy, ids, worst } from "./helpers/chain.ts";
 
@@ -219,9 +219,9 @@ describe.skipIf(!vk || !hasTiny)(`${api} chain: glm-tiny fixture`, () => {
 });
 }
 
-describe.skipIf(!vulkan)("gpu/bench.ts", () => {
+describe.skipIf(!vulkan)("src/device/bench.ts", () => {
   test("benchDevice: device and CPU rates, matching greedy tokens (exact), crossings, frame shares, KV split", async () => {
-    const { benchDevice, formatDeviceBench } = await import("../gpu/bench.ts");
+    const { benchDevice, formatDeviceBench } = await import("../src/device/bench.ts");
     const r = benchDevice(genModel({ preset: "tiny", seed: 1 }), { promptTokens: 12, gen: 6, reps: 1, exact: true, chain: { kvBudgetRows: 8, kvBlock: 4 } });
     expect(r.device_decode_tok_s).toBeGreaterThan(0);
     expect(r.cpu_decode_tok_s!).toBeGreaterThan(0);
@@ -238,7 +238,7 @@ describe.skipIf(!vulkan)("gpu/bench.ts", () => {
 
 describe.skipIf(!vulkan)("--device policy", () => {
   test("cpu gives no executor; vulkan opens the chain (lavapipe included); auto skips CPU devices; bad names fail", async () => {
-    const { openDevice, parseDeviceMode } = await import("../gpu/device.ts");
+    const { openDevice, parseDeviceMode } = await import("../src/device/device.ts");
     const m = loadModel(genModel({ preset: "tiny", seed: 1 }));
     expect(openDevice(m, "cpu").chain).toBeNull();
     const v = openDevice(m, "vulkan", { layers: 2 });

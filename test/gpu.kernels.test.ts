@@ -1,15 +1,15 @@
-// Each device shader against its CPU kernel (src/engine/hb.ts) on random inputs: f32 to 1e-5 relative
+// Each device shader against its CPU kernel (src/native/hb.ts) on random inputs: f32 to 1e-5 relative
 // (RoPE 1e-6), the DSA selection exactly (random scores with many ties); matmul in every weight format
 // (formats.md int8/int4/int2/int4g, bf16, f16), plain, split over chunks and grouped; the attention core
 // over a KV block table with softmax statistics, and the merge of two partials. On both backends (the GLSL
 // shaders on Vulkan, their WGSL twins on WebGPU); each skips, saying why, without its device.
 import { describe, expect, test } from "bun:test";
-import { attn, dsaSelect, Fmt, hb, indexScores, layernorm, matmul, rmsnorm, rope, swiglu } from "../src/engine/hb.ts";
+import { attn, dsaSelect, Fmt, hb, indexScores, layernorm, matmul, rmsnorm, rope, swiglu } from "../src/native/hb.ts";
 import { quantize } from "../src/model/quant.ts";
 import type { Mat } from "../src/model/weights.ts";
-import { Kernels, ropeTable, uploadMat, uploadVec } from "../gpu/kernels.ts";
-import { download, downloadI, rand, relErr, runFrame, testDevice, upload } from "../gpu/testkit.ts";
-import { APIS } from "../gpu/backend.ts";
+import { Kernels, ropeTable, uploadMat, uploadVec } from "../src/device/kernels.ts";
+import { download, downloadI, rand, relErr, runFrame, testDevice, upload } from "./helpers/device.ts";
+import { APIS } from "../src/device/backend.ts";
 
 function matOf(fmt: number, O: number, I: number, seed: number, gs = 32): Mat {
   const f = rand(O * I, seed);

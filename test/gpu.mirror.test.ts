@@ -1,4 +1,4 @@
-// The mirror pool's hard cap (ChainOpts.slots, gpu/mirror.ts): pure pool logic with a stand-in device (the LRU
+// The mirror pool's hard cap (ChainOpts.slots, src/device/mirror.ts): pure pool logic with a stand-in device (the LRU
 // slot not in the batch gives way, a batch with more conversations grows the pool for itself only and trim()
 // shrinks it back), then on the chain: 3 conversations alternating over 2 slots decode the CPU's tokens with
 // at most 2 mirrors, whole and split; a 3-conversation batch over 2 slots. Chain parts skip without Vulkan.
@@ -10,10 +10,10 @@ import { RunState } from "../src/engine/state.ts";
 import { argmax } from "../src/engine/session.ts";
 import { KVCache } from "../src/engine/kv.ts";
 import type { Config } from "../src/model/config.ts";
-import type { DeviceChain } from "../gpu/chain.ts";
-import { MirrorPool, type MirrorSlot } from "../gpu/mirror.ts";
-import type { Vk } from "../gpu/vk.ts";
-import { testDevice } from "../gpu/testkit.ts";
+import type { DeviceChain } from "../src/device/chain.ts";
+import { MirrorPool, type MirrorSlot } from "../src/device/mirror.ts";
+import type { Vk } from "../src/device/vulkan/vk.ts";
+import { testDevice } from "./helpers/device.ts";
 import { chainOpener, Conv, ids } from "./helpers/chain.ts";
 
 const cfg = { kv_lora_rank: 3, qk_rope_head_dim: 1, index_head_dim: 2 } as Config;

@@ -1,13 +1,13 @@
 // The CPU half of the Vulkan chain's KV split, no device needed: hb_attn_stats (ffi/attn_stats.c) against a
 // TypeScript reference (output and softmax statistics), its SIMD kernels against the scalar reference, two
 // partials over disjoint key sets merged through the statistics = hb_attn over all keys; and the block
-// residency logic (gpu/residency.ts): window + most-read blocks, uploads, invalidation, runs.
+// residency logic (src/device/residency.ts): window + most-read blocks, uploads, invalidation, runs.
 import { describe, expect, test } from "bun:test";
-import { attn, type AttnOperand } from "../src/engine/hb.ts";
-import { attnStats } from "../gpu/split.ts";
-import { Residency } from "../gpu/residency.ts";
-import { splitGeom } from "../gpu/chain.ts";
-import { rand, relErr } from "../gpu/testkit.ts";
+import { attn, type AttnOperand } from "../src/native/hb.ts";
+import { attnStats } from "../src/device/split.ts";
+import { Residency } from "../src/device/residency.ts";
+import { splitGeom } from "../src/device/chain.ts";
+import { rand, relErr } from "./helpers/device.ts";
 
 /** TS reference: normalised out and (m, l) per (s, h), in f64. */
 function ref(S: number, H: number, dk: number, dv: number, q: AttnOperand, k: AttnOperand, v: AttnOperand, keys: (s: number) => number[], scale: number) {
@@ -74,7 +74,7 @@ describe("hb_attn_stats (the CPU's partial attention of the KV split)", () => {
   });
 });
 
-describe("KV split residency (gpu/residency.ts)", () => {
+describe("KV split residency (src/device/residency.ts)", () => {
   test("fits: every block resident in order; over budget: newest window + most-read blocks", () => {
     const r = new Residency(4, 4, 2);
     expect(r.plan(0, 10)).toEqual([]); // prefill: nothing on the host yet

@@ -1,4 +1,4 @@
-// The device chain (both backends: Vulkan; WebGPU through Dawn) with the KV split forced on by a tiny per-layer budget (gpu/residency.ts, gpu/split.ts):
+// The device chain (both backends: Vulkan; WebGPU through Dawn) with the KV split forced on by a tiny per-layer budget (src/device/residency.ts, src/device/split.ts):
 // greedy tokens identical to the exact CPU forward (and logits within 1e-4) with DSA active and dense, on a
 // generated model and the shared fixture; rewinds; and the multiplexed decode: 4 conversations decoded
 // together as one ragged batch (one row each at its own position) give each one's tokens alone on the
@@ -12,9 +12,9 @@ import { forward, type ForwardOpts } from "../src/engine/forward.ts";
 import { RunState } from "../src/engine/state.ts";
 import type { KVCache } from "../src/engine/kv.ts";
 import { argmax } from "../src/engine/session.ts";
-import { type ChainOpts, DeviceChain } from "../gpu/chain.ts";
-import { testDevice } from "../gpu/testkit.ts";
-import { APIS } from "../gpu/backend.ts";
+import { type ChainOpts, DeviceChain } from "../src/device/chain.ts";
+import { testDevice } from "./helpers/device.ts";
+import { APIS } from "../src/device/backend.ts";
 import { chainOpener, Conv as BaseConv, greedy as sharedGreedy, ids, worst } from "./helpers/chain.ts";
 
 const TOL = 1e-4;

@@ -1,15 +1,15 @@
-// Both backends (gpu/backend.ts) through the same calls: the Vulkan shim (gpu/vk.ts) and Dawn (gpu/webgpu.ts):
+// Both backends (src/device/backend.ts) through the same calls: the Vulkan shim (src/device/vulkan/vk.ts) and Dawn (src/device/webgpu/webgpu.ts):
 // device discovery (Vulkan), buffers (mapped, staged, split over chunks), copies and fills across chunk
 // boundaries, dispatch limits, bad arguments as errors (never a crash), and device loss (injected) turning
 // every later call into DeviceLost. Each backend's suite skips, saying why, without its device.
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { APIS } from "../gpu/backend.ts";
-import { DeviceLost, pickDevice, probe, push, Vk, VkError } from "../gpu/vk.ts";
-import { Wgpu } from "../gpu/webgpu.ts";
-import { pushOf } from "../gpu/push.ts";
-import { rand, testDevice } from "../gpu/testkit.ts";
-import type { Buf } from "../gpu/backend.ts";
+import { APIS } from "../src/device/backend.ts";
+import { DeviceLost, pickDevice, probe, push, Vk, VkError } from "../src/device/vulkan/vk.ts";
+import { Wgpu } from "../src/device/webgpu/webgpu.ts";
+import { pushOf } from "../src/device/push.ts";
+import { rand, testDevice } from "./helpers/device.ts";
+import type { Buf } from "../src/device/backend.ts";
 
 const readBack = (b: Buf, n: number) => { const o = new Int32Array(n); b.read(0, o); return o.buffer; };
 
@@ -101,7 +101,7 @@ for (const api of APIS) describe.skipIf(!testDevice(api))(`${api} backend`, () =
 
   if (api === "webgpu") for (const end of ["exit", "SIGKILL"])
     test(`a process that ends (${end}) without closing leaves no Dawn host and no temporary folder`, () => {
-      const code = `import { Wgpu } from ${JSON.stringify(`${import.meta.dir}/../gpu/webgpu.ts`)};
+      const code = `import { Wgpu } from ${JSON.stringify(`${import.meta.dir}/../src/device/webgpu/webgpu.ts`)};
         const g = Wgpu.open(); g.buffer(16); console.log(JSON.stringify({ pid: g.hostPid, dir: g.linkDir }));
         ${end === "SIGKILL" ? "process.kill(process.pid, 'SIGKILL');" : ""}`;
       const r = Bun.spawnSync({ cmd: [process.execPath, "-e", code], stdout: "pipe", stderr: "pipe", timeout: 60_000 });

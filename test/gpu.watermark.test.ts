@@ -1,9 +1,9 @@
-// The KV-mirror watermark (gpu/watermark.ts), pure logic: every host write path lowers it, our own step
+// The KV-mirror watermark (src/device/watermark.ts), pure logic: every host write path lowers it, our own step
 // (followed by forward's version bump) does not. Needs no device.
 import { describe, expect, test } from "bun:test";
 import { KVCache } from "../src/engine/kv.ts";
 import type { Config } from "../src/model/config.ts";
-import { Watermark } from "../gpu/watermark.ts";
+import { Watermark } from "../src/device/watermark.ts";
 
 const cfg = { kv_lora_rank: 3, qk_rope_head_dim: 1, index_head_dim: 2 } as Config;
 const W = 4;

@@ -85,7 +85,7 @@ describe.skipIf(!hasTiny)("hostile slot files", () => {
     writeFileSync(script, `
 import { loadModel } from ${JSON.stringify(join(REPO, "src/engine/model.ts"))};
 import { Session } from ${JSON.stringify(join(REPO, "src/engine/session.ts"))};
-import { slotCall } from ${JSON.stringify(join(REPO, "src/server/slot-files.ts"))};
+import { slotCall } from ${JSON.stringify(join(REPO, "src/engine/serving/slot-call.ts"))};
 const m = loadModel(${JSON.stringify(TINY)}), sess = new Session(m);
 sess.feed(Array.from({ length: 256 }, (_, i) => 20 + (i * 7) % 200));
 for (let i = 0; ; i++) {

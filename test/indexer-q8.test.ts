@@ -3,7 +3,7 @@
 // quantizer), the VNNI kernel equals the scalar reference bit for bit, the scores stay close to the f32
 // indexer's, and the int8 copy follows the KV cache through appends, truncation, rewrites and growth.
 import { describe, expect, test } from "bun:test";
-import { hb, ikQuant, indexQ8Ok, indexScores, Simd, type IkQ8 } from "../src/engine/hb.ts";
+import { hb, ikQuant, indexQ8Ok, indexScores, Simd, type IkQ8 } from "../src/native/hb.ts";
 import { ikQ8 } from "../src/engine/ikq.ts";
 import { KVCache } from "../src/engine/kv.ts";
 import { loadConfig } from "../src/model/config.ts";

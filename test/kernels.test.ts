@@ -10,7 +10,7 @@ import { ensureNative } from "../ffi/build.ts";
 import {
   add, axpy, Conv, convert, copyHeads, expm, kvWrite, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
   swiglu,
-} from "../src/engine/hb.ts";
+} from "../src/native/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
 const lib = hb();

@@ -6,7 +6,7 @@ import { generate } from "../src/engine/generate.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { Session } from "../src/engine/session.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
-import { Scheduler } from "../src/server/scheduler.ts";
+import { Scheduler } from "../src/engine/serving/scheduler.ts";
 import { genModel } from "./helpers/models.ts";
 
 const dir = genModel({ preset: "tiny", seed: 11 });

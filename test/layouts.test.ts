@@ -1,15 +1,15 @@
 // Binary layouts shared by C, GLSL and TypeScript, each defined once per language and checked here:
 // the C headers' enums (weight formats, conversion kinds, SIMD levels and their names, the Vulkan
 // shim's buffer kinds and status codes) against the TS constants, every shader's push-constant block
-// and storage bindings (which it writes) against the table in gpu/push.ts, in GLSL and in its WGSL twin,
+// and storage bindings (which it writes) against the table in src/device/push.ts, in GLSL and in its WGSL twin,
 // and the slot KV file's header table (TS-only,
 // checked for shape). Pure text parsing: no GPU, no build.
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { pushBytes, pushOf, SHADERS, type Shader } from "../gpu/push.ts";
-import { BUF_KIND, DeviceType, SHIM_ERRORS, VK_ERROR_DEVICE_LOST, VK_TIMEOUT } from "../gpu/vk.ts";
-import { Conv, Fmt, Simd } from "../src/engine/hb.ts";
+import { pushBytes, pushOf, SHADERS, type Shader } from "../src/device/push.ts";
+import { BUF_KIND, DeviceType, SHIM_ERRORS, VK_ERROR_DEVICE_LOST, VK_TIMEOUT } from "../src/device/vulkan/vk.ts";
+import { Conv, Fmt, Simd } from "../src/native/hb.ts";
 import { HEADER, RECORD } from "../src/engine/kvfile-format.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -37,7 +37,7 @@ function enumOf(src: string, member: string, prefix: string): Record<string, num
 }
 
 const hbH = read("ffi/hb.h");
-describe("libhb enums (ffi/hb.h) = src/engine/hb.ts", () => {
+describe("libhb enums (ffi/hb.h) = src/native/hb.ts", () => {
   test("weight formats HB_F32.. = Fmt", () => expect(enumOf(hbH, "HB_F32", "HB_")).toEqual({ ...Fmt }));
   test("conversion kinds HB_CONV_* = Conv", () => expect(enumOf(hbH, "HB_CONV_BF16", "HB_CONV_")).toEqual({ ...Conv }));
   test("SIMD levels HB_SCALAR.. = Simd, and cpu.c's names[] in level order", () => {
@@ -48,7 +48,7 @@ describe("libhb enums (ffi/hb.h) = src/engine/hb.ts", () => {
   });
 });
 
-describe("Vulkan shim (ffi/vk/*.h) = gpu/vk.ts", () => {
+describe("Vulkan shim (ffi/vk/*.h) = src/device/vulkan/vk.ts", () => {
   const hbvk = read("ffi/vk/hbvk.h");
   const vkDefines = new Map([...stripComments(read("ffi/vk/vk_min.h")).matchAll(/^#define\s+(VK_\w+)\s+\(?(-?\d+)\)?\s*$/gm)]
     .map((m) => [m[1], Number(m[2])]));
@@ -105,7 +105,7 @@ function wgslInterface(src: string): { push: [string, string][]; bindings: numbe
   };
 }
 
-describe("shader push constants and bindings (shaders/*.comp, shaders/*.wgsl) = gpu/push.ts", () => {
+describe("shader push constants and bindings (shaders/*.comp, shaders/*.wgsl) = src/device/push.ts", () => {
   const files = (ext: string) => readdirSync(join(root, "shaders")).filter((f) => f.endsWith(ext)).map((f) => f.slice(0, -ext.length)).sort();
   test("one table entry per shader, each in GLSL and WGSL", () => {
     expect(Object.keys(SHADERS).sort()).toEqual(files(".comp"));

@@ -1,10 +1,10 @@
-// Weight memory (src/engine/mem.ts, ffi/mem.c): buffers start on a 4 KiB boundary (the O_DIRECT alignment the
+// Weight memory (src/native/mem.ts, ffi/mem.c): buffers start on a 4 KiB boundary (the O_DIRECT alignment the
 // expert reads need), are zeroed, have the asked length and never overlap; big and carved buffers sit in
 // mappings aligned to 2 MiB and advised onto huge pages where the kernel has transparent huge pages.
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { ptr } from "bun:ffi";
-import { WEIGHT_ALIGN, weightBytes, weightF32 } from "../src/engine/mem.ts";
+import { WEIGHT_ALIGN, weightBytes, weightF32 } from "../src/native/mem.ts";
 import { DIRECT_ALIGN } from "../src/engine/experts/io.ts";
 
 const addr = (v: Uint8Array | Float32Array) => Number(ptr(v));

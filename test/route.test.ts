@@ -2,7 +2,7 @@
 // group-limited selection, ties to the lower expert id, norm_topk_prob and the routed scale.
 import { expect, test } from "bun:test";
 import { route } from "../src/engine/moe.ts";
-import { moeRoute } from "../src/engine/hb.ts";
+import { moeRoute } from "../src/native/hb.ts";
 import type { Config } from "../src/model/config.ts";
 
 function direct(c: Pick<Config, "n_routed_experts" | "num_experts_per_tok" | "n_group" | "topk_group" | "norm_topk_prob" | "routed_scaling_factor">,

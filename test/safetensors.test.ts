@@ -4,7 +4,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { hb } from "../src/engine/hb.ts";
+import { hb } from "../src/native/hb.ts";
 import { findDuplicateKey, ModelError } from "../src/model/errors.ts";
 import {
   DTYPE_SIZE, type Dtype, openModel, openSafetensors, readBytes, readF32, type TensorOut, writeSafetensors,

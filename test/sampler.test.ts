@@ -3,7 +3,7 @@
 // by speculative decoding.
 import { describe, expect, test } from "bun:test";
 import { argmax, Rng, Sampler, type SamplingParams } from "../src/engine/sampler.ts";
-import { hb, Simd } from "../src/engine/hb.ts";
+import { hb, Simd } from "../src/native/hb.ts";
 
 function logits(n: number, seed: number): Float32Array {
   const r = new Rng(seed);

@@ -10,8 +10,8 @@ import { loadModel, newKV } from "../src/engine/model.ts";
 import { Session, argmax } from "../src/engine/session.ts";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
-import type { KvDtype } from "../src/engine/hb.ts";
-import { logprobsOf } from "../src/server/prepare.ts";
+import type { KvDtype } from "../src/native/hb.ts";
+import { logprobsOf } from "../src/engine/serving/prepare.ts";
 import { post, startTiny } from "./server.helpers.ts";
 
 for (const dtype of ["f16", "q8"] as const) describe.skipIf(!hasTiny)(`serve --kv-cache-dtype ${dtype}`, () => {

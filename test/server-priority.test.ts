@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadModel } from "../src/engine/model.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
-import { Scheduler } from "../src/server/scheduler.ts";
-import type { FromWorker, GenRequest } from "../src/server/protocol.ts";
+import { Scheduler } from "../src/engine/serving/scheduler.ts";
+import type { FromWorker, GenRequest } from "../src/engine/serving/protocol.ts";
 import type { Server } from "../src/server/server.ts";
 import { genModel } from "./helpers/models.ts";
 import { hasTiny } from "./helpers/fixture.ts";
@@ -34,7 +34,7 @@ describe("preemption (the priority policy)", () => {
   /** a scheduler whose events are recorded: tokens per request, the order requests end in */
   const sched = (slots: number, preempt: boolean, chunk = 32, cacheRam = 0) => {
     const toks = new Map<number, number[]>(), done: number[] = [], accepts: number[] = [];
-    const s = new Scheduler(m, codec, { slots, ctx: 512, queue: 16, chunk, preempt, cacheRam }, (e: FromWorker) => {
+    const s = new Scheduler(m, codec, { slots, ctx: 512, queue: 16, chunk, schedulingPolicy: preempt ? "priority" : "fcfs", cacheRam }, (e: FromWorker) => {
       if (e.t === "tok") toks.set(e.rid, [...(toks.get(e.rid) ?? []), e.id]);
       if (e.t === "accept") accepts.push(e.rid);
       if (e.t === "done") done.push(e.rid);

@@ -4,11 +4,11 @@
 import { describe, expect, test } from "bun:test";
 import { StopMatcher } from "../src/engine/stop-text.ts";
 import { ThinkSplit } from "../src/server/think.ts";
-import { logprobsOf } from "../src/server/prepare.ts";
+import { logprobsOf } from "../src/engine/serving/prepare.ts";
 import { dataFrame, doneFrame, errorFrame, readyFrame } from "../src/server/mux-frames.ts";
-import { Detok, thinkIds } from "../src/server/detok.ts";
+import { Detok, thinkIds } from "../src/engine/serving/detok.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
-import { GrammarCache } from "../src/server/grammar-cache.ts";
+import { GrammarCache } from "../src/engine/serving/grammar-cache.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { genModel } from "./helpers/models.ts";
 

@@ -86,7 +86,7 @@ describe.skipIf(!hasTiny)("serve: thinking budgets", () => {
   beforeAll(async () => {
     s = await startTiny({ slots: 2, chatTemplate: template });
     d = await startTiny({ slots: 2, chatTemplate: template, draft: { kind: "ngram", len: 4 } });
-    m = await startTiny({ slots: 2, chatTemplate: template, reasoningBudget: 2, reasoningBudgetMessage: " (enough)" });
+    m = await startTiny({ slots: 2, chatTemplate: template, thinkBudget: 2, budgetMessage: " (enough)" });
   });
   afterAll(async () => { await s.stop(); await d.stop(); await m.stop(); });
 

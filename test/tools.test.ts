@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { loadTokenizer, TextCodec } from "../src/model/tokenizer.ts";
-import { Detok, thinkIds } from "../src/server/detok.ts";
+import { Detok, thinkIds } from "../src/engine/serving/detok.ts";
 import type { Server } from "../src/server/server.ts";
 import { forcedCalls, forcedSchema, parseGlmCall, templateArguments, ToolCallStream, type Tool, type ToolCall } from "../src/server/tools.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fmt, hb } from "../src/engine/hb.ts";
+import { Fmt, hb } from "../src/native/hb.ts";
 import { type Config, loadConfig, parseConfig } from "../src/model/config.ts";
 import { ModelError } from "../src/model/errors.ts";
 import { type Dtype, openModel, readBytes, readF32, type TensorOut, type TensorStore, writeSafetensors } from "../src/model/safetensors.ts";

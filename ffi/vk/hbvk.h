@@ -1,5 +1,5 @@
-/* libhbvk: a small, dumb Vulkan compute shim for gpu/vk.ts (bun:ffi). Built separately from libhb
- * (gpu/build.ts -> build/libhbvk.so); libvulkan is dlopen'ed at run time, so nothing links against it.
+/* libhbvk: a small, dumb Vulkan compute shim for src/device/vulkan/vk.ts (bun:ffi). Built separately from libhb
+ * (src/device/vulkan/build.ts -> build/libhbvk.so); libvulkan is dlopen'ed at run time, so nothing links against it.
  * Owns: the loader + one VkInstance per process; per context (hbvk_create) one device, one compute
  * queue, and tables of buffers / pipelines / descriptor sets / command buffers addressed by small
  * integer handles (never reused). Policy (which device, chunk sizes, what to record) lives in TS.

@@ -1,5 +1,5 @@
 /* libhbvk loader: dlopen(libvulkan), one VkInstance per process (Vulkan 1.1 when the loader has it),
- * the physical-device list and its JSON description for gpu/vk.ts (hbvk.h). State: hbvk__L. */
+ * the physical-device list and its JSON description for src/device/vulkan/vk.ts (hbvk.h). State: hbvk__L. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

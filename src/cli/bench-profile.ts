@@ -3,7 +3,7 @@
 // each FFI symbol wrapped for the duration and restored after — and reports per kind of call its calls and
 // microseconds per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
 // marshalling). State: the wrapped symbol table, only while timeCalls runs.
-import { Fmt, hb, MANY_DESC } from "../engine/hb.ts";
+import { Fmt, hb, MANY_DESC } from "../native/hb.ts";
 import { forward } from "../engine/forward.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { Session } from "../engine/session.ts";

@@ -36,7 +36,7 @@ export const command: Command = {
     const reps = r.values.reps === undefined ? 3 : intOption(r.values.reps, "reps", help);
     const draft = draftOption(r.values.draft, r.values["draft-len"], help);
     const dir = r.values.model ?? benchModelDir();
-    const s = startServer({ dir, slots: Math.max(...counts), port: 0, attn: "absorbed", draft });
+    const s = startServer({ engine: { dir, attn: "absorbed" }, scheduler: { slots: Math.max(...counts), draft }, defaults: {}, http: { port: 0 } });
     try {
       await s.engine.ready;
       // warm-up: one untimed round at the largest count, so every configuration finds the experts it

@@ -1,18 +1,16 @@
-// `hummingbird bench`: end-to-end throughput of one model in one run: prefill tok/s of a P-token
-// prompt, greedy decode tok/s over G tokens, the weight bytes read per decoded token (counted by the
-// matmul kernels, not derived from shapes), the machine's memory read bandwidth (libhb's probe: a
-// 1 GiB buffer read by every pool thread) and the roofline fraction
-// bytes/token × tok/s ÷ bandwidth. On a shared machine both vary from moment to moment: each timed run
-// is preceded by its own probe and the report takes the best of each. `benchModel` is also used by
-// bench/run.ts. Stateless.
+// `hummingbird bench`: end-to-end throughput of one model in one run: prefill tok/s of a P-token prompt, greedy
+// decode tok/s over G tokens, the weight bytes read per decoded token (counted by the matmul kernels, not derived
+// from shapes), the machine's memory read bandwidth (libhb's probe: a 1 GiB buffer read by every pool thread) and the
+// roofline fraction bytes/token × tok/s ÷ bandwidth. Both vary on a shared machine: each timed run is preceded by its
+// own probe and the report takes the best of each. `benchModel` is also used by bench/run.ts. Stateless.
 import { type Command, parseCli, intOption, UsageError } from "./common.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { argmax, Session } from "../engine/session.ts";
-import { hb, memBandwidth, weightBytes } from "../engine/hb.ts";
+import { hb, memBandwidth, weightBytes } from "../native/hb.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
 import { benchCold } from "../engine/experts/bench-cold.ts";
 import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
-import { benchDevice, formatDeviceBench } from "../../gpu/bench.ts";
+import { benchDevice, formatDeviceBench } from "../device/bench.ts";
 import { command as serveBench } from "./bench-serve.ts";
 import { command as profileBench } from "./bench-profile.ts";
 

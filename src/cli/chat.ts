@@ -4,14 +4,15 @@
 // this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits (exit 0). /help lists
 // the commands, /reset clears the history, /exit (or the end of input) quits; an empty reply says so (dim). State: the messages so far and the engine.
 import { existsSync } from "node:fs";
-import { type Command, threadsAndTemplate, intOption, KV_HELP, kvOption, numOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError } from "./common.ts";
+import { type Command, defaultModel, threadsAndTemplate, intOption, KV_HELP, kvOption, numOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError } from "./common.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
-import { PREFILL_CHUNK } from "../server/server.ts";
-import { defaultModel, draftOption } from "./serve.ts";
-import type { ReqEvent } from "../server/protocol.ts";
+import { PREFILL_CHUNK } from "../engine/serving/config.ts";
+import { draftOption } from "./serve.ts";
+import { ctxPastLimit } from "./serve-flags.ts";
+import type { ReqEvent } from "../engine/serving/protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
-import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { EXPERT_HELP, expertFlags, expertOptions, WARMUP_HELP, warmupFlags, warmupOption } from "../engine/experts/index.ts";
 import { DEVICE_HELP, deviceFlags, deviceOptions } from "./device.ts";
 import { applyLaunch, CLI_LAUNCH_HELP, cliLaunchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
 
@@ -25,7 +26,8 @@ prefills only its new tokens). Ctrl-C stops a reply; /help lists the commands; /
 thinking on or off (toggles without an argument) from the next turn; /exit, the end of
 input or Ctrl-C at the prompt quits. Without --model (or -m): the embedded demo model.
 --max-tokens: the longest reply (default 512); --ctx: the conversation's token limit (default 4096, at
-  most the model's): a reply stops there, and a turn whose prompt alone passes it is refused (/reset).
+  most the model's; more is refused, as serve's, unless HB_ALLOW_LONG_MAX_MODEL_LEN=1): a reply stops there, and a
+  turn whose prompt alone passes it is refused (/reset).
 --temperature (default 0.8; 0 = greedy), --top-p (default 0.95), --seed: sampling.
 --draft: speculative decoding, as \`serve --draft\` (lossless; default off).
 --stop STR: end a reply before this text (repeatable; the template's end-of-turn ids always stop).
@@ -38,6 +40,7 @@ ${CLI_LAUNCH_HELP}
 ${REASONING_HELP}
 ${KV_HELP}
 ${EXPERT_HELP}
+${WARMUP_HELP}
 ${DEVICE_HELP}`;
 
 /** What /help prints (handled here, never sent to the model). */
@@ -54,7 +57,7 @@ export const command: Command = {
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(rewriteLaunchArgs(argv, false), { model: { ...s, short: "m" }, system: s, "max-tokens": { ...s, short: "n" }, ctx: { ...s, short: "c" }, temperature: s, "top-p": s, seed: s, draft: s,
-      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags, ...deviceFlags, ...cliLaunchFlags }, help);
+      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags, ...warmupFlags, ...deviceFlags, ...cliLaunchFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     applyLaunch(v, launchOptions(v, help), help); // llama-cli's -ngl, -ctk / -ctv
@@ -64,12 +67,15 @@ export const command: Command = {
       min_p: 0, top_k: 0, seed: v.seed === undefined ? undefined : intOption(v.seed, "seed", help) };
     const draft = draftOption(v.draft, undefined, help);
     const ctx = v.ctx === undefined ? 4096 : intOption(v.ctx, "ctx", help);
-    const experts = expertOptions(v, help), text = threadsAndTemplate(v, help);
+    const experts = expertOptions(v, help), warmup = warmupOption(v, help), text = threadsAndTemplate(v, help);
     if (v.model !== undefined && !existsSync(v.model)) throw new UsageError(`model directory ${v.model} does not exist`, help);
     const dir = v.model ?? defaultModel("chatting with", (l) => process.stderr.write(`hummingbird chat: ${l}\n`), help);
+    const longCtx = v.ctx !== undefined && ctxPastLimit(dir, ctx, `--ctx ${v.ctx}`, help, (l) => process.stderr.write(`hummingbird chat: ${l}\n`));
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
-    const engine = new EngineClient({ dir, slots: 1, ctx, queue: 0, chunk: PREFILL_CHUNK, attn: "auto", exact: !!v.exact, experts, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows,
-      draft, ...text, ...reasoningOptions(v, help), ...kvOption(v, help) });
+    const reasoning = reasoningOptions(v, help), kv = kvOption(v, help);
+    const engine = new EngineClient({
+      engine: { dir, attn: "auto", exact: !!v.exact, experts, warmup, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows, ...text, ...kv },
+      scheduler: { slots: 1, ctx, longCtx, queue: 0, chunk: PREFILL_CHUNK, draft }, defaults: reasoning });
     let current: ReturnType<EngineClient["submit"]> | null = null;
     // Ctrl-C at the prompt (or while loading): a clean quit (a newline, exit 0: no "exited with code 130" from `bun run`)
     const onInt = () => { if (current) current.stop(); else { process.stdout.write("\n"); engine.close(); process.exit(0); } };

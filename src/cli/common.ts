@@ -3,8 +3,13 @@
 import { resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { readChatTemplate } from "../model/tokenizer.ts";
-import { KV_DTYPES, type KvDtype } from "../engine/hb.ts";
+import { demoBanner, demoModelDir } from "../model/demo.ts";
+import { KV_DTYPES, type KvDtype } from "../native/hb.ts";
 import { flagHint } from "./suggest.ts";
+import { choice, intOption, UsageError } from "../engine/options.ts";
+
+export { choice, intOption, UsageError } from "../engine/options.ts";
+export { fmtBytes } from "../progress.ts";
 
 /** What a subcommand module (`src/cli/<name>.ts`) exports as its `command`. */
 export interface Command {
@@ -16,13 +21,13 @@ export interface Command {
   run(argv: string[]): Promise<number> | number;
 }
 
-/** Bad command-line input: printed as `hummingbird: <message>`, the hint (did you mean …?) and where the usage is (the
- *  whole `help` only on --help); exit 2. */
-export class UsageError extends Error {
-  constructor(message: string, readonly help?: string, readonly hint?: string) {
-    super(message);
-    this.name = "UsageError";
-  }
+/** The embedded demo model, announced loudly (`what`: "serving", "chatting with", "generating with"; each banner line
+ *  through `say`): it is tiny, and no --model was given. serve's, chat's and generate's. */
+export function defaultModel(what: string, say: (line: string) => void, help: string): string {
+  let dir: string;
+  try { dir = demoModelDir(); } catch (e) { throw new UsageError(`no --model DIR given: ${(e as Error).message}`, help); }
+  for (const l of demoBanner(what)) say(l);
+  return dir;
 }
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -52,35 +57,12 @@ export function required(values: Record<string, unknown>, name: string, help: st
   return v;
 }
 
-/** Parse a non-negative safe integer option value. */
-export function intOption(v: string, name: string, help: string): number {
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new UsageError(`--${name} must be a non-negative integer, got ${JSON.stringify(v)}`, help);
-  return Number(v);
-}
-
 /** Parse a number option in [lo, hi] (undefined when absent). */
 export function numOption(v: string | undefined, name: string, lo: number, hi: number, help: string): number | undefined {
   if (v === undefined) return undefined;
   const x = Number(v);
   if (!Number.isFinite(x) || x < lo || x > hi) throw new UsageError(`--${name} must be a number in [${lo}, ${hi}], got ${JSON.stringify(v)}`, help);
   return x;
-}
-
-/** Parse one of a fixed set of option values. */
-export function choice<T extends string>(v: string, name: string, allowed: readonly T[], help: string): T {
-  if (!(allowed as readonly string[]).includes(v)) throw new UsageError(`--${name} must be one of ${allowed.join("|")}, got ${JSON.stringify(v)}`, help);
-  return v as T;
-}
-
-/** Human-readable byte count: `1.50 GiB`. */
-export function fmtBytes(n: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let v = n, u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return u === 0 ? `${n} B` : `${v.toFixed(2)} ${units[u]}`;
 }
 
 /** --threads N and --chat-template FILE as engine options (serve, chat, generate) */
@@ -96,20 +78,20 @@ export function kvOption(v: { "kv-cache-dtype"?: string; exact?: boolean }, help
 }
 
 /** --reasoning-budget N (−1: none, llama-server's default; 0: </think> at once) and --reasoning-budget-message TEXT, as
- *  the engine's options (serve's and chat's) */
+ *  the request defaults thinkBudget and budgetMessage (serve's and chat's) */
 export const REASONING_HELP = `  --reasoning-budget N  tokens a thinking model may spend inside <think> before </think> is forced (−1: no
                    limit, the default; 0: none at all); requests may set their own (thinking_token_budget,
                    reasoning_budget_tokens, Anthropic's thinking.budget_tokens)
   --reasoning-budget-message TEXT  text forced before </think> when a budget is spent (llama-server's flag)`;
 export const reasoningFlags = { "reasoning-budget": { type: "string" }, "reasoning-budget-message": { type: "string" } } as const;
 export function reasoningOptions(v: { "reasoning-budget"?: string; "reasoning-budget-message"?: string }, help: string):
-  { reasoningBudget?: number; reasoningBudgetMessage?: string } {
+  { thinkBudget?: number; budgetMessage?: string } {
   const b = v["reasoning-budget"];
   if (b !== undefined && !(/^(-1|\d+)$/.test(b) && Number.isSafeInteger(Number(b))))
     throw new UsageError(`--reasoning-budget must be -1 or a non-negative integer, got ${JSON.stringify(b)}`, help);
   const m = v["reasoning-budget-message"];
   if (m !== undefined && b === undefined) throw new UsageError("--reasoning-budget-message needs --reasoning-budget", help);
-  return { ...(b !== undefined ? { reasoningBudget: Number(b) } : {}), ...(m ? { reasoningBudgetMessage: m } : {}) };
+  return { ...(b !== undefined ? { thinkBudget: Number(b) } : {}), ...(m ? { budgetMessage: m } : {}) };
 }
 
 export function threadsAndTemplate(v: { threads?: string; "chat-template"?: string }, help: string): { threads?: number; chatTemplate?: string } {

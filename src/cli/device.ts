@@ -1,9 +1,9 @@
 // `--device cpu|vulkan|webgpu|auto` and `--device-layers N` for the model-running subcommands: opens the
-// device chain (gpu/device.ts) as the forward's layer executor, says at start where layers run.
+// device chain (src/device/device.ts) as the forward's layer executor, says at start where layers run.
 import { intOption, UsageError } from "./common.ts";
 import type { Model } from "../engine/model.ts";
 import type { ForwardOpts } from "../engine/forward.ts";
-import { type DeviceMode, openDevice, parseDeviceMode } from "../../gpu/device.ts";
+import { type DeviceMode, openDevice, parseDeviceMode } from "../device/device.ts";
 
 export const deviceFlags = { device: { type: "string" }, "device-layers": { type: "string" }, "kv-budget": { type: "string" } } as const;
 export const DEVICE_HELP = `--device cpu|vulkan|webgpu|auto: where the dense layers run (default auto: the Vulkan chain on a real GPU when a

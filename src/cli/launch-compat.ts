@@ -1,12 +1,9 @@
 // llama-server's and vLLM's launch lines taken as their users write them. Node's parseArgs reads a single-dash option
 // one letter at a time, so llama-server's multi-letter short flags (-ngl, -np, -fa, -ctk, -ctv, -cb) are rewritten to
-// their long forms first (and --flash-attn's optional value joined to it); then the flags below map onto this
-// server's own options, or name what it always does: llama-server's --jinja (the chat template is always Jinja),
-// --metrics (/metrics is always served), --cont-batching, --no-webui (= --no-ui); vLLM's --enable-auto-tool-choice,
-// --tool-call-parser and --reasoning-parser (GLM's tool calls and <think> blocks are always parsed; only GLM's parsers
-// are accepted), --trust-remote-code (no code is ever loaded from a model), and the others of LAUNCH_HELP. No state.
+// their long forms first (and --flash-attn's optional value joined to it); then `launchFlags` map onto this server's
+// own options, or name what it always does (why each is harmless: on launchFlags and in LAUNCH_HELP). No state.
 import { choice, intOption, UsageError } from "./common.ts";
-import type { KvDtype } from "../engine/hb.ts";
+import type { KvDtype } from "../native/hb.ts";
 
 const SHORT: Record<string, string> = { "-ngl": "--n-gpu-layers", "-np": "--parallel", "-fa": "--flash-attn", "-ctk": "--cache-type-k",
   "-ctv": "--cache-type-v", "-cb": "--cont-batching", "-tp": "--tensor-parallel-size" };
@@ -30,6 +27,10 @@ export function rewriteLaunchArgs(argv: string[], numeric = true): string[] {
 }
 
 const s = { type: "string" } as const, b = { type: "boolean" } as const;
+/** Flags that name what this server always does: llama-server's --jinja (the chat template is always Jinja),
+ *  --metrics (/metrics is always served), --cont-batching, --no-webui (= --no-ui); vLLM's --enable-auto-tool-choice,
+ *  --tool-call-parser and --reasoning-parser (GLM's tool calls and <think> blocks are always parsed; only GLM's
+ *  parsers are accepted), --trust-remote-code (no code is ever loaded from a model); the others: LAUNCH_HELP. */
 export const launchFlags = {
   jinja: b, metrics: b, "cont-batching": b, "no-webui": b, "enable-auto-tool-choice": b, "tool-call-parser": s, "reasoning-parser": s,
   "trust-remote-code": b,
@@ -45,9 +46,9 @@ export const LAUNCH_HELP = `  --jinja, --metrics, --cont-batching (llama-server'
   -ctk / -ctv / --cache-type-k / --cache-type-v f32|f16|q8_0 (= --kv-cache-dtype: keys and values share the MLA
   cache), -n / --n-predict N (max tokens of requests that name none — /v1/completions keeps OpenAI's 16; -1: the
   rest of the context), --seed N (requests without a seed get N + their number: a fresh server answers the same
-  requests alike), --disable-log-requests (no line per request); and taken as what this server always does: -fa /
-  --flash-attn (one exact attention kernel), --no-mmap (buffered reads unless --mmap), --no-warmup,
-  --enable-prefix-caching, --enable-chunked-prefill, --enable-log-requests, --dtype auto|bfloat16 (weights as
+  requests alike), --disable-log-requests (no line per request), --no-warmup (no expert warmup at start: below); and
+  taken as what this server always does: -fa / --flash-attn (one exact attention kernel), --no-mmap (buffered reads
+  unless --mmap), --enable-prefix-caching, --enable-chunked-prefill, --enable-log-requests, --dtype auto|bfloat16 (weights as
   stored; activations f32 with --exact, else int8), --tensor-parallel-size 1 / -tp 1 (one process)`;
 
 /** llama-cli's launch flags that `generate` and `chat` take (a subset of launchFlags: the rest are the server's) */
@@ -55,8 +56,8 @@ export const cliLaunchFlags = {
   jinja: b, "n-gpu-layers": s, "gpu-layers": s, "flash-attn": s, "cache-type-k": s, "cache-type-v": s, "no-mmap": b, "no-warmup": b,
 } as const;
 export const CLI_LAUNCH_HELP = `llama-cli's launch flags, mapped: -ngl / --n-gpu-layers N (= --device-layers N; 0 = --device cpu), -ctk / -ctv /
-  --cache-type-k / --cache-type-v f32|f16|q8_0 (= --kv-cache-dtype); taken as what this engine always does: -fa /
-  --flash-attn, --jinja, --no-mmap, --no-warmup.`;
+  --cache-type-k / --cache-type-v f32|f16|q8_0 (= --kv-cache-dtype), --no-warmup (chat: no expert warmup at start;
+  generate never warms up); taken as what this engine always does: -fa / --flash-attn, --jinja, --no-mmap.`;
 
 const GLM_PARSERS = ["glm45", "glm47", "glm4_moe"];
 type V = Record<string, string | string[] | boolean | undefined>;

@@ -33,5 +33,6 @@ export const COMMANDS: Record<string, Entry> = {
   serve: { summary: "serve a model over OpenAI-compatible HTTP and the mux protocol (or --stdio)", load: async () => (await import("./serve.ts")).command },
   cluster: { summary: "N serve replicas behind HAProxy (affinity, health checks, drain) on one machine", load: async () => (await import("./cluster.ts")).command },
   score: { summary: "lm-eval loglikelihood scores of (context, continuation) token requests", load: async () => (await import("./score.ts")).command },
+  plan: { summary: "forecast a model's memory, expert cache, decode and prefill tok/s on this machine", load: async () => (await import("./plan.ts")).command },
   bench: { summary: "prefill / decode throughput, weight bytes per token and the memory roofline", load: async () => (await import("./bench.ts")).command },
 };

@@ -2,11 +2,11 @@
 // (and the file, for the flags that name one). No state.
 import { mkdirSync, readFileSync } from "node:fs";
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { z } from "zod";
 import { totalmem } from "node:os";
 import { intOption, UsageError } from "./common.ts";
-import type { SamplingDefaults } from "../model/config.ts";
+import { loadConfig, type SamplingDefaults } from "../model/config.ts";
 
 /** --chat-template-kwargs (or vLLM's --default-chat-template-kwargs): a JSON object; enable_thinking a boolean */
 export function templateKwargsOption(a: string | undefined, b: string | undefined, help: string): Record<string, unknown> | undefined {
@@ -159,4 +159,21 @@ export function connectionOptions(v: Record<string, string | boolean | undefined
   }
   if (v["accept-any-model"]) out.acceptAnyModel = true;
   return out;
+}
+
+/** Whether the environment allows a context past the model's limit (vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN, or ours). */
+const allowLong = () => ["HB_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"].some((k) => ["1", "true"].includes((process.env[k] ?? "").toLowerCase()));
+
+/** A context per slot asked for on the command line (`given`: the flag and its value, as typed) above the model's
+ *  max_position_embeddings is refused, as vLLM refuses it, unless HB_ALLOW_LONG_MAX_MODEL_LEN=1 (or vLLM's
+ *  VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): then `warn` says so and the context stands (positions the model was not trained
+ *  on: the output may degrade). Returns whether it passes the limit. A config that does not load is left to the loader. */
+export function ctxPastLimit(dir: string, ctx: number, given: string, help: string, warn: (line: string) => void): boolean {
+  let limit: number;
+  try { limit = loadConfig(dir).max_position_embeddings; } catch { return false; }
+  if (ctx <= limit) return false;
+  const what = `${given} is above the model's limit of ${limit} tokens (max_position_embeddings in ${join(dir, "config.json")})`;
+  if (!allowLong()) throw new UsageError(`${what}; set HB_ALLOW_LONG_MAX_MODEL_LEN=1 to run past it anyway (the output may degrade)`, help);
+  warn(`WARNING: ${what}; running past it as HB_ALLOW_LONG_MAX_MODEL_LEN asks: the output may degrade`);
+  return true;
 }

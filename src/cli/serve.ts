@@ -1,19 +1,20 @@
 // `hummingbird serve`: the OpenAI-compatible HTTP server (+ POST /v1/mux), or the mux protocol on
 // stdin/stdout with --stdio. Parses flags, picks the model (--model, else the embedded demo model), says loudly which model is served, and runs until SIGINT/SIGTERM.
-import { demoBanner, demoModelDir } from "../model/demo.ts";
-import { EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { EXPERT_HELP, expertFlags, expertOptions, WARMUP_HELP, warmupFlags, warmupOption } from "../engine/experts/index.ts";
 import { DEVICE_HELP, deviceFlags, deviceOptions } from "./device.ts";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { apiKeyOption, cacheRamOption, connectionFlags, connectionOptions, corsOption, drainTimeoutOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
+import { ctxPastLimit, apiKeyOption, cacheRamOption, connectionFlags, connectionOptions, corsOption, drainTimeoutOption, samplingFlags, samplingOption, slotSavePath, templateKwargsOption, tlsOption } from "./serve-flags.ts";
 import { EngineClient } from "../server/engine-client.ts";
-import { PREFILL_CHUNK, type Server, startServer } from "../server/server.ts";
+import { type Server, startServer } from "../server/server.ts";
+import type { ServeConfig } from "../server/config.ts";
+import { PREFILL_CHUNK } from "../engine/serving/config.ts";
 import { DRAFT_LEN } from "../engine/speculative.ts";
 import { runStdio } from "../server/stdio.ts";
 import { POOLINGS } from "../engine/pooling.ts";
 import { startStatsLog } from "../server/stats-log.ts";
 import { applyLaunch, LAUNCH_HELP, launchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
-import { choice, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
+import { choice, defaultModel, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
                          [--queue N] [--scheduling-policy fcfs|priority] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY | --api-key-file F]
@@ -40,7 +41,8 @@ options:
   --slots N        KV slots = concurrent conversations (default 4; also spelled --max-num-seqs, as vLLM, and
                    --parallel, as llama-server)
   --ctx N          context limit per slot in tokens (default min(4096, max_position_embeddings); also spelled
-                   --max-model-len, as vLLM)
+                   --max-model-len, as vLLM). Past max_position_embeddings it is refused, as vLLM refuses it, unless
+                   HB_ALLOW_LONG_MAX_MODEL_LEN=1 (or vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): then a warning
   -c, --ctx-size N llama-server's: the context of all slots together, each slot getting N / slots
   --queue N        requests that may wait for a slot before 429 / OVERLOADED (default max(16, 4·slots))
   --scheduling-policy P  fcfs (default: the queue in arrival order; a request naming a priority is refused) |
@@ -120,6 +122,7 @@ ${LAUNCH_HELP}
   -h, --help       this help
 
 ${EXPERT_HELP}
+${WARMUP_HELP}
 ${DEVICE_HELP}`;
 
 /** --draft ngram|mtp|off and --draft-len K (1..16, default DRAFT_LEN) as the engine's draft options (off: none);
@@ -135,15 +138,6 @@ export function draftOption(draft: string | undefined, len: string | undefined, 
 
 const log = (s: string) => process.stderr.write(`hummingbird serve: ${s}\n`);
 
-/** The embedded demo model, announced loudly (`what`: "serving", "chatting with"; each banner line through
- *  `say`): it is tiny, and no --model was given. Also `chat`'s. */
-export function defaultModel(what: string, say: (line: string) => void, help: string): string {
-  let dir: string;
-  try { dir = demoModelDir(); } catch (e) { throw new UsageError(`no --model DIR given: ${(e as Error).message}`, help); }
-  for (const l of demoBanner(what)) say(l);
-  return dir;
-}
-
 async function run(argv: string[]): Promise<number> {
   const r = parseCli(rewriteLaunchArgs(argv), {
     model: { type: "string", short: "m" }, host: { type: "string" }, port: { type: "string" }, slots: { type: "string" },
@@ -153,7 +147,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "disable-log-stats": { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, "drain-timeout": { type: "string" }, ...connectionFlags, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, "drain-timeout": { type: "string" }, ...connectionFlags, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...warmupFlags, ...deviceFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -183,19 +177,17 @@ async function run(argv: string[]): Promise<number> {
   if (chunk < 1 || chunk > 65536) throw new UsageError("--prefill-chunk must be in [1, 65536]", help);
   const dir = resolve(v.model ?? defaultModel("serving", log, help));
   if (!existsSync(dir)) throw new UsageError(`model directory ${dir} does not exist`, help);
+  const given = v["max-model-len"] !== undefined ? `--max-model-len ${v["max-model-len"]}` : v.ctx !== undefined ? `--ctx ${v.ctx}` : `--ctx-size ${v["ctx-size"]} (${ctx} a slot)`;
+  const longCtx = ctx !== undefined && ctxPastLimit(dir, ctx, given, help, log);
   const attn = v.attn === undefined ? "absorbed" : choice(v.attn, "attn", ["auto", "naive", "absorbed"] as const, help);
   const apiKey = apiKeyOption(v["api-key"], v["api-key-file"], help);
   const launch = launchOptions(v, help); // llama-server's / vLLM's spellings: -ngl, -ctk / -ctv, -n, --seed, ...
   applyLaunch(v, launch, help);
   const dev = deviceOptions(v, help);
-  const engineOpts = {
-    draft: draftOption(v.draft, v["draft-len"], help), exact: !!v.exact, experts: expertOptions(v, help),
-    device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows,
-    ...(launch.maxTokens !== undefined ? { maxTokens: launch.maxTokens } : {}), ...(launch.seed !== undefined ? { seed: launch.seed } : {}),
-    ...threadsAndTemplate(v, help), slotSavePath: slotSavePath(v["slot-save-path"], help),
-    ...reasoningOptions(v, help), ...kvOption(v, help),
-    ...(v["cache-ram"] !== undefined ? { cacheRam: cacheRamOption(v["cache-ram"], help) } : {}),
-  };
+  // (parsed in this order: the first bad flag is the one reported)
+  const draft = draftOption(v.draft, v["draft-len"], help), exact = !!v.exact, experts = expertOptions(v, help), warmup = warmupOption(v, help);
+  const text = threadsAndTemplate(v, help), slotDir = slotSavePath(v["slot-save-path"], help), reasoning = reasoningOptions(v, help), kv = kvOption(v, help);
+  const cacheRam = v["cache-ram"] !== undefined ? cacheRamOption(v["cache-ram"], help) : undefined;
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
   const tls = tlsOption(v, help);
@@ -204,11 +196,23 @@ async function run(argv: string[]): Promise<number> {
   const requestLog = v.quiet || !launch.logRequests ? undefined : log, statsLog = !v.quiet && !v["disable-log-stats"];
   const drainS = drainTimeoutOption(v["drain-timeout"], help);
   if (tls && v.stdio) throw new UsageError("--ssl-keyfile / --ssl-certfile serve HTTPS: not with --stdio", help);
+  const generationConfig = v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help);
+  const pooling = v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling = samplingOption(v, help);
+  const schedulingPolicy = v["scheduling-policy"] === undefined ? undefined : choice(v["scheduling-policy"], "scheduling-policy", ["fcfs", "priority"] as const, help);
+  const cors = corsOption(v.cors, help), connection = connectionOptions(v, help);
+  // the options, parsed once: the engine worker gets { engine, scheduler, defaults }, the HTTP app `http` (and `defaults`)
+  const config: ServeConfig = {
+    engine: { dir, alias: v.alias, attn, exact, experts, warmup, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows, ...text, ...kv },
+    scheduler: { slots, ctx, longCtx, queue, chunk, draft, schedulingPolicy, slotSavePath: slotDir, ...(cacheRam !== undefined ? { cacheRam } : {}) },
+    defaults: { sampling, generationConfig, templateKwargs, pooling, ...reasoning,
+      ...(launch.maxTokens !== undefined ? { maxTokens: launch.maxTokens } : {}), ...(launch.seed !== undefined ? { seed: launch.seed } : {}) },
+    http: { host: v.host ?? "127.0.0.1", port, apiKey, cors, ...connection, ui, log: requestLog, tls },
+  };
 
   if (v.stdio) {
     log(`SERVING MODEL ${dir} on stdin/stdout (mux protocol), ${slots} slots; loading…`);
-    const engine = new EngineClient({ dir, slots, ctx, queue: queue ?? Math.max(16, 4 * slots), chunk, attn, alias: v.alias, ...engineOpts },
-      requestLog);
+    const { engine: e, scheduler, defaults } = config;
+    const engine = new EngineClient({ engine: e, scheduler, defaults }, requestLog);
     engine.ready.then((i) => log(`model ${i.model} ready (ctx ${i.ctx}, vocab ${i.vocab})`), (e: Error) => log(`model failed to load: ${e.message}`));
     if (statsLog) startStatsLog(engine, log);
     await runStdio(engine, Bun.stdin.stream(), (b) => { process.stdout.write(b); });
@@ -216,14 +220,9 @@ async function run(argv: string[]): Promise<number> {
     return engine.state === "failed" ? 2 : 0;
   }
 
-  const opts = { dir, slots, ctx, queue, chunk, attn, host: v.host ?? "127.0.0.1", port, apiKey, alias: v.alias, templateKwargs,
-    generationConfig: v["generation-config"] === undefined ? undefined : choice(v["generation-config"], "generation-config", ["auto", "vllm"] as const, help),
-    pooling: v.pooling === undefined ? undefined : choice(v.pooling, "pooling", POOLINGS, help), sampling: samplingOption(v, help),
-    schedulingPolicy: v["scheduling-policy"] === undefined ? undefined : choice(v["scheduling-policy"], "scheduling-policy", ["fcfs", "priority"] as const, help),
-    cors: corsOption(v.cors, help), ...connectionOptions(v, help), ui, log: requestLog, tls, ...engineOpts };
   let s: Server;
-  try { s = startServer(opts); } catch (e) { // (the port taken, an address this machine does not have)
-    log(`cannot listen on ${opts.host}:${port}: ${(e as Error).message}`);
+  try { s = startServer(config); } catch (e) { // (the port taken, an address this machine does not have)
+    log(`cannot listen on ${config.http.host}:${port}: ${(e as Error).message}`);
     return 1;
   }
   log(`listening on ${s.url}${ui ? ` (chat page: ${s.url}/)` : ""}`);

@@ -2,15 +2,14 @@
 //  - naive (prefill): kv_b rebuilds k_nope and v for the whole context, then per-head attention;
 //  - absorbed (decode, small batches): q_abs = W_K,hᵀ q_nope against c_kv, o_h = W_V,h Σ p·c_kv.
 // Reads h = st.xb, writes the new rows' c_kv ‖ k_pe into the KVCache and the output to st.ao.
-// Projections that share an input run as one batched call (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj;
-// q_b ‖ indexer wq_b); the absorbed form does all heads of each side in one call (hb_mla_heads).
-// Holds one cache: the absorbed W_Kᵀ of each kv_b (derived, read-only; for int8 on AVX-512 VNNI also its column-quad
-// copy, which fast mode reads: the same bytes again).
+// State: one cache, absorbedCache: the absorbed W_Kᵀ of each kv_b (derived, read-only; for int8 on AVX-512 VNNI
+// also its column-quad copy, which fast mode reads: the same bytes again).
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
-import { attn, attnSegs, columnQuads, copyHeads, Fmt, type HeadsW, type KvRows, kvWrite, mlaHeads, rmsnorm, rope, Simd, simdLevel } from "./hb.ts";
+import { rowBytes } from "../model/formats.ts";
+import { attn, attnSegs, columnQuads, copyHeads, Fmt, type HeadsW, type KvRows, kvWrite, mlaHeads, rmsnorm, rope, Simd, simdLevel } from "../native/hb.ts";
 import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
-import { weightBytes } from "./mem.ts";
+import { weightBytes } from "../native/mem.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
 import { indexerKeys, indexerQueries } from "./indexer.ts";
@@ -29,7 +28,6 @@ export type KeyMode = "full" | "shared" | "dense";
 interface Absorbed { kt: HeadsW; kmul: Float32Array | null }
 const absorbedCache = new WeakMap<Mat, Absorbed>();
 
-const rowBytes = (fmt: number, n: number) => (fmt === Fmt.int8 ? n : fmt === Fmt.int2 ? Math.ceil(n / 4) : Math.ceil(n / 2));
 /** raw code of element c of a packed row at byte offset `at` (the stored field, before any offset) */
 function code(fmt: number, d: Uint8Array, at: number, c: number): number {
   if (fmt === Fmt.int8) return d[at + c];
@@ -75,6 +73,8 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
  * keys); with k < S only the query rows st.keep[0..k) (ascending; the last rows of their segments: a prompt's last
  * layer, whose other rows no one reads) get queries and an output, moved to rows 0..k-1 of st.ao (and of st.xb,
  * st.pos, st.nk and, on a shared layer, st.sel / st.nsel). Those rows get the same bits either way.
+ * Projections that share an input run as one batched call (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj;
+ * q_b ‖ indexer wq_b); the absorbed form does all heads of each side in one call (hb_mla_heads).
  */
 export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: number, kvLayer: number,
   segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook, k = S): void {

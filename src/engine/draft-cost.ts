@@ -1,11 +1,7 @@
 // When speculative decoding pays for itself, from the model's shapes: decode reads weights, so a round's cost is
-// the weight bytes it reads. Verifying k drafts is a forward of k+1 rows of one conversation — every dense
-// matrix once, but each MoE layer reads the union of the rows' experts (routing taken as uniform: E·(1 − (1 −
-// K/E)^rows) of them) — plus, for MTP drafts, k steps of the MTP head (its layer, eh_proj and lm_head). A round
-// that keeps j of its k drafts yields j + 1 tokens, so it pays when the mean kept fraction j/k exceeds
-// (c − 1)/k for a cost of c plain steps; `costGate` asks PAY_MARGIN·c instead, for what bytes leave out (the extra
-// rows' arithmetic, their sampling). Deterministic (no timing), so a seeded request decodes the same way every
-// run. Holds no state.
+// the weight bytes it reads (forwardBytes, roundCost). A round that keeps j of its k drafts yields j + 1 tokens, so
+// it pays when the mean kept fraction j/k exceeds (c − 1)/k for a cost of c plain steps (costGate). Deterministic
+// (no timing), so a seeded request decodes the same way every run. Holds no state.
 import type { Config } from "../model/config.ts";
 import type { Layer, Mat, Weights } from "../model/weights.ts";
 import { GATE_DEFAULTS, type GateOpts } from "./speculative.ts";
@@ -35,7 +31,8 @@ function layerBytes(l: Layer, indexer: boolean): { dense: number; expert: number
 }
 
 /** Expected weight bytes of a forward of `rows` rows of one conversation (+ lm_head once): the main layers, or
- *  with `mtp` the MTP layer (dense attention: no indexer) and eh_proj. */
+ *  with `mtp` the MTP layer (dense attention: no indexer) and eh_proj. Every dense matrix is read once, but each MoE
+ *  layer reads the union of the rows' experts (routing taken as uniform: E·(1 − (1 − K/E)^rows) of them). */
 export function forwardBytes(cfg: Config, w: Weights, rows: number, mtp = false): number {
   const E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
   const union = E > 0 ? E * (1 - Math.pow(1 - K / E, rows)) : 0;
@@ -55,7 +52,8 @@ export function roundCost(cfg: Config, w: Weights, k: number, mtp: boolean): num
 }
 
 /** The acceptance gate's thresholds for rounds of k drafts (mtp: drafted by the MTP head): off below the kept
- *  fraction at which a round pays for itself, on again 0.15 above it; never drafts when nothing can pay. */
+ *  fraction at which a round pays for itself, on again 0.15 above it; never drafts when nothing can pay. A round
+ *  of cost c must pay for PAY_MARGIN·c, for what bytes leave out (the extra rows' arithmetic, their sampling). */
 export function costGate(cfg: Config, w: Weights, k: number, mtp: boolean): Partial<GateOpts> {
   const off = (PAY_MARGIN * roundCost(cfg, w, k, mtp) - 1) / k;
   return off >= 1 ? { off, on: Infinity, probeEvery: Infinity } : { off, on: Math.min(1, off + 0.15), probeEvery: GATE_DEFAULTS.probeEvery };

@@ -4,7 +4,7 @@
 // and the head. The layer loop is `runLayers(lo, hi)`, so a range can go to another executor
 // (the Vulkan chain) later. No buffers are allocated here: RunState is grown before the loop.
 import type { Layer } from "../model/weights.ts";
-import { add, convert, Conv, Fmt, rmsnorm } from "./hb.ts";
+import { add, convert, Conv, Fmt, rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
 import { attention, type AttnMode, type KeyMode } from "./attention.ts";
 import { mlp, moe } from "./moe.ts";

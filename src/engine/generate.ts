@@ -5,7 +5,7 @@
 import { Sampler, type SamplingParams } from "./sampler.ts";
 import { penaltiesFor, type PenaltyParams } from "./penalties.ts";
 import { Session } from "./session.ts";
-import { DRAFT_LEN, GrammarDrafts, MtpDrafts, SpecDecoder, type DraftSource, type GateOpts } from "./speculative.ts";
+import { DRAFT_LEN, GrammarDrafts, MtpDrafts, SpecDecoder, type DraftSource, type GateOpts, type TokenRules } from "./speculative.ts";
 import type { GrammarState } from "./grammar/index.ts";
 import { NgramDrafts } from "./ngram.ts";
 import { costGate } from "./draft-cost.ts";
@@ -32,6 +32,10 @@ export interface GenerateOpts extends SamplingParams {
   encode?: (text: string) => number[];
   /** presence / frequency / repetition penalties and logit_bias (engine/penalties.ts) */
   penalties?: PenaltyParams;
+  /** a request's whole per-token pipeline (engine/serving/pipeline.ts: the server's rules) with its `sampler`: every
+   *  token goes through it, and it decides where the output ends; `penalties`, `grammar`, `stopIds` and the sampling
+   *  parameters are then unused (its own grammar's forced bytes are drafted, with `encode`) */
+  rules?: { rules: TokenRules; sampler: Sampler };
 }
 export interface GenerateResult {
   prompt_ids: number[];
@@ -63,16 +67,17 @@ export function draftSource(m: Model, kind: DraftKind | DraftSource | undefined)
 
 export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateResult {
   if (prompt.length === 0) throw new Error("empty prompt");
-  const sampler = new Sampler(o);
+  const rules = o.rules?.rules ?? null, sampler = o.rules?.sampler ?? new Sampler(o);
   let source = sampler.stateful ? null : draftSource(m, o.draft); // (mirostat: each draw moves the next distribution)
-  if (o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
+  if (rules?.grammar && o.encode) source = new GrammarDrafts(() => rules.inForce, o.encode, source);
+  else if (!rules && o.grammar && o.encode) source = new GrammarDrafts(o.grammar, o.encode, source);
   // hidden rows only for MTP drafts: without them the prompt's last layer runs its FFN for the last row alone
   const s = o.session ?? new Session(m, { hidden: source?.name.endsWith("mtp") ?? false, ...o.forward });
-  const pen = penaltiesFor(o.penalties, prompt);
+  const pen = rules ? null : penaltiesFor(o.penalties, prompt);
   const k = o.draftLen ?? (source?.name === "mtp" ? DRAFT_LEN.mtp : DRAFT_LEN.ngram);
   const gate = { ...(source ? costGate(m.cfg, m.w, k, source.name.endsWith("mtp")) : {}), ...o.gate }; // drafts that pay
-  const dec = new SpecDecoder(s, sampler, source, k, gate, o.grammar ?? null, pen);
-  const stop = new Set(o.stopIds ?? m.cfg.stop_ids);
+  const dec = new SpecDecoder(s, sampler, source, k, gate, rules ? null : o.grammar ?? null, pen, rules);
+  const stop = new Set(rules ? [] : o.stopIds ?? m.cfg.stop_ids); // (the rules keep their own)
   const t0 = performance.now();
   const cached = s.reuse(prompt);
   // every row this generation may write, reserved now: the cache never grows (a copy of every layer) mid-stream
@@ -83,6 +88,7 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   const gen: number[] = [];
   let finish: "stop" | "length" = "length";
   const emit = (id: number): boolean => {
+    if (id < 0) return false; // (the rules left no token)
     gen.push(id);
     if (o.onToken?.(id) === false) { finish = "stop"; return false; }
     if (stop.has(id)) { finish = "stop"; return false; }
@@ -95,7 +101,7 @@ export function generate(m: Model, prompt: number[], o: GenerateOpts): GenerateR
   while (go && !dec.done) {
     for (const id of dec.step(o.maxTokens - gen.length)) if (!(go = emit(id))) break;
   }
-  if (dec.done) finish = "stop"; // the grammar is complete
+  if (dec.done) finish = dec.end === "length" ? "length" : "stop"; // the grammar is complete, or the rules ended it
   // like plain decoding, the history ends before the last emitted token (never fed)
   s.truncate(Math.min(s.tokens.length, base + Math.max(gen.length - 1, 0)));
   const t2 = performance.now();

@@ -4,7 +4,7 @@
 // write path calls KVCache.wrote), plus the rows the running forward has just written (it logs them only
 // after its layers: that one log entry, from the rows' first position, is then not a change). State: the
 // copies, held weakly by their KVCache.
-import { ikQuant, type IkQ8 } from "./hb.ts";
+import { ikQuant, type IkQ8 } from "../native/hb.ts";
 import type { KVCache } from "./kv.ts";
 
 /** rows [0, rows) hold the keys as of the cache's `version`, rows [fresh, rows) written by the running forward */

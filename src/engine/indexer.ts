@@ -5,7 +5,8 @@
 // mode on quantized weights scores over int8 keys (ikq.ts) where the SIMD level has that kernel.
 import type { Config } from "../model/config.ts";
 import type { Indexer } from "../model/weights.ts";
-import { dsaSelect, Fmt, indexQ8Ok, indexScores, indexScoresQ8, layernorm, rope } from "./hb.ts";
+import { isQuant } from "../model/formats.ts";
+import { dsaSelect, indexQ8Ok, indexScores, indexScoresQ8, layernorm, rope } from "../native/hb.ts";
 import { ikQ8 } from "./ikq.ts";
 import { mm } from "./mat.ts";
 import type { RunState } from "./state.ts";
@@ -50,7 +51,7 @@ export function indexerQueries(cfg: Config, st: RunState, w: Indexer, layer: num
 
   // scores per segment (its own keys) into st.scores rows; rows that see at most topk keys need none
   // int8 keys where fast mode approximates anyway (quantized indexer weights; float weights stay exact)
-  const q8 = !st.exact && w.wk.fmt >= Fmt.int8 && w.wk.fmt <= Fmt.int4g && indexQ8Ok(hd), scale = Math.fround(1 / Math.sqrt(hd));
+  const q8 = !st.exact && isQuant(w.wk.fmt) && indexQ8Ok(hd), scale = Math.fround(1 / Math.sqrt(hd));
   qs.forEach((g, i) => {
     if (g.pos0 + g.n <= topk) return;
     const ik = g.kv.ik[kvLayer]!, wr = written[i];

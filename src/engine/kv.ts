@@ -1,10 +1,10 @@
 // KV state of one conversation (one sequence): the compressed MLA cache per layer and the DSA indexer
 // keys on full layers. Row t holds absolute position t. The host copy is canonical; a device mirror
-// (gpu/) follows it through `version`, which every write path bumps. The MLA cache is f32, or (`dtype`) IEEE halves
+// (src/device/) follows it through `version`, which every write path bumps. The MLA cache is f32, or (`dtype`) IEEE halves
 // or int8 blocks (hb.ts KvDtype: half or ~3.6x less memory; fast mode on the CPU path, the absorbed attention form);
 // indexer keys stay f32.
 import type { Config } from "../model/config.ts";
-import { kvRowElems, type KvDtype, type KvRows } from "./hb.ts";
+import { kvRowElems, type KvDtype, type KvRows } from "../native/hb.ts";
 
 export class KVCache {
   /** Tokens stored (rows [0, len) are valid). */

@@ -1,30 +1,26 @@
-// The slot KV file format (`slot-N.kv`, written by kvfile.ts), defined once: header field offsets, the
-// record layout, the model shape stored in the header and the checks a file must pass. Holds no state.
-//
-// Layout (little-endian):
-//   header (HEADER.bytes, one page): offsets in HEADER, all u32 but `count` (u64, 8-aligned so it is
-//     rewritten in one write): magic "HBKV", version, header bytes, record bytes, count (records
-//     committed), JSON length, then the JSON shape (below).
-//   records, fixed size, record i at HEADER.bytes + i·recordBytes (offsets in RECORD):
-//     u32 token, u32 crc32(payload), payload = per layer: c_kv‖k_pe row [kv_lora+rope] in the cache's
-//     dtype (kv_dtype: f32, f16, or q8 — its bytes then its block scales; hb.ts KvDtype), (+ indexer key
-//     row [index_head_dim] f32 on `full` DSA layers), then (MTP models) the main hidden row [D] f32.
-// The JSON names the model's shape (model_type, vocab_size, hidden_size, num_hidden_layers,
-// kv_lora_rank, qk_rope_head_dim, index_head_dim, indexed_layers, hidden_rows), the cache dtype (absent:
-// f32, as files written before it) and a weights fingerprint; a file from another model or another cache
-// dtype is refused naming the first mismatching field.
+// The slot KV file format (`slot-N.kv`, written by kvfile.ts), defined once, little-endian: header field offsets
+// (HEADER), the record layout (RECORD, RecordLayout), the model shape stored in the header (Shape) and the checks a
+// file must pass (checkHeader: a file from another model or cache dtype is refused naming the first mismatching
+// field). Holds no state.
 import { z } from "zod";
 import { ModelError } from "../model/errors.ts";
 import type { Model } from "./model.ts";
-import { KV_DTYPES, kvRowElems, type KvDtype, type KvRows } from "./hb.ts";
+import { KV_DTYPES, kvRowElems, type KvDtype, type KvRows } from "../native/hb.ts";
 
 export const KV_VERSION = 1;
 const MAGIC = 0x564b4248; // "HBKV"
-/** Byte offsets of the header fields; `bytes` = the whole header. */
+/** Byte offsets of the header fields; `bytes` = the whole header (one page). All u32 but `count` (u64, 8-aligned so
+ *  it is rewritten in one write): magic "HBKV", version, header bytes, record bytes, count (records committed), JSON
+ *  length, then the JSON shape (Shape). */
 export const HEADER = { magic: 0, version: 4, headerBytes: 8, recordBytes: 12, count: 16, jsonLength: 24, json: 28, bytes: 4096 } as const;
-/** Byte offsets inside a record. */
+/** Byte offsets inside a record; records are fixed size, record i at HEADER.bytes + i·recordBytes: u32 token,
+ *  u32 crc32(payload), payload = per layer: c_kv‖k_pe row [kv_lora+rope] in the cache's dtype (kv_dtype: f32, f16,
+ *  or q8 — its bytes then its block scales; hb.ts KvDtype), (+ indexer key row [index_head_dim] f32 on `full` DSA
+ *  layers), then (MTP models) the main hidden row [D] f32. */
 export const RECORD = { token: 0, crc: 4, payload: 8 } as const;
 
+/** The header's JSON: the model's shape, the cache dtype (absent: f32, as files written before it) and a weights
+ *  fingerprint. */
 const Shape = z.object({
   model_type: z.string(), vocab_size: z.number().int(), hidden_size: z.number().int(),
   num_hidden_layers: z.number().int(), kv_lora_rank: z.number().int(), qk_rope_head_dim: z.number().int(),

@@ -1,24 +1,16 @@
-// KV persistence of one slot (`<state dir>/slot-N.kv`): a conversation's cache on disk, so a restart
-// resumes it without re-prefilling. Holds the open file, its committed record count and tokens.
-// The file format (header, records, model shape) is defined in kvfile-format.ts.
-// MTP state is NOT stored: the hidden rows let Session.mtpSync re-derive the MTP cache in one
-// batched MTP-layer forward at the first draft after a load.
-// Crash safety: records are appended, fdatasync'd, and only then is `count` rewritten (8 aligned
-// bytes in the first page) and synced. kill -9 at any moment leaves a file whose count names only
-// complete records; bytes past it are ignored (and cut when the file is reopened). Shrinking
-// (truncate/prefix change) writes the smaller count first. Records within the count are checked
-// by CRC; a bad one ends the load there.
-// Slot files of the server (slot-files.ts) are whole files instead: `writeWhole` writes the header with its final
-// count and every record into a fresh file the caller renames into place, and `restore` reads one strictly —
-// read-only, nothing repaired; the count is checked against the context and the file's size before any record is
-// read, tokens against the vocabulary, and a CRC mismatch or a NaN/Inf row refuses the file.
+// KV persistence of one slot (`<state dir>/slot-N.kv`, format in kvfile-format.ts): a conversation's cache on
+// disk, so a restart resumes it without re-prefilling. MTP state is NOT stored: the hidden rows let
+// Session.mtpSync re-derive the MTP cache in one batched MTP-layer forward at the first draft after a load.
+// Crash safety: records are appended and synced before `count` is rewritten (see persist). Slot files of the
+// server (slot-call.ts) are whole files instead: `writeWhole` / `restore`.
+// State: the open file, its committed record count and tokens.
 import { closeSync, existsSync, fdatasyncSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { ForwardOpts } from "./forward.ts";
 import { checkHeader, encodeHeader, HEADER, modelShape, RECORD, RecordLayout, type Shape } from "./kvfile-format.ts";
 import { newKV, type Model } from "./model.ts";
 import { ModelError } from "../model/errors.ts";
-import type { KvDtype } from "./hb.ts";
+import type { KvDtype } from "../native/hb.ts";
 import { Session } from "./session.ts";
 
 export { KV_VERSION, modelShape } from "./kvfile-format.ts";
@@ -73,7 +65,8 @@ export class KvFile {
 
   /** A slot file to restore, opened read-only by the caller (`fd`, owned from here on; `label` names it in errors):
    *  refused unless its header matches m, it claims at most `maxCount` records, exactly as many as its size holds,
-   *  and its tokens are inside the vocabulary. */
+   *  and its tokens are inside the vocabulary (all checked before any record is read). Strict: nothing is
+   *  repaired, and a CRC mismatch or a NaN/Inf row refuses the file. */
   static restore(fd: number, label: string, m: Model, maxCount: number, o: KvFileOpts = {}): KvFile {
     try {
       const f = new KvFile(label, fd, m, o, maxCount);
@@ -165,6 +158,10 @@ export class KvFile {
   /**
    * Make the file hold the Session's history: keep the common prefix, append the rest (data, sync,
    * then count). Returns the records written.
+   * Crash safety: records are appended, fdatasync'd, and only then is `count` rewritten (8 aligned bytes in the
+   * first page) and synced. kill -9 at any moment leaves a file whose count names only complete records; bytes
+   * past it are ignored (and cut when the file is reopened). Shrinking (truncate/prefix change) writes the smaller
+   * count first. Records within the count are checked by CRC; a bad one ends the load there.
    */
   persist(s: Session): number {
     if (s.m !== this.m && modelShape(s.m).weights !== this.shape.weights) throw new Error(`${this.path}: persist from another model`);

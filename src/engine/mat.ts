@@ -1,27 +1,18 @@
 // Matrix helpers over weights.ts's `Mat` views: the matmul in either activation mode (exact: f32
 // activations; fast: int8 activations for quantized weights), row slices (for per-head blocks of kv_b)
 // and the dequantized transpose (for the absorbed MLA form). Stateless.
-import { Fmt, matmul, matmulMany, matmulQ8 } from "./hb.ts";
+import { matmul, matmulMany, matmulQ8 } from "../native/hb.ts";
+import { rowUnits, scalesPerRow } from "../model/formats.ts";
 import type { Mat } from "../model/weights.ts";
-
-/** Bytes (or elements, for 16/32-bit storage) of one stored row of W [O, I]. */
-function rowUnits(m: Mat): number {
-  switch (m.fmt) {
-    case Fmt.f32: case Fmt.bf16: case Fmt.f16: case Fmt.int8: return m.I;
-    case Fmt.int4: case Fmt.int4g: return Math.ceil(m.I / 2);
-    case Fmt.int2: return Math.ceil(m.I / 4);
-  }
-  throw new Error(`${m.name}: unknown fmt ${m.fmt}`);
-}
 
 /** Rows [r0, r0+n) of W as a Mat view (no copy): W[r0:r0+n, :] [n, I]. */
 export function rowsOf(m: Mat, r0: number, n: number): Mat {
   if (r0 < 0 || n < 0 || r0 + n > m.O) throw new Error(`${m.name}: rows [${r0}, ${r0 + n}) outside [0, ${m.O})`);
-  const u = rowUnits(m);
+  const u = rowUnits(m.fmt, m.I);
   const data = m.data.subarray(r0 * u, (r0 + n) * u);
   let scales = m.scales;
   if (scales) {
-    const per = m.fmt === Fmt.int4g ? Math.ceil(m.I / m.gs) : 1;
+    const per = scalesPerRow(m.fmt, m.I, m.gs);
     scales = scales.subarray(r0 * per, (r0 + n) * per);
   }
   return { ...m, O: n, data, scales };

@@ -4,7 +4,7 @@ import { loadConfig, type Config } from "../model/config.ts";
 import { openModel, type TensorStore } from "../model/safetensors.ts";
 import { loadWeights, type Weights } from "../model/weights.ts";
 import { KVCache } from "./kv.ts";
-import type { KvDtype } from "./hb.ts";
+import type { KvDtype } from "../native/hb.ts";
 
 export interface Model { dir: string; cfg: Config; w: Weights; store: TensorStore }
 

@@ -1,15 +1,12 @@
-// The FFNs (spec §3.4): the dense SwiGLU MLP, and the MoE with the sigmoid router (bias only for
-// choosing, optional group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c), batch-union
-// expert execution (each chosen expert runs once over all its rows) and the ungated shared expert
-// (its gate ‖ up in the router's call, its down in the routed experts' one, added after them).
-// A streamed Moe (src/engine/experts/) resolves the union first and hands experts out resident-first;
-// outputs are still added in ascending expert order, so results do not depend on the cache.
-// Reads x = st.xb [S, D], writes st.ao [S, D]. Routes, the rows grouped by expert, their gates and the
-// union live in RunState; the experts' matmul descriptors and their packed copies per expert are
-// module-level (grown as needed).
+// The FFNs (spec §3.4): the dense SwiGLU MLP, and the MoE with the sigmoid router (bias only for choosing, optional
+// group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c), batch-union expert execution (each
+// chosen expert runs once over all its rows) and the ungated shared expert. Reads x = st.xb [S, D], writes
+// st.ao [S, D]. A streamed Moe (src/engine/experts/): see `routed`.
+// State: routes, the rows grouped by expert, their gates and the union live in RunState; the experts' matmul
+// descriptors and their packed copies per expert are module-level (grown as needed).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, Fmt, gatherRows, ManyBuilder, MANY_W, moeRoute, packMat, scatterAxpy, swiglu } from "./hb.ts";
+import { add, Fmt, gatherRows, ManyBuilder, MANY_W, moeRoute, packMat, scatterAxpy, swiglu } from "../native/hb.ts";
 import { mm, mmMany } from "./mat.ts";
 import type { RunState } from "./state.ts";
 
@@ -47,6 +44,8 @@ export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: numbe
  * y [S,D] = Σ_k g_k E_k(x) over the routed experts (streamed through w.resolve when it has one), then, given
  * `shared` (its gate / up already in st.shg / st.shu), + that expert's output (its down runs with the routed
  * ones when the widths match). zReady: the router logits are in st.z already.
+ * A streamed Moe resolves the union first and hands experts out resident-first; outputs are still added in
+ * ascending expert order, so results do not depend on the cache.
  */
 export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array,
   shared: Mlp | null = null, zReady = false): void {

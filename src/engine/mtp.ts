@@ -2,7 +2,7 @@
 // its own KV rows (dense attention over MTP positions), then lm_head · RMS(u'; shared_head.norm).
 // h' = RMS(h; model.norm) for a main hidden state, or the previous step's raw u' when chaining.
 // State: the MTP KVCache passed in (one layer); scratch in RunState.
-import { rmsnorm } from "./hb.ts";
+import { rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
 import { block, embedRow, type ForwardOpts } from "./forward.ts";
 import type { Model } from "./model.ts";

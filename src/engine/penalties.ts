@@ -1,20 +1,8 @@
-// Logit processors of the OpenAI / vLLM / llama-server request fields, applied in place to one row of
-// logits before sampling (and before a grammar mask), in llama.cpp's and vLLM's order:
-//   logit_bias:          l[t] += bias[t]
-//   repetition_penalty:  over the prompt and the output (vLLM, HF): a seen token's l becomes l / r when
-//                        l > 0, else l · r (r > 1 discourages repeats)
-//   presence_penalty,    over the output only (OpenAI): l[t] −= presence · [c_t > 0] + frequency · c_t,
-//   frequency_penalty:   c_t = how often t was emitted so far
-//   window (llama.cpp's penalty_last_n, llama-server's repeat_last_n): instead, all three over the last `window`
-//                        tokens of prompt + output (−1: all of them; 0: none), c_t counted there: l[t] is divided
-//                        (l > 0) or multiplied by r, then l[t] −= frequency · c_t + presence, for every t with c_t > 0
-//   bad_words (vLLM's):  the last token of a listed word's tokens is banned where the output ends with the others
-//   DRY (llama-server's dry_*), over the prompt and the output: where the context's last m tokens (no sequence
-//                        breaker among them) also stand earlier, followed by t, and m ≥ allowed_length:
-//                        l[t] −= multiplier · base^(m − allowed_length), with m the longest such run (capped at
-//                        DRY_MAX, where the penalty is already ~10^15 at base 1.75); the last last_n tokens (≤ 0: all)
-// State (one request): the output counts, the set of tokens seen in the prompt and output, the token sequence (DRY, a window),
-// and the log of accepted tokens that lets speculative decoding try drafts and roll them back.
+// Logit processors of the OpenAI / vLLM / llama-server request fields (logit_bias, repetition / presence /
+// frequency penalties and their window, bad_words, DRY), applied in place to one row of logits before sampling
+// (and before a grammar mask), in llama.cpp's and vLLM's order; the formulas are on `Penalties`.
+// State (one request): the output counts, the set of tokens seen in the prompt and output, the token sequence
+// (DRY, a window), and the log of accepted tokens that lets speculative decoding try drafts and roll them back.
 
 export interface PenaltyParams {
   presence?: number;          // [-2, 2]; 0 = off
@@ -44,6 +32,22 @@ export function penaltiesFor(p: PenaltyParams | undefined, prompt: readonly numb
   return new Penalties(p, prompt, p.dry && p.dry.multiplier > 0 && breakerIds ? breakerIds(p.dry.breakers) : new Set());
 }
 
+/**
+ * In order:
+ *   logit_bias:          l[t] += bias[t]
+ *   repetition_penalty:  over the prompt and the output (vLLM, HF): a seen token's l becomes l / r when
+ *                        l > 0, else l · r (r > 1 discourages repeats)
+ *   presence_penalty,    over the output only (OpenAI): l[t] −= presence · [c_t > 0] + frequency · c_t,
+ *   frequency_penalty:   c_t = how often t was emitted so far
+ *   window (llama.cpp's penalty_last_n, llama-server's repeat_last_n): instead, all three over the last `window`
+ *                        tokens of prompt + output (−1: all of them; 0: none), c_t counted there: l[t] is divided
+ *                        (l > 0) or multiplied by r, then l[t] −= frequency · c_t + presence, for every t with c_t > 0
+ *   bad_words (vLLM's):  the last token of a listed word's tokens is banned where the output ends with the others
+ *   DRY (llama-server's dry_*), over the prompt and the output: where the context's last m tokens (no sequence
+ *                        breaker among them) also stand earlier, followed by t, and m ≥ allowed_length:
+ *                        l[t] −= multiplier · base^(m − allowed_length), with m the longest such run (capped at
+ *                        DRY_MAX, where the penalty is already ~10^15 at base 1.75); the last last_n tokens (≤ 0: all)
+ */
 export class Penalties {
   private readonly counts = new Map<number, number>(); // output token -> times emitted
   private readonly seen: Set<number>;                  // prompt ∪ output (repetition_penalty)

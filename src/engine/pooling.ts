@@ -4,7 +4,7 @@
 // the first's (cls), or none (llama-server's: every token's row, not normalized) — and normalized as llama-server's
 // embd_normalize asks (L2 unless told otherwise). Fed chunk by chunk as the prompt is prefilled. State: per prompt,
 // the running f64 sum or the chosen row (or every row for none), and one chunk's normed rows.
-import { rmsnorm } from "./hb.ts";
+import { rmsnorm } from "../native/hb.ts";
 import type { Model } from "./model.ts";
 
 export type Pooling = "last" | "mean" | "cls" | "none";

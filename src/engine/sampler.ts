@@ -1,12 +1,11 @@
 // Token sampling from logits: greedy at temperature 0, else temperature, top-n-sigma, top-k, top-p, min-p, then
-// locally typical sampling (typical_p) and XTC (llama.cpp's "exclude top choices") — the temperature, possibly dynamic,
-// last in llama.cpp's chain — or instead of all of these mirostat (v1 / v2, its target surprise learnt over the
-// output), with a seeded PRNG (the same seed gives the same tokens). Holds the PRNG state, mirostat's mu and scratch
-// buffers of [V].
-// `dense`/`pick`/`random` expose the same distribution and PRNG to speculative decoding (rejection
-// sampling needs p as a dense [V] vector and uniform draws from the seeded stream).
+// locally typical sampling (typical_p) and XTC (llama.cpp's "exclude top choices") — the temperature, possibly
+// dynamic, last in llama.cpp's chain — or instead of all of these mirostat (v1 / v2, its target surprise learnt over
+// the output), with a seeded PRNG (the same seed gives the same tokens). `dense`/`pick`/`random` expose the same
+// distribution and PRNG to speculative decoding (rejection sampling).
+// State: the PRNG, mirostat's mu and scratch buffers of [V].
 
-import { expm, maxf } from "./hb.ts";
+import { expm, maxf } from "../native/hb.ts";
 import { mirostat, mirostatMu, typical, withTemperature, xtc, type Dist } from "./samplers.ts";
 
 const NO_TOKEN = "sampling: no token has a positive probability (non-finite logits)";

@@ -1,27 +1,16 @@
 // A conversation on one model: its KV caches (main + MTP), its token history and one RunState.
-// State: `tokens` (fed ids; invariant tokens.length === kv.len), `kv`, `hidden` (main residual of
-// every fed position: the MTP head's input) and the incremental MTP state (`mtpKV` + which of its
-// rows are real (token, hidden) pairs).
-// - `feed` appends tokens (one forward); `truncate(n)` drops everything past position n;
-//   `reuse(prompt)` keeps the longest common prefix with a new prompt (leaving at least one prompt
-//   token to feed), truncates there and returns how many tokens stay cached — feed the rest.
-// - MTP (spec §3.5), incremental: MTP row p holds the pair (tokens[p+1], hidden[p]). `mtpSync(next)`
-//   absorbs every pair not yet in the MTP cache (row T-1 pairs with `next`, the sampled token not yet
-//   fed) in one batched MTP forward and returns the first draft's logits (`mtpAbsorb()` absorbs the pairs
-//   the history completes, rows up to T-2, ahead of time: a server does it after each prefill chunk so that
-//   no later step carries a whole prompt's MTP rows); `mtpChain(d)` runs one
-//   chained step (token d, previous raw u') on rows past T-1. Chained rows are speculative: the next
-//   `mtpSync` truncates them (and any row whose token no longer matches the history).
-// - `mtpDrafts` is the from-scratch reference implementation of the chained drafts (tests).
-// - `rows(n)` views positions [0, n) (tokens, KV rows, indexer keys, recorded residual rows); `install` copies such
-//   rows in place of the history (`copyPrefix` from another session, the prompt cache's parked histories).
+// `feed` appends tokens (one forward), `truncate(n)` drops everything past position n, `reuse(prompt)` keeps the
+// longest common prefix; `rows` / `install` / `copyPrefix` move histories between sessions (the prompt cache).
+// MTP (spec §3.5), incremental: MTP row p holds the pair (tokens[p+1], hidden[p]); see mtpSync / mtpAbsorb / mtpChain.
+// State: `tokens` (fed ids; invariant tokens.length === kv.len), `kv`, `hidden` (main residual of every fed
+// position: the MTP head's input) and the incremental MTP state (`mtpKV` + which of its rows are real pairs).
 import { forward, type ForwardOpts } from "./forward.ts";
 import { mtpForward } from "./mtp.ts";
 import { newKV, newMtpKV, type Model } from "./model.ts";
 import { RunState } from "./state.ts";
 import { argmax } from "./sampler.ts";
 import type { KVCache } from "./kv.ts";
-import type { KvDtype, KvRows } from "./hb.ts";
+import type { KvDtype, KvRows } from "../native/hb.ts";
 
 export { argmax };
 
@@ -181,7 +170,8 @@ export class Session {
     return this.st.logits.slice(0, this.m.cfg.vocab_size);
   }
 
-  /** Absorb the pairs whose token the history already holds (rows up to T-2) into the MTP cache, no logits. */
+  /** Absorb the pairs whose token the history already holds (rows up to T-2) into the MTP cache, no logits.
+   *  Ahead of time: a server does it after each prefill chunk so that no later step carries a whole prompt's MTP rows. */
   mtpAbsorb(): void {
     if (this.tokens.length >= 2) this.mtpUpdate(null);
   }
@@ -207,7 +197,9 @@ export class Session {
     this.mtpU.set(this.st.x.subarray((toks.length - 1) * D, toks.length * D));
   }
 
-  /** One chained MTP step after `mtpSync`/`mtpChain`: token d with the previous raw u'. Logits [V] (copy). */
+  /** One chained MTP step after `mtpSync`/`mtpChain`: token d with the previous raw u'. Logits [V] (copy).
+   *  Chained rows (past T-1) are speculative: the next `mtpSync` truncates them (and any row whose token no longer
+   *  matches the history). */
   mtpChain(d: number): Float32Array {
     const kv = this.mtpKV;
     if (!kv) throw new Error("this model has no MTP layer");

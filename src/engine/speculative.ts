@@ -1,11 +1,7 @@
-// Lossless speculative decoding on one Session. A DraftSource proposes k tokens after the pending
-// token n (sampled, not yet fed); ONE forward verifies [n, d1..dk] (k+1 rows, all logits); `accept`
-// keeps the longest valid prefix and adds one token from the target, so every round emits ≥ 1 token:
-//  - temperature 0: d_j is kept iff it is the argmax of row j-1 → token-identical to plain greedy;
-//  - temperature > 0: Leviathan et al. rejection sampling — keep d with prob min(1, p(d)/q(d)),
-//    else draw from norm(max(0, p − q)); all kept → draw the bonus from the last row. The output
-//    has exactly the target's (temperature/top-k/top-p/min-p processed) distribution.
-// Rejected rows are dropped with Session.truncate (main KV, hidden, MTP pairs). An AcceptGate turns
+// Lossless speculative decoding on one Session. A DraftSource proposes k tokens after the pending token n
+// (sampled, not yet fed); ONE forward verifies [n, d1..dk] (k+1 rows, all logits); `accept` keeps the longest
+// valid prefix and adds one token from the target, so every round emits ≥ 1 token, with exactly the target's
+// distribution. Rejected rows are dropped with Session.truncate (main KV, hidden, MTP pairs). An AcceptGate turns
 // drafting off when acceptance stops paying (EMA with hysteresis, periodic probes).
 // State: SpecDecoder holds the pending token, the gate and the counters; sources hold none.
 import { argmax, type Session } from "./session.ts";
@@ -86,6 +82,10 @@ export function verifyDraft(row: Float32Array, d: number, q: Float64Array | null
 /**
  * Verification of one round. rows = logits [k+1, V] of [n, d1..dk]; row j is the target at the
  * position of d_{j+1}. Returns how many drafts were accepted and the token that follows them.
+ *  - temperature 0: d_j is kept iff it is the argmax of row j-1 → token-identical to plain greedy;
+ *  - temperature > 0: Leviathan et al. rejection sampling — keep d with prob min(1, p(d)/q(d)),
+ *    else draw from norm(max(0, p − q)); all kept → draw the bonus from the last row. The output
+ *    has exactly the target's (temperature/top-k/top-p/min-p processed) distribution.
  */
 export function accept(rows: Float32Array, V: number, draft: Draft, sampler: Sampler): { accepted: number; next: number } {
   const k = draft.tokens.length;
@@ -104,11 +104,13 @@ export function accept(rows: Float32Array, V: number, draft: Draft, sampler: Sam
  */
 export class GrammarDrafts implements DraftSource {
   readonly name: string;
-  constructor(readonly gs: GrammarState, readonly encode: (text: string) => number[], readonly fallback: DraftSource | null) {
+  /** `gs`: the grammar, or where it is now (null: not in force yet, as inside a thinking block) */
+  constructor(readonly gs: GrammarState | (() => GrammarState | null), readonly encode: (text: string) => number[], readonly fallback: DraftSource | null) {
     this.name = fallback ? `grammar+${fallback.name}` : "grammar";
   }
   propose(s: Session, next: number, k: number, ctx: DraftContext): Draft {
-    const forced = forcedDraft(this.gs, k, this.encode);
+    const gs = typeof this.gs === "function" ? this.gs() : this.gs;
+    const forced = gs ? forcedDraft(gs, k, this.encode) : [];
     if (forced.length > 0) return { tokens: forced };
     return this.fallback ? this.fallback.propose(s, next, k, ctx) : { tokens: [] };
   }
@@ -147,6 +149,17 @@ export class AcceptGate {
   }
 }
 
+/** A request's per-token rules (engine/serving/pipeline.ts: penalties, grammar, budgets, the draw, the detokenizer and
+ *  its stop strings): one row of logits in, processed in place, the token drawn — with `draft` ≥ 0 that draft verified
+ *  (verifyDraft) — taken in; `end`: the output ends there ("stop" | "length"; id −1: with no token). */
+export interface TokenRules {
+  next(logits: Float32Array, draft?: number, q?: Float64Array | null): { id: number; end: string | null };
+  /** the grammar in force now, for grammar-forced drafts (null: none, or not yet) */
+  readonly inForce: GrammarState | null;
+  /** the request's grammar, in force or not (null: none) */
+  readonly grammar: GrammarState | null;
+}
+
 export interface SpecStats {
   forwards: number;   // main-model verify/decode forwards (after the prefill)
   drafted: number;    // draft tokens verified
@@ -163,19 +176,32 @@ export class SpecDecoder {
   done = false;
   private ctx: DraftContext;
 
+  /** how the rules ended the output (null: they did not; with `rules` only) */
+  end: string | null = null;
+
   /** `grammar`: constrains every sampled token; it is kept at the state after `pending`. `pen`: penalties and
-   * logit_bias on every row before sampling (before the grammar's mask), having seen the tokens before it. */
+   * logit_bias on every row before sampling (before the grammar's mask), having seen the tokens before it. `rules`:
+   * a request's whole per-token pipeline instead (its sampler is `sampler`; grammar and pen then null): every row
+   * goes through it in turn, as the scheduler's do. */
   constructor(readonly s: Session, readonly sampler: Sampler, readonly source: DraftSource | null,
     readonly draftLen = 3, gate: Partial<GateOpts> = {}, readonly grammar: GrammarState | null = null,
-    readonly pen: Penalties | null = null) {
+    readonly pen: Penalties | null = null, readonly rules: TokenRules | null = null) {
     this.gate = new AcceptGate(gate);
     this.ctx = draftContext(sampler);
   }
 
   /** The token after the prompt, from the prefill's last logits; it becomes pending. */
   first(logits: Float32Array): number {
+    if (this.rules) return (this.pending = this.ruled(logits, -1, null));
     this.pending = this.sample(logits);
     return this.pending;
+  }
+
+  /** One row through the rules: the token (−1: none), `done` where they end the output. */
+  private ruled(row: Float32Array, draft: number, q: Float64Array | null): number {
+    const r = this.rules!.next(row, draft, q);
+    if (r.end !== null) { this.done = true; this.end = r.end; }
+    return r.id;
   }
 
   /** Sample from one row under the grammar (and advance the grammar past the token). */
@@ -214,6 +240,7 @@ export class SpecDecoder {
     if (draft.tokens.length > k) draft = { tokens: draft.tokens.slice(0, k), q: draft.q?.slice(0, k) };
     const kd = draft.tokens.length;
     this.stats.forwards++;
+    if (this.rules) return this.ruledStep(n, T, draft);
     if (kd === 0) {
       const id = this.sample(s.feed([n]));
       this.pending = id;
@@ -235,6 +262,26 @@ export class SpecDecoder {
     this.stats.drafted += kd; this.stats.accepted += accepted; this.stats.rounds++;
     this.gate.update(accepted, kd);
     this.pending = next;
+    return out;
+  }
+
+  /** `step` through the rules: each row in turn while the drafts hold (a draft kept iff the rules' token is it). */
+  private ruledStep(n: number, T: number, draft: Draft): number[] {
+    const s = this.s, V = s.m.cfg.vocab_size, kd = draft.tokens.length;
+    const rows = kd === 0 ? s.feed([n]) : s.feed([n, ...draft.tokens], true);
+    const out: number[] = [];
+    let accepted = 0;
+    for (let j = 0; j <= kd; j++) {
+      const d = j < kd ? draft.tokens[j] : -1, id = this.ruled(rows.subarray(j * V, (j + 1) * V), d, j < kd ? draft.q?.[j] ?? null : null);
+      if (id >= 0) { out.push(id); this.pending = id; }
+      if (this.done || id !== d) break;
+      accepted++;
+    }
+    if (kd > 0) {
+      s.truncate(T + 1 + accepted);
+      this.stats.drafted += kd; this.stats.accepted += accepted; this.stats.rounds++;
+      this.gate.update(accepted, kd);
+    }
     return out;
   }
 }

@@ -1,10 +1,9 @@
 // The thinking budget (llama-server's reasoning budget, vLLM's thinking_token_budget, Anthropic's
-// thinking.budget_tokens): counts the tokens generated inside a <think> block and, once `budget` of them are
-// out, forces `forced` (a budget message's tokens, then </think>) one token at a time, every other logit −∞.
-// A multi-byte character the budget cut into is finished first (the model's own tokens), so the reasoning
-// text stays valid UTF-8. A </think> the model writes itself ends the block; after the block nothing is
-// counted (llama.cpp's phases: idle → counting → waiting for UTF-8 → forcing → done).
-// State: the phase, the tokens left, the position in `forced`, the UTF-8 continuation bytes still due.
+// thinking.budget_tokens): counts the tokens generated inside a <think> block and, once `budget` of them are out,
+// forces `forced` (a budget message's tokens, then </think>) one token at a time, every other logit −∞. A multi-byte
+// character the budget cut into is finished first (valid UTF-8); a </think> the model writes itself ends the block.
+// State: the phase (llama.cpp's: idle → counting → waiting for UTF-8 → forcing → done; nothing counted after the
+// block), the tokens left, the position in `forced`, the UTF-8 continuation bytes still due.
 
 export interface ThinkBudgetSpec {
   budget: number;       // tokens allowed inside the block (0: </think> right after <think>)

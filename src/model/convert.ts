@@ -7,9 +7,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "./config.ts";
 import { ModelError } from "./errors.ts";
-import { dequantize, fmtName, parseFmt, quantCounts, quantize, type QFormat } from "./quant.ts";
+import { dequantize, quantCounts, quantize } from "./quant.ts";
+import { fmtName, isGrouped, parseFmt, type QFormat } from "./formats.ts";
 import { openModel, openSafetensors, readBytes, readF32, type TensorStore, type TensorOut, writeSafetensors } from "./safetensors.ts";
-import { Fmt } from "../engine/hb.ts";
+import { Fmt } from "../native/hb.ts";
 
 export interface ConvertOpts {
   experts: QFormat; dense: QFormat; mtp: QFormat;
@@ -44,7 +45,7 @@ function plan(store: TensorStore, L: number, o: ConvertOpts): Out[] {
     let q: ReturnType<typeof quantize> | null = null;
     const get = () => (q ??= quantize(f, readF32(t, null, store), O, I));
     list.push({ name, dtype: "U8", shape: [O, nb / O], bytes: nb, src: name, data: () => get().q });
-    list.push({ name: `${name}.qs`, dtype: "F32", shape: f.fmt === Fmt.int4g ? [O, ns / O] : [O], bytes: 4 * ns, src: name,
+    list.push({ name: `${name}.qs`, dtype: "F32", shape: isGrouped(f.fmt) ? [O, ns / O] : [O], bytes: 4 * ns, src: name,
       data: () => { const s = get().scales; q = null; return s; } });
   }
   // experts grouped per (layer, expert): gate, gate.qs, up, up.qs, down, down.qs

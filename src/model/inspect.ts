@@ -1,15 +1,15 @@
-// Model directory report for `hummingbird inspect`: shape from config.json, tensor count and byte
-// budget from the safetensors headers (no tensor data is read). Classifies every tensor into a
-// storage format (f32/bf16/f16/fp8/int8/int4/int4g<gs>/int2; `name.qs` scales count with their
-// matrix, FP8 `*_scale_inv` with theirs) and splits resident bytes from routed-expert bytes.
-// Refuses what `serve` refuses at load, by the same code: config.json (loadConfig), the shards (openModel), every
-// weight's name, shape and format (weights.ts checkWeights, headers only) and the tokenizer with its chat template
-// (loadTokenizer). Stateless: opens the store, reads headers, closes it.
+// Model directory report for `hummingbird inspect`: shape from config.json, tensor count and byte budget from the
+// safetensors headers (no tensor data is read). Classifies every tensor into a storage format (f32/bf16/f16/fp8/
+// int8/int4/int4g<gs>/int2; `name.qs` scales count with their matrix, FP8 `*_scale_inv` with theirs) and splits
+// resident bytes from routed-expert bytes. Refuses what `serve` refuses at load, by the same code (loadConfig,
+// openModel, weights.ts checkWeights on headers only, loadTokenizer with its chat template).
+// Stateless: opens the store, reads headers, closes it.
 import { loadConfig, type Config } from "./config.ts";
 import { planTensors } from "./make-model.ts";
 import { openModel, type TensorInfo, type TensorStore } from "./safetensors.ts";
 import { loadTokenizer } from "./tokenizer.ts";
 import { checkWeights } from "./weights.ts";
+import { FORMATS, fitting, fmtName } from "./formats.ts";
 
 export interface InspectReport {
   model_dir: string;
@@ -39,7 +39,6 @@ export interface InspectReport {
 }
 
 const EXPERT_RE = /^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\./;
-const QUANT_FORMATS = ["int8", "int4", "int2"] as const;
 
 /** Logical [O, I] of every weight the config implies (from the generator's plan of spec §2). */
 function logicalShapes(cfg: Config): Map<string, number[]> {
@@ -57,26 +56,17 @@ export function quantFormat(store: TensorStore, t: TensorInfo, logical?: number[
   const qs = store.get(`${t.name}.qs`);
   const O = logical?.[0] ?? t.shape[0];
   const I = logical?.[1];
-  const b = t.nbytes, s = qs.numel;
   if (O === undefined || I === undefined) return "u8-quant";
-  if (s === O) {
-    if (b === O * I) return "int8";
-    if (b === O * Math.ceil(I / 2)) return "int4";
-    if (b === O * Math.ceil(I / 4)) return "int2";
-  }
-  if (b === O * Math.ceil(I / 2) && s % O === 0) {
-    const groups = s / O;
-    for (const gs of [64, 32, 128, 16, 256, 8, 512, 1024])
-      if (Math.ceil(I / gs) === groups) return `int4g${gs}`;
-  }
-  return "u8-quant";
+  const f = fitting(O, I, t.nbytes, qs.numel)[0]; // (the first where several fit: serve's load refuses those)
+  return f ? fmtName(f) : "u8-quant";
 }
 
 /** Format of every tensor; `.qs` and `_scale_inv` companions take their matrix's format. */
 function formats(store: TensorStore, cfg: Config): Map<string, string> {
   const logical = logicalShapes(cfg);
   const fmt = new Map<string, string>();
-  const base: Record<string, string> = { F32: "f32", BF16: "bf16", F16: "f16", F8_E4M3: "fp8", F8_E5M2: "fp8", I8: "int8" };
+  const base: Record<string, string> = { F8_E4M3: "fp8", F8_E5M2: "fp8", I8: "int8" };
+  for (const f of FORMATS) if (f.scales === "none") base[f.dtype] = f.name;
   for (const name of store.names()) {
     const t = store.get(name);
     if (t.dtype === "U8" && store.has(`${name}.qs`)) fmt.set(name, quantFormat(store, t, logical.get(name)));

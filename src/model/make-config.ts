@@ -1,12 +1,13 @@
 // Random-model configs: the presets (`tiny` = the shared fixture's shape, `bench` = a 1.6 GiB bf16 MoE
-// for benchmarks) and `--set` overrides with the derived keys recomputed, as the config.json object
+// for benchmarks, `glm5-slice` = GLM-5's exact widths over a few layers) and `--set` overrides with the derived keys recomputed, as the config.json object
 // make-model.ts writes. Stateless.
 import { indexerTypesFromFreq } from "./config.ts";
 import { ModelError } from "./errors.ts";
+import type { QFormat } from "./formats.ts";
 
-export type Preset = "tiny" | "bench";
+export type Preset = "tiny" | "bench" | "glm5-slice";
 export type WeightDtype = "f32" | "bf16";
-export const PRESET_NAMES: readonly Preset[] = ["tiny", "bench"];
+export const PRESET_NAMES: readonly Preset[] = ["tiny", "bench", "glm5-slice"];
 
 export interface MakeModelOptions {
   preset: Preset;
@@ -17,6 +18,9 @@ export interface MakeModelOptions {
   set?: Record<string, unknown>;
   /** make the MTP head a good drafter (see MTP_DRAFT_* below) */
   mtpDrafts?: boolean;
+  /** write matrices directly quantized (random codes + scales, make-stream.ts) as `convert --experts/--dense` would
+   *  store them; the embedding stays float, the router F32 */
+  quant?: { experts: QFormat; dense: QFormat };
 }
 
 /** HF-style config shared by the presets (GLM-5 conventions). */
@@ -50,10 +54,18 @@ export const PRESETS: Record<Preset, Record<string, unknown>> = {
     rope_parameters: { rope_type: "default", rope_theta: 1000000 }, index_n_heads: 8, index_head_dim: 64,
     index_topk: 128, index_topk_freq: 1, index_skip_topk_offset: 2, max_position_embeddings: 16384,
   },
+  // GLM-5's widths (spec §1 "Real GLM-5 family values"); layers: layer 0 dense, the rest MoE, + the MTP layer
+  "glm5-slice": {
+    ...COMMON, vocab_size: 154880, hidden_size: 6144, intermediate_size: 12288, moe_intermediate_size: 2048,
+    num_hidden_layers: 2, num_attention_heads: 64, q_lora_rank: 2048, kv_lora_rank: 512,
+    qk_nope_head_dim: 192, qk_rope_head_dim: 64, v_head_dim: 256, n_routed_experts: 256, num_experts_per_tok: 8,
+    rope_parameters: { rope_type: "default", rope_theta: 1000000 }, index_n_heads: 32, index_head_dim: 128,
+    index_topk: 2048, index_topk_freq: 1, index_skip_topk_offset: 2, max_position_embeddings: 202752,
+  },
 };
 
 export function defaultDtype(preset: Preset): WeightDtype {
-  return preset === "bench" ? "bf16" : "f32";
+  return preset === "tiny" ? "f32" : "bf16";
 }
 
 const int = (raw: Record<string, unknown>, k: string): number => {

@@ -1,13 +1,15 @@
 // Random-model generator: the tensor plan of spec §2 for a config from make-config.ts (presets and
 // `--set` overrides; dry run: names/shapes/dtypes/inits without any weights) and the writer of a full HF
-// model directory. Stateless; the only state is the output directory it writes.
+// model directory, streamed chunk by chunk (float, or directly quantized: make-stream.ts). Stateless; the only
+// state is the output directory it writes.
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig, type Config } from "./config.ts";
 import { ModelError } from "./errors.ts";
 import { buildRawConfig, defaultDtype, type MakeModelOptions, type WeightDtype } from "./make-config.ts";
 import { makeTokenizerConfig, makeTokenizerJson } from "./make-tokenizer.ts";
-import { tensorBytes, tensorData, type GenDtype, type Init, type PlannedTensor } from "./make-weights.ts";
+import { type GenDtype, type Init, type PlannedTensor } from "./make-weights.ts";
+import { quantStamps, tensorChunks, writtenTensors, type WrittenTensor } from "./make-stream.ts";
 import { writeSafetensors } from "./safetensors.ts";
 
 export {
@@ -117,7 +119,9 @@ export interface ModelPlan {
   config: Config;
   dtype: WeightDtype;
   tensors: PlannedTensor[];
-  /** bytes of tensor data (without the safetensors header) */
+  /** the tensors as written (= tensors unless quantized: then `name` U8 + `name.qs` F32 for the quantized ones) */
+  written: WrittenTensor[];
+  /** bytes of tensor data written (without the safetensors header) */
   dataBytes: number;
 }
 
@@ -132,8 +136,8 @@ export function planModel(opts: MakeModelOptions): ModelPlan {
   const raw = buildRawConfig(opts);
   const config = parseConfig(raw, generationConfig(raw), "config.json");
   const dtype = opts.dtype ?? defaultDtype(opts.preset);
-  const tensors = planTensors(config, dtype, opts.mtpDrafts ?? false);
-  return { raw, config, dtype, tensors, dataBytes: tensors.reduce((a, t) => a + tensorBytes(t), 0) };
+  const tensors = planTensors(config, dtype, opts.mtpDrafts ?? false), written = writtenTensors(tensors, opts.quant);
+  return { raw, config, dtype, tensors, written, dataBytes: written.reduce((a, t) => a + t.bytes, 0) };
 }
 
 export interface MadeModel extends ModelPlan {
@@ -141,8 +145,9 @@ export interface MadeModel extends ModelPlan {
   fileBytes: number;
 }
 
-/** Write a complete model directory (config, generation config, tokenizer, weights) to `outDir`. */
-export function makeModel(outDir: string, opts: MakeModelOptions, onTensor?: (i: number, t: PlannedTensor) => void): MadeModel {
+/** Write a complete model directory (config, generation config, tokenizer, weights) to `outDir`; `onBytes` after each
+ *  chunk written (bytes so far, the tensor's name). */
+export function makeModel(outDir: string, opts: MakeModelOptions, onBytes?: (done: number, name: string) => void): MadeModel {
   if (!Number.isSafeInteger(opts.seed) || opts.seed < 0) throw new ModelError(`must be a non-negative integer, got ${opts.seed}`, { field: "seed" });
   const plan = planModel(opts);
   const cfg = plan.config;
@@ -155,16 +160,15 @@ export function makeModel(outDir: string, opts: MakeModelOptions, onTensor?: (i:
   json("tokenizer_config.json", makeTokenizerConfig(cfg.max_position_embeddings));
   const meta: Record<string, string> = {
     format: "pt", generator: "hummingbird make-model", preset: opts.preset, seed: String(opts.seed),
-    dtype: plan.dtype, mtp_drafts: String(opts.mtpDrafts ?? false),
+    dtype: plan.dtype, mtp_drafts: String(opts.mtpDrafts ?? false), ...quantStamps(plan.written),
   };
-  // Streaming: each tensor's bytes are generated only when the writer reaches it.
+  // Streaming: each tensor's bytes are generated chunk by chunk only when the writer reaches it.
   const path = join(outDir, "model.safetensors");
-  writeSafetensors(path, plan.tensors.map((t, i) => ({
+  let done = 0;
+  writeSafetensors(path, plan.written.map((t) => ({
     name: t.name, dtype: t.dtype, shape: t.shape,
-    data: () => {
-      const d = tensorData(t, opts.seed);
-      onTensor?.(i, t);
-      return d;
+    data: function* () {
+      for (const c of tensorChunks(t, opts.seed)) { yield c; onBytes?.(done += c.byteLength, t.name); }
     },
   })), meta);
   const fileBytes = statSync(path).size;

@@ -1,10 +1,7 @@
 // The byte bound on token counts: the most UTF-8 input bytes one token of a tokenizer.json can stand for, so that a
 // text of B bytes has at least ceil(B / maxTokenBytes) tokens and a prompt can be refused by its length without
-// tokenizing it. Proved only for the pipelines where no input byte is dropped or shrunk on its way to a token:
-// no normalizer (or Prepend), pre-tokenizers ByteLevel / Split (kept, not inverted) / Metaspace, a BPE model whose
-// every input byte has a token (the 256 ByteLevel characters, or the 256 <0xNN> byte-fallback tokens) and whose
-// merges all make vocabulary tokens, added tokens that strip no neighbouring whitespace. Anything else: null (no
-// bound; the text is tokenized). Pure; no state.
+// tokenizing it. Proved only for the pipelines where no input byte is dropped or shrunk on its way to a token (the
+// conditions: on maxTokenBytes); anything else: null (no bound; the text is tokenized). Pure; no state.
 
 const utf8 = new TextEncoder();
 
@@ -42,7 +39,10 @@ function preKinds(p: Json): string[] | null {
   return null;
 }
 
-/** The most input bytes one token of this tokenizer.json stands for, or null when that cannot be proved. */
+/** The most input bytes one token of this tokenizer.json stands for, or null when that cannot be proved.
+ *  Proved for: no normalizer (or Prepend), pre-tokenizers ByteLevel / Split (kept, not inverted) / Metaspace, a BPE
+ *  model whose every input byte has a token (the 256 ByteLevel characters, or the 256 <0xNN> byte-fallback tokens)
+ *  and whose merges all make vocabulary tokens, added tokens that strip no neighbouring whitespace. */
 export function maxTokenBytes(json: unknown): number | null {
   const t = json as Record<string, unknown>, model = t?.model as Record<string, unknown> | undefined;
   if (!model || model.type !== "BPE" || !keepsBytes(t.normalizer as Json)) return null;

@@ -6,7 +6,7 @@ import { closeSync, constants as C, existsSync, fstatSync, openSync, readFileSyn
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
-import { TokenVocab } from "../engine/grammar/vocab.ts";
+import { TokenVocab } from "./vocab.ts";
 import { ModelError } from "./errors.ts";
 import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";

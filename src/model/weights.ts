@@ -1,10 +1,11 @@
 // Typed, read-only weight views for the forward (spec §2 names and shapes). Holds the loaded
 // matrices/vectors of one model; routed experts are planned (validated from headers) at load time
 // and read lazily on first use, then cached per Moe (the seam for expert streaming).
-import { Fmt, type FmtCode } from "../engine/hb.ts";
+import { Fmt, type FmtCode } from "../native/hb.ts";
 import type { Config } from "./config.ts";
 import { ModelError } from "./errors.ts";
-import { weightBytes, weightF32 } from "../engine/mem.ts";
+import { weightBytes, weightF32 } from "../native/mem.ts";
+import { fitting, floatFormat, fmtName, isQuant, parseFmt, rowBytes, scaleCount, type QFormat } from "./formats.ts";
 import { readBytes, readF32, type TensorInfo, type TensorStore } from "./safetensors.ts";
 
 export type F32 = Float32Array;
@@ -44,46 +45,25 @@ export interface Weights { embed: Mat /* [V, D] f32/bf16/f16 */; layers: Layer[]
 export interface MatPlan { name: string; fmt: FmtCode; O: number; I: number; gs: number; w: TensorInfo; qs: TensorInfo | null }
 
 const dims = (s: number[]) => `[${s.join(", ")}]`;
-const QUANT: Record<string, FmtCode> = { int8: Fmt.int8, int4: Fmt.int4, int2: Fmt.int2 };
-
-/** Expected (bytes, scales) of a quantized [O, I] matrix. */
-function quantCounts(fmt: FmtCode, gs: number, O: number, I: number): [number, number] {
-  if (fmt === Fmt.int8) return [O * I, O];
-  if (fmt === Fmt.int2) return [O * Math.ceil(I / 4), O];
-  if (fmt === Fmt.int4) return [O * Math.ceil(I / 2), O];
-  return [O * Math.ceil(I / 2), O * Math.ceil(I / gs)];
-}
-const fmtName = (fmt: FmtCode, gs: number) => (fmt === Fmt.int4g ? `int4g${gs}` : Object.keys(QUANT).find((k) => QUANT[k] === fmt)!);
-const isGroupSize = (gs: number) => Number.isSafeInteger(gs) && gs >= 8 && (gs & (gs - 1)) === 0 && gs <= 1 << 30;
-
 /** Format of a U8 `name` + F32 `name.qs` pair from the byte/scale counts, or the metadata stamp. */
-function inferQuant(store: TensorStore, w: TensorInfo, qs: TensorInfo, O: number, I: number): { fmt: FmtCode; gs: number } {
+function inferQuant(store: TensorStore, w: TensorInfo, qs: TensorInfo, O: number, I: number): QFormat {
   const B = w.nbytes, S = qs.numel, key = `quant.${w.name}`;
   const stamp = Object.hasOwn(store.metadata, key) ? store.metadata[key] : undefined;
-  const fits = (fmt: FmtCode, gs: number) => { const [b, s] = quantCounts(fmt, gs, O, I); return b === B && s === S; };
   if (stamp !== undefined) {
-    const m = /^(int8|int4|int2)$|^int4g(\d*)$/.exec(stamp);
-    const fmt = m ? (m[1] ? QUANT[m[1]] : Fmt.int4g) : null;
-    const gs = m && !m[1] ? (m[2] ? Number(m[2]) : 64) : 0;
-    if (fmt === null || (fmt === Fmt.int4g && !isGroupSize(gs)))
+    const f = parseFmt(stamp);
+    if (f === null || !isQuant(f.fmt))
       throw new ModelError(`unknown quant stamp ${JSON.stringify(stamp)}`, { file: w.file, field: `__metadata__.${key}` });
-    if (!fits(fmt, gs)) {
-      const [b, s] = quantCounts(fmt, gs, O, I);
+    const b = O * rowBytes(f.fmt, I), s = scaleCount(f.fmt, O, I, f.gs);
+    if (b !== B || s !== S)
       throw new ModelError(`stamp ${stamp} needs ${b} bytes and ${s} scales for [${O}, ${I}], tensor has ${B} bytes and ${S} scales`,
         { file: w.file, tensor: w.name, field: `__metadata__.${key}` });
-    }
-    return { fmt, gs };
+    return f;
   }
-  const found: { fmt: FmtCode; gs: number }[] = [];
-  for (const fmt of [Fmt.int8, Fmt.int4, Fmt.int2] as FmtCode[]) if (fits(fmt, 0)) found.push({ fmt, gs: 0 });
-  const g = S / O; // groups per row; g == 1 is the same as int4-row
-  if (Number.isInteger(g) && g >= 2 && B === O * Math.ceil(I / 2)) {
-    for (let gs = 8; gs <= 1 << 30 && gs < 2 * I; gs *= 2) if (Math.ceil(I / gs) === g) found.push({ fmt: Fmt.int4g, gs });
-  }
+  const found = fitting(O, I, B, S);
   if (found.length === 1) return found[0];
   const where = { file: w.file, tensor: w.name, field: "quant" };
   if (found.length === 0) throw new ModelError(`${B} bytes and ${S} scales fit no quantized format for [${O}, ${I}]`, where);
-  throw new ModelError(`${B} bytes and ${S} scales are ambiguous (${found.map((f) => fmtName(f.fmt, f.gs)).join(" / ")}); stamp ${key}`, where);
+  throw new ModelError(`${B} bytes and ${S} scales are ambiguous (${found.map(fmtName).join(" / ")}); stamp ${key}`, where);
 }
 
 /** Validate `name` as W [O, I] from the headers and infer its format. */
@@ -101,7 +81,7 @@ export function planMat(store: TensorStore, name: string, [O, I]: [number, numbe
     return { name, fmt, O, I, gs, w, qs };
   }
   if (store.has(qsName)) throw new ModelError(`a ${w.dtype} weight must not have ${JSON.stringify(qsName)}`, { file: w.file, tensor: name, field: "dtype" });
-  const fmt = ({ F32: Fmt.f32, BF16: Fmt.bf16, F16: Fmt.f16, F8_E4M3: Fmt.f32 } as Record<string, FmtCode>)[w.dtype];
+  const fmt = floatFormat(w.dtype);
   if (fmt === undefined) throw new ModelError(`dtype ${w.dtype} is not a weight format`, { file: w.file, tensor: name, field: "dtype" });
   if (w.shape.length !== 2 || w.shape[0] !== O || w.shape[1] !== I) throw new ModelError(`is ${dims(w.shape)}, expected [${O}, ${I}]`, where);
   return { name, fmt, O, I, gs: 0, w, qs: null };

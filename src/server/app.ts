@@ -20,15 +20,17 @@ import { llamaCompletion } from "./llama-completion.ts";
 import { deleteResponse, responses, storedResponse } from "./responses.ts";
 import { ResponseStore } from "./responses-store.ts";
 import type { Drain } from "./drain.ts";
+import type { HttpConfig } from "./config.ts";
 import { sessionKey } from "./affinity.ts";
 import chatPage from "./ui.html" with { type: "text" };
 
 /** Paths answered without the API key: the health checks (load balancers and orchestrators call them bare). */
 const OPEN = new Set(["/health", "/v1/health", "/ping"]);
 
-/** cors: origins allowed to call from a browser ("*": any; absent or empty: none); ui: the chat page at / (default on) */
-export interface AppOptions extends RouteOptions { apiKey?: string; cors?: string[]; ui?: boolean; drain?: Drain /* serve's graceful drain */;
-  hosts?: Set<string> | null; bound?: string /* the Host names answered (null: any; absent: no check), the bound address */ }
+/** http: serve's HTTP options (cors: origins allowed to call from a browser, "*": any, absent or empty: none; ui: the
+ *  chat page at /, default on; host: the bound address); hosts: the Host names answered (null: any; absent: no check) */
+export interface AppOptions extends RouteOptions { http: RouteOptions["http"] & HttpConfig; drain?: Drain /* serve's graceful drain */;
+  hosts?: Set<string> | null }
 
 /** the key as `Authorization: Bearer <key>` (OpenAI clients) or `x-api-key: <key>` (Anthropic's) */
 /** the bearer token (or Anthropic's x-api-key) is one of the keys (several: comma-separated, as llama-server takes them) */
@@ -46,23 +48,24 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
   let httpRequests = 0;
   const ro: RouteOptions = { ...o, responses: o.responses ?? new ResponseStore() }; // (the Responses API's memory)
 
-  if (o.cors?.length) { // before the key check: preflights carry no credentials, and errors need the headers too
+  const http = o.http;
+  if (http.cors?.length) { // before the key check: preflights carry no credentials, and errors need the headers too
     app.use("*", cors({
-      origin: o.cors.includes("*") ? "*" : o.cors,
+      origin: http.cors.includes("*") ? "*" : http.cors,
       allowMethods: ["GET", "POST", "OPTIONS"],
       allowHeaders: ["Authorization", "Content-Type", "x-api-key", "anthropic-version", "X-Request-Id", "X-Session-Id"],
       exposeHeaders: ["X-Request-Id", "X-Session-Id"],
       maxAge: 600,
     }));
   }
-  if (o.hosts !== undefined) app.use("*", browserGuard(o.hosts, o.bound ?? "127.0.0.1")); // (DNS rebinding, cross-site form posts)
-  const ui = o.ui !== false, started = Math.floor(Date.now() / 1000); // (/v1/models' `created`: when this server started)
+  if (o.hosts !== undefined) app.use("*", browserGuard(o.hosts, http.host ?? "127.0.0.1")); // (DNS rebinding, cross-site form posts)
+  const ui = http.ui !== false, started = Math.floor(Date.now() / 1000); // (/v1/models' `created`: when this server started)
   app.use("*", async (c, next) => {
     httpRequests++;
     // X-Request-Id on every response: the client's (as vLLM and OpenAI's API echo it; ≤ 255 of [A-Za-z0-9_=-]) or a new one
     const given = c.req.header("x-request-id"), rid = given && given.length <= 255 && !/[^\w\-=]/.test(given) ? given : crypto.randomUUID();
     const open = OPEN.has(c.req.path) || (ui && c.req.path === "/"); // the page holds no data: its calls carry the key
-    if (o.apiKey && !open && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), o.apiKey)) {
+    if (http.apiKey && !open && !keyMatches(c.req.header("authorization"), c.req.header("x-api-key"), http.apiKey)) {
       const e = apiError(401, "missing or invalid API key (Authorization: Bearer <key>, or x-api-key: <key>)", null, "invalid_api_key");
       const r = c.req.path.startsWith("/v1/messages") ? Response.json(anthropicError(e), { status: 401 }) : errorResponse(e);
       r.headers.set("x-request-id", rid);

@@ -1,16 +1,12 @@
-// POST /v1/chat/completions: validates the body, renders the chat template in the worker, and answers
-// as one chat.completion or as SSE chat.completion.chunk's. Thinking: with `chat_template_kwargs.enable_thinking`
-// true (or not given and the template thinks: job.ts thinkingOf) the text between <think> and </think> (or from the start
-// when the prompt ends with <think>) goes to `reasoning_content` (and `reasoning`, vLLM's newer name); otherwise think
-// tags are dropped. An assistant turn's reasoning sent back (either name) reaches the template as `reasoning_content`.
-// `response_format` json_object / json_schema and `grammar` (GBNF) constrain the answer: with thinking on, from the
-// token after </think> (the reasoning is free, as with vLLM's reasoning parsers), else from the first token.
-// `n` choices run as n generations (seed + i), streamed interleaved by index. State: per request only
-// (each choice's think split, tool calls and accumulated message).
+// POST /v1/chat/completions: validates the body, renders the chat template in the worker, and answers as one
+// chat.completion or SSE chunks. With thinking on (asked, or the template's default: engine/serving/pipeline.ts thinkingOf) the text inside
+// <think> goes to `reasoning_content` (and `reasoning`); a grammar / response_format then constrains from the token
+// after </think>. `n` choices run as n generations (seed + i), streamed interleaved by index.
+// State: per request only (each choice's think split, tool calls and accumulated message).
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, promptLogprobs, responseId, sseResponse, streamChoices, timings, TokenIds, usageAll, usageSoFar, type ChoiceView, type Done, type Progress, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import type { ChatMessage } from "../model/tokenizer.ts";
 import { budgetOf, ChatRequest, contentText, templateOf, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { basicSampling, defaultsOf, startGeneration, type Defaults, type RouteOptions } from "./routes-common.ts";
@@ -45,6 +41,7 @@ function toGen(b: ChatRequest, grammar: GrammarSpec | null, d: Defaults): GenReq
     keepSpecial: scansForCalls(tools, b.tool_choice ?? "auto") || b.skip_special_tokens === false,
     slot: b.slot ?? "auto",
     max_tokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
+    ...(b.max_completion_tokens != null ? { max_tokens_field: "max_completion_tokens" } : b.max_tokens != null ? { max_tokens_field: "max_tokens" } : {}),
     ...basicSampling(b, d.sampling),
     seed: b.seed ?? undefined, logprobs, stop: b.stop == null ? [] : typeof b.stop === "string" ? [b.stop] : b.stop,
     ...(grammar ? { grammar } : {}), penalties: penaltiesOf(b, undefined, d.sampling.repetition_penalty), ...stoppingOf(b), ...samplersOf(b), ...budgetOf(b),

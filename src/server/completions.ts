@@ -1,14 +1,11 @@
-// POST /v1/completions: a raw prompt (text or token ids) continued as one text_completion or as SSE
-// chunks. Think tags appear literally in the text. Legacy logprobs (`logprobs: k`) as
-// {tokens, token_logprobs, top_logprobs, text_offset}; `echo` puts the prompt first (its tokens' logprobs too,
-// the first one null, as lm-evaluation-harness's local-completions reads them; max_tokens 0: the prompt alone).
-// `response_format` / `grammar` constrain the output as on the chat route; `n` choices as there. A batch of
-// prompts (a list of strings or of token-id lists, as vLLM takes them) gives each prompt its `n` choices,
-// indexed prompt by prompt. State: per request only (each choice's text).
+// POST /v1/completions: a raw prompt (text or token ids, or a batch of them) continued as one text_completion or SSE
+// chunks; think tags appear literally. Legacy logprobs; `echo` puts the prompt (and its logprobs, as
+// lm-evaluation-harness reads them) first; grammars and `n` as on the chat route (fields: docs/api.md).
+// State: per request only (each choice's text).
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, finishReason, literalText, promptLogprobs, responseId, sseResponse, streamChoices, timings, TokenIds, usageAll, usageSoFar, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent, TopLogprob } from "../engine/serving/protocol.ts";
 import { budgetOf, CompletionRequest, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { basicSampling, defaultsOf, startGeneration, type Defaults, type RouteOptions } from "./routes-common.ts";
 
@@ -23,7 +20,8 @@ export function promptsOf(p: string | string[] | number[] | number[][]): PromptS
 /** one generation request per prompt (startGeneration adds the `n` choices of each) */
 function toGen(b: CompletionRequest, grammar: GrammarSpec | null, d: Defaults): GenRequest[] {
   return promptsOf(b.prompt).map((prompt) => ({
-    prompt, slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default
+    prompt, slot: b.slot ?? "auto", max_tokens: b.max_tokens ?? 16, // OpenAI's default (cut to the context; one asked for is not)
+    ...(b.max_tokens != null ? { max_tokens_field: "max_tokens" } : {}),
     ...basicSampling(b, d.sampling),
     seed: b.seed ?? undefined, logprobs: b.logprobs ?? undefined, echo: b.echo ?? false,
     ...(b.prompt_logprobs != null ? { prompt_logprobs: b.prompt_logprobs } : {}),

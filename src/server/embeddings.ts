@@ -1,16 +1,12 @@
-// Embeddings routes. POST /v1/embeddings (OpenAI's shape, as vLLM and llama-server serve it): each input — a string, a
-// list of strings, token ids or a list of id lists, or (vLLM's chat form) `messages` through the chat template —
-// prefilled in a KV slot like any prompt (batched with the streams decoding) and pooled from its final hidden states
-// (engine/pooling.ts: the server's --pooling, last token by default), L2-normalized unless `normalize: false` (vLLM's)
-// or llama-server's `embd_normalize` says otherwise. `encoding_format: "base64"` (the openai SDK's default) gives the
-// little-endian f32 bytes. POST /embedding (and /embeddings): llama-server's own shape, `content` (or `input`) in,
-// `[{index, embedding: [[…]]}]` out — one vector per token under --pooling none, which OpenAI's shape cannot carry.
+// Embeddings: POST /v1/embeddings (OpenAI's shape: strings, token ids or vLLM's `messages`; each prefilled in a slot
+// and pooled from its final hidden states, engine/pooling.ts, L2-normalized unless asked not; base64 as little-endian
+// f32) and POST /embedding (llama-server's shape: one vector per token under --pooling none). Fields: docs/api.md.
 // No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { run } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { templateMessages } from "./chat.ts";
 import { promptsOf } from "./completions.ts";
 import { Ids, MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
@@ -49,7 +45,7 @@ type Embedded = { ok: true; out: { v: Float32Array; tokens: number }[] } | { ok:
 async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inputs: PromptSpec[], norm: number,
   b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean, limit = Infinity): Promise<Embedded> {
   let budget = limit; // values the vectors may hold in all
-  const embed = { pooling: o.pooling ?? "last" as Pooling, norm };
+  const embed = { pooling: o.defaults.pooling ?? "last" as Pooling, norm };
   const gens: GenRequest[] = inputs.map((prompt, i) => ({
     prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
     ...(i > 0 ? { joined: true } : {}), ...(b.truncate_prompt_tokens ? { truncate: b.truncate_prompt_tokens } : {}),
@@ -84,12 +80,12 @@ export async function embeddings(req: Request, engine: EngineClient, o: RouteOpt
   if (!r.ok) return errorResponse(r.error);
   const b = r.data, D = engine.info!.hidden, refused = priorityRefused(b, o);
   if (refused) return errorResponse(refused);
-  if (o.pooling === "none")
+  if (o.defaults.pooling === "none")
     return errorResponse(apiError(400, "this server pools with none (serve --pooling none): one vector per token, which OpenAI's embeddings cannot carry; use POST /embedding", null, "invalid_value"));
   if (b.dimensions != null && b.dimensions !== D)
     return errorResponse(apiError(400, `dimensions: this model's embeddings have ${D} dimensions (no shortening: it was not trained for it)`, "dimensions", "invalid_value"));
   const inputs: PromptSpec[] = b.input != null ? promptsOf(b.input) : [{ kind: "chat", messages: templateMessages(b.messages!),
-    ...templateOf(b.chat_template_kwargs, o.templateKwargs), generationPrompt: b.add_generation_prompt ?? false }];
+    ...templateOf(b.chat_template_kwargs, o.defaults.templateKwargs), generationPrompt: b.add_generation_prompt ?? false }];
   const norm = b.embd_normalize ?? (b.normalize === false ? -1 : 2);
   const e = await embedAll(req, engine, o, inputs, norm, b, b.input != null ? "input" : "messages", b.input != null && isMany(b.input));
   if (!e.ok) return e.res;
@@ -108,7 +104,7 @@ export async function llamaEmbedding(req: Request, engine: EngineClient, o: Rout
   const b = r.data, refused = priorityRefused(b, o);
   if (refused) return errorResponse(refused);
   const field = b.content != null ? "content" : "input", x = (b.content ?? b.input)!, D = engine.info!.hidden;
-  const e = await embedAll(req, engine, o, promptsOf(x), b.embd_normalize ?? 2, b, field, isMany(x), o.maxRowValues ?? MAX_ROW_VALUES);
+  const e = await embedAll(req, engine, o, promptsOf(x), b.embd_normalize ?? 2, b, field, isMany(x), o.http.maxRowValues ?? MAX_ROW_VALUES);
   if (!e.ok) return e.res;
   const rows = (v: Float32Array) => Array.from({ length: v.length / D }, (_, t) => Array.from(v.subarray(t * D, (t + 1) * D)));
   return Response.json(e.out.map((y, index) => ({ index, embedding: rows(y.v) })));

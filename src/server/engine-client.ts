@@ -2,7 +2,8 @@
 // events to their subscribers by request id, keeps the counters and latency histograms /metrics reports
 // and, given a log, writes one line per finished request. State: the worker, load status, the live request
 // callbacks, the latest worker stats, the totals, the histograms and the live requests' start times.
-import type { Call, FinishReason, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker, WorkerOptions as EngineOptions } from "./protocol.ts";
+import type { Call, FinishReason, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker } from "../engine/serving/protocol.ts";
+import type { WorkerConfig } from "../engine/serving/config.ts";
 
 export type Reply = { ok: true; value: unknown } | { ok: false; detail: string };
 
@@ -53,14 +54,15 @@ export class EngineClient {
   readonly e2e = new Histogram();
   private started = new Map<number, { t0: number; first: boolean }>();
 
-  /** log: one line per finished request (tokens, speed, why it ended), as llama-server and vLLM print them */
-  constructor(opts: EngineOptions, private readonly log?: (line: string) => void) {
+  /** config: the worker's part of ServeConfig; log: one line per finished request (tokens, speed, why it ended), as
+   *  llama-server and vLLM print them */
+  constructor(config: WorkerConfig, private readonly log?: (line: string) => void) {
     let ok!: (i: ReadyInfo) => void, fail!: (e: Error) => void;
     this.ready = new Promise((a, b) => { ok = a; fail = b; });
     this.ready.catch(() => {}); // observed through `state`; callers that await it handle it
     // In a `bun build --compile` binary (worker.ts listed as an extra entrypoint) modules live under
     // /$bunfs/root/ named relative to src/; the worker gets the env as it is now (bin.ts sets HB_LIB).
-    const spec = import.meta.url.includes("$bunfs") ? "./server/worker.ts" : new URL("./worker.ts", import.meta.url).href;
+    const spec = import.meta.url.includes("$bunfs") ? "./engine/serving/worker.ts" : new URL("../engine/serving/worker.ts", import.meta.url).href;
     this.worker = new Worker(spec, { env: { ...process.env } } as Bun.WorkerOptions);
     this.worker.onmessage = (e: MessageEvent<FromWorker>) => this.onMessage(e.data, ok, fail);
     this.worker.onerror = (e) => {
@@ -73,7 +75,7 @@ export class EngineClient {
       for (const cb of this.calls.values()) cb({ ok: false, detail: msg });
       this.calls.clear();
     };
-    this.send({ t: "init", opts });
+    this.send({ t: "init", config });
   }
 
   private send(m: ToWorker): void {

@@ -2,7 +2,7 @@
 // client goes away), the SSE response (`data: {json}` lines, then `data: [DONE]`), response ids and
 // the usage object. State: one queue per request.
 import type { EngineClient, Handle } from "./engine-client.ts";
-import type { GenRequest, PromptTok, ReqEvent } from "./protocol.ts";
+import type { GenRequest, PromptTok, ReqEvent } from "../engine/serving/protocol.ts";
 
 export class EventQueue {
   private items: ReqEvent[] = [];

@@ -1,7 +1,7 @@
 // OpenAI-shaped error responses ({"error": {message, type, param, code}}), the map from worker error
 // codes to HTTP statuses, and reading a JSON body under a size limit (413) without ever throwing
 // (malformed JSON → 400). No state.
-import type { ErrorCode } from "./protocol.ts";
+import type { ErrorCode } from "../engine/serving/protocol.ts";
 import { depthError } from "./json-depth.ts";
 import { bodyRead } from "./conn-bounds.ts";
 import { noteBody } from "./affinity.ts";
@@ -44,6 +44,11 @@ export function fromWorker(code: ErrorCode, detail: string, promptField: string)
       const [n, limit, bytes, most] = detail.split(" "); // bytes, most: refused by its length (prepare.ts), n is a lower bound
       const has = bytes ? `at least ${n} tokens (${bytes} bytes, at most ${most} a token)` : `${n} tokens`;
       return apiError(400, `${promptField}: the prompt has ${has}; the context limit per slot is ${limit}`, promptField, "context_length_exceeded");
+    }
+    case "MAX_TOKENS_EXCEEDED": { // vLLM's words
+      const [p, limit, m, field] = detail.split(" "), what = promptField === "messages" ? "messages" : "prompt";
+      return apiError(400, `This model's maximum context length is ${limit} tokens. However, you requested ${Number(p) + Number(m)} tokens `
+        + `(${p} in the ${what}, ${m} in the completion). Please reduce the length of the ${what} or completion (${field}).`, field, "context_length_exceeded");
     }
     case "SLOT_BUSY": return apiError(409, detail, "slot", "slot_busy");
     case "OVERLOADED": return apiError(429, `server overloaded: ${detail}`, null, "overloaded");

@@ -1,17 +1,13 @@
-// POST /completion: llama-server's own completion endpoint (llama.cpp tools and front ends call it) over the same
-// engine: its request fields (n_predict, id_slot, top_k / min_p defaults of 40 / 0.05, logit_bias as [id, bias]
-// pairs, penalties over llama.cpp's window of repeat_last_n (64) tokens, its sampler chain (the temperature last),
-// grammar or json_schema, ignore_eos, n_probs, typical_p, XTC, DRY and mirostat, cache_prompt — prefix reuse is always
-// on) mapped onto a completion, and its response shape: {content, stop, tokens_predicted, tokens_evaluated, tokens_cached, stop_type,
-// stopping_word, timings, completion_probabilities (with n_probs: each token's logprob and its n_probs best)},
-// streamed as `data:` lines of {content, stop: false} and a last one with stop: true (no [DONE]). A prompt is a text,
-// token ids or both mixed; several prompts give an array of results (and streamed lines), each with its `index`.
-// State: per request only.
+// POST /completion: llama-server's own completion endpoint over the same engine: its request fields (n_predict,
+// id_slot, logit_bias pairs, repeat_last_n penalties, its sampler chain, grammar / json_schema, n_probs, ...) mapped
+// onto a completion, and its response shape ({content, stop, tokens_predicted, timings, completion_probabilities,
+// ...}), streamed as `data:` lines ending with stop: true (no [DONE]); several prompts give an array, each with its
+// `index` (fields: docs/api.md). State: per request only.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, timings, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { budgetFields, budgetOf, llamaSamplers, MAX_PROMPTS, nullish, oneBudget, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import type { SamplingDefaults } from "../model/config.ts";
@@ -119,7 +115,7 @@ class LlamaChoice implements ChoiceView {
 }
 
 export async function llamaCompletion(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
-  const started = await startGeneration(req, engine, o, LlamaCompletion, (b, g) => toGen(b, g, o.sampling), "prompt");
+  const started = await startGeneration(req, engine, o, LlamaCompletion, (b, g) => toGen(b, g, o.defaults.sampling), "prompt");
   if (started instanceof Response) return started;
   const { data, runs, abandon } = started;
   // several prompts: each result (and each streamed line) carries its prompt's `index`, as llama-server's do

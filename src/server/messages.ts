@@ -1,17 +1,12 @@
-// POST /v1/messages: Anthropic's Messages API over the same engine, for clients built on the Anthropic SDK (as
-// llama-server offers it): `system` and user / assistant turns (string or content blocks: text, tool_use,
-// tool_result; thinking blocks sent back are the turn's reasoning_content, as templates read it) through the chat template, `max_tokens` (required),
-// `stop_sequences`, `temperature` / `top_p` / `top_k`, `output_config.format` (structured outputs), `thinking` (GLM's enable_thinking: a `thinking` content block
-// before the text; its budget_tokens enforced: </think> forced once they are spent), `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls scanned
-// on auto, the input constrained on any / tool; each call a tool_use block, stop_reason "tool_use"), and `stream` as
-// Anthropic's named SSE events (message_start, content_block_start / _delta — text, thinking or input_json — / _stop,
-// message_delta, message_stop); /v1/messages/count_tokens. Errors in Anthropic's shape {type: "error", error: {type,
-// message}}. State: per request.
+// POST /v1/messages and /v1/messages/count_tokens: Anthropic's Messages API over the same engine (fields:
+// docs/api.md): system and content-block turns through the chat template, `thinking` (a thinking block; its budget
+// enforced), `tools` (tools.ts: each call a tool_use block, stop_reason "tool_use"), `output_config.format`, and
+// `stream` as Anthropic's named SSE events. Errors in Anthropic's shape. State: per request.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { fromWorker, type ApiError } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";

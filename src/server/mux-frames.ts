@@ -1,6 +1,6 @@
 // Encoders of mux server frames (shared/spec/mux.md): READY, ACCEPT, DATA, DONE, ERROR as bytes. Pure,
 // no state. Header text never contains a newline: free text (model name, details) is sanitised.
-import type { TopLogprob } from "./protocol.ts";
+import type { TopLogprob } from "../engine/serving/protocol.ts";
 
 const enc = new TextEncoder();
 

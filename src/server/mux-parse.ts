@@ -1,15 +1,8 @@
-// Incremental parser of mux client frames (shared/spec/mux.md): bytes in, frame events out. Pure: no
-// I/O, no engine, no knowledge of the slot count (range checks against the server belong to the
-// session). State: the header bytes being collected, the SUBMIT whose payload/grammar block is being
-// read (or drained, when the SUBMIT was rejected), the blocks read so far, and `dead` after a BAD_FRAME.
-// The grammar block is handed on as raw bytes: whether it is UTF-8 and compiles is judged later
-// (session, worker), as BAD_REQUEST grammar.
-//
-// What is fatal (BAD_FRAME, the stream cannot resynchronise): an unknown command, a SUBMIT with fewer
-// than 7 fields or an unreadable `<bytes>` / `grammar=<bytes>`, a missing `\n` after a block, an
-// over-long header line, a stream that ends inside a frame. Every other bad field is a `reject`
-// (ERROR <id> BAD_REQUEST <field>) after its payload was read and discarded. Also the reading of an `ids=1`
-// payload (parseIdList: one linear pass, the bad byte's offset named).
+// Incremental parser of mux client frames (shared/spec/mux.md): bytes in, frame events out; no I/O, no engine. Fatal
+// (BAD_FRAME, no resync): an unknown command, a SUBMIT short of 7 fields or with an unreadable `<bytes>` /
+// `grammar=<bytes>`, a missing `\n` after a block, an over-long header, a stream ending inside a frame. Any other bad
+// field is a `reject` (ERROR <id> BAD_REQUEST <field>) once its payload is drained. parseIdList reads `ids=1` in one
+// linear pass. State: the header bytes being collected, the SUBMIT being read (or drained), its blocks, `dead`.
 
 export const MAX_PAYLOAD = 16 * 1024 * 1024;
 export const MAX_HEADER = 4096;

@@ -6,7 +6,7 @@
 import type { EngineClient, Handle } from "./engine-client.ts";
 import { acceptFrame, dataFrame, doneFrame, errorFrame, readyFrame } from "./mux-frames.ts";
 import { parseIdList, type MuxEvent, type SubmitFrame } from "./mux-parse.ts";
-import type { GenRequest, PromptSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { contentText, MessagesSchema } from "./schemas.ts";
 
 export class MuxSession {

@@ -3,7 +3,7 @@
 // each turn into their own deltas and blocks (`drive`: a run's events into a sink). A call cut by the token limit comes
 // last and `incomplete` (tools.ts), never as content. State: the think split and the tool
 // output of one reply.
-import type { ReqEvent } from "./protocol.ts";
+import type { ReqEvent } from "../engine/serving/protocol.ts";
 import { ThinkSplit } from "./think.ts";
 import { ToolOutput, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 

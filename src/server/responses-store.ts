@@ -1,11 +1,8 @@
-// The Responses API's stored responses, in memory: the most recent of them, each with the conversation it
-// ended (the turns its input rendered as — after those of the response it continued — then its output as an
-// assistant turn; instructions are not carried over, as in OpenAI's API), so a request naming it as
-// previous_response_id goes on from there, and GET /v1/responses/{id} returns it. Nothing reaches the disk.
-// Bounded twice: at most `maxEntries` (STORE_MAX) responses and at most `maxBytes` (STORE_MAX_BYTES, 64 MiB) of
-// them, each entry's size estimated once when stored as the length of its JSON (echoed tools, turns and all); the
-// oldest go first, and an entry larger than the whole budget is not kept.
-// State: the map of id -> entry with its estimated bytes (insertion order = age), and their sum.
+// The Responses API's stored responses, in memory only: each with the conversation it ended, so previous_response_id
+// goes on from there and GET /v1/responses/{id} returns it. Bounded twice: at most `maxEntries` (STORE_MAX) and
+// `maxBytes` (STORE_MAX_BYTES, 64 MiB; an entry's size is its JSON's length, estimated once); the oldest go first and
+// an entry larger than the budget is not kept.
+// State: the map id -> entry with its bytes (insertion order = age), and their sum.
 import type { ChatRequest } from "./schemas.ts";
 
 export type Turn = ChatRequest["messages"][number];

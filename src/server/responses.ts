@@ -1,19 +1,14 @@
-// POST /v1/responses: OpenAI's Responses API over the same engine (vLLM and llama-server offer it; newer OpenAI SDK
-// clients and agents call it): `input` as a string or items — messages (input_text / output_text parts), earlier
-// function_call and function_call_output items, reasoning items sent back (the next assistant turn's reasoning_content) — `instructions` (the system
-// turn), `max_output_tokens`, `temperature` / `top_p`, `reasoning` (GLM thinking: a reasoning item before the
-// message), function `tools` with `tool_choice` (as the chat route handles them, tools.ts: GLM's native calls
-// scanned on "auto", the arguments constrained when forced; each call a function_call item), and `stream` as the
-// API's named SSE events (response.created ... output_text / function_call_arguments deltas ... response.completed /
-// response.incomplete, each with its sequence_number). Finished responses are kept in memory (responses-store.ts)
-// for previous_response_id and GET /v1/responses/{id} unless store: false. Other tool types are refused with a 400
-// naming them. Errors in the OpenAI shape. State: per request (the store is the app's).
+// POST /v1/responses: OpenAI's Responses API over the same engine (fields: docs/api.md): `input` as a string or
+// items, `instructions`, `reasoning` (a reasoning item), function `tools` (as the chat route, tools.ts; each call a
+// function_call item), `stream` as the API's named SSE events with sequence numbers. Finished responses are kept in
+// responses-store.ts for previous_response_id and GET /v1/responses/{id} unless store: false. Other tool types: 400.
+// State: per request (the store is the app's).
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
 import type { Turn } from "./responses-store.ts";
-import type { GenRequest, GrammarSpec } from "./protocol.ts";
+import type { GenRequest, GrammarSpec } from "../engine/serving/protocol.ts";
 import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";

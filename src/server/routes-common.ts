@@ -5,30 +5,30 @@ import { basename } from "node:path";
 import type { EngineClient } from "./engine-client.ts";
 import { run, type Running } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker, readJson, type ApiError } from "./http-errors.ts";
-import type { GenRequest, GrammarSpec, ReqEvent } from "./protocol.ts";
+import type { GenRequest, GrammarSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { biasOutside, grammarOf, zodError } from "./schemas.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 import type { ResponseStore } from "./responses-store.ts";
-import type { Pooling } from "../engine/pooling.ts";
+import type { HttpConfig } from "./config.ts";
+import type { RequestDefaults, SchedulingPolicy } from "../engine/serving/config.ts";
+import type { UnknownFields } from "./unknown-fields.ts";
 
 export interface RouteOptions {
-  maxBody: number;        // bytes of a JSON body (413 above)
+  /** maxBody: bytes of a JSON body (413 above); maxRowValues: values one /embedding response may carry under pooling
+   *  none (default MAX_ROW_VALUES); acceptAnyModel: a request may name any `model` (else one not served is a 404) */
+  http: Pick<HttpConfig, "maxRowValues" | "acceptAnyModel"> & { maxBody: number };
+  defaults: RequestDefaults; // what a request that names none gets (sampling, template variables, pooling, ...)
+  schedulingPolicy?: SchedulingPolicy; // priority: requests may name a priority (else one is refused)
   fingerprint: string;    // system_fingerprint of responses
-  templateKwargs?: Record<string, unknown>; // chat template variables of requests that name none (--chat-template-kwargs)
-  generationConfig?: "auto" | "vllm"; // sampling defaults: the model's generation_config.json (auto, the default) or none
   responses?: ResponseStore; // the Responses API's stored responses (previous_response_id)
-  pooling?: Pooling;      // how /v1/embeddings pools a prompt's hidden states (--pooling; default last)
-  maxRowValues?: number;  // values one /embedding response may carry under pooling none (default MAX_ROW_VALUES)
-  sampling?: SamplingDefaults; // the server's own sampling defaults (--temp, ...): over generation_config.json
-  priorities?: boolean;   // requests may name a priority (--scheduling-policy priority; else one is refused)
-  acceptAnyModel?: boolean; // a request may name any `model` (--accept-any-model; else one not served is a 404)
+  unknownFields?: UnknownFields; // names the unknown fields of request bodies, once each (absent: silent)
 }
 
 /** What a request that names none gets: the chat template's variables (--chat-template-kwargs) and the sampling
  *  parameters of the model's generation_config.json (vLLM's --generation-config auto; `vllm`: the API's own). */
 export interface Defaults { template?: Record<string, unknown>; sampling: SamplingDefaults }
 export const defaultsOf = (engine: EngineClient, o: RouteOptions): Defaults =>
-  ({ template: o.templateKwargs, sampling: { ...(o.generationConfig === "vllm" ? {} : engine.info?.sampling ?? {}), ...o.sampling } });
+  ({ template: o.defaults.templateKwargs, sampling: { ...(o.defaults.generationConfig === "vllm" ? {} : engine.info?.sampling ?? {}), ...o.defaults.sampling } });
 type Basic = { temperature?: number | null; top_p?: number | null; min_p?: number | null; top_k?: number | null };
 /** temperature, top_p, min_p, top_k: the request's, else the model's defaults, else the API's (1, 1, 0, off) */
 export const basicSampling = (b: Basic, s: SamplingDefaults) => ({
@@ -48,10 +48,11 @@ export const notReady = (engine: EngineClient): Response => errorResponse(notRea
  *  route answers it in its own error shape). */
 export async function readRequest<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engine: EngineClient):
   Promise<{ ok: true; data: T } | { ok: false; error: ApiError }> {
-  const b = await readJson(req, o.maxBody);
+  const b = await readJson(req, o.http.maxBody);
   if (!b.ok) return b;
   const p = schema.safeParse(b.value);
   if (!p.success) return { ok: false, error: zodError(p.error) };
+  o.unknownFields?.note(new URL(req.url).pathname, b.value, schema);
   if (engine.state !== "ready") return { ok: false, error: notReadyError(engine) };
   const wrong = modelRefused(p.data, engine, o);
   if (wrong) return { ok: false, error: wrong };
@@ -62,13 +63,13 @@ export async function readRequest<T>(req: Request, o: RouteOptions, schema: z.Zo
  *  its name are accepted), unless --accept-any-model. */
 export function modelRefused(b: unknown, engine: EngineClient, o: RouteOptions): ApiError | null {
   const m = (b as { model?: unknown }).model, i = engine.info!;
-  if (typeof m !== "string" || o.acceptAnyModel || m === i.model || m === i.dir || m === basename(i.dir)) return null;
+  if (typeof m !== "string" || o.http.acceptAnyModel || m === i.model || m === i.dir || m === basename(i.dir)) return null;
   return apiError(404, `The model '${m}' does not exist (this server serves '${i.model}'; serve --accept-any-model to take any name)`, "model", "model_not_found");
 }
 
 /** The 400 for a request naming a priority while the server schedules first come, first served (as vLLM refuses it). */
 export function priorityRefused(b: { priority?: number | null }, o: RouteOptions): ApiError | null {
-  return b.priority && !o.priorities
+  return b.priority && o.schedulingPolicy !== "priority"
     ? apiError(400, "priority: priority scheduling is off (serve --scheduling-policy priority)", "priority", "invalid_value") : null;
 }
 
@@ -84,10 +85,11 @@ export interface Started<T> { data: T; runs: Run[]; abandon(): void }
 export async function startGeneration<T extends Parameters<typeof grammarOf>[0] & Parameters<typeof biasOutside>[0] & { n?: number | null; slot?: number | null }>(
   req: Request, engine: EngineClient, o: RouteOptions, schema: z.ZodType<T>, toGen: (b: T, g: GrammarSpec | null) => GenRequest | GenRequest[],
   promptField: string, check: (b: T) => ApiError | null = () => null): Promise<Response | Started<T>> {
-  const body = await readJson(req, o.maxBody);
+  const body = await readJson(req, o.http.maxBody);
   if (!body.ok) return errorResponse(body.error);
   const p = schema.safeParse(body.value);
   if (!p.success) return errorResponse(zodError(p.error));
+  o.unknownFields?.note(new URL(req.url).pathname, body.value, schema);
   const n = p.data.n ?? 1;
   const bad = priorityRefused(p.data, o) ?? check(p.data);
   if (bad) return errorResponse(bad);

@@ -1,15 +1,12 @@
-// zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping
-// of a zod failure to an OpenAI error that names the field. Unknown fields are ignored (SDKs send
-// extras); fields we cannot honour (suffix, best_of > 1, legacy functions) are rejected
-// with a 400 naming them. Tools: tools.ts. Penalties and logit_bias become one PenaltyParams (penaltiesOf).
-// Constrained output: `response_format` (text, json_object, json_schema), the llama-server-style `grammar` (GBNF
-// text) and vLLM's guided_json / guided_choice / guided_grammar (and their structured_outputs spellings) become one
-// GrammarSpec (grammarOf). No state.
+// zod schemas of the OpenAI request bodies (/v1/chat/completions, /v1/completions) and the mapping of a zod failure
+// to an OpenAI error naming the field. Unknown fields are ignored (logged once: unknown-fields.ts); fields we cannot
+// honour (suffix, best_of > 1, legacy functions) are a 400. Penalties and logit_bias become one PenaltyParams;
+// response_format, `grammar` and vLLM's guided_* / structured_outputs become one GrammarSpec (grammarOf). No state.
 import { z } from "zod";
 import { gbnfLiteral, GrammarError, regexToGbnf, responseFormatGbnf } from "../engine/grammar/index.ts";
 import { MAX_GBNF_CHARS } from "../engine/grammar/limits.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
-import type { GrammarSpec } from "./protocol.ts";
+import type { GrammarSpec } from "../engine/serving/protocol.ts";
 import { DRY_BREAKERS, penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
 import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, type ToolChoice } from "./tools.ts";
 

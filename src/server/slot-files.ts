@@ -1,95 +1,16 @@
-// POST /slots/{id}?action=save|restore|erase (llama-server's slot persistence, with --slot-save-path DIR): a
-// slot's KV cache written to DIR/<filename> in the KV-file format of `generate --state` (kvfile.ts), read back
-// into any idle slot (a later request with that prefix then prefills only the rest), or emptied. The HTTP side
-// validates and asks the engine worker, which does the work between two scheduler steps on an idle slot. No state.
-// Files never leave DIR and a save never loses the last good one: a save writes a fresh temporary file in DIR
-// (O_CREAT | O_EXCL | O_NOFOLLOW: never through a planted link), fsyncs it, renames it over the name (a link
-// there is replaced, not followed) and fsyncs DIR; a restore opens with O_NOFOLLOW, read-only, and KvFile.restore
-// checks the count against the slot's context and the file's size before reading. Errors name the file as the
-// client did, never the server's path.
-import { closeSync, constants as C, fstatSync, fsyncSync, lstatSync, openSync, renameSync, unlinkSync } from "node:fs";
-import { join } from "node:path";
+// POST /slots/{id}?action=save|restore|erase (llama-server's slot persistence, with --slot-save-path DIR): the HTTP
+// side. It validates the request (a plain file name: the file stays inside DIR) and asks the engine worker, which does
+// the work between two scheduler steps on an idle slot (slot-call.ts: the save, the restore, the erase). No state.
 import { z } from "zod";
-import { KvFile } from "../engine/kvfile.ts";
-import { modelShape, RecordLayout } from "../engine/kvfile-format.ts";
-import { ModelError } from "../model/errors.ts";
-import type { Model } from "../engine/model.ts";
-import type { Session } from "../engine/session.ts";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse, type ApiError } from "./http-errors.ts";
-import type { Call } from "./protocol.ts";
 import { notReadyError, readRequest, type RouteOptions } from "./routes-common.ts";
+import type { SlotReply } from "../engine/serving/slot-call.ts";
 
 /** a plain file name: no folders, not hidden, no "..": the file stays inside --slot-save-path */
 const FILENAME = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/;
 const SlotFileRequest = z.object({ filename: z.string().regex(FILENAME, "a plain file name: letters, digits, '.', '_', '-'; not starting with '.' or '-'") });
 const ACTIONS = ["save", "restore", "erase"] as const;
-
-type SlotReply = { status: 200; body: unknown } | { status: number; message: string; param: string | null };
-
-/** Worker side: the action on slot `c.id` (its session and whether a request holds it), as an HTTP status and body. */
-export function slotCall(c: Extract<Call, { op: "slot" }>, m: Model, slots: readonly { sess: Session; busy: boolean }[], dir: string | undefined, ctx: number): SlotReply {
-  const err = (status: number, message: string, param: string | null = null): SlotReply => ({ status, message, param });
-  if (!dir) return err(400, "slot files are off: start the server with --slot-save-path DIR");
-  const s = slots[c.id];
-  if (!s) return err(400, `slot ${c.id} is outside [0, ${slots.length})`, "id_slot");
-  if (s.busy) return err(409, `slot ${c.id} is busy with a request`, "id_slot");
-  const t0 = performance.now(), ms = () => Math.round((performance.now() - t0) * 1000) / 1000;
-  if (c.action === "erase") {
-    const n = s.sess.tokens.length;
-    s.sess.truncate(0);
-    s.sess.kv.truncate(0);
-    return { status: 200, body: { id_slot: c.id, n_erased: n } };
-  }
-  const name = c.filename!, path = join(dir, name), dtype = s.sess.kv.dtype;
-  const kind = (() => { try { const st = lstatSync(path); return st.isFile() ? "file" : st.isSymbolicLink() ? "link" : "other"; } catch { return "none"; } })();
-  if (c.action === "save") {
-    if (kind === "other") return err(400, `${name} in the slot save path is a directory or another non-file; choose another name`, "filename");
-    let n: number;
-    try { n = saveWhole(dir, name, (fd) => KvFile.writeWhole(fd, name, m, s.sess, { dtype })); } catch (e) { return err(500, (e as Error).message); }
-    return { status: 200, body: { id_slot: c.id, filename: name, n_saved: n, n_written: n * new RecordLayout(modelShape(m, dtype)).bytes, timings: { save_ms: ms() } } };
-  }
-  if (kind === "none") return err(404, `no slot file ${name} in the slot save path`, "filename");
-  if (kind !== "file") return err(400, `${name} is not a regular file (a link or a directory): refused`, "filename");
-  let f: KvFile;
-  try {
-    const fd = openSync(path, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
-    if (!fstatSync(fd).isFile()) { closeSync(fd); return err(400, `${name} is not a regular file: refused`, "filename"); }
-    f = KvFile.restore(fd, name, m, ctx, { dtype });
-  } catch (e) { return err(400, refusal(name, e), "filename"); }
-  try {
-    const n = f.loadInto(s.sess);
-    return { status: 200, body: { id_slot: c.id, filename: name, n_restored: n, n_read: n * f.recordBytes, timings: { restore_ms: ms() } } };
-  } catch (e) { return err(400, refusal(name, e), "filename"); } finally { f.close(); }
-}
-
-/** An error's message for the client: ModelErrors name the file as the client did; system errors lose their paths. */
-function refusal(name: string, e: unknown): string {
-  if (e instanceof ModelError) return e.message;
-  const code = (e as NodeJS.ErrnoException).code;
-  return `${name}: ${code === "ELOOP" ? "is a symbolic link: refused" : code ?? "cannot be read"}`;
-}
-
-/** Write DIR/name whole through `write(fd)` on a fresh temporary file (O_EXCL | O_NOFOLLOW), fsync'd, renamed over
- *  the name, DIR fsync'd: the old file stays whole until the new one is. Returns write's result. */
-function saveWhole(dir: string, name: string, write: (fd: number) => number): number {
-  const tmp = join(dir, `.${name}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`); // (no client name starts with '.')
-  const fd = openSync(tmp, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o600);
-  let done = false;
-  try {
-    const n = write(fd);
-    closeSync(fd);
-    done = true;
-    renameSync(tmp, join(dir, name));
-    const d = openSync(dir, "r");
-    try { fsyncSync(d); } finally { closeSync(d); }
-    return n;
-  } catch (e) {
-    if (!done) closeSync(fd);
-    try { unlinkSync(tmp); } catch { /* renamed, or never made */ }
-    throw new Error(`${name}: the save failed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message.split(":")[0]}); the previous file, if any, is kept`);
-  }
-}
 
 /** HTTP side of POST /slots/{id}?action=... */
 export async function slotAction(req: Request, id: string, action: string | undefined, engine: EngineClient, o: RouteOptions): Promise<Response> {

@@ -1,21 +1,17 @@
 // POST /tokenize and POST /detokenize (llama-server's and vLLM's shapes at once), POST /apply-template
-// (llama-server's: a chat rendered by the template, no inference), and the worker's side of them: the tokenizer
-// lives in the engine worker, so the HTTP side asks it (EngineClient.call) between two scheduler steps and the
-// event loop never tokenizes. Text is encoded as a completion prompt is (no special tokens added); `messages` go
-// through the chat template as a chat request's would (the server's --chat-template-kwargs, the request's
-// chat_template_kwargs, continue_final_message). A text is counted up to max_model_len (the context): one whose byte
-// length alone proves more tokens than that (prepare.ts leastTokens) is refused unread, so one call tokenizes at
-// most ctx × maxTokenBytes bytes in the worker. No state.
+// (llama-server's: a chat rendered by the template, no inference): the HTTP side. The tokenizer lives in the engine
+// worker, so these ask it (EngineClient.call; its side is tokenize-call.ts) between two scheduler steps and the event
+// loop never tokenizes. Text is encoded as a completion prompt is (no special tokens added); `messages` go through the
+// chat template as a chat request's would (the server's --chat-template-kwargs, the request's chat_template_kwargs,
+// continue_final_message). A text is counted up to max_model_len (the context). No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
-import type { Call, PromptSpec } from "./protocol.ts";
+import type { PromptSpec } from "../engine/serving/protocol.ts";
 import { MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
-import { encodeParts, leastTokens, promptParts } from "./prepare.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import { ToolSchema } from "./tools.ts";
-import type { TextCodec } from "../model/tokenizer.ts";
 
 const TokenizeRequest = z.object({
   model: nullish(z.string().max(256)),
@@ -37,23 +33,6 @@ const TemplateRequest = z.object({
   chat_template_kwargs: TemplateKwargs,
 });
 
-/** Worker side: the reply to a tokenize / detokenize call (an Error's message names the bad field). */
-export function tokenizeCall(m: Exclude<Call, { op: "slot" }>, codec: TextCodec, vocab: number): unknown {
-  if (m.op === "detokenize") {
-    const bad = m.ids.findIndex((t) => t >= vocab);
-    if (bad >= 0) throw new Error(`tokens.${bad}: ${m.ids[bad]} is outside [0, ${vocab})`);
-    return { text: codec.decode(m.ids) };
-  }
-  if (m.op === "template")
-    return { prompt: codec.chat(m.prompt.messages, { addGenerationPrompt: m.generationPrompt, enableThinking: m.prompt.enableThinking, tools: m.prompt.tools, kwargs: m.prompt.kwargs }) };
-  const parts = promptParts(m.prompt, codec), least = leastTokens(parts, codec);
-  if (m.limit !== undefined && least.tokens > m.limit)
-    throw new Error(`the text has ${least.bytes} bytes: at least ${least.tokens} tokens (${codec.maxTokenBytes} bytes a token at most), `
-      + `more than max_model_len ${m.limit}, the most /tokenize counts`);
-  const ids = encodeParts(parts, codec);
-  return { ids, pieces: m.pieces ? ids.map((t) => codec.decode([t])) : undefined, strs: m.strs ? ids.map((t) => codec.tokenStr(t)) : undefined };
-}
-
 async function body<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engine: EngineClient): Promise<T | Response> {
   const r = await readRequest(req, o, schema, engine);
   return r.ok ? r.data : errorResponse(r.error);
@@ -62,7 +41,7 @@ async function body<T>(req: Request, o: RouteOptions, schema: z.ZodType<T>, engi
 export async function tokenize(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const b = await body(req, o, TokenizeRequest, engine);
   if (b instanceof Response) return b;
-  const prompt: PromptSpec = b.messages ? { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.templateKwargs),
+  const prompt: PromptSpec = b.messages ? { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.defaults.templateKwargs),
     generationPrompt: b.add_generation_prompt ?? true, continueFinal: b.continue_final_message ?? false } : { kind: "text", text: (b.content ?? b.prompt)! };
   const r = await engine.call({ op: "tokenize", prompt, pieces: !!b.with_pieces, strs: !!b.return_token_strs, limit: engine.info!.ctx });
   if (!r.ok) return errorResponse(apiError(400, r.detail, b.messages ? "messages" : b.content != null ? "content" : "prompt", "invalid_value"));
@@ -84,7 +63,7 @@ export async function applyTemplate(req: Request, engine: EngineClient, o: Route
   const b = await body(req, o, TemplateRequest, engine);
   if (b instanceof Response) return b;
   const r = await engine.call({ op: "template", generationPrompt: b.add_generation_prompt ?? true,
-    prompt: { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.templateKwargs), ...(b.tools?.length ? { tools: b.tools } : {}) } });
+    prompt: { kind: "chat", messages: templateMessages(b.messages), ...templateOf(b.chat_template_kwargs, o.defaults.templateKwargs), ...(b.tools?.length ? { tools: b.tools } : {}) } });
   if (!r.ok) return errorResponse(apiError(400, r.detail, "messages", "invalid_value"));
   return Response.json(r.value);
 }

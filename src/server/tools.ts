@@ -1,16 +1,8 @@
-// Tool calling on /v1/chat/completions (OpenAI `tools` / `tool_choice`), GLM's way:
-//  - the tools and earlier calls go to the chat template (`tools`; assistant `tool_calls` with their
-//    JSON arguments as objects; tool results as role "tool"), which renders them for the model;
-//  - tool_choice "auto": the output is scanned for GLM's native calls
-//      <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>\n…</tool_call>
-//    (V is JSON unless the parameter's schema says string; non-JSON stays a string); text outside the
-//    calls is `content`; an unterminated call at the end stays content (nothing is lost);
-//  - tool_choice "required" / a named function: the output is constrained (json_schema grammar, as vLLM
-//    does) to the function's arguments (named) or to a non-empty array of {name, parameters} (required);
-//  - "none": the tools are not rendered and nothing is parsed;
-//  - parallel_tool_calls false: one call at most ("required": an array of one; "auto": the later calls dropped);
-//  - a call cut by the token limit (forced JSON not closed, or an open <tool_call> at a "length" end) is an incomplete
-//    call (its arguments the text so far), never content; the routes report it with finish_reason "length".
+// Tool calling on the chat routes, GLM's way: tools and earlier calls go to the chat template; on tool_choice "auto"
+// the output is scanned for GLM's <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call> (V is JSON
+// unless the schema says string); "required" / a named function constrain the output to the arguments (as vLLM);
+// "none" renders no tools; parallel_tool_calls false keeps one call. An unterminated call stays content; a call cut by
+// the token limit is an incomplete call (finish_reason "length"), never content.
 // State: ToolCallStream holds one response's held-back text and whether a call is open.
 import { z } from "zod";
 

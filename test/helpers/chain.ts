@@ -8,7 +8,7 @@ import { forward, type ForwardOpts } from "../../src/engine/forward.ts";
 import { RunState } from "../../src/engine/state.ts";
 import type { KVCache } from "../../src/engine/kv.ts";
 import { argmax } from "../../src/engine/session.ts";
-import { type ChainOpts, DeviceChain } from "../../gpu/chain.ts";
+import { type ChainOpts, DeviceChain } from "../../src/device/chain.ts";
 import { relRms } from "./fixture.ts";
 
 /** A conversation driven either by the CPU forward or by a chain (opts go to every forward call). */

@@ -2,8 +2,8 @@
 // through it), sized by the RAM budget: detect the budget, plan it (budget.ts), print the plan to
 // stderr, load the usage history and pin the hottest experts. Stateless; the store holds the state.
 import type { Model } from "../model.ts";
-import type { KvDtype } from "../hb.ts";
-import { fmtBytes } from "../../cli/common.ts";
+import type { KvDtype } from "../../native/hb.ts";
+import { fmtBytes } from "../../progress.ts";
 import { kvBytesPerToken, kvRows, planBudget, runStateBytes, STAGE_BYTES } from "./budget.ts";
 import { Learner } from "./learn.ts";
 import { detectRam } from "./memory.ts";

@@ -7,8 +7,8 @@
 import { statSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { loadModel, type Model } from "../model.ts";
-import { pread } from "../hb.ts";
-import { weightBytes } from "../mem.ts";
+import { pread } from "../../native/hb.ts";
+import { weightBytes } from "../../native/mem.ts";
 import { Session, argmax } from "../session.ts";
 import { attachExperts, type ExpertOptions } from "./attach.ts";
 import * as io from "./io.ts";

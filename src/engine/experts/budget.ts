@@ -3,7 +3,7 @@
 // the cache slots per layer that fit in what is left, the pinned share from the history's
 // confidence, and the projected peak. No I/O, no state.
 import type { Config } from "../../model/config.ts";
-import { kvRowElems, type KvDtype } from "../hb.ts";
+import { kvRowElems, type KvDtype } from "../../native/hb.ts";
 
 export const MiB = 2 ** 20;
 export const GiB = 2 ** 30;

@@ -1,10 +1,10 @@
 // The files an expert store reads: one fd per safetensors file holding expert tensors — O_DIRECT when
 // asked and every file passes a probe read, else buffered — and, in mmap mode, each file mapped whole.
-// Also the read buffers (weight memory, src/engine/mem.ts: aligned for O_DIRECT). State: the fds and the mappings, until close.
+// Also the read buffers (weight memory, src/native/mem.ts: aligned for O_DIRECT). State: the fds and the mappings, until close.
 import { statSync } from "node:fs";
 import { ModelError } from "../../model/errors.ts";
 import * as io from "./io.ts";
-import { weightBytes } from "../mem.ts";
+import { weightBytes } from "../../native/mem.ts";
 
 export class ExpertFiles {
   readonly direct: boolean;

@@ -1,6 +1,7 @@
 // The expert-streaming command-line flags shared by generate, logits (and bench / serve): their
-// util.parseArgs options, help lines and the mapping to ExpertOptions. Stateless.
-import { choice, intOption, UsageError } from "../../cli/common.ts";
+// util.parseArgs options, help lines and the mapping to ExpertOptions; serve's and chat's --warmup / --no-warmup.
+// Stateless.
+import { choice, intOption, UsageError } from "../options.ts";
 import type { ExpertOptions } from "./attach.ts";
 
 export const expertFlags = {
@@ -37,4 +38,17 @@ export function expertOptions(v: Values, help: string): ExpertOptions {
   if (typeof v["expert-policy"] === "string") o.policy = choice(v["expert-policy"], "expert-policy", ["lru", "lfru"] as const, help);
   if (typeof v["expert-prefetch"] === "string") o.prefetch = choice(v["expert-prefetch"], "expert-prefetch", ["on", "off", "auto"] as const, help);
   return o;
+}
+
+/** serve's and chat's --warmup (--no-warmup is llama-server's, parsed with its launch flags) */
+export const warmupFlags = { warmup: { type: "boolean" } } as const;
+export const WARMUP_HELP = `  --warmup / --no-warmup  read the experts the cache will hold before the model is ready (the hottest of the usage
+                     history first; a progress line), so the first requests read none of them from disk; a line says
+                     how much was read at start and how much is left to read on first use. Default: on where the
+                     cache fits the RAM budget`;
+
+/** --warmup → true, --no-warmup → false, neither → undefined (the default: on where the cache fits the budget) */
+export function warmupOption(v: Values, help: string): boolean | undefined {
+  if (v.warmup && v["no-warmup"]) throw new UsageError("give --warmup or --no-warmup, not both", help);
+  return v.warmup ? true : v["no-warmup"] ? false : undefined;
 }

@@ -3,7 +3,7 @@
 // State: one reusable Float64Array for the pool's counters; everything else lives in C.
 import { constants } from "node:os";
 import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { hb } from "../hb.ts";
+import { hb } from "../../native/hb.ts";
 
 /** hb_io_wait's code for "the file ended before the needed bytes" (negated). */
 export const ESHORT = 10000;

@@ -4,7 +4,7 @@
 // several otherwise), each span placed in a slab; then the Mats as views into a filled slab (or into
 // mapped files). Buffered spans keep the file's alignment mod 64; O_DIRECT spans are 4096-aligned in
 // file and slab. Stateless.
-import { Conv, Fmt, convert } from "../hb.ts";
+import { Conv, Fmt, convert } from "../../native/hb.ts";
 import type { Mat, MatPlan, Mlp, MlpPlan } from "../../model/weights.ts";
 import type { TensorInfo } from "../../model/safetensors.ts";
 import { DIRECT_ALIGN } from "./io.ts";

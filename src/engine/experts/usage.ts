@@ -1,9 +1,8 @@
-// The learning cache's memory: per-layer expert usage counts (decayed heat) persisted as JSON in
-// `<model>/.hb_usage`, or — when the model directory is not writable (no owner-write bit, or
-// access() says no; root honours the bits too, so shared read-only fixtures stay clean) — in
-// `$HB_CACHE_DIR | $XDG_CACHE_HOME/hummingbird | ~/.cache/hummingbird` keyed by the model path.
-// Written atomically: a unique tmp file, fsync, rename (a crash mid-write leaves the old file
-// valid). A fingerprint (experts, MoE layers, expert bytes) guards against a different model.
+// The learning cache's memory: per-layer expert usage counts (decayed heat) persisted as JSON in `<model>/.hb_usage`,
+// or — when the model directory is not writable (no owner-write bit, or access() says no; root honours the bits too,
+// so shared read-only fixtures stay clean) — in `$HB_CACHE_DIR | $XDG_CACHE_HOME/hummingbird | ~/.cache/hummingbird`
+// keyed by the model path. Written atomically: a unique tmp file, fsync, rename (a crash mid-write leaves the old
+// file valid). A fingerprint (experts, MoE layers, expert bytes) guards against a different model.
 // Stateless beyond the file.
 import { accessSync, closeSync, constants, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { createHash } from "node:crypto";

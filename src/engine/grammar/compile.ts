@@ -1,10 +1,7 @@
-// Lower a parsed GBNF grammar to a flat byte-level grammar: every alternative is a run of symbols
-// ended by END in one Int32Array; a symbol is a terminal (a 256-bit byte set) or a rule reference.
-// Literals become UTF-8 bytes, character classes over code points become alternations of UTF-8
-// byte-range sequences, repetitions become generated rules (`X*` -> `R ::= X R |`, `{m,n}` -> m
-// copies then nested optionals, like llama.cpp). Rejects undefined/duplicate rules, left recursion,
-// a root that can never finish, over MAX_SYMBOLS symbols and rules that nest over MAX_LEFT_DEPTH deep
-// before a byte (the matcher expands them recursively); each check is linear in the grammar's size.
+// Lower a parsed GBNF grammar to a flat byte-level grammar: every alternative is a run of symbols ended by END in
+// one Int32Array; a symbol is a terminal (a 256-bit byte set) or a rule reference. Literals become UTF-8 bytes,
+// character classes over code points alternations of UTF-8 byte-range sequences, repetitions generated rules
+// (`X*` -> `R ::= X R |`, `{m,n}` -> m copies then nested optionals, like llama.cpp). What it rejects: on `compile`.
 // Pure; the result is immutable.
 import { GrammarError, lineCol } from "./errors.ts";
 import type { Expr, ParsedGrammar } from "./gbnf.ts";
@@ -200,6 +197,9 @@ function checkLeftRecursion(b: Builder, nullable: boolean[]): void {
   }
 }
 
+/** Rejects undefined/duplicate rules, left recursion, a root that can never finish, over MAX_SYMBOLS symbols and
+ *  rules that nest over MAX_LEFT_DEPTH deep before a byte (the matcher expands them recursively); each check is
+ *  linear in the grammar's size. */
 export function compile(pg: ParsedGrammar, rootName = "root"): CompiledGrammar {
   const b = new Builder(pg.text);
   for (const d of pg.rules) {

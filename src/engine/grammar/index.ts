@@ -8,7 +8,7 @@ export { GrammarError } from "./errors.ts";
 export { parseGbnf, type ParsedGrammar, type RuleDef, type Expr } from "./gbnf.ts";
 export { compile, type CompiledGrammar } from "./compile.ts";
 export { compileGrammar, Grammar, GrammarState } from "./state.ts";
-export { TokenVocab, loadTokenVocab, type Trie } from "./vocab.ts";
+export { TokenVocab, loadTokenVocab, type Trie } from "../../model/vocab.ts";
 export { schemaToGbnf, jsonObjectGbnf, type SchemaOpts } from "./schema.ts";
 export { gbnfLiteral } from "./literal.ts";
 export { responseFormatGbnf } from "./response-format.ts";

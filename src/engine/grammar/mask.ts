@@ -4,7 +4,7 @@
 // complete. Masks are cached on the DState (bounded FIFO per Matcher, ~64 MiB of bitsets). One mask is
 // one budgeted matcher operation: a grammar too ambiguous to mask throws GrammarError (stacks.ts).
 import type { DState, Matcher } from "./stacks.ts";
-import type { TokenVocab } from "./vocab.ts";
+import type { TokenVocab } from "../../model/vocab.ts";
 
 const CACHE_BYTES = 64 << 20;
 const caches = new WeakMap<Matcher, DState[]>();

@@ -1,12 +1,7 @@
 // Regular expressions (vLLM's guided_regex / structured_outputs.regex) as GBNF whose language is the strings the
-// pattern matches whole. The subset of JS / Python syntax that denotes a regular language: literals and escapes
-// (\n \t \r \f \v \0 \xHH \uHHHH \u{H..} and escaped punctuation), classes with ranges and negation, \d \w (ASCII)
-// and \s (JS's whitespace), their negations \D \W \S, `.` (any character but a newline; for JSON Schema, ECMA's line
-// terminators), groups (capturing, non-capturing, named), `|`, and the quantifiers * + ? {m} {m,} {m,n} (their lazy
-// forms match the same strings).
-// A leading ^ (or \A) and a trailing $ (or \Z, \z) are accepted: the match is whole anyway. Backreferences,
-// lookarounds, \b, inner anchors and other escapes are GrammarErrors naming the offset. Also JSON Schema's
-// `pattern` (regexJsonString): the characters as a JSON string spells them, and a search unless anchored. Pure.
+// pattern matches whole (`regexToGbnf`; the supported subset of JS / Python syntax is listed there), and JSON
+// Schema's `pattern` (`regexJsonString`): the characters as a JSON string spells them, and a search unless
+// anchored. Unsupported syntax is a GrammarError naming the offset. Pure.
 import { GrammarError } from "./errors.ts";
 import { gbnfLiteral } from "./literal.ts";
 
@@ -197,7 +192,13 @@ class RegexToGbnf {
   }
 }
 
-/** GBNF (start rule `root`) for the strings `pattern` matches whole; GrammarError naming the offset when unsupported */
+/** GBNF (start rule `root`) for the strings `pattern` matches whole; GrammarError naming the offset when unsupported.
+ *  The subset that denotes a regular language: literals and escapes (\n \t \r \f \v \0 \xHH \uHHHH \u{H..} and
+ *  escaped punctuation), classes with ranges and negation, \d \w (ASCII) and \s (JS's whitespace), their negations
+ *  \D \W \S, `.` (any character but a newline; for JSON Schema, ECMA's line terminators), groups (capturing,
+ *  non-capturing, named), `|`, and the quantifiers * + ? {m} {m,} {m,n} (their lazy forms match the same strings).
+ *  A leading ^ (or \A) and a trailing $ (or \Z, \z) are accepted: the match is whole anyway. Backreferences,
+ *  lookarounds, \b, inner anchors and other escapes are refused. */
 export function regexToGbnf(pattern: string): string {
   const p = new RegexToGbnf(pattern), body = p.alt(true);
   if (p.i < pattern.length) p.fail("unmatched )", p.i);

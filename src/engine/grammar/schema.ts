@@ -1,14 +1,8 @@
-// JSON Schema -> GBNF (after llama.cpp's json-schema-to-grammar): objects with properties in
-// declared order (optional ones may be left out, commas placed right), required,
-// additionalProperties (false by default when properties are given), strings (enum, const,
-// minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number and integer (with bounds: num-range.ts,
-// int-range.ts; multipleOf: multiple.ts), boolean, null, arrays (items, minItems, maxItems; tuples: prefixItems, or items
-// as an array with additionalItems), anyOf/oneOf, allOf (of one schema: pydantic v1's
-// described $ref; of object schemas: one merged object), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON.
-// Keywords that constrain values but cannot be enforced are errors (strict) or ignored (strict:
-// false). Also the generic JSON grammar for `response_format: {type: "json_object"}`.
-// Bounded (limits.ts): schemas nested over MAX_NESTING deep, over SCHEMA_WORK units of work (nodes, properties, list
-// entries, references) or over MAX_GBNF_CHARS of grammar are refused with a GrammarError, before the cost grows.
+// JSON Schema -> GBNF (after llama.cpp's json-schema-to-grammar): `schemaToGbnf` (the keywords it supports are
+// listed there), and the generic JSON grammar for `response_format: {type: "json_object"}`. Keywords that constrain
+// values but cannot be enforced are errors (strict) or ignored (strict: false). Bounded (limits.ts): schemas nested
+// over MAX_NESTING deep, over SCHEMA_WORK units of work (nodes, properties, list entries, references) or over
+// MAX_GBNF_CHARS of grammar are refused with a GrammarError, before the cost grows.
 // Pure; the converter state lives for one call.
 import { GrammarError } from "./errors.ts";
 import { MAX_GBNF_CHARS, MAX_NESTING, SCHEMA_WORK } from "./limits.ts";
@@ -393,7 +387,13 @@ class Converter {
   }
 }
 
-/** GBNF text (start rule `root`) whose strings are the JSON texts valid under `schema`. Throws GrammarError. */
+/** GBNF text (start rule `root`) whose strings are the JSON texts valid under `schema`. Throws GrammarError.
+ *  Supported: objects with properties in declared order (optional ones may be left out, commas placed right),
+ *  required, additionalProperties (false by default when properties are given), strings (enum, const,
+ *  minLength/maxLength, or a pattern: regex.ts, or a format: FORMATS), number and integer (with bounds: num-range.ts,
+ *  int-range.ts; multipleOf: multiple.ts), boolean, null, arrays (items, minItems, maxItems; tuples: prefixItems, or
+ *  items as an array with additionalItems), anyOf/oneOf, allOf (of one schema: pydantic v1's described $ref; of
+ *  object schemas: one merged object), local $ref (#/$defs, #/definitions, #), type lists, and `{}`/`true` = any JSON. */
 export function schemaToGbnf(schema: unknown, opts: SchemaOpts = {}): string {
   const c = new Converter(schema, { whitespace: opts.whitespace ?? "flexible", strict: opts.strict ?? true });
   const r = c.visit(schema, "root", "#", true);

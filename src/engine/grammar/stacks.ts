@@ -1,13 +1,9 @@
-// The byte matcher: llama.cpp-style pushdown stacks, determinized lazily. A stack is an interned
-// cons list of grammar positions still to match (top first); after expansion every top is a
-// terminal, or the stack is empty (= the grammar may end here). A set of stacks is a DState,
-// interned by its members, whose 256 byte transitions are computed on first use and memoized: the
-// grammar runs as a lazily built DFA, so a trie walk over a vocabulary costs one array lookup per
-// trie node once warm. Holds the intern tables (bounded: cleared, never corrupted, when they grow
-// past a budget) and, per DState, the cached token mask for one vocabulary. Bounded per operation
-// too (limits.ts): a state may hold at most MAX_LIVE_STACKS stacks, and each mask / token / start
-// may spend STEP_WORK stack visits (budget()); past either a GrammarError names the grammar as too
-// ambiguous, so an exponentially ambiguous grammar fails fast instead of doubling its stacks per byte.
+// The byte matcher: llama.cpp-style pushdown stacks, determinized lazily. A stack is an interned cons list of
+// grammar positions still to match (top first); after expansion every top is a terminal, or the stack is empty
+// (= the grammar may end here). A set of stacks is a DState, interned by its members, whose 256 byte transitions
+// are memoized on first use: a lazily built DFA, so a warm trie walk over a vocabulary costs one lookup per node.
+// State: the intern tables (bounded: cleared, never corrupted, when they grow past a budget) and, per DState, the
+// cached token mask for one vocabulary. Per-operation bounds: on Matcher.
 import { END, symRule, type CompiledGrammar } from "./compile.ts";
 import { GrammarError } from "./errors.ts";
 import { MAX_HELD_STACKS, MAX_LIVE_STACKS, STEP_WORK } from "./limits.ts";
@@ -35,6 +31,9 @@ const MAX_EXPAND_DEPTH = 3000; // expand's recursion (rules and nullable continu
 
 const ambiguous = (what: string) => new GrammarError(`grammar is too ambiguous: ${what} (merge alternatives that start alike)`);
 
+/** Bounded per operation too (limits.ts): a state may hold at most MAX_LIVE_STACKS stacks, and each mask / token /
+ *  start may spend STEP_WORK stack visits (budget()); past either a GrammarError names the grammar as too ambiguous,
+ *  so an exponentially ambiguous grammar fails fast instead of doubling its stacks per byte. */
 export class Matcher {
   readonly sym: Int32Array;
   readonly bits: Uint32Array;

@@ -8,7 +8,7 @@ import { GrammarError } from "./errors.ts";
 import { parseGbnf } from "./gbnf.ts";
 import { applyMask, tokenMask } from "./mask.ts";
 import { Matcher, type DState } from "./stacks.ts";
-import type { TokenVocab } from "./vocab.ts";
+import type { TokenVocab } from "../../model/vocab.ts";
 
 const enc = new TextEncoder();
 

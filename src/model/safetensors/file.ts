@@ -3,7 +3,7 @@
 // State: a SafeFile owns its fd until close().
 import * as fs from "node:fs";
 import { z } from "zod";
-import { pread } from "../../engine/hb.ts";
+import { pread } from "../../native/hb.ts";
 import { ModelError } from "../errors.ts";
 
 /** Bytes per element of every dtype we accept in a header (only the float ones and U8/I8 are used). */

@@ -1,6 +1,6 @@
 // Reading tensor data: raw bytes, or a float tensor as f32 (F32 / BF16 / F16 / F8_E4M3 with optional FP8
 // block scales), read on demand with pread into the caller's buffer (models are 370+ GB). No state.
-import { Conv, convert } from "../../engine/hb.ts";
+import { Conv, convert } from "../../native/hb.ts";
 import { ModelError } from "../errors.ts";
 import { type Dtype, preadExact, type TensorInfo } from "./file.ts";
 import { TensorStore } from "./store.ts";

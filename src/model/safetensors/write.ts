@@ -1,5 +1,5 @@
-// safetensors writer: header padded to a multiple of 8, tensors streamed in the given order into a temp
-// file that is renamed over the target when complete. No state.
+// safetensors writer: header padded to a multiple of 8, tensors streamed in the given order (a tensor's bytes
+// whole, or as chunks from an iterable) into a temp file that is renamed over the target when complete. No state.
 import * as fs from "node:fs";
 import { ModelError, show } from "../errors.ts";
 import { type Dtype, DTYPE_SIZE, Metadata, READ_CHUNK } from "./file.ts";
@@ -8,8 +8,9 @@ export interface TensorOut {
   name: string;
   dtype: Dtype;
   shape: number[];
-  /** the bytes, or a thunk called once when this tensor is written (lets converters stream) */
-  data: ArrayBufferView | (() => ArrayBufferView);
+  /** the bytes, or a thunk called once when this tensor is written (lets converters stream): its bytes whole, or
+   *  chunks in order (so a tensor larger than RAM can be written) */
+  data: ArrayBufferView | (() => ArrayBufferView | Iterable<ArrayBufferView>);
 }
 
 const bytesOf = (v: ArrayBufferView) => new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
@@ -58,8 +59,13 @@ export function writeSafetensors(path: string, tensors: TensorOut[], metadata?: 
     writeAll(fd, head);
     tensors.forEach((t, k) => {
       const v = typeof t.data === "function" ? t.data() : t.data;
-      if (v.byteLength !== sizes[k]) throw new ModelError(`data has ${v.byteLength} bytes, shape × dtype needs ${sizes[k]}`, { file: path, tensor: t.name, field: "data" });
-      writeAll(fd, bytesOf(v));
+      let n = 0;
+      for (const c of ArrayBuffer.isView(v) ? [v] : v) {
+        n += c.byteLength;
+        if (n > sizes[k]) break;
+        writeAll(fd, bytesOf(c));
+      }
+      if (n !== sizes[k]) throw new ModelError(`data has ${n}${n > sizes[k] ? "+" : ""} bytes, shape × dtype needs ${sizes[k]}`, { file: path, tensor: t.name, field: "data" });
     });
     fs.closeSync(fd);
     fs.renameSync(tmp, path);

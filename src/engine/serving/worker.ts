@@ -1,0 +1,127 @@
+// The engine worker (a Bun Worker): loads the model and tokenizer (and warms the expert cache), owns the Scheduler (KV slots,
+// queue) and runs its steps off the HTTP thread. Messages (protocol.ts) are handled between steps,
+// so a cancel frees its slot within one step. Posts `ready` (or `fatal`), request events and stats.
+// Grammars of constrained requests are compiled here (Scheduler → GrammarCache, an LRU by text); slot files
+// (POST /slots/{id}) are saved and restored here too, on idle slots.
+import { basename } from "node:path";
+import { loadModel, type Model } from "../model.ts";
+import { loadTokenizer } from "../../model/tokenizer.ts";
+import type { FromWorker, ToWorker } from "./protocol.ts";
+import { chunkOf, queueOf, type WorkerConfig } from "./config.ts";
+import { Scheduler, stepRows } from "./scheduler.ts";
+import { tokenizeCall } from "./tokenize-call.ts";
+import { slotCall } from "./slot-call.ts";
+import type { TextCodec } from "../../model/tokenizer.ts";
+import { attachExperts, warmExperts, type ExpertStore } from "../experts/index.ts";
+import { openDevice } from "../../device/device.ts";
+import { hb } from "../../native/hb.ts";
+
+declare const self: Worker;
+
+const STATS_MS = 250;
+let sched: Scheduler | null = null;
+let codec: TextCodec | null = null;
+let vocab = 0;
+let model: Model | null = null;
+let slotSavePath: string | undefined;
+let slotCtx = 0; // the slots' context: a restored file holds at most this many records
+let store: ExpertStore | null = null;
+let running = false;
+let lastStats = 0;
+
+function post(ev: FromWorker): void {
+  self.postMessage(ev);
+}
+
+function postStats(force: boolean): void {
+  const now = performance.now();
+  if (!sched || (!force && now - lastStats < STATS_MS)) return;
+  lastStats = now;
+  const x = store?.stats();
+  const experts = x && { hitRate: x.hitRate, hits: x.hits, misses: x.misses, bytesRead: x.bytesRead, readGBs: x.readGBs, waitMsPerToken: x.waitMsPerToken };
+  post({ t: "stats", stats: { ...sched.stats(), experts } });
+}
+
+/**
+ * Run scheduler steps while there is work, yielding to the event loop after each one (a promise on
+ * setImmediate: messages are delivered between steps; a callback chain of setImmediate starves them).
+ */
+async function loop(): Promise<void> {
+  if (running || !sched) return;
+  running = true;
+  try {
+    while (sched.hasWork()) {
+      sched.step();
+      postStats(!sched.hasWork());
+      await new Promise<void>((res) => setImmediate(res));
+    }
+  } finally {
+    running = false;
+  }
+  // between requests: move pins towards the recent heat, and persist the usage history
+  try { store?.repin(); store?.save(); } catch (e) { console.error(`experts: ${(e as Error).message}`); }
+}
+
+async function init({ engine: e, scheduler: sc, defaults: d }: WorkerConfig): Promise<void> {
+  try {
+    if (e.loadDelayMs) await Bun.sleep(e.loadDelayMs);
+    const threads = e.threads ? hb().hb_init(e.threads) : hb().hb_nthreads();
+    const m = loadModel(e.dir);
+    model = m;
+    slotSavePath = sc.slotSavePath;
+    codec = loadTokenizer(e.dir, e.chatTemplate);
+    vocab = m.cfg.vocab_size;
+    const ctx = Math.max(2, sc.longCtx && sc.ctx ? sc.ctx : Math.min(sc.ctx ?? 4096, m.cfg.max_position_embeddings));
+    slotCtx = ctx;
+    const log = (s: string) => void process.stderr.write(s + "\n"); // plain: a worker's console.error is red on a TTY
+    const small = (e.kvDtype ?? "f32") !== "f32";
+    const queue = queueOf(sc), chunk = chunkOf(sc);
+    store = attachExperts(m, { ...e.experts, ctx, rows: stepRows({ chunk, slots: sc.slots, draft: sc.draft }), sessions: sc.slots, kvDtype: e.kvDtype,
+      hiddenRows: sc.draft?.kind === "mtp", extraBytes: sc.cacheRam ?? 0, log }); // (the slots record hidden rows only to draft with the MTP head)
+    // an f16 / q8 cache runs on the CPU path only: the device chain's attention reads f32 rows
+    if (small && (e.device === "vulkan" || e.device === "webgpu")) throw new Error(`--kv-cache-dtype ${e.kvDtype} runs on the CPU path only (--device cpu or auto)`);
+    const dev = openDevice(m, small ? "cpu" : e.device ?? "auto", { layers: e.deviceLayers, kvBudgetRows: e.kvBudgetRows });
+    log(`device: ${dev.chain?.api ?? "cpu"} (${dev.why})`);
+    const forwardOpts = { exact: !!e.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
+    sched = new Scheduler(m, codec, { slots: sc.slots, ctx, queue, chunk, attn: e.attn, draft: sc.draft, forward: forwardOpts,
+      kvDtype: e.kvDtype, thinkBudget: d.thinkBudget, budgetMessage: d.budgetMessage, cacheRam: sc.cacheRam, schedulingPolicy: sc.schedulingPolicy,
+      maxTokens: d.maxTokens, seed: d.seed }, post);
+    if (sched.drafter) log(sched.drafter.describe());
+    // before `ready` (/health 503 "loading" meanwhile): the experts the cache will hold, so the first requests read none
+    const fits = store.plan?.fits ?? false;
+    warmExperts(store, { warm: e.warmup ?? fits, why: e.warmup === false ? "--no-warmup" : "the cache does not fit the RAM budget", log });
+    post({ t: "ready", info: { model: e.alias ?? (basename(e.dir.replace(/\/+$/, "")) || "model"), dir: e.dir, slots: sc.slots, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling } });
+    postStats(true);
+  } catch (e) {
+    post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
+  }
+}
+
+self.onmessage = (e: MessageEvent<ToWorker>) => {
+  const msg = e.data;
+  if (msg.t === "init") return void init(msg.config);
+  if (msg.t === "call") {
+    try {
+      if (!codec || !sched || !model) throw new Error("the model is not loaded");
+      const c = msg.call;
+      const value = c.op === "slot" ? slotCall(c, model, sched.slots.map((s) => ({ sess: s.sess, busy: s.job !== null })), slotSavePath, slotCtx)
+        : tokenizeCall(c, codec, vocab);
+      if (c.op === "slot") postStats(true); // /slots shows the slot's new length by the time the reply arrives
+      post({ t: "reply", rid: msg.rid, ok: true, value });
+    } catch (e) { post({ t: "reply", rid: msg.rid, ok: false, detail: e instanceof Error ? e.message : String(e) }); }
+    return;
+  }
+  if (!sched) {
+    if (msg.t === "submit") post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: "the model is not loaded" });
+    return;
+  }
+  try {
+    if (msg.t === "submit") sched.submit(msg.rid, msg.req);
+    else if (msg.t === "cancel") sched.cancel(msg.rid);
+    else if (msg.t === "stop") sched.stop(msg.rid);
+  } catch (err) {
+    if ("rid" in msg) post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) });
+  }
+  postStats(true);
+  void loop();
+};
