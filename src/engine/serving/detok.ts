@@ -1,12 +1,7 @@
-// Per-request detokenizer in the worker: token ids -> UTF-8-safe text deltas (TextCodec.stream,
-// special tokens skipped unless kept for tool calls) with stop strings applied; <think>/</think> tokens become marks so the chat
-// route can split reasoning_content. Alongside the text, the bytes of the literal stream (think tags
-// written out) for mux DATA frames: without stop strings each token's raw bytes (TextCodec.tokenBytes,
-// so a multi-byte character may be split across tokens); with stop strings the UTF-8 of the emitted
-// text, so bytes never run ahead of a stop string that is still being matched. Either way the bytes
-// of all pushes and finish() concatenate to the UTF-8 of the literal text (for valid UTF-8 output).
-// Stop strings are looked for only in the text of tokens after the first `minTokens` (vLLM's min_tokens).
-// State: the stream decoder, the stop matcher and the token count of one request.
+// Per-request detokenizer in the worker: token ids -> UTF-8-safe text deltas (TextCodec.stream, special tokens skipped
+// unless kept for tool calls) with stop strings applied (only after the first `minTokens`, vLLM's min_tokens);
+// <think>/</think> become marks for the reasoning split. Alongside, the bytes of the literal stream for mux DATA frames
+// (Detok's doc comment). State: the stream decoder, the stop matcher and the token count of one request.
 import type { TextCodec } from "../../model/tokenizer.ts";
 import { StopMatcher } from "../stop-text.ts";
 
@@ -31,6 +26,10 @@ const TAG = { think: "<think>", "/think": "</think>" } as const;
 
 export interface Piece { text: string; bytes: Uint8Array; mark?: "think" | "/think" }
 
+/** The bytes beside the text: without stop strings each token's raw bytes (TextCodec.tokenBytes: a multi-byte
+ *  character may split across tokens); with stop strings the UTF-8 of the emitted text, so bytes never run ahead of a
+ *  stop string still being matched. Either way all pushes and finish() concatenate to the UTF-8 of the literal text
+ *  (think tags written out) for valid UTF-8 output. */
 export class Detok {
   private dec: { push(id: number): string; flush(): string };
   private stop: StopMatcher;

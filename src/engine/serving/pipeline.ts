@@ -1,12 +1,9 @@
-// One request's per-token pipeline, the same for `serve`, `chat` (both through the scheduler: job.ts) and `generate`
-// (src/cli/generate.ts, through engine/generate.ts's TokenRules): one row of logits in, processed in place in this
-// order — penalties and logit_bias, bad_words, the grammar (behind its <think> gate), min_tokens (end and stop ids
-// banned), the thinking budget, allowed_token_ids — then the sampler's draw (or a draft's verification), the stop ids,
-// the detokenizer (UTF-8-safe text with stop strings, detok.ts) and the length limit: the token out with its text and
-// whether the output ends there. PipelineMaker builds one from a GenRequest with what every request on a model shares
-// (the end ids, the think tags, the grammar cache, the budget message, DRY's sequence breakers).
-// State: TokenPipeline, one request's (sampler, penalties, grammar, budget, detokenizer, tokens out);
-// PipelineMaker, its caches.
+// One request's per-token pipeline, the same for `serve`, `chat` (through the scheduler: job.ts) and `generate`
+// (through engine/generate.ts's TokenRules): one row of logits in — penalties and logit_bias, bad_words, the grammar
+// (behind its <think> gate), min_tokens, the thinking budget, allowed_token_ids, then the sampler's draw (or a draft's
+// check), the stop ids, the detokenizer with stop strings (detok.ts), the length limit — the token out with its text.
+// State: TokenPipeline, one request's (sampler, penalties, grammar, budget, detokenizer, tokens out); PipelineMaker
+// (built from a GenRequest with what a model's requests share: end ids, think tags, grammar cache, DRY breakers).
 import { Sampler } from "../sampler.ts";
 import { ThinkBudget } from "../think-budget.ts";
 import { badWordIds, banBadWords, penaltiesFor, type Penalties } from "../penalties.ts";

@@ -1,10 +1,7 @@
-// Turns a GenRequest's prompt into token ids in the worker (encode text, render the chat template,
-// check ids), and the checks every prompt must pass: not empty, shorter than the slot context.
-// A text is judged by its length before it is tokenized: B UTF-8 bytes are at least ceil(B / maxTokenBytes)
-// tokens (token-bound.ts), so a prompt that cannot fit is refused without the tokenizer's cost (CONTEXT_EXCEEDED
-// `<least> <ctx> <bytes> <maxTokenBytes>`: the last two words say it is a lower bound), and at most
-// ctx × maxTokenBytes bytes of one prompt are ever tokenized (with truncation too: longer ones are refused).
-// Also the logprob report of one sampled token. Pure functions of (request, codec, limits).
+// Turns a GenRequest's prompt into token ids in the worker (encode text, render the chat template, check ids) and
+// the checks every prompt passes: not empty, shorter than the slot context. A text is judged by its bytes first
+// (leastTokens), so a prompt that cannot fit is refused without the tokenizer's cost and at most ctx × maxTokenBytes
+// bytes of one prompt are ever tokenized. Also the logprob report of one sampled token. Pure functions.
 import type { TextCodec } from "../../model/tokenizer.ts";
 import type { ErrorCode, PromptSpec, TopLogprob } from "./protocol.ts";
 
@@ -25,7 +22,9 @@ export function promptParts(p: PromptSpec, codec: TextCodec): readonly (number |
   return p.kind === "ids" ? p.ids : p.kind === "parts" ? p.parts : [p.kind === "text" ? p.text : chatText(p, codec)];
 }
 
-/** The fewest tokens `parts` can encode to, from their lengths alone: one per id, ceil(bytes / maxTokenBytes) per text. */
+/** The fewest tokens `parts` can encode to, from their lengths alone: one per id, ceil(bytes / maxTokenBytes) per text
+ *  (model/token-bound.ts). A prompt refused by it is CONTEXT_EXCEEDED `<least> <ctx> <bytes> <maxTokenBytes>` (the last
+ *  two words mark it a lower bound). */
 export function leastTokens(parts: readonly (number | string)[], codec: TextCodec): { tokens: number; bytes: number } {
   let tokens = 0, bytes = 0;
   for (const t of parts) {

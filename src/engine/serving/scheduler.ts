@@ -1,36 +1,8 @@
-// Continuous batching over N KV slots, inside the engine worker. Owns the slots (each a conversation:
-// KVCache + the token history those rows hold, invariant tokens.length === kv.len), the queue of waiting
-// jobs (by priority, then arrival), the running jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse:
-// truncate the slot past the common prefix, prefill only the suffix), then runs ONE forward over a
-// ragged batch: a 1-row segment per decoding job plus up to `chunk` prefill rows, and samples (job.ts: what a job
-// holds; pipeline.ts: each job's per-token rules, the same `generate` runs). Penalties and logit_bias
-// (engine/penalties.ts) change a job's logits first.
-// Constrained output: a job with a grammar has a GrammarState; its logits are masked before
-// sampling (nothing allowed → finish "stop"), the sampled token is accepted after, and a grammar
-// that is done (an end id, or complete with nothing that can follow) finishes the job with "stop".
-// Logprobs then describe the processed (penalised, masked) distribution (see prepare.ts logprobsOf).
-// Echo: a job that asks for its prompt back gets a `prompt` event when its prefill ends; with logprobs its
-// prefill chunks get logits on every row (raw distributions: the prompt was not sampled) and it skips prefix
-// reuse, so every prompt token after the first has its logprob. max_tokens 0 then ends the job right there.
-// Speculative decoding (`draft`, drafter.ts): a decoding job may append drafts to its pending token (each slot
-// is a Session: with MTP drafts its MTP cache absorbs the main model's hidden rows after every prefill chunk and
-// at each draft); its segment then gets logits on every row, and the rows are sampled in order as if decoded one
-// by one (penalties, grammar, stops and logprobs see each token in turn), each draft kept while the sampled
-// token equals it (greedy: the argmax; sampled: engine/speculative.ts's rejection rule); the KV rows past the
-// kept ones are dropped.
-// Thinking budget (engine/think-budget.ts): a job with one counts its tokens inside <think> and then forces the
-// budget message and </think>, as one more mask on its logits. A job with a grammar that may think first (its prompt
-// left <think> open, or a chat with thinking on whose first token may open it) is constrained from the token after
-// </think> on, as vLLM's reasoning parsers and llama.cpp do: the reasoning free, the answer under the grammar.
-// Prompt cache (engine/prompt-cache.ts, --cache-ram): a slot's history about to be overwritten is parked in host memory
-// first, and a prompt that starts with a parked history takes its rows back when that beats every slot's prefix.
-// Embeddings (engine/pooling.ts): a job with `embed` pools its prompt rows' final hidden states as each chunk is
-// prefilled (mean and cls need every row: no prefix reuse) and ends after its prefill with an `embedding` event.
-// Preemption (`schedulingPolicy` "priority", vLLM's): with every slot busy, a waiting job of strictly lower `priority` than
-// the least urgent running one (the latest admitted among equals) takes its slot; that job goes back to the queue
-// ahead of its priority class. One still in its prefill starts it again; one decoding keeps its state (sampler,
-// penalties, grammar, detokenizer) and on readmission prefills its history again (prompt + output so far: prefix
-// reuse and the prompt cache apply), then goes on with its pending token — the same tokens as if never preempted.
+// Continuous batching over N KV slots, inside the engine worker. Owns the slots (each a Session: KV cache + the token
+// history its rows hold, tokens.length === kv.len), the queue of waiting jobs (by priority, then arrival), the running
+// jobs and one RunState. `step()` admits waiting jobs into free slots (prefix reuse, the prompt cache, preemption),
+// then runs ONE forward over a ragged batch — a 1-row segment per decoding job (+ its drafts) and up to `chunk`
+// prefill rows — and samples each job's rows through its pipeline (pipeline.ts). The rules: Scheduler's doc comment.
 import { forward, type ForwardOpts } from "../forward.ts";
 import { lcp, Session } from "../session.ts";
 import { newKV, type Model } from "../model.ts";
@@ -72,6 +44,28 @@ const PREALLOC = 8192;
 const COPY_MIN = 16;
 const utf8 = new TextEncoder();
 
+/**
+ * The rules of a step, in the order they apply:
+ * - Prefix reuse: a job admitted to a slot truncates it past the common prefix and prefills only the suffix. The
+ *   prompt cache (engine/prompt-cache.ts, --cache-ram) parks a history about to be overwritten in host memory, and a
+ *   prompt that starts with it takes its rows back when that beats every slot's prefix.
+ * - Sampling: each job's logits go through its TokenPipeline (penalties, grammar, min_tokens, the thinking budget,
+ *   the sampler, stops). A grammar that allows nothing, or is done, finishes the job with "stop"; logprobs describe the
+ *   processed distribution (prepare.ts logprobsOf). A job with a grammar that may think first is constrained from the
+ *   token after </think>, as vLLM's reasoning parsers and llama.cpp do.
+ * - Echo: a job asking for its prompt gets a `prompt` event when its prefill ends; with logprobs its prefill chunks get
+ *   logits on every row (no prefix reuse), and max_tokens 0 ends it there.
+ * - Speculative decoding (drafter.ts): a decoding job may append drafts; its segment gets logits on every row, sampled
+ *   in order as if decoded one by one, each draft kept while the sampled token equals it (greedy: the argmax; sampled:
+ *   engine/speculative.ts's rejection rule); KV rows past the kept ones are dropped. With MTP drafts the slot's MTP
+ *   cache absorbs the main model's hidden rows after every prefill chunk and at each draft.
+ * - Embeddings (engine/pooling.ts): a job with `embed` pools its prompt rows' final hidden states chunk by chunk (mean
+ *   and cls need every row: no prefix reuse) and ends after its prefill with an `embedding` event.
+ * - Preemption (schedulingPolicy "priority", vLLM's): with every slot busy, a waiting job of strictly lower `priority`
+ *   than the least urgent running one (the latest admitted among equals) takes its slot; that job goes back to the
+ *   queue ahead of its class. One in its prefill starts again; one decoding keeps its state and on readmission
+ *   prefills its history again, then goes on with its pending token: the same tokens as if never preempted.
+ */
 export class Scheduler {
   readonly slots: Slot[];
   private queue: Job[] = [];
