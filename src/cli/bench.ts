@@ -3,7 +3,8 @@
 // from shapes), the machine's memory read bandwidth (libhb's probe: a 1 GiB buffer read by every pool thread) and the
 // roofline fraction bytes/token × tok/s ÷ bandwidth. Both vary on a shared machine: each timed run is preceded by its
 // own probe and the report takes the best of each. `benchModel` is also used by bench/run.ts. Stateless.
-import { type Command, parseCli, intOption, UsageError } from "./common.ts";
+import { type Command, parseCli, intOption, QUALITY_HELP, qualityFlags, qualityOptions, UsageError } from "./common.ts";
+import { policyReport, type QualityPolicy } from "../engine/quality.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { argmax, Session } from "../engine/session.ts";
 import { hb, memBandwidth, weightBytes } from "../native/hb.ts";
@@ -15,7 +16,7 @@ import { command as serveBench } from "./bench-serve.ts";
 import { command as profileBench } from "./bench-profile.ts";
 
 const help = `usage: hummingbird bench [--model DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--warmup 8] [--threads N]
-       [--exact] [--json] [--cold [--expert-cache N]] [--device vulkan|webgpu [--kv-budget ROWS]]
+       [--exact] [--json] [--experts-per-token K] [--router-top-p P] [--cold [--expert-cache N]] [--device vulkan|webgpu [--kv-budget ROWS]]
        hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8]
        hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128]   (time per kind of libhb call)
 
@@ -32,15 +33,18 @@ each preceded by a memory read-bandwidth probe (1 GiB read by every pool thread)
 prefill and decode rates, the weight bytes the matmul kernels read per decoded token (counted), the best
 bandwidth, and the roofline fraction (bytes/token × decode tok/s ÷ bandwidth). --exact: f32 activations (default: fast mode). --threads: pool size (default: HB_THREADS
 or the physical cores). The machine may be shared: compare runs made in the same invocation.
+--experts-per-token / --router-top-p: time the model under a quality policy (as serve's; reported in the result).
+${QUALITY_HELP}
 ${EXPERT_HELP}`;
 
 /** warmup: untimed generations before the timed ones (JSC compiles the per-step TypeScript to its optimizing
  *  tiers over the first few hundred steps; a server runs in that steady state) */
-export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean; warmup: number }
+export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean; warmup: number; quality?: QualityPolicy }
 export interface Timing { prefill_tok_s: number; decode_tok_s: number; bytes_per_token: number }
 export interface BenchResult extends Timing {
   model: string; threads: number; simd: string; mode: "exact" | "fast"; prompt_tokens: number; gen: number;
   decode_ms_per_token: number; membw_gb_s: number; roofline: number;
+  quality_policies: ReturnType<typeof policyReport>;
 }
 
 
@@ -67,7 +71,7 @@ function once(s: Session, prompt: number[], gen: number): Timing {
  * experts read and the JIT warm during the warm-up, not in the timed runs.
  */
 export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0): Timing & { bw: number } {
-  const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens), s = new Session(m, { exact: o.exact, hidden: false });
+  const prompt = benchPrompt(m.cfg.vocab_size, o.promptTokens), s = new Session(m, { exact: o.exact, hidden: false, ...(o.quality ? { quality: o.quality } : {}) });
   for (let i = 0; i < Math.max(1, o.warmup); i++) once(s, prompt, o.gen);
   const best = { prefill_tok_s: 0, decode_tok_s: 0, bytes_per_token: 0, bw: 0 };
   for (let r = 0; r < Math.max(1, o.reps); r++) {
@@ -94,13 +98,16 @@ export function benchModel(m: Model, o: BenchOpts): BenchResult {
     prompt_tokens: o.promptTokens, gen: o.gen, ...t,
     decode_ms_per_token: t.decode_tok_s > 0 ? 1000 / t.decode_tok_s : 0,
     membw_gb_s: bw / 1e9, roofline: bw > 0 ? (t.bytes_per_token * t.decode_tok_s) / bw : 0,
+    quality_policies: policyReport(o.quality),
   };
 }
 
 export function formatResult(r: BenchResult): string {
   const mb = (r.bytes_per_token / 1e6).toFixed(1);
   return [
-    `model ${r.model}: ${r.mode} mode, ${r.threads} thread(s), ${r.simd}`,
+    `model ${r.model}: ${r.mode} mode, ${r.threads} thread(s), ${r.simd}` +
+      (r.quality_policies.experts_per_token !== null ? `, --experts-per-token ${r.quality_policies.experts_per_token}` : "") +
+      (r.quality_policies.router_top_p !== null ? `, --router-top-p ${r.quality_policies.router_top_p}` : ""),
     `prefill  ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens)`,
     `decode   ${r.decode_tok_s.toFixed(1)} tok/s (${r.decode_ms_per_token.toFixed(2)} ms/token, ${r.gen} tokens)`,
     `weights  ${mb} MB read per decoded token`,
@@ -117,7 +124,7 @@ export const command: Command = {
     if (argv[0] === "profile") return profileBench.run(argv.slice(1));
     const s = { type: "string" } as const;
     const r = parseCli(argv, { model: s, "prompt-tokens": s, gen: s, reps: s, warmup: s, threads: s, exact: { type: "boolean" },
-      json: { type: "boolean" }, cold: { type: "boolean" }, device: s, "kv-budget": s, ...expertFlags }, help);
+      json: { type: "boolean" }, cold: { type: "boolean" }, device: s, "kv-budget": s, ...expertFlags, ...qualityFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const int = (k: string, d: number) => (v[k as keyof typeof v] === undefined ? d : intOption(String(v[k as keyof typeof v]), k, help));
@@ -127,6 +134,9 @@ export const command: Command = {
     const xo = expertOptions(v, help);
     if (v.threads !== undefined) hb().hb_init(intOption(v.threads, "threads", help));
     const dir = v.model ?? benchModelDir();
+    const { quality } = qualityOptions(v, dir, help, (l) => process.stderr.write(`hummingbird bench: ${l}\n`));
+    if (quality) o.quality = quality;
+    if (quality && (v.cold || v.device !== undefined)) throw new UsageError("--experts-per-token / --router-top-p time the CPU decode: not with --cold or --device", help);
     const out = (res: unknown, text: string) => process.stdout.write((v.json ? JSON.stringify(res) : text) + "\n");
     if (v.cold) {
       const res = benchCold({ dir, slots: xo.slots ? [xo.slots] : undefined, tokens: o.gen, direct: xo.direct, mmap: xo.mmap,

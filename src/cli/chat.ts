@@ -4,7 +4,7 @@
 // this thread, so Ctrl-C stops a reply (the partial reply is kept) and Ctrl-C at the prompt quits (exit 0). /help lists
 // the commands, /reset clears the history, /exit (or the end of input) quits; an empty reply says so (dim). State: the messages so far and the engine.
 import { existsSync } from "node:fs";
-import { type Command, defaultModel, threadsAndTemplate, intOption, KV_HELP, kvOption, numOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError } from "./common.ts";
+import { type Command, defaultModel, threadsAndTemplate, intOption, KV_HELP, kvOption, numOption, QUALITY_HELP, qualityFlags, qualityOptions, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError } from "./common.ts";
 import { EngineClient } from "../server/engine-client.ts";
 import { ThinkSplit } from "../server/think.ts";
 import { PREFILL_CHUNK } from "../engine/serving/config.ts";
@@ -39,6 +39,7 @@ input or Ctrl-C at the prompt quits. Without --model (or -m): the embedded demo 
 ${CLI_LAUNCH_HELP}
 ${REASONING_HELP}
 ${KV_HELP}
+${QUALITY_HELP}
 ${EXPERT_HELP}
 ${WARMUP_HELP}
 ${DEVICE_HELP}`;
@@ -57,7 +58,7 @@ export const command: Command = {
   async run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(rewriteLaunchArgs(argv, false), { model: { ...s, short: "m" }, system: s, "max-tokens": { ...s, short: "n" }, ctx: { ...s, short: "c" }, temperature: s, "top-p": s, seed: s, draft: s,
-      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags, ...warmupFlags, ...deviceFlags, ...cliLaunchFlags }, help);
+      stop: { type: "string", multiple: true }, think: b, exact: b, timings: b, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...reasoningFlags, ...expertFlags, ...warmupFlags, ...deviceFlags, ...qualityFlags, ...cliLaunchFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     applyLaunch(v, launchOptions(v, help), help); // llama-cli's -ngl, -ctk / -ctv
@@ -73,8 +74,9 @@ export const command: Command = {
     const longCtx = v.ctx !== undefined && ctxPastLimit(dir, ctx, `--ctx ${v.ctx}`, help, (l) => process.stderr.write(`hummingbird chat: ${l}\n`));
     // the attention form the generate command picks (auto): one conversation, so no batch to stay independent of
     const reasoning = reasoningOptions(v, help), kv = kvOption(v, help);
+    const quality = qualityOptions(v, dir, help, (l) => process.stderr.write(`hummingbird chat: ${l}\n`));
     const engine = new EngineClient({
-      engine: { dir, attn: "auto", exact: !!v.exact, experts, warmup, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows, ...text, ...kv },
+      engine: { dir, attn: "auto", exact: !!v.exact, ...quality, experts, warmup, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows, ...text, ...kv },
       scheduler: { slots: 1, ctx, longCtx, queue: 0, chunk: PREFILL_CHUNK, draft }, defaults: reasoning });
     let current: ReturnType<EngineClient["submit"]> | null = null;
     // Ctrl-C at the prompt (or while loading): a clean quit (a newline, exit 0: no "exited with code 130" from `bun run`)

@@ -7,6 +7,8 @@ import { demoBanner, demoModelDir } from "../model/demo.ts";
 import { KV_DTYPES, type KvDtype } from "../native/hb.ts";
 import { flagHint } from "./suggest.ts";
 import { choice, intOption, UsageError } from "../engine/options.ts";
+import { loadConfig } from "../model/config.ts";
+import { policyError, policyWarnings, type QualityPolicy } from "../engine/quality.ts";
 
 export { choice, intOption, UsageError } from "../engine/options.ts";
 export { fmtBytes } from "../progress.ts";
@@ -75,6 +77,35 @@ export function kvOption(v: { "kv-cache-dtype"?: string; exact?: boolean }, help
   const t = v["kv-cache-dtype"] === undefined ? "f32" : choice(v["kv-cache-dtype"], "kv-cache-dtype", KV_DTYPES, help);
   if (t !== "f32" && v.exact) throw new UsageError(`--kv-cache-dtype ${t} is a fast-mode option: not with --exact`, help);
   return t !== "f32" ? { kvDtype: t } : {};
+}
+
+/** --experts-per-token K and --router-top-p P: the opt-in quality policies (src/engine/quality.ts) of serve, chat,
+ *  generate and bench. Off by default (the model as trained); each prints a loud warning when on. */
+export const QUALITY_HELP = `  --experts-per-token K  run only the top K (1..num_experts_per_tok) of each token's routed experts, their gates
+                   normalized over the K: faster, LOWER QUALITY (not the model as trained; default: off)
+  --router-top-p P  of each token's chosen experts keep the fewest, by routing weight, whose weights reach P
+                   (0 < P ≤ 1), renormalized: faster, LOWER QUALITY (default: off)`;
+export const qualityFlags = { "experts-per-token": { type: "string" }, "router-top-p": { type: "string" } } as const;
+export function qualityOptions(v: { "experts-per-token"?: string; "router-top-p"?: string }, dir: string | undefined, help: string,
+  warn: (line: string) => void): { quality?: QualityPolicy } {
+  const q: QualityPolicy = {};
+  const k = v["experts-per-token"], p = v["router-top-p"];
+  if (k !== undefined) {
+    q.expertsPerToken = intOption(k, "experts-per-token", help);
+    if (q.expertsPerToken < 1) throw new UsageError(`--experts-per-token must be ≥ 1, got ${JSON.stringify(k)}`, help);
+  }
+  if (p !== undefined) {
+    const x = Number(p);
+    if (p.trim() === "" || !Number.isFinite(x) || x <= 0 || x > 1) throw new UsageError(`--router-top-p must be a number in (0, 1], got ${JSON.stringify(p)}`, help);
+    q.routerTopP = x;
+  }
+  if (k === undefined && p === undefined) return {};
+  let topk: number | undefined;
+  try { if (dir !== undefined) topk = loadConfig(dir).num_experts_per_tok; } catch { /* a config that does not load: left to the loader */ }
+  const why = topk === undefined ? null : policyError(q, topk);
+  if (why) throw new UsageError(why, help);
+  for (const l of policyWarnings(q, topk)) warn(l);
+  return { quality: q };
 }
 
 /** --reasoning-budget N (−1: none, llama-server's default; 0: </think> at once) and --reasoning-budget-message TEXT, as

@@ -5,7 +5,7 @@
 // conversation lives in DIR/slot-N.kv: its cached prefix is reused and the history saved after.
 import { mkdirSync, readFileSync } from "node:fs";
 import { schemaToGbnf } from "../engine/grammar/index.ts";
-import { type Command, defaultModel, parseCli, required, intOption, choice, numOption, UsageError, threadsAndTemplate, KV_HELP, kvOption } from "./common.ts";
+import { type Command, defaultModel, parseCli, required, intOption, choice, numOption, UsageError, threadsAndTemplate, KV_HELP, kvOption, QUALITY_HELP, qualityFlags, qualityOptions } from "./common.ts";
 import { hb } from "../native/hb.ts";
 import { promptIds } from "./ids.ts";
 import { loadModel, newKV } from "../engine/model.ts";
@@ -58,6 +58,7 @@ Greedy at --temperature 0 (the default). Without --json, streams the decoded tex
 --state DIR: keep the conversation in DIR/slot-N.kv (N = --slot, default 0): the prompt's common
   prefix with the saved history is not prefilled again, and the history is saved afterwards.
 ${KV_HELP}
+${QUALITY_HELP}
 ${EXPERT_HELP}
 ${DEVICE_HELP}`;
 
@@ -97,7 +98,7 @@ export const command: Command = {
   run(argv) {
     const s = { type: "string" } as const, b = { type: "boolean" } as const;
     const r = parseCli(rewriteLaunchArgs(argv, false), { model: { ...s, short: "m" }, ids: s, prompt: { ...s, short: "p" }, chat: b, "max-tokens": { ...s, short: "n" }, temperature: s, "top-p": s,
-      "top-k": s, "min-p": s, "typical-p": s, xtc: s, "top-n-sigma": s, "dynatemp-range": s, "dynatemp-exp": s, mirostat: s, "mirostat-ent": s, "mirostat-lr": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "min-tokens": s, "reasoning-budget": s, "reasoning-budget-message": s, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...expertFlags, ...deviceFlags, ...cliLaunchFlags }, help);
+      "top-k": s, "min-p": s, "typical-p": s, xtc: s, "top-n-sigma": s, "dynatemp-range": s, "dynatemp-exp": s, mirostat: s, "mirostat-ent": s, "mirostat-lr": s, seed: s, "presence-penalty": s, "frequency-penalty": s, "repetition-penalty": s, "logit-bias": s, json: b, exact: b, draft: s, "draft-len": s, state: s, slot: s, grammar: s, "json-schema": s, stop: { type: "string", multiple: true }, "min-tokens": s, "reasoning-budget": s, "reasoning-budget-message": s, "chat-template": s, threads: { ...s, short: "t" }, "kv-cache-dtype": s, ...expertFlags, ...deviceFlags, ...qualityFlags, ...cliLaunchFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     applyLaunch(v, launchOptions(v, help), help); // llama-cli's -ngl, -ctk / -ctv
@@ -126,6 +127,7 @@ export const command: Command = {
     const xo = expertOptions(v, help), { threads, chatTemplate } = threadsAndTemplate(v, help), { kvDtype } = kvOption(v, help);
     if (kvDtype && (v.device === "vulkan" || v.device === "webgpu")) throw new UsageError(`--kv-cache-dtype ${kvDtype} runs on the CPU path only (--device cpu or auto)`, help);
     const dir = v.model ?? defaultModel("generating with", (l) => process.stderr.write(`hummingbird generate: ${l}\n`), help);
+    const { quality } = qualityOptions(v, dir, help, (l) => process.stderr.write(`hummingbird generate: ${l}\n`));
     if (threads !== undefined) hb().hb_init(threads);
     const m = loadModel(dir);
     if (draftArg === "mtp" && !m.w.mtp) throw new UsageError("--draft mtp: this model has no MTP layer", help);
@@ -141,7 +143,7 @@ export const command: Command = {
     }
     try {
       const exact = !!v.exact;
-      const fwd = { exact, ...dev.forward };
+      const fwd = { exact, ...(quality ? { quality } : {}), ...dev.forward };
       const session = kvf?.load(fwd) ?? (kvDtype ? new Session(m, fwd, { kv: newKV(m, 64, kvDtype) }) : undefined);
       const codec = loadTokenizer(dir), text = !v.json;
       // the request as serve would get it, through the same per-token pipeline

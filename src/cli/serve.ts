@@ -14,7 +14,7 @@ import { runStdio } from "../server/stdio.ts";
 import { POOLINGS } from "../engine/pooling.ts";
 import { startStatsLog } from "../server/stats-log.ts";
 import { applyLaunch, LAUNCH_HELP, launchFlags, launchOptions, rewriteLaunchArgs } from "./launch-compat.ts";
-import { choice, defaultModel, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
+import { choice, defaultModel, threadsAndTemplate, intOption, KV_HELP, kvOption, parseCli, QUALITY_HELP, qualityFlags, qualityOptions, REASONING_HELP, reasoningFlags, reasoningOptions, UsageError, type Command } from "./common.ts";
 
 const help = `usage: hummingbird serve [DIR | --model DIR] [--host 127.0.0.1] [--port 8080] [--slots N] [--ctx N | --ctx-size N]
                          [--queue N] [--scheduling-policy fcfs|priority] [--prefill-chunk N] [--attn auto|naive|absorbed] [--api-key KEY | --api-key-file F]
@@ -99,6 +99,7 @@ options:
                    ?action=erase; created if missing (llama-server's flag and API)
 ${REASONING_HELP}
 ${KV_HELP}
+${QUALITY_HELP}
 ${LAUNCH_HELP}
   --timeout S      seconds a silent client keeps its connection: between requests on a kept-alive connection,
                    and while its request body stalls (default 10; vLLM keeps idle connections 5 s, llama-server's
@@ -147,7 +148,7 @@ async function run(argv: string[]): Promise<number> {
     cors: { type: "string" }, threads: { type: "string", short: "t" }, "no-ui": { type: "boolean" }, quiet: { type: "boolean" }, "disable-log-stats": { type: "boolean" }, "slot-save-path": { type: "string" }, exact: { type: "boolean" }, ...reasoningFlags,
     "chat-template-kwargs": { type: "string" }, "default-chat-template-kwargs": { type: "string" }, "generation-config": { type: "string" },
     pooling: { type: "string" }, "scheduling-policy": { type: "string" }, "cache-ram": { type: "string" }, "ssl-keyfile": { type: "string" }, "ssl-certfile": { type: "string" }, "ssl-key-file": { type: "string" },
-    "ssl-cert-file": { type: "string" }, "drain-timeout": { type: "string" }, ...connectionFlags, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...warmupFlags, ...deviceFlags,
+    "ssl-cert-file": { type: "string" }, "drain-timeout": { type: "string" }, ...connectionFlags, ...samplingFlags, ...launchFlags, "kv-cache-dtype": { type: "string" }, ...expertFlags, ...warmupFlags, ...deviceFlags, ...qualityFlags,
   }, help, true);
   if (!r) return (process.stdout.write(help + "\n"), 0);
   const v = r.values;
@@ -187,6 +188,7 @@ async function run(argv: string[]): Promise<number> {
   // (parsed in this order: the first bad flag is the one reported)
   const draft = draftOption(v.draft, v["draft-len"], help), exact = !!v.exact, experts = expertOptions(v, help), warmup = warmupOption(v, help);
   const text = threadsAndTemplate(v, help), slotDir = slotSavePath(v["slot-save-path"], help), reasoning = reasoningOptions(v, help), kv = kvOption(v, help);
+  const quality = qualityOptions(v, dir, help, log);
   const cacheRam = v["cache-ram"] !== undefined ? cacheRamOption(v["cache-ram"], help) : undefined;
   const templateKwargs = templateKwargsOption(v["chat-template-kwargs"], v["default-chat-template-kwargs"], help);
   if (v.alias !== undefined && v.alias.trim() === "") throw new UsageError("--alias must not be empty", help);
@@ -202,7 +204,7 @@ async function run(argv: string[]): Promise<number> {
   const cors = corsOption(v.cors, help), connection = connectionOptions(v, help);
   // the options, parsed once: the engine worker gets { engine, scheduler, defaults }, the HTTP app `http` (and `defaults`)
   const config: ServeConfig = {
-    engine: { dir, alias: v.alias, attn, exact, experts, warmup, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows, ...text, ...kv },
+    engine: { dir, alias: v.alias, attn, exact, ...quality, experts, warmup, device: dev.mode, deviceLayers: dev.layers, kvBudgetRows: dev.kvBudgetRows, ...text, ...kv },
     scheduler: { slots, ctx, longCtx, queue, chunk, draft, schedulingPolicy, slotSavePath: slotDir, ...(cacheRam !== undefined ? { cacheRam } : {}) },
     defaults: { sampling, generationConfig, templateKwargs, pooling, ...reasoning,
       ...(launch.maxTokens !== undefined ? { maxTokens: launch.maxTokens } : {}), ...(launch.seed !== undefined ? { seed: launch.seed } : {}) },

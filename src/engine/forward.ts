@@ -11,6 +11,7 @@ import { mlp, moe } from "./moe.ts";
 import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
+import { activePolicy, type QualityPolicy } from "./quality.ts";
 
 /** Runs layers [lo, hi) somewhere else (the Vulkan chain): its first `n` layers replace the CPU's. k: as runLayers'
  *  (the model's last layer, when it runs there, needs its FFN only for the first k rows of st.keep). */
@@ -23,6 +24,8 @@ export interface ForwardOpts {
   executor?: LayerExecutor; // layers [0, executor.n) run there, the rest on the CPU
   attn?: AttnMode;          // naive / absorbed / auto (cost model)
   exact?: boolean;          // f32 activations; when given it sets RunState.exact (default: fast)
+  quality?: QualityPolicy | null; // opt-in router policies (quality.ts); when given it sets RunState.quality
+                            // (absent / null: the model as trained, the default path)
   logits?: "all" | "last" | "none"; // which rows get lm_head (last = last row of each segment)
   hidden?: boolean;         // every row's final hidden state is wanted in st.x (MTP input, pooling); else only
                             // the rows that get logits: the last layer's FFN skips the others (llama.cpp's out_ids)
@@ -122,6 +125,7 @@ export function head(m: Model, st: RunState, segs: Segment[], S: number, which: 
 /** Run the batch: rows st.x <- embed(ids); layers 0..L-1; head. KV caches advance past their rows. */
 export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>, opts: ForwardOpts = {}): number {
   if (opts.exact !== undefined) st.exact = opts.exact;
+  if (opts.quality !== undefined) st.quality = activePolicy(opts.quality);
   const S = embed(m, st, segs, ids);
   const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L), which = opts.logits ?? "all";
   const k = opts.hidden ? S : keptRows(st, segs, S, which);

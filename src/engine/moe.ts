@@ -1,5 +1,6 @@
 // The FFNs (spec §3.4): the dense SwiGLU MLP, and the MoE with the sigmoid router (bias only for choosing, optional
-// group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c), batch-union expert execution (each
+// group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c; the opt-in quality policies that run
+// fewer experts: quality.ts, through RunState.quality), batch-union expert execution (each
 // chosen expert runs once over all its rows) and the ungated shared expert. Reads x = st.xb [S, D], writes
 // st.ao [S, D]. A streamed Moe (src/engine/experts/): see `routed`.
 // State: routes, the rows grouped by expert, their gates and the union live in RunState; the experts' matmul
@@ -8,6 +9,7 @@ import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
 import { add, Fmt, gatherRows, ManyBuilder, MANY_W, moeRoute, packMat, scatterAxpy, swiglu } from "../native/hb.ts";
 import { mm, mmMany } from "./mat.ts";
+import { groupRoutes, routePolicy } from "./quality.ts";
 import type { RunState } from "./state.ts";
 
 /** y [S,D] = W_down (silu(W_gate x) ⊙ W_up x) for S rows of x [S,D] */
@@ -53,8 +55,12 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
   if (!zReady) mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
   // route each row; its (row, gate) pairs grouped by expert (rows ascending within each) and the union, in one call
   const off = st.moff, mrows = st.mrows, mgates = st.mgates;
-  const nu = moeRoute(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
-    st.mexp, st.mgate, { off, rows: mrows, gates: mgates, uni: st.muni, cnt: st.mcnt });
+  // (an opt-in quality policy, st.quality: fewer experts per row, quality.ts; absent: ffi/route.c's choice as trained)
+  const q = st.quality;
+  const nu = q ? groupRoutes(S, E, routePolicy(cfg, q, S, st.z, w.bias, st.mexp, st.mgate, st.mkept), st.mexp, st.mgate, st.mkept,
+      off, mrows, mgates, st.muni, st.mcnt)
+    : moeRoute(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
+      st.mexp, st.mgate, { off, rows: mrows, gates: mgates, uni: st.muni, cnt: st.mcnt });
   y.fill(0, 0, S * D);
   const union = Array.from(st.muni.subarray(0, nu)), counts = Array.from(st.mcnt.subarray(0, nu));
   const batch = w.resolve?.(union, counts);

@@ -5,6 +5,7 @@
 import { rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
 import { block, embedRow, type ForwardOpts } from "./forward.ts";
+import { activePolicy } from "./quality.ts";
 import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
 import type { KVCache } from "./kv.ts";
@@ -20,6 +21,7 @@ export function mtpForward(m: Model, st: RunState, kv: KVCache, pos0: number, to
   if (!mt) throw new Error("this model has no MTP layer");
   const c = m.cfg, D = c.hidden_size, eps = c.rms_norm_eps, n = tokens.length;
   if (opts.exact !== undefined) st.exact = opts.exact;
+  if (opts.quality !== undefined) st.quality = activePolicy(opts.quality);
   st.ensure(n, pos0 + n);
   if (pos0 > kv.len) throw new Error(`MTP position ${pos0} leaves a gap after ${kv.len} rows`);
   kv.reserve(pos0 + n);

@@ -6,6 +6,7 @@
 // position: the MTP head's input) and the incremental MTP state (`mtpKV` + which of its rows are real pairs).
 import { forward, type ForwardOpts } from "./forward.ts";
 import { mtpForward } from "./mtp.ts";
+import { activePolicy } from "./quality.ts";
 import { newKV, newMtpKV, type Model } from "./model.ts";
 import { RunState } from "./state.ts";
 import { argmax } from "./sampler.ts";
@@ -54,6 +55,7 @@ export class Session {
     this.kv = share.kv ?? newKV(m);
     this.st = share.st ?? new RunState(m.cfg);
     this.st.exact = opts.exact ?? false;
+    this.st.quality = activePolicy(opts.quality);
     this.mtpKV = m.w.mtp ? newMtpKV(m, 64, this.kv.dtype) : null; // (the main cache's dtype)
     this.mtpU = new Float32Array(m.cfg.hidden_size);
   }

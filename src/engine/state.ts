@@ -2,12 +2,15 @@
 // context positions, and grown (outside the layer loop) only when a batch needs more. `forward`
 // itself allocates no buffers. Shapes use S = rows, T = ctx.
 import type { Config } from "../model/config.ts";
+import type { QualityPolicy } from "./quality.ts";
 
 export class RunState {
   rows = 0;
   ctx = 0;
   /** activation mode of every matmul: true = exact (f32), false = fast (int8 rows for quantized W) */
   exact = false;
+  /** the opt-in router quality policy (quality.ts; moe.ts reads it): null = the model as trained, the default */
+  quality: QualityPolicy | null = null;
   x!: Float32Array;      // [S, D] residual stream
   xb!: Float32Array;     // [S, D] normed input of a sub-block
   ao!: Float32Array;     // [S, D] sub-block output (attention or FFN) before the residual add
@@ -44,6 +47,7 @@ export class RunState {
   moff!: Int32Array;     // [E + 1] expert e's rows are mrows[moff[e] .. moff[e+1])
   muni!: Int32Array;     // [E] the experts with rows (the union), ascending
   mcnt!: Int32Array;     // [E] their row counts
+  mkept!: Int32Array;    // [S] routed experts kept per row under a quality policy (quality.ts)
   eye!: Float32Array;    // [S·K, D] their outputs
   ehg!: Float32Array;    // [S·K, moe_inter] gate activations
   ehu!: Float32Array;    // [S·K, moe_inter] up activations
@@ -80,6 +84,7 @@ export class RunState {
     const SK = S * Math.max(1, c.num_experts_per_tok);
     this.mexp = new Int32Array(SK); this.mgate = f(SK); this.mrows = new Int32Array(SK); this.mgates = f(SK);
     this.moff = new Int32Array(c.n_routed_experts + 1); this.muni = new Int32Array(c.n_routed_experts); this.mcnt = new Int32Array(c.n_routed_experts);
+    this.mkept = new Int32Array(S);
     const SKe = c.n_routed_experts > 0 ? SK : 0;
     this.eye = f(SKe * D); this.ehg = f(SKe * c.moe_intermediate_size); this.ehu = f(SKe * c.moe_intermediate_size); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
     this.rows = S; this.ctx = T;

@@ -22,6 +22,7 @@ import { ResponseStore } from "./responses-store.ts";
 import type { Drain } from "./drain.ts";
 import type { HttpConfig } from "./config.ts";
 import { sessionKey } from "./affinity.ts";
+import { policyReport } from "../engine/quality.ts";
 import chatPage from "./ui.html" with { type: "text" };
 
 /** Paths answered without the API key: the health checks (load balancers and orchestrators call them bare). */
@@ -114,6 +115,8 @@ export function makeApp(engine: EngineClient, o: AppOptions): Hono {
       default_generation_settings: { n_ctx: i.ctx, params: { ...basicSampling({}, d.sampling), repeat_penalty: d.sampling.repetition_penalty ?? 1 },
         ...(d.template ? { chat_template_kwargs: d.template } : {}) },
       modalities: { vision: false, audio: false }, build_info: o.fingerprint,
+      // the opt-in router policies (--experts-per-token, --router-top-p; null: off, the model as trained)
+      quality_policies: policyReport(i.quality),
     });
   });
   app.get("/metrics", () => new Response(metricsText(engine, httpRequests), { headers: { "content-type": "text/plain; version=0.0.4" } }));

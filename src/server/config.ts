@@ -29,7 +29,7 @@ export interface ServeConfig extends WorkerConfig { http: HttpConfig }
 export type FlatServeConfig = EngineConfig & SchedulerConfig & RequestDefaults & HttpConfig;
 
 const KEYS = {
-  engine: ["dir", "alias", "chatTemplate", "threads", "exact", "attn", "kvDtype", "experts", "warmup", "device", "deviceLayers",
+  engine: ["dir", "alias", "chatTemplate", "threads", "exact", "quality", "attn", "kvDtype", "experts", "warmup", "device", "deviceLayers",
     "kvBudgetRows", "loadDelayMs"],
   scheduler: ["slots", "ctx", "longCtx", "queue", "chunk", "draft", "schedulingPolicy", "cacheRam", "slotSavePath"],
   defaults: ["sampling", "generationConfig", "templateKwargs", "thinkBudget", "budgetMessage", "maxTokens", "seed", "pooling"],

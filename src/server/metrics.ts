@@ -33,6 +33,9 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);
   metric("preemptions_total", "counter", "running requests sent back to the queue for a more urgent one", s.preemptions);
   metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
+  const q = engine.info?.quality ?? null; // the opt-in quality policies (0: off, the model as trained)
+  metric("experts_per_token", "gauge", "routed experts run per token under --experts-per-token (0: off, the model's own)", q?.expertsPerToken ?? 0);
+  metric("router_top_p", "gauge", "--router-top-p: each token keeps its chosen experts up to this routing weight (0: off)", q?.routerTopP ?? 0);
   const histogram = (name: string, help: string, h: Histogram, full = `hummingbird_${name}`, label = "") => {
     lines.push(`# HELP ${full} ${help}`, `# TYPE ${full} histogram`);
     let n = 0;

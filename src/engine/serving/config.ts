@@ -7,6 +7,7 @@ import type { SamplingDefaults } from "../../model/config.ts";
 import type { KvDtype } from "../../native/hb.ts";
 import type { DeviceMode } from "../../device/device.ts";
 import type { DraftOptions } from "./drafter.ts";
+import type { QualityPolicy } from "../quality.ts";
 
 /** Prompt tokens prefilled per scheduler step (beside the decode rows of running streams). 128 rather than 64:
  *  a 1024-token prompt prefilled ~13% faster on the bench model (1659-1778 vs 1458-1528 tok/s, three rounds of
@@ -21,6 +22,7 @@ export interface EngineConfig {
   chatTemplate?: string;   // a Jinja chat template replacing the model's (the text of --chat-template FILE)
   threads?: number;        // libhb pool threads (default: HB_THREADS, else the physical cores)
   exact?: boolean;         // f32 activations (default: the fast int8-activation mode)
+  quality?: QualityPolicy; // opt-in router policies: fewer experts per token (quality.ts; absent: the model as trained)
   attn?: "auto" | "naive" | "absorbed"; // attention form (forward.ts; default absorbed): a fixed form makes results independent of prefill chunking and prefix reuse
   kvDtype?: KvDtype;       // the slots' MLA caches (--kv-cache-dtype f16 / q8: half / ~3.6x less memory; CPU, fast mode)
   experts?: ExpertOptions; // expert streaming: cache slots, RAM budget, O_DIRECT / mmap (engine/experts)

@@ -4,6 +4,7 @@ import type { ChatMessage } from "../../model/tokenizer.ts";
 import type { PenaltyParams } from "../penalties.ts";
 import type { SamplingDefaults } from "../../model/config.ts";
 import type { Pooling } from "../pooling.ts";
+import type { QualityPolicy } from "../quality.ts";
 import type { WorkerConfig } from "./config.ts";
 
 export type PromptSpec =
@@ -61,7 +62,8 @@ export type ErrorCode = "BAD_REQUEST" | "SLOT_BUSY" | "EMPTY_PROMPT" | "CONTEXT_
 export type FinishReason = "stop" | "length" | "stopped";
 
 export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; hidden: number; threads: number; chatTemplate: string | null;
-  sampling: SamplingDefaults } // (the model's generation_config.json)
+  sampling: SamplingDefaults; // (the model's generation_config.json)
+  quality: QualityPolicy | null } // the opt-in router policies it runs with (null: the model as trained)
 
 export interface TopLogprob { id: number; lp: number; text: string }
 /** One prompt token of an echo: its logprob given the tokens before it (null for the first). */

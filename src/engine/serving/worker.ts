@@ -15,6 +15,7 @@ import type { TextCodec } from "../../model/tokenizer.ts";
 import { attachExperts, warmExperts, type ExpertStore } from "../experts/index.ts";
 import { openDevice } from "../../device/device.ts";
 import { hb } from "../../native/hb.ts";
+import { activePolicy, policyError } from "../quality.ts";
 
 declare const self: Worker;
 
@@ -76,13 +77,15 @@ async function init({ engine: e, scheduler: sc, defaults: d }: WorkerConfig): Pr
     const log = (s: string) => void process.stderr.write(s + "\n"); // plain: a worker's console.error is red on a TTY
     const small = (e.kvDtype ?? "f32") !== "f32";
     const queue = queueOf(sc), chunk = chunkOf(sc);
+    const quality = activePolicy(e.quality), why = quality && policyError(quality, m.cfg.num_experts_per_tok); // (--experts-per-token, --router-top-p)
+    if (why) throw new Error(why);
     store = attachExperts(m, { ...e.experts, ctx, rows: stepRows({ chunk, slots: sc.slots, draft: sc.draft }), sessions: sc.slots, kvDtype: e.kvDtype,
       hiddenRows: sc.draft?.kind === "mtp", extraBytes: sc.cacheRam ?? 0, log }); // (the slots record hidden rows only to draft with the MTP head)
     // an f16 / q8 cache runs on the CPU path only: the device chain's attention reads f32 rows
     if (small && (e.device === "vulkan" || e.device === "webgpu")) throw new Error(`--kv-cache-dtype ${e.kvDtype} runs on the CPU path only (--device cpu or auto)`);
     const dev = openDevice(m, small ? "cpu" : e.device ?? "auto", { layers: e.deviceLayers, kvBudgetRows: e.kvBudgetRows });
     log(`device: ${dev.chain?.api ?? "cpu"} (${dev.why})`);
-    const forwardOpts = { exact: !!e.exact, ...(dev.chain ? { executor: dev.chain } : {}) };
+    const forwardOpts = { exact: !!e.exact, ...(quality ? { quality } : {}), ...(dev.chain ? { executor: dev.chain } : {}) };
     sched = new Scheduler(m, codec, { slots: sc.slots, ctx, queue, chunk, attn: e.attn, draft: sc.draft, forward: forwardOpts,
       kvDtype: e.kvDtype, thinkBudget: d.thinkBudget, budgetMessage: d.budgetMessage, cacheRam: sc.cacheRam, schedulingPolicy: sc.schedulingPolicy,
       maxTokens: d.maxTokens, seed: d.seed }, post);
@@ -90,7 +93,7 @@ async function init({ engine: e, scheduler: sc, defaults: d }: WorkerConfig): Pr
     // before `ready` (/health 503 "loading" meanwhile): the experts the cache will hold, so the first requests read none
     const fits = store.plan?.fits ?? false;
     warmExperts(store, { warm: e.warmup ?? fits, why: e.warmup === false ? "--no-warmup" : "the cache does not fit the RAM budget", log });
-    post({ t: "ready", info: { model: e.alias ?? (basename(e.dir.replace(/\/+$/, "")) || "model"), dir: e.dir, slots: sc.slots, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling } });
+    post({ t: "ready", info: { model: e.alias ?? (basename(e.dir.replace(/\/+$/, "")) || "model"), dir: e.dir, slots: sc.slots, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling, quality } });
     postStats(true);
   } catch (e) {
     post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
