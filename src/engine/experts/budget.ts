@@ -40,11 +40,11 @@ export function runStateBytes(cfg: Config, S: number, T: number): number {
     + T + Math.max(1, cfg.index_topk) + 4 + 2 * F + 2 * cfg.moe_intermediate_size * cfg.n_shared_experts + 2 * D
     + cfg.n_routed_experts + cfg.vocab_size + 2 * D;
   const perCtx = kvr + H * (dn + dv) + H * (dn + dr);
-  // MoE routing and the batched experts (state.ts): 4 arrays of K per row, E + 1 offsets, the union and its
-  // counts (2E), and the rows of every routed expert: outputs [K, D], gate / up activations [K, moe_inter]
-  // (inputs are read by index)
+  // MoE routing and the batched experts (state.ts): 4 arrays of K per row and the experts kept per row (a quality
+  // policy's), E + 1 offsets, the union and its counts (2E), and the rows of every routed expert: outputs [K, D],
+  // gate / up activations [K, moe_inter] (inputs are read by index)
   const K = Math.max(1, cfg.num_experts_per_tok), E = cfg.n_routed_experts;
-  const moe = 4 * K + (E > 0 ? K * D + 2 * K * cfg.moe_intermediate_size : 0);
+  const moe = 4 * K + 1 + (E > 0 ? K * D + 2 * K * cfg.moe_intermediate_size : 0);
   return 4 * (S * (perRow + moe) + T * perCtx + 3 * E + 1);
 }
 
