@@ -8,23 +8,35 @@ import { policyReport, type QualityPolicy } from "../engine/quality.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { argmax, Session } from "../engine/session.ts";
 import { hb, memBandwidth, weightBytes } from "../native/hb.ts";
-import { attachExperts, EXPERT_HELP, expertFlags, expertOptions } from "../engine/experts/index.ts";
+import { attachExperts, EXPERT_HELP, expertFlags, expertOptions, warmExperts } from "../engine/experts/index.ts";
 import { benchCold } from "../engine/experts/bench-cold.ts";
 import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
 import { benchDevice, formatDeviceBench } from "../device/bench.ts";
 import { command as serveBench } from "./bench-serve.ts";
 import { command as profileBench } from "./bench-profile.ts";
+import { formatLayers, perLayer } from "./bench-layers.ts";
+import { kvBytesPerToken } from "../engine/experts/budget.ts";
+import { residentBytes } from "../engine/experts/attach.ts";
+import { totalmem } from "node:os";
 
 const help = `usage: hummingbird bench [--model DIR] [--prompt-tokens 128] [--gen 64] [--reps 2] [--warmup 8] [--threads N]
        [--exact] [--json] [--experts-per-token K] [--router-top-p P] [--cold [--expert-cache N]] [--device vulkan|webgpu [--kv-budget ROWS]]
        hummingbird bench serve [--model DIR] [--tokens N] [--streams 1,4,8]
        hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128]   (time per kind of libhb call)
+       hummingbird bench --per-layer [--model DIR] [--contexts 1024,8192,32768] [--prompt-tokens 128] [--gen 8] [--warmup 4]
+                         [--expert-cache N [--direct]]   (per layer: attention, indexer, dense FFN / shared expert, routed experts)
 
 Without --model: the bench preset (seed 1; int4g64 experts, int8 dense), made once into a cache folder.
 --cold: expert streaming from a dropped page cache: the experts' read GB/s against the disk's own
   sequential rate of the same files (measured in the same run), hit rates at 1/8, 1/4, 1/2 of the
   experts (or --expert-cache N). --device vulkan|webgpu: the device chain (Vulkan, or WebGPU on Dawn) against the CPU in the same run
   (tok/s, bytes crossing per token, share of time per frame).
+--per-layer: per decoder layer, ms of attention (norm, MLA + indexer projections, core), the DSA indexer's scores +
+  selection, the dense FFN or shared expert, the routed experts (router included), for a --prompt-tokens prefill
+  and --gen decode steps at each of --contexts cached tokens (the KV of a 128-token prompt repeated up to the
+  context: synthetic rows, real sizes). Every expert cached in RAM (read before the runs); with
+  --expert-cache N a second pass streams them through N slots per layer (--direct: O_DIRECT), with bytes read.
+  Prints the KV bytes per token and how many tokens fit in RAM beside the weights.
 
 Loads the model, runs --warmup untimed generations (the experts read, buffers grown and the JIT's optimizing
 tiers reached: a server's steady state), then --reps timed ones (the same conversation emptied
@@ -124,7 +136,7 @@ export const command: Command = {
     if (argv[0] === "profile") return profileBench.run(argv.slice(1));
     const s = { type: "string" } as const;
     const r = parseCli(argv, { model: s, "prompt-tokens": s, gen: s, reps: s, warmup: s, threads: s, exact: { type: "boolean" },
-      json: { type: "boolean" }, cold: { type: "boolean" }, device: s, "kv-budget": s, ...expertFlags, ...qualityFlags }, help);
+      json: { type: "boolean" }, cold: { type: "boolean" }, device: s, "per-layer": { type: "boolean" }, contexts: s, "kv-budget": s, ...expertFlags, ...qualityFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values;
     const int = (k: string, d: number) => (v[k as keyof typeof v] === undefined ? d : intOption(String(v[k as keyof typeof v]), k, help));
@@ -146,6 +158,7 @@ export const command: Command = {
       out(res, [`cold experts (${res.mode} reads): disk sequential ${res.diskSeqGBs.toFixed(2)} GB/s over ${(res.fileBytes / 1e9).toFixed(2)} GB`, ...runs].join("\n"));
       return 0;
     }
+    if (v["per-layer"]) return layers(dir, v.contexts ?? "1024,8192,32768", o, xo, v.json ? out : null);
     if (v.device !== undefined) {
       if (v.device !== "vulkan" && v.device !== "webgpu") throw new UsageError("--device: bench compares the device chain against the CPU; give --device vulkan or webgpu", help);
       const kvBudgetRows = v["kv-budget"] === undefined ? undefined : intOption(v["kv-budget"], "kv-budget", help);
@@ -164,3 +177,24 @@ export const command: Command = {
     return 0;
   },
 };
+
+/** bench --per-layer: the mmap'd pass, then (given --expert-cache) the streamed one; the KV budget beside the weights. */
+function layers(dir: string, list: string, o: BenchOpts, xo: ReturnType<typeof expertOptions>, json: ((r: unknown, t: string) => void) | null): number {
+  const contexts = list.split(",").map((x) => intOption(x.trim(), "contexts", help));
+  if (contexts.some((c) => c < 1)) throw new UsageError("--contexts: positive token counts", help);
+  const m = loadModel(dir), ctx = Math.max(...contexts) + o.gen + o.warmup + 64, kvb = kvBytesPerToken(m.cfg);
+  const passes = [{ name: "experts in RAM (every expert cached, warmed before)", x: { slots: m.cfg.n_routed_experts, warm: true } }, ...(xo.slots ? [{ name: `experts streamed through ${xo.slots} slots/layer${xo.direct ? " (O_DIRECT)" : ""}`, x: { slots: xo.slots, direct: xo.direct } }] : [])];
+  const weights = residentBytes(m), all = m.store.names().filter((n) => { const x = /^model\.layers\.(\d+)\.mlp\.experts\./.exec(n); return x && +x[1] < m.cfg.num_hidden_layers; })
+    .reduce((a, n) => a + m.store.get(n).nbytes, 0);
+  const head = `KV ${kvb} bytes/token (f32 MLA cache + indexer keys); RAM ${(totalmem() / 2 ** 30).toFixed(1)} GiB, resident weights ${(weights / 2 ** 30).toFixed(2)} GiB: ` +
+    `KV budget ${Math.floor((totalmem() - weights) / kvb)} tokens beside them, ${Math.floor(Math.max(0, totalmem() - weights - all) / kvb)} beside them and every routed expert (${(all / 2 ** 30).toFixed(2)} GiB)`;
+  const res = passes.map((p) => {
+    const experts = attachExperts(m, { ...p.x, ctx, rows: o.promptTokens, quiet: true });
+    if ("warm" in p.x) warmExperts(experts, { warm: true, log: (l) => process.stderr.write(l + "\n") });
+    try { return { pass: p.name, runs: perLayer(m, { contexts, steps: o.gen, warmup: o.warmup, prefill: o.promptTokens, experts }) }; } finally { experts.close(); }
+  });
+  const text = [head, ...res.map((r) => `${r.pass}:\n${formatLayers(r.runs, kvb)}`)].join("\n");
+  if (json) json({ kv_bytes_per_token: kvb, resident_bytes: weights, ram_bytes: totalmem(), passes: res }, text);
+  else console.log(text);
+  return 0;
+}
