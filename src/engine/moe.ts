@@ -1,8 +1,7 @@
 // The FFNs (spec §3.4): the dense SwiGLU MLP, and the MoE with the sigmoid router (bias only for choosing, optional
-// group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c; the opt-in quality policies that run
-// fewer experts: quality.ts, through RunState.quality), batch-union expert execution (each
-// chosen expert runs once over all its rows) and the ungated shared expert. Reads x = st.xb [S, D], writes
-// st.ao [S, D]. A streamed Moe (src/engine/experts/): see `routed`.
+// group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c; opt-in quality policies: quality.ts),
+// batch-union expert execution (each chosen expert runs once over all its rows) and the ungated shared expert.
+// Reads x = st.xb [S, D], writes st.ao [S, D]. A streamed Moe (src/engine/experts/): see `routed`.
 // State: routes, the rows grouped by expert, their gates and the union live in RunState; the experts' matmul
 // descriptors and their packed copies per expert are module-level (grown as needed).
 import type { Config } from "../model/config.ts";

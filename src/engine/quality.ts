@@ -1,18 +1,7 @@
-// Quality policies (issue #31 item 6): opt-in router changes that trade the model's quality for speed — not the model
-// as trained, so off by default, announced loudly and reported in /props and /metrics. Two, combinable:
-//
-//   expertsPerToken K' (1 ≤ K' ≤ num_experts_per_tok): the router chooses the top K' of the biased scores
-//     c = sigmoid(z) + bias (the same choice rule as ffi/route.c: descending c, ties to the lower expert id, group
-//     limits first) instead of the top num_experts_per_tok; the K' chosen gates are normalized over those K' as
-//     norm_topk_prob says (g = s / Σ_chosen s, else g = s) and scaled by routed_scaling_factor as usual.
-//   routerTopP P (0 < P ≤ 1): after that choice (of K' or num_experts_per_tok experts), order the chosen by their
-//     unbiased score s = sigmoid(z) descending (ties: the choice order), and keep the shortest prefix whose shares
-//     w_k = s_k / Σ_chosen s sum to ≥ P (at least one expert). The kept gates are renormalized over the kept:
-//     g_k = s_k / Σ_kept s · (norm_topk_prob ? 1 : Σ_chosen s) · routed_scaling_factor — the chosen experts' total
-//     gate mass is kept. A row that keeps all its chosen experts keeps their gates bit for bit.
-//
-// Absent (RunState.quality null) the forward takes exactly its default path (moe.ts calls ffi/route.c as before).
-// With expertsPerToken = num_experts_per_tok and routerTopP = 1 the policy path is an identity (the same bits).
+// Quality policies (issue #31 item 6): opt-in router changes that trade the model's quality for speed (fewer experts
+// per token, router top-p) — not the model as trained, so off by default, announced loudly and reported in /props
+// and /metrics. Absent (RunState.quality null) the forward takes exactly its default path (moe.ts -> ffi/route.c);
+// at K' = num_experts_per_tok and P = 1 the policy path is an identity (the same bits). The exact rules: QualityPolicy.
 // State: `policyCount`, rows routed under a policy and the experts they kept (read by bench/quality.ts).
 import type { Config } from "../model/config.ts";
 import { moeRoute } from "../native/hb.ts";
@@ -20,7 +9,19 @@ import { moeRoute } from "../native/hb.ts";
 /** Rows routed under a policy (every MoE layer's) and the routed experts they kept, since the start: reset freely. */
 export const policyCount = { rows: 0, experts: 0 };
 
-/** The opt-in quality policies a model runs with (absent fields: off). Plain data (structured-cloned to the worker). */
+/**
+ * The opt-in quality policies a model runs with (absent fields: off). Plain data (structured-cloned to the worker).
+ *
+ *   expertsPerToken K' (1 ≤ K' ≤ num_experts_per_tok): the router chooses the top K' of the biased scores
+ *     c = sigmoid(z) + bias (the same choice rule as ffi/route.c: descending c, ties to the lower expert id, group
+ *     limits first) instead of the top num_experts_per_tok; the K' chosen gates are normalized over those K' as
+ *     norm_topk_prob says (g = s / Σ_chosen s, else g = s) and scaled by routed_scaling_factor as usual.
+ *   routerTopP P (0 < P ≤ 1): after that choice (of K' or num_experts_per_tok experts), order the chosen by their
+ *     unbiased score s = sigmoid(z) descending (ties: the choice order), and keep the shortest prefix whose shares
+ *     w_k = s_k / Σ_chosen s sum to ≥ P (at least one expert). The kept gates are renormalized over the kept:
+ *     g_k = s_k / Σ_kept s · (norm_topk_prob ? 1 : Σ_chosen s) · routed_scaling_factor — the chosen experts' total
+ *     gate mass is kept. A row that keeps all its chosen experts keeps their gates bit for bit.
+ */
 export interface QualityPolicy {
   expertsPerToken?: number; // K' in [1, num_experts_per_tok]: experts chosen per token
   routerTopP?: number;      // P in (0, 1]: keep the smallest set of the chosen whose normalized weights reach P
