@@ -58,6 +58,10 @@ export function policyReport(q: QualityPolicy | null | undefined): { experts_per
   return { experts_per_token: q?.expertsPerToken ?? null, router_top_p: q?.routerTopP ?? null };
 }
 
+/** routePolicy's top-p scratch (unbiased scores, their order, the experts reordered), grown to Kp once: no allocation
+ *  per call in the forward */
+let cut = { s: new Float64Array(0), o: new Int32Array(0), e0: new Int32Array(0) };
+
 /**
  * Route S rows of router logits z [S, E] under policy q: row r's chosen experts and gates in experts / gates
  * [r·Kp, r·Kp + kept[r]) (Kp = q.expertsPerToken ?? num_experts_per_tok; router order, then, for rows top-p cut,
@@ -71,12 +75,17 @@ export function routePolicy(cfg: Config, q: QualityPolicy, S: number, z: Float32
   policyCount.rows += S; policyCount.experts += S * Kp;
   const P = q.routerTopP;
   if (P === undefined || P >= 1) return Kp;
-  const s = new Float64Array(Kp), ord = new Int32Array(Kp), e0 = new Int32Array(Kp);
+  if (cut.s.length < Kp) cut = { s: new Float64Array(Kp), o: new Int32Array(Kp), e0: new Int32Array(Kp) };
+  const { s, o, e0 } = cut;
   for (let r = 0; r < S; r++) {
     const b = r * Kp;
     let sum = 0;
-    for (let k = 0; k < Kp; k++) { s[k] = 1 / (1 + Math.exp(-z[r * E + experts[b + k]])); sum += s[k]; ord[k] = k; }
-    const o = Array.from(ord).sort((a, c) => s[c] - s[a] || a - c); // descending s, ties in choice order
+    for (let k = 0; k < Kp; k++) { s[k] = 1 / (1 + Math.exp(-z[r * E + experts[b + k]])); sum += s[k]; }
+    for (let k = 0; k < Kp; k++) { // o: 0..Kp-1 by descending s, ties in choice order (a stable insertion sort)
+      let j = k;
+      for (; j > 0 && s[o[j - 1]] < s[k]; j--) o[j] = o[j - 1];
+      o[j] = k;
+    }
     let n = 0, acc = 0, keptSum = 0;
     while (n < Kp) { acc += s[o[n]] / (sum + 1e-20); keptSum += s[o[n]]; n++; if (acc >= P) break; }
     if (n === Kp) continue; // everything kept: the gates stay as routed
