@@ -29,8 +29,9 @@ function write(root: string, files: Embedded): number {
     const dir = join(root, sub);
     mkdirSync(dir, { recursive: true });
     for (const [src, name] of list) {
-      const dst = join(dir, name), data = readFileSync(src);
-      if (existsSync(dst) && statSync(dst).size === data.byteLength) continue;
+      const dst = join(dir, name);
+      if (existsSync(dst) && statSync(dst).size === Bun.file(src).size) continue; // (kept: not read again at each start)
+      const data = readFileSync(src);
       const tmp = `${dst}.${process.pid}.tmp`;
       try {
         writeFileSync(tmp, data);
