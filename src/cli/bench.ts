@@ -7,7 +7,8 @@ import { type Command, parseCli, intOption, QUALITY_HELP, qualityFlags, qualityO
 import { policyReport, type QualityPolicy } from "../engine/quality.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { argmax, Session } from "../engine/session.ts";
-import { hb, memBandwidth, weightBytes } from "../native/hb.ts";
+import { hb, weightBytes } from "../native/hb.ts";
+import { probeBandwidth } from "../engine/rates.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions, warmExperts } from "../engine/experts/index.ts";
 import { benchCold } from "../engine/experts/bench-cold.ts";
 import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
@@ -94,13 +95,6 @@ export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0)
     best.bytes_per_token = t.bytes_per_token;
   }
   return best;
-}
-
-/** Read bandwidth in bytes/s of this machine: a 1 GiB buffer (256 MiB when short of memory) read by every
- *  pool thread, best of `reps` reads. */
-export function probeBandwidth(reps = 3): number {
-  const bw = memBandwidth(1 << 30, reps);
-  return bw > 0 ? bw : memBandwidth(1 << 28, reps);
 }
 
 export function benchModel(m: Model, o: BenchOpts): BenchResult {

@@ -73,10 +73,16 @@ export function measureGemm(f: QFormat, S: number, shapes: readonly [number, num
   return { macs: macs * best, bytes: bytes * best };
 }
 
-/** The probe (best of 3 reads of 1 GiB, 256 MiB when short of memory) and each (mix, format, rows) point. */
+/** Read bandwidth in bytes/s of this machine: a 1 GiB buffer (256 MiB when short of memory) read by every
+ *  pool thread, best of `reps` reads (`bench`'s probe too). */
+export function probeBandwidth(reps = 3): number {
+  const bw = memBandwidth(1 << 30, reps);
+  return bw > 0 ? bw : memBandwidth(1 << 28, reps);
+}
+
+/** The probe (best of 3 reads) and each (mix, format, rows) point. */
 export function measureRates(points: readonly { mix: GemmRate["mix"]; f: QFormat; S: number; shapes: [number, number][] }[]): Rates {
-  let bw = memBandwidth(1 << 30, 3);
-  if (!(bw > 0)) bw = memBandwidth(1 << 28, 3);
+  const bw = probeBandwidth(3);
   const gemm = points.map(({ mix, f, S, shapes }) => {
     const r = measureGemm(f, S, shapes);
     return { mix, fmt: fmtName(f), S, gmac_s: r.macs / 1e9, gb_s: r.bytes / 1e9 };
