@@ -97,6 +97,27 @@ describe("expert streaming equals the loader", () => {
     m.store.close();
   });
 
+  test("router-piloted prefetch keeps the result; its predictions are counted and used", () => {
+    const m = loadModel(converted("pilot", "int4g8", 49));
+    const ref = run(m);
+    for (const o of [{ slots: 1 }, { slots: 3, policy: "lfru" as const }, { slots: 2, mmap: true }, { slots: 2, direct: true }]) {
+      const store = attachExperts(m, { ...quiet, ...o, prefetch: "pilot" });
+      expect(m.w.layers[1].moe!.prefetch).toBeFunction();
+      const got = run(m);
+      const st = store.stats();
+      store.prefetch = "off";
+      expect(m.w.layers[1].moe!.prefetch).toBeNull(); // the forward asks only while the mode is pilot
+      store.close();
+      expectSame(got, ref, JSON.stringify(o));
+      expect(st.failures).toBe(0);
+      expect(st.prefetchIssued).toBeGreaterThan(0);
+      expect(st.prefetchHits).toBeGreaterThan(0);
+      expect(st.pilotHitRate).toBeGreaterThan(0);
+      expect(st.pilotHitRate).toBeLessThanOrEqual(1);
+    }
+    m.store.close();
+  });
+
   test("non-contiguous experts: several reads per expert, same result", () => {
     const src = converted("contig", "int4g8", 48);
     const st = openModel(src);
@@ -157,4 +178,30 @@ describe("speculative prefetch, auto mode", () => {
     store.close();
     m.store.close();
   });
+});
+
+describe("router-piloted prefetch in serve", () => {
+  test("--expert-prefetch pilot: same tokens as off; /metrics reports the pilot's hit rate", async () => {
+    const { spawnServe } = await import("./server.helpers.ts");
+    const dir = converted("pilot-serve", "int4g8", 50);
+    const complete = async (url: string) => {
+      const r = await fetch(`${url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: prompt.slice(0, 8), max_tokens: 12, temperature: 0, ignore_eos: true }) });
+      expect(r.status).toBe(200);
+      return ((await r.json()) as { choices: { text: string }[] }).choices[0].text;
+    };
+    const texts: string[] = [];
+    for (const mode of ["pilot", "off"]) {
+      const s = await spawnServe(["--model", dir, "--slots", "1", "--expert-cache", "1", "--expert-prefetch", mode, "--no-warmup"]);
+      try {
+        texts.push(await complete(s.url));
+        const metrics = await (await fetch(`${s.url}/metrics`)).text();
+        const rate = Number(/^hummingbird_expert_pilot_hit_rate (\S+)$/m.exec(metrics)?.[1]);
+        if (mode === "pilot") { expect(rate).toBeGreaterThan(0); expect(rate).toBeLessThanOrEqual(1); }
+        else expect(rate).toBe(0);
+        expect(Number(/^hummingbird_expert_prefetch_used_total (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(0);
+      } finally { s.p.kill(); await s.p.exited; }
+    }
+    expect(texts[0]).toBe(texts[1]);
+  }, 60_000);
 });

@@ -148,7 +148,9 @@ export const command: Command = {
       const res = benchCold({ dir, slots: xo.slots ? [xo.slots] : undefined, tokens: o.gen, direct: xo.direct, mmap: xo.mmap,
         prefetch: xo.prefetch, policy: xo.policy });
       const runs = res.runs.map((x) => `${String(x.slots).padStart(4)} slots (${(100 * x.fraction).toFixed(1)}% of the experts): hit rate ${(100 * x.decode.hitRate).toFixed(1)}%, ` +
-        `read ${x.decode.readGBs.toFixed(2)} GB/s = ${(100 * x.decode.readGBs / res.diskSeqGBs).toFixed(0)}% of the disk, wait ${x.decode.waitMsPerToken.toFixed(1)} ms/token, ${x.decodeTokS.toFixed(1)} tok/s`);
+        `read ${x.decode.readGBs.toFixed(2)} GB/s = ${(100 * x.decode.readGBs / res.diskSeqGBs).toFixed(0)}% of the disk, wait ${x.decode.waitMsPerToken.toFixed(1)} ms/token, ${x.decodeTokS.toFixed(1)} tok/s` +
+        (x.decode.prefetchIssued > 0 ? `; prefetched ${x.decode.prefetchIssued}, used ${x.decode.prefetchHits}` : "") +
+        (res.prefetch === "pilot" ? `, pilot predicted ${(100 * x.decode.pilotHitRate).toFixed(1)}% of the experts used` : ""));
       out(res, [`cold experts (${res.mode} reads): disk sequential ${res.diskSeqGBs.toFixed(2)} GB/s over ${(res.fileBytes / 1e9).toFixed(2)} GB`, ...runs].join("\n"));
       return 0;
     }

@@ -12,6 +12,7 @@ import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
 import { activePolicy, type QualityPolicy } from "./quality.ts";
+import { pilot } from "./pilot.ts";
 
 /** Runs layers [lo, hi) somewhere else (the Vulkan chain): its first `n` layers replace the CPU's. k: as runLayers'
  *  (the model's last layer, when it runs there, needs its FFN only for the first k rows of st.keep). */
@@ -67,6 +68,7 @@ export function embedRow(E: Model["w"]["embed"], id: number, D: number, out: Flo
 export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: number, segs: Segment[],
   S: number, keys: KeyMode, opts: ForwardOpts, k = S): void {
   const D = m.cfg.hidden_size, eps = m.cfg.rms_norm_eps;
+  if (w.moe?.prefetch) pilot(m.cfg, st, w, st.x, S); // the likely experts start reading under the attention
   rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
   attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect, k);
   if (k === 0) return;

@@ -20,6 +20,9 @@ export interface Moe {
   expert(e: number): Mlp;
   /** Expert streaming (src/engine/experts/): plan a batch's union (ascending ids, rows routed to each). */
   resolve?(experts: readonly number[], rows: readonly number[]): ExpertBatch;
+  /** Router-piloted prefetch (src/engine/pilot.ts), when on: start reading these experts (ascending) now,
+   *  ahead of this layer's next resolve. */
+  readonly prefetch?: ((experts: Int32Array) => void) | null;
 }
 /** A batch's routed experts, resolved pinned → cached → disk while the resident ones compute. */
 export interface ExpertBatch {

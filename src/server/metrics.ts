@@ -62,6 +62,8 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
     metric("expert_bytes_read_total", "counter", "bytes of experts read from disk", x.bytesRead);
     metric("expert_read_gigabytes_per_second", "gauge", "expert read rate over the I/O pool's busy time", x.readGBs);
     metric("expert_wait_ms_per_token", "gauge", "time the forward blocked on expert reads, per token", x.waitMsPerToken);
+    metric("expert_prefetch_used_total", "counter", "routed-expert uses served by a speculative or piloted prefetch", x.prefetchHits);
+    metric("expert_pilot_hit_rate", "gauge", "--expert-prefetch pilot: share of the experts used that the pilot had predicted", x.pilotHitRate);
   }
   // vLLM's names (model_name label) and llama-server's, for the dashboards made for them
   const model = `model_name="${(engine.info?.model ?? "").replace(/["\\\n]/g, "_")}"`, lb = `{${model}}`;

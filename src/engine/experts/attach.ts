@@ -21,8 +21,8 @@ export interface ExpertOptions {
   /** the RAM budget in GiB (else MemAvailable + this process, or sysctl hw.memsize) */
   ramGb?: number;
   policy?: Policy;
-  /** speculative prefetch of the next layer's previous routing: true/"on", false/"off", or "auto"
-   *  (the default: on only while the previous routing would have covered ≥ half the misses) */
+  /** speculative prefetch: the next layer's previous routing, true/"on", false/"off", or "auto" (the default: on
+   *  only while it would have covered ≥ half the misses); "pilot": the next layer's router on the current residual */
   prefetch?: boolean | PrefetchMode;
   /** the usage history: read at start (pins), written by save()/close() (default true) */
   learn?: boolean;

@@ -25,6 +25,9 @@ export interface ColdBenchOpts {
   mmap?: boolean;
   prefetch?: ExpertOptions["prefetch"];
   policy?: ExpertOptions["policy"];
+  /** decode inputs: the greedy token (default) or teacher-forced pseudo-random ids (a random model's greedy
+   *  continuation repeats itself, and so do its experts) */
+  inputs?: "greedy" | "random";
   /** skip the sequential-read measurement */
   noSeq?: boolean;
   log?: (line: string) => void;
@@ -87,7 +90,8 @@ function modelFiles(m: Model): string[] {
   return m.store.files.map((f) => f.path);
 }
 
-function oneRun(m: Model, slots: number, o: ColdBenchOpts): ColdRun {
+/** One cold run: the page cache dropped, a prefill, then `tokens` greedy decode steps on a fresh store. */
+export function oneRun(m: Model, slots: number, o: ColdBenchOpts): ColdRun {
   const E = m.cfg.n_routed_experts, V = m.cfg.vocab_size;
   const n = o.promptLen ?? 16, steps = o.tokens ?? 32;
   const prompt = Array.from({ length: n }, (_, i) => (i * 7919 + 13) % V);
@@ -99,7 +103,7 @@ function oneRun(m: Model, slots: number, o: ColdBenchOpts): ColdRun {
     const prefill = store.stats();
     store.resetStats();
     const t0 = performance.now();
-    for (let k = 0; k < steps; k++) logits = s.feed([argmax(logits, V)]);
+    for (let k = 0; k < steps; k++) logits = s.feed([o.inputs === "random" ? (k * 40503 + 12345) % V : argmax(logits, V)]);
     const dt = (performance.now() - t0) / 1000;
     const decode = store.stats();
     return { slots, fraction: slots / E, prefill, decode, decodeTokS: steps / dt, decodeWaitGBs: decode.waitMs > 0 ? decode.bytesRead / (decode.waitMs / 1000) / 1e9 : 0 };
@@ -131,7 +135,7 @@ if (import.meta.main) {
     model: { type: "string" }, "expert-cache": { type: "string", multiple: true }, tokens: { type: "string" }, prompt: { type: "string" },
     direct: { type: "boolean" }, mmap: { type: "boolean" }, prefetch: { type: "string" }, policy: { type: "string" }, "no-seq": { type: "boolean" },
   } });
-  if (!v.model) { console.error("usage: bun src/engine/experts/bench-cold.ts --model DIR [--expert-cache N]... [--tokens N] [--prompt N] [--direct|--mmap] [--prefetch on|off|auto] [--policy lru|lfru] [--no-seq]"); process.exit(2); }
+  if (!v.model) { console.error("usage: bun src/engine/experts/bench-cold.ts --model DIR [--expert-cache N]... [--tokens N] [--prompt N] [--direct|--mmap] [--prefetch on|off|auto|pilot] [--policy lru|lfru] [--no-seq]"); process.exit(2); }
   const r = benchCold({
     dir: v.model, slots: v["expert-cache"]?.map(Number), tokens: v.tokens ? Number(v.tokens) : undefined,
     promptLen: v.prompt ? Number(v.prompt) : undefined, direct: v.direct, mmap: v.mmap, prefetch: v.prefetch as ExpertOptions["prefetch"],

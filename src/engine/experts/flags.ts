@@ -19,8 +19,9 @@ export const EXPERT_HELP = `Routed experts stream from disk through a per-layer 
   --direct           O_DIRECT reads into aligned slabs (buffered, with a warning, where unsupported)
   --mmap             experts as views into mapped files (pages touched before compute)
   --expert-policy P  lru (default) | lfru
-  --expert-prefetch on|off|auto  speculative reads of the previous token's experts (auto, the default:
-                     only while they would have covered at least half of the recent misses)`;
+  --expert-prefetch on|off|auto|pilot  speculative reads of the previous token's experts (auto, the default:
+                     only while they would have covered at least half of the recent misses); pilot: of the
+                     experts the next layer's router picks on the residual after this layer's attention`;
 
 type Values = Record<string, string | string[] | boolean | undefined>;
 
@@ -36,7 +37,7 @@ export function expertOptions(v: Values, help: string): ExpertOptions {
   if (v.direct) o.direct = true;
   if (v.mmap) o.mmap = true;
   if (typeof v["expert-policy"] === "string") o.policy = choice(v["expert-policy"], "expert-policy", ["lru", "lfru"] as const, help);
-  if (typeof v["expert-prefetch"] === "string") o.prefetch = choice(v["expert-prefetch"], "expert-prefetch", ["on", "off", "auto"] as const, help);
+  if (typeof v["expert-prefetch"] === "string") o.prefetch = choice(v["expert-prefetch"], "expert-prefetch", ["on", "off", "auto", "pilot"] as const, help);
   return o;
 }
 

@@ -21,7 +21,10 @@ export class LayerCache implements Moe {
   /** per-expert views in mmap mode (made once) */
   readonly views: (Mlp | undefined)[];
   lastUnion: number[] = [];
+  /** the router-piloted prediction for this layer's next batch (null: none made) */
+  pilot: Int32Array | null = null;
   active: Batch | null = null;
+  private readonly pilotFn = (experts: Int32Array) => this.store.pilotPrefetch(this, experts);
 
   constructor(readonly store: ExpertStore, readonly layer: number, readonly lazy: LazyMoe, public cap: number,
     readonly layouts: ExpertLayout[] | null /* null: synchronous reads (FP8) */, readonly slotBytes: number) {
@@ -31,6 +34,8 @@ export class LayerCache implements Moe {
   }
 
   get E(): number { return this.plans.length; }
+  /** Moe.prefetch: present while the store's mode is pilot */
+  get prefetch(): ((experts: Int32Array) => void) | null { return this.store.prefetch === "pilot" ? this.pilotFn : null; }
 
   /** Expert e outside a batch: the cached copy when ready, else a synchronous read (not cached). */
   expert(e: number): Mlp {
@@ -102,6 +107,11 @@ class Batch implements ExpertBatch {
     st.reapSpeculative(L, union);
     const prev = L.lastUnion;
     L.lastUnion = union.slice();
+    if (L.pilot) {
+      for (const e of union) if (L.pilot.includes(e)) st.counters.pilotCovered++;
+      st.counters.pilotUsed += union.length;
+      L.pilot = null;
+    }
     const hits: number[] = [], late: number[] = [], miss: number[] = [];
     let hitRows = 0;
     for (let i = 0; i < union.length; i++) {

@@ -6,13 +6,15 @@ export interface Counters {
   hits: number; misses: number; prefetchIssued: number; prefetchHits: number; prefetchWasted: number;
   prefetchFailures: number; prefetchWastedBytes: number; evictions: number; overflow: number; failures: number;
   bytesRead: number; waitMs: number; tokens: number;
+  /** router-piloted prefetch: experts used by batches it had predicted for, and how many it predicted */
+  pilotUsed: number; pilotCovered: number;
   /** pool busy seconds before the last reset */
   busyOffset: number;
 }
 
 export const newCounters = (): Counters => ({
   hits: 0, misses: 0, prefetchIssued: 0, prefetchHits: 0, prefetchWasted: 0, prefetchFailures: 0, prefetchWastedBytes: 0, evictions: 0,
-  overflow: 0, failures: 0, bytesRead: 0, waitMs: 0, tokens: 0, busyOffset: 0,
+  overflow: 0, failures: 0, bytesRead: 0, waitMs: 0, tokens: 0, pilotUsed: 0, pilotCovered: 0, busyOffset: 0,
 });
 
 export interface ExpertStats {
@@ -31,6 +33,9 @@ export interface ExpertStats {
   prefetchPredictable: number;
   /** whether speculative prefetch is running now */
   prefetchActive: boolean;
+  /** router-piloted prefetch (--expert-prefetch pilot): share of the experts used by piloted batches that the
+   *  pilot had predicted (0 when it never ran) */
+  pilotHitRate: number;
   /** hits / all uses */
   hitRate: number;
   evictions: number;
@@ -58,6 +63,7 @@ export function snapshot(c: Counters, busySeconds: number, store: { pinnedCount(
     hits: c.hits, misses: c.misses, prefetchHits: c.prefetchHits, prefetchIssued: c.prefetchIssued,
     prefetchWasted: c.prefetchWasted, prefetchFailures: c.prefetchFailures, prefetchWastedBytes: c.prefetchWastedBytes,
     prefetchPredictable: pf.predictable, prefetchActive: pf.active,
+    pilotHitRate: c.pilotUsed > 0 ? c.pilotCovered / c.pilotUsed : 0,
     hitRate: uses > 0 ? c.hits / uses : 0, evictions: c.evictions, overflow: c.overflow, failures: c.failures,
     bytesRead: c.bytesRead, readSeconds: busySeconds, readGBs: busySeconds > 0 ? c.bytesRead / busySeconds / 1e9 : 0,
     waitMs: c.waitMs, tokens: c.tokens, waitMsPerToken: c.tokens > 0 ? c.waitMs / c.tokens : 0,

@@ -21,13 +21,15 @@ export interface StoreConfig {
   direct: boolean;
   mmap: boolean;
   policy: Policy;
-  /** speculative prefetch: on, off, or auto (on while the previous routing predicts the misses) */
+  /** speculative prefetch: on, off, auto (on while the previous routing predicts the misses), or pilot */
   prefetch: PrefetchMode;
   maxGap?: number;
   log: (line: string) => void;
 }
 
-export type PrefetchMode = "on" | "off" | "auto";
+/** on / auto: the next layer's previous union after each batch; pilot: the next layer's router on the current
+ *  residual (src/engine/pilot.ts), before this layer's FFN */
+export type PrefetchMode = "on" | "off" | "auto" | "pilot";
 /** auto prefetch: on once this many (decayed) misses were seen and at least this share was predictable */
 export const AUTO_MIN = 48, AUTO_SHARE = 0.5, PREDICT_DECAY = 0.995;
 
@@ -260,8 +262,19 @@ export class ExpertStore {
   prefetchAfter(L: LayerCache): void {
     if (!this.prefetchActive()) return;
     const N = this.next.get(L);
-    if (!N) return;
-    for (const e of N.lastUnion) {
+    if (N) this.speculate(N, N.lastUnion);
+  }
+
+  /** Router-piloted prefetch: N's predicted experts (ascending) into free buffers; N's next batch counts how many
+   *  of them it used (reapSpeculative drops the rest). */
+  pilotPrefetch(N: LayerCache, experts: Int32Array): void {
+    N.pilot = experts.slice();
+    this.speculate(N, experts);
+  }
+
+  /** Start reading experts of N not held yet into free cache slots, else free working slabs (nothing evicted). */
+  private speculate(N: LayerCache, experts: Iterable<number>): void {
+    for (const e of experts) {
       if (N.find(e)) continue;
       const s = N.slots.length < N.cap ? N.acquire() : this.takeWorking(N);
       if (!s) break;

@@ -80,7 +80,8 @@ export interface SlotInfo {
 }
 
 /** The expert store's figures for /metrics (engine/experts ExpertStats, abridged). */
-export interface ExpertFigures { hitRate: number; hits: number; misses: number; bytesRead: number; readGBs: number; waitMsPerToken: number }
+export interface ExpertFigures { hitRate: number; hits: number; misses: number; bytesRead: number; readGBs: number; waitMsPerToken: number;
+  prefetchHits: number; pilotHitRate: number }
 
 export interface Stats {
   experts?: ExpertFigures;

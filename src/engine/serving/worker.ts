@@ -39,7 +39,8 @@ function postStats(force: boolean): void {
   if (!sched || (!force && now - lastStats < STATS_MS)) return;
   lastStats = now;
   const x = store?.stats();
-  const experts = x && { hitRate: x.hitRate, hits: x.hits, misses: x.misses, bytesRead: x.bytesRead, readGBs: x.readGBs, waitMsPerToken: x.waitMsPerToken };
+  const experts = x && { hitRate: x.hitRate, hits: x.hits, misses: x.misses, bytesRead: x.bytesRead, readGBs: x.readGBs, waitMsPerToken: x.waitMsPerToken,
+    prefetchHits: x.prefetchHits, pilotHitRate: x.pilotHitRate };
   post({ t: "stats", stats: { ...sched.stats(), experts } });
 }
 
