@@ -20,9 +20,9 @@ test("kinds and the time between them add up to the step; symbols restored", () 
   for (const streams of [1, 3]) {
     // the step's head before its first call is unaccounted: on a loaded machine a preemption there can take >10% of
     // a tiny model's step, so the best of three profiles is held to the 90% bound
-    let p = profileDecode(m, { streams, steps: 6, warmup: 2 });
+    let p = profileDecode(m, { streams, steps: 6, warmup: 2, probe: 1e10 });
     const covered = (q: typeof p) => (q.rows.reduce((a, r) => a + r.us, 0) + q.betweenUs + q.overheadUs) / q.stepUs;
-    for (let t = 0; t < 2 && covered(p) <= 0.9; t++) p = profileDecode(m, { streams, steps: 6, warmup: 2 });
+    for (let t = 0; t < 2 && covered(p) <= 0.9; t++) p = profileDecode(m, { streams, steps: 6, warmup: 2, probe: 1e10 });
     expect(p.streams).toBe(streams);
     expect(p.positions).toEqual([16, 16 + 6 - 1]); // the timed steps replay the warm-up's positions, not past them
     const kinds = p.rows.map((r) => r.kind);
@@ -38,6 +38,22 @@ test("kinds and the time between them add up to the step; symbols restored", () 
     expect(formatProfile(p)).toContain("between libhb calls");
   }
   expect(hb().hb_rmsnorm).toBe(before);
+});
+
+test("unprofiled steps: the union's weight bytes grow with the streams; the step against them at the probe", () => {
+  const m = loadModel(dir);
+  const one = profileDecode(m, { streams: 1, steps: 4, warmup: 1, probe: 1e10, randomIds: true }).plain!;
+  const four = profileDecode(m, { streams: 4, steps: 4, warmup: 1, probe: 1e10, randomIds: true }).plain!;
+  let dense = 0; // what a step reads besides the routed experts: every non-expert matrix once
+  for (const n of m.store.names()) if (/\.weight$/.test(n) && !/experts\.\d+\.|norm|embed_tokens|e_score|mtp|layers\.4\./.test(n)) dense += m.store.get(n).nbytes;
+  expect(one.weightMB).toBeGreaterThan(dense / 1e6 * 0.99);
+  expect(four.weightMB).toBeGreaterThan(one.weightMB); // four rows route to more experts than one
+  for (const q of [one, four]) {
+    expect(q.probeGBs).toBe(10);
+    expect(q.idealUs).toBeCloseTo((q.weightMB * 1e6) / 1e10 * 1e6, 3);
+    expect(q.ofIdeal).toBeCloseTo(q.stepUs / q.idealUs, 6);
+    expect(q.tokS).toBeCloseTo(1e6 / q.stepUs * (q === one ? 1 : 4), 3);
+  }
 });
 
 test("a prefill profile: its calls and the time between them add up to the prefill", () => {
@@ -59,13 +75,14 @@ test("the CLI prints a table per stream count; bad --streams exit 2", async () =
   const out = ok.stdout.toString();
   expect(out).toContain("1 stream(s):");
   expect(out).toContain("2 stream(s):");
+  expect(out).toMatch(/unprofiled: \d+ us per step, [\d.]+ tok\/s in all; weights [\d.]+ MB per step \(the union\)/);
   const bad = run("--streams", "0");
   expect(bad.exitCode).toBe(2);
   expect(bad.stderr.toString()).toContain("--streams");
   const pre = run("--prefill", "12", "--steps", "2", "--warmup", "1");
   expect(pre.exitCode).toBe(0);
   expect(pre.stdout.toString()).toContain("prefill of 12 tokens:");
-  for (const args of [["--prefill", "0"], ["--prefill", "8", "--streams", "2"]]) {
+  for (const args of [["--prefill", "0"], ["--prefill", "8", "--streams", "2"], ["--prefill", "8", "--random-ids"]]) {
     const r = run(...args);
     expect(r.exitCode).toBe(2);
     expect(r.stderr.toString()).toContain("--prefill");

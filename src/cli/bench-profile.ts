@@ -3,7 +3,8 @@
 // each FFI symbol wrapped for the duration and restored after — and reports per kind of call its calls and
 // microseconds per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
 // marshalling). State: the wrapped symbol table, only while timeCalls runs.
-import { Fmt, hb, MANY_DESC } from "../native/hb.ts";
+import { Fmt, hb, MANY_DESC, weightBytes } from "../native/hb.ts";
+import { probeBandwidth } from "../engine/rates.ts";
 import { forward } from "../engine/forward.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { Session } from "../engine/session.ts";
@@ -12,7 +13,7 @@ import { attachExperts, EXPERT_HELP, expertFlags, expertOptions, type ExpertStor
 import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
 import { type Command, intOption, parseCli, UsageError } from "./common.ts";
 
-const help = `usage: hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128] [--warmup 64] [--exact] [--json]
+const help = `usage: hummingbird bench profile [--model DIR] [--streams 1,8] [--steps 128] [--warmup 64] [--random-ids] [--exact] [--json]
        hummingbird bench profile --prefill N [--model DIR] [--steps 8] [--warmup 2] [--exact] [--json]
 
 Decodes --streams sequences at once (each stream count in turn; one ragged batch per step, as the server's
@@ -21,16 +22,22 @@ the same positions (at least --warmup steps: caches grown and mapped, as a serve
 timed, and prints per kind of call (symbol; matmuls: the formats and shapes of their matrices, so the routed
 experts' batched calls are one kind whatever the union; S is the stream count) its calls and microseconds per step and share of the
 step, the TypeScript time before its calls (since the previous libhb call), then the total time between libhb
-calls, the profiler's own bookkeeping, and the expert bytes read from disk meanwhile. With --prefill N: the same
+calls, the profiler's own bookkeeping, and the expert bytes read from disk meanwhile; then the same steps
+unprofiled (best of 3): aggregate tok/s, the weight bytes read per step (each expert of the union once) and the
+step's time against those bytes at the probe's bandwidth (the union roofline). With --prefill N: the same
 for --steps prefills of an N-token prompt (default 8, after --warmup untimed ones, default 2) instead. Compare
-kinds within one run. Without --model: the bench preset.
+kinds within one run. Without --model: the bench preset. --random-ids: each step feeds pseudo-random token ids instead
+of the greedy ones (a random model's greedy streams repeat themselves and share their experts; real ones do not).
 ${EXPERT_HELP}`;
 
 /** per step: calls, microseconds inside them, and microseconds of TypeScript since the previous libhb call before them */
 export interface ProfileRow { kind: string; calls: number; us: number; beforeUs: number }
 /** a step: one decode step of `streams` rows, or one prefill; overheadUs: the profiler's own bookkeeping per step
  *  (outside both the calls and the TypeScript time); positions: the first and last position of stream 0 in a step */
-export interface Profile { mode: "decode" | "prefill"; streams: number; steps: number; positions: [number, number]; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number }
+export interface Profile { mode: "decode" | "prefill"; streams: number; steps: number; positions: [number, number]; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number;
+  /** decode: the same steps without the profiler (best of 3 passes) — step time, aggregate tok/s, the weight bytes
+   *  the kernels read per step (each expert of the union once) and that time against bytes ÷ the probe's bandwidth */
+  plain?: { stepUs: number; tokS: number; weightMB: number; probeGBs: number; idealUs: number; ofIdeal: number } }
 
 const FMT = Object.fromEntries(Object.entries(Fmt).map(([k, v]) => [v, k]));
 
@@ -74,7 +81,8 @@ class Kinds {
 }
 
 /** Profile `steps` greedy decode steps of `streams` sequences at once on m (its experts attached by the caller). */
-export function profileDecode(m: Model, o: { streams: number; steps: number; warmup: number; exact?: boolean; experts?: ExpertStore }): Profile {
+export function profileDecode(m: Model, o: { streams: number; steps: number; warmup: number; exact?: boolean; experts?: ExpertStore; probe?: number;
+  randomIds?: boolean }): Profile {
   const V = m.cfg.vocab_size, st = new RunState(m.cfg), N = o.streams;
   st.exact = !!o.exact;
   const ss = Array.from({ length: N }, () => new Session(m, { exact: o.exact, hidden: false }, { st }));
@@ -82,7 +90,7 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
   const first = ss.map((s, i) => argmax(s.feed(benchPrompt(V, 16 + i)).slice())), toks = first.slice();
   const step = () => {
     forward(m, st, ss.map((s, i) => ({ kv: s.kv, r0: i, n: 1, pos0: s.kv.len })), toks, { logits: "last", exact: o.exact });
-    for (let i = 0; i < N; i++) toks[i] = argmax(st.logits.subarray(i * V, (i + 1) * V));
+    for (let i = 0; i < N; i++) toks[i] = o.randomIds ? (toks[i] * 40503 + 12345 + i) % V : argmax(st.logits.subarray(i * V, (i + 1) * V));
   };
   // warm-up over the positions the timed steps will use, then back to the prompts: the KV caches have grown and
   // their pages are mapped (as a server's reused slots are), so page faults stay out of the profile. The steps
@@ -90,8 +98,22 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
   for (let i = 0; i < Math.max(o.warmup, o.steps); i++) step();
   ss.forEach((s, i) => { s.kv.truncate(16 + i); toks[i] = first[i]; });
   if (ss.some((s, i) => s.kv.len !== 16 + i)) throw new Error("bench profile: the caches were not cut back to the prompts");
+  const cut = () => ss.forEach((s, i) => { s.kv.truncate(16 + i); toks[i] = first[i]; });
+  let best = Infinity, bytes = 0;
+  const probe = o.probe ?? probeBandwidth(); // this stream count's own (a shared machine's bandwidth drifts)
+  for (let pass = 0; pass < 3; pass++) { // unprofiled: the step's own time and its weight bytes (the union's)
+    cut();
+    weightBytes(true);
+    const t0 = performance.now();
+    for (let i = 0; i < o.steps; i++) step();
+    best = Math.min(best, (performance.now() - t0) / o.steps);
+    bytes = weightBytes() / o.steps;
+  }
+  cut();
   const r = timeCalls(step, o.steps, o.experts);
-  return { mode: "decode", streams: N, steps: o.steps, positions: [16, ss[0].kv.len - 1], tokS: (N * o.steps) / (r.ms / 1000), ...r.per };
+  const idealUs = (1e6 * bytes) / probe;
+  return { mode: "decode", streams: N, steps: o.steps, positions: [16, ss[0].kv.len - 1], tokS: (N * o.steps) / (r.ms / 1000), ...r.per,
+    plain: { stepUs: 1000 * best, tokS: N / (best / 1000), weightMB: bytes / 1e6, probeGBs: probe / 1e9, idealUs, ofIdeal: (1000 * best) / idealUs } };
 }
 
 /** Profile `reps` prefills of a `tokens`-token prompt on m (after `warmup` untimed ones: caches grown and mapped). */
@@ -154,6 +176,9 @@ export function formatProfile(p: Profile): string {
   lines.push(`${p.betweenUs.toFixed(1).padStart(9)} ${pct(p.betweenUs)} ${"".padStart(6)} ${"".padStart(8)} ${"".padStart(10)}  between libhb calls (TypeScript; the column "TS before" splits it by the call that follows)`);
   lines.push(`${p.overheadUs.toFixed(1).padStart(9)} ${pct(p.overheadUs)}${"".padStart(28)}  the profiler's own bookkeeping`);
   if (p.expertMBRead !== undefined) lines.push(`expert weights read from disk meanwhile: ${p.expertMBRead.toFixed(1)} MB`);
+  const q = p.plain;
+  if (q) lines.push(`unprofiled: ${q.stepUs.toFixed(0)} us per step, ${q.tokS.toFixed(1)} tok/s in all; weights ${q.weightMB.toFixed(1)} MB per step (the union) ÷ ` +
+    `${q.probeGBs.toFixed(1)} GB/s (probe) = ${q.idealUs.toFixed(0)} us: the step takes ${q.ofIdeal.toFixed(2)}× that`);
   return lines.join("\n");
 }
 
@@ -162,11 +187,11 @@ export const command: Command = {
   help,
   run(argv) {
     const s = { type: "string" } as const;
-    const r = parseCli(argv, { model: s, streams: s, steps: s, warmup: s, prefill: s, exact: { type: "boolean" }, json: { type: "boolean" }, ...expertFlags }, help);
+    const r = parseCli(argv, { model: s, streams: s, steps: s, warmup: s, prefill: s, exact: { type: "boolean" }, "random-ids": { type: "boolean" }, json: { type: "boolean" }, ...expertFlags }, help);
     if (!r) return (console.log(help), 0);
     const v = r.values, prefill = v.prefill === undefined ? 0 : intOption(v.prefill, "prefill", help);
     if (v.prefill !== undefined && prefill < 1) throw new UsageError("--prefill must be ≥ 1", help);
-    if (prefill && v.streams !== undefined) throw new UsageError("--prefill profiles one prompt: no --streams", help);
+    if (prefill && (v.streams !== undefined || v["random-ids"])) throw new UsageError("--prefill profiles one prompt: no --streams or --random-ids", help);
     const streams = (v.streams ?? "1,8").split(",").map((x) => intOption(x.trim(), "streams", help));
     if (streams.some((n) => n < 1 || n > 256)) throw new UsageError("--streams: counts in [1, 256]", help);
     const steps = v.steps === undefined ? (prefill ? 8 : 128) : intOption(v.steps, "steps", help);
@@ -176,7 +201,7 @@ export const command: Command = {
     const experts = attachExperts(m, { ...expertOptions(v, help), ctx: Math.max(prefill, 16 + Math.max(...streams) + warmup + steps) + 64,
       rows: Math.max(16, prefill), sessions: prefill ? 1 : Math.max(...streams) });
     try {
-      const o = { steps, warmup, exact: !!v.exact, experts };
+      const o = { steps, warmup, exact: !!v.exact, experts, randomIds: !!v["random-ids"] };
       const res = prefill ? [profilePrefill(m, { ...o, tokens: prefill, reps: steps })] : streams.map((n) => profileDecode(m, { ...o, streams: n }));
       console.log(v.json ? JSON.stringify(res) : res.map(formatProfile).join("\n\n"));
     } finally { experts.close(); }
