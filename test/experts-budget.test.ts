@@ -47,6 +47,18 @@ describe("planBudget", () => {
     expect(tiny.warnings[0]).toContain("no room");
   });
 
+  test("each layer's slots at its own experts' bytes (slotRowBytes), the working slabs at the largest", () => {
+    const b = { ...base, experts: 256 }; // (at 64 experts every plan here caches all of them)
+    const uniform = planBudget(b), mixed = planBudget({ ...b, slotRowBytes: b.expertBytes * (b.moeLayers - 1) + 2 * b.expertBytes });
+    const sized = planBudget({ ...b, slotRowBytes: b.expertBytes * b.moeLayers / 2 });
+    expect(mixed.slots).toBeLessThan(uniform.slots);
+    expect(sized.slots).toBeGreaterThan(uniform.slots);
+    expect(uniform.slots).toBe(119);
+    expect(sized.slots).toBe(238);
+    expect(sized.cacheBytes).toBe(sized.slots * b.expertBytes * b.moeLayers / 2);
+    expect(sized.workingBytes).toBe(uniform.workingBytes);
+  });
+
   test("explicit --expert-cache wins (capped at E) and warns when over budget", () => {
     expect(planBudget({ ...base, slots: 7 }).slots).toBe(7);
     expect(planBudget({ ...base, slots: 1000 }).slots).toBe(64);

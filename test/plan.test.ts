@@ -59,13 +59,17 @@ describe("plan --config (GLM-5, no weights)", () => {
     expect(j.footprint.decodeBytes).toBe(decodeBytes);
     expect(j.footprint.expertBytes).toBe(expert);
     expect(expert).toBe(21_233_664); // ~21 MB
-    expect(j.footprint.slotBytes).toBe(mtpExpert); // the MTP layer's int8 experts size the slots, as the store does
+    expect(j.footprint.slotBytes).toBe(mtpExpert); // the MTP layer's int8 experts size the working slabs, as the store does
     expect(j.readPerToken.routed).toBe(K * expert * 75);
     expect(j.kvBytesPerToken).toBe(kvPerToken);
     expect(j.kvBytes).toBe(4096 * kvPerToken);
     expect(j.expertsOnDisk).toBe(E * (75 * expert + mtpExpert));
-    // the cache: what the budget left, in slots of mtpExpert bytes for 76 layers; hit = share under uniform routing
-    expect(j.budget.cacheBytes).toBe(j.budget.slots * mtpExpert * 76);
+    // the cache: what the budget left, each layer's slots of its own experts' bytes (75 main + MTP); hit = share
+    // under uniform routing
+    expect(j.budget.cacheBytes).toBe(j.budget.slots * (75 * expert + mtpExpert));
+    const left = j.budget.ram - j.budget.reserve; // the same budget in slots of the largest expert: ~1.7× fewer
+    expect(j.budget.slots).toBe(Math.floor(left / (75 * expert + mtpExpert)));
+    expect(Math.floor(left / (76 * mtpExpert))).toBeLessThan(0.6 * j.budget.slots);
     expect(j.budget.slots).toBeGreaterThan(0);
     expect(j.budget.slots).toBeLessThan(E);
     expect(j.hit[0]).toBeCloseTo(j.budget.slots / E, 12);

@@ -80,6 +80,7 @@ export function forecast(p: PlanInput): Forecast {
   const kvTok = kvBytesPerToken(cfg, p.kvDtype, true), kvBytes = kvRows(p.ctx) * kvTok;
   const budget = planBudget({
     ram: p.ram, residentBytes: fp.residentBytes, expertBytes: fp.slotBytes, moeLayers: fp.moeLayers + mtp, experts: E,
+    slotRowBytes: fp.expertBytes * fp.moeLayers + mtp * fp.mtpExpertBytes, // each layer's slots sized by its own experts
     kvBytes, activationBytes: runStateBytes(cfg, rows, kvRows(p.ctx)) + Math.min(STAGE_BYTES, rows * K * cfg.hidden_size * 4),
     workingSlabs: Math.min(8, Math.max(2, K)),
   });

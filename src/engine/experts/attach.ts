@@ -76,7 +76,7 @@ export function attachExperts(m: Model, o: ExpertOptions = {}): ExpertStore {
     const sessions = Math.max(1, o.sessions ?? 1);
     const plan = planBudget({
       ram: ram.bytes, residentBytes: residentBytes(m), expertBytes: store.maxSlotBytes(),
-      moeLayers: store.layers.length, experts: m.cfg.n_routed_experts,
+      moeLayers: store.layers.length, slotRowBytes: store.layers.reduce((a, L) => a + L.slotBytes, 0), experts: m.cfg.n_routed_experts,
       kvBytes: sessions * kvRows(ctx) * kvBytesPerToken(m.cfg, o.kvDtype, o.hiddenRows ?? true) + (o.extraBytes ?? 0),
       activationBytes: runStateBytes(m.cfg, rows, kvRows(ctx)) /* RunState grows T by doubling */ + Math.min(STAGE_BYTES, rows * K * m.cfg.hidden_size * 4),
       workingSlabs: store.mmap ? 0 : W, slots: o.slots, historyTokens: learner?.tokens() ?? 0,

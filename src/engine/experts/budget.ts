@@ -53,9 +53,12 @@ export interface BudgetInput {
   ram: number;
   /** weights loaded eagerly: everything but the routed experts */
   residentBytes: number;
-  /** slab bytes of the largest expert */
+  /** slab bytes of the largest expert (a working slab holds any layer's) */
   expertBytes: number;
   moeLayers: number;
+  /** one cache slot in every MoE layer: Σ of each layer's own expert bytes (the MTP layer's int8 experts are larger
+   *  than the main layers' int4g ones); default expertBytes × moeLayers */
+  slotRowBytes?: number;
   experts: number;
   /** KV pool at max context (all sessions) */
   kvBytes: number;
@@ -78,7 +81,7 @@ export interface BudgetPlan {
   pinShare: number;
   residentBytes: number;
   workingBytes: number;
-  cacheBytes: number;       // slots × expertBytes × moeLayers
+  cacheBytes: number;       // slots × slotRowBytes
   pinnedBytes: number;
   peak: number;             // projected peak RSS: resident + kv + activations + working + cache
   fits: boolean;            // peak + headroom ≤ ram
@@ -94,7 +97,7 @@ export function planBudget(b: BudgetInput): BudgetPlan {
   const headroom = headroomOf(b.ram);
   const workingBytes = b.workingSlabs * b.expertBytes;
   const reserve = b.residentBytes + b.kvBytes + b.activationBytes + workingBytes + headroom;
-  const perSlot = b.expertBytes * b.moeLayers;
+  const perSlot = b.slotRowBytes ?? b.expertBytes * b.moeLayers;
   const auto = !b.slots;
   const fitSlots = perSlot > 0 ? Math.floor(Math.max(0, b.ram - reserve) / perSlot) : b.experts;
   const slots = Math.max(Math.min(b.experts, 1), Math.min(b.experts, auto ? fitSlots : b.slots!));
