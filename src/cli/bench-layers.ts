@@ -1,15 +1,14 @@
 // `hummingbird bench --per-layer`: per decoder layer, where a decode step (at several contexts) and a prefill go:
 // attention (norm, MLA + indexer projections, core), the indexer's scores + select (its hb symbols wrapped), the dense
 // FFN or shared expert (timed alone on the same input) and the routed experts (MoE call less shared, router included),
-// forward.ts's `block` replayed with timers. Contexts are reached by repeating a short prompt's KV rows (MLA cache and
+// timed through forward's onPart hook. Contexts are reached by repeating a short prompt's KV rows (MLA cache and
 // indexer keys): real sizes, synthetic contents. State: the wrapped indexer symbols, only during an instrumented step.
-import { add, hb, rmsnorm } from "../native/hb.ts";
-import { attention } from "../engine/attention.ts";
-import { embed, forward, head, keptRows, keyMode } from "../engine/forward.ts";
-import { mlp, moe } from "../engine/moe.ts";
+import { hb } from "../native/hb.ts";
+import { forward, type PartHook } from "../engine/forward.ts";
+import { mlp } from "../engine/moe.ts";
 import { Session } from "../engine/session.ts";
 import { RunState } from "../engine/state.ts";
-import type { Model } from "../engine/model.ts"; import type { KVCache } from "../engine/kv.ts"; import type { Segment } from "../engine/batch.ts";
+import type { Model } from "../engine/model.ts"; import type { KVCache } from "../engine/kv.ts";
 import type { ExpertStore } from "../engine/experts/index.ts";
 import { benchPrompt } from "../model/bench-model.ts";
 
@@ -37,41 +36,31 @@ export function extendKv(kv: KVCache, ctx: number): void {
   kv.wrote(n);
 }
 
-/** One forward of `ids` on kv with each layer's parts added into acc (µs); returns the instrumented wall µs
- *  less the time spent timing the shared experts on their own. */
+/** One forward of `ids` on kv with each layer's parts added into acc (µs; forward's onPart hook); returns the
+ *  instrumented wall µs less the time spent timing the shared experts on their own. */
 function instrumented(m: Model, st: RunState, kv: KVCache, ids: number[], acc: LayerCost[], scratch: Float32Array[]): number {
   const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = IX.map((k) => L[k]), ix = { us: 0 };
   IX.forEach((k, j) => { const f = saved[j]; if (f) L[k] = (...a: unknown[]) => { const t = performance.now(), r = f(...a); ix.us += 1000 * (performance.now() - t); return r; }; });
-  const now = () => 1000 * performance.now(), D = m.cfg.hidden_size, eps = m.cfg.rms_norm_eps, NL = m.cfg.num_hidden_layers;
-  let aside = 0, t0 = now();
-  try {
-    const segs: Segment[] = [{ kv, r0: 0, n: ids.length, pos0: kv.len }];
-    const S = embed(m, st, segs, ids), k0 = keptRows(st, segs, S, "last");
-    for (let i = 0; i < NL; i++) {
-      const w = m.w.layers[i], c = acc[i], k = i === NL - 1 ? k0 : S;
-      rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
-      const ix0 = ix.us, ta = now();
-      attention(m.cfg, st, w.attn, i, i, segs, S, keyMode(m, i), "auto", undefined, k);
-      c.attnUs += now() - ta - (ix.us - ix0);
-      c.indexerUs += ix.us - ix0;
-      if (k < S) for (let r = 0; r < k; r++) st.x.copyWithin(r * D, st.keep[r] * D, (st.keep[r] + 1) * D);
-      add(st.x, st.ao, k * D);
-      rmsnorm(st.x, w.post_norm, st.xb, k, D, eps);
-      const tf = now();
-      if (w.moe) {
-        const sh = w.moe.shared, [xs, ys] = scratch;
-        if (sh) xs.set(st.xb.subarray(0, k * D));
-        moe(m.cfg, st, w.moe, st.xb, k, st.ao);
-        let tm = now(), shUs = 0;
-        if (sh) { mlp(st, sh, xs, k, ys); shUs = now() - tm; aside += shUs; }
-        c.ffnUs += shUs;
-        c.routedUs += tm - tf - shUs; // the MoE call less the shared expert's own time: router + routed experts
-      } else { mlp(st, w.mlp!, st.xb, k, st.ao); c.ffnUs += now() - tf; }
-      add(st.x, st.ao, k * D);
-      if (k < S) for (let r = k - 1; r >= 0; r--) st.x.copyWithin(st.keep[r] * D, r * D, (r + 1) * D);
+  const now = () => 1000 * performance.now(), D = m.cfg.hidden_size, [xs, ys] = scratch;
+  let aside = 0, t = 0, ix0 = 0;
+  const onPart: PartHook = (layer, part, rows) => {
+    const w = m.w.layers[layer], c = acc[layer], sh = w?.moe?.shared ?? null;
+    if (!c) return; // (the MTP layer: not timed)
+    if (part === "attn" || part === "ffn") {
+      if (part === "ffn" && sh) xs.set(st.xb.subarray(0, rows * D));
+      ix0 = ix.us; t = now(); return;
     }
-    for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.wrote(g.pos0); }
-    head(m, st, segs, S, "last");
+    const us = now() - t;
+    if (part === "attn-end") { c.attnUs += us - (ix.us - ix0); c.indexerUs += ix.us - ix0; return; }
+    if (!w.moe) { c.ffnUs += us; return; }
+    let shUs = 0;
+    if (sh) { const t1 = now(); mlp(st, sh, xs, rows, ys); shUs = now() - t1; aside += shUs; } // the shared expert alone
+    c.ffnUs += shUs;
+    c.routedUs += us - shUs; // the MoE call less the shared expert's own time: router + routed experts
+  };
+  const t0 = now();
+  try {
+    forward(m, st, [{ kv, r0: 0, n: ids.length, pos0: kv.len }], ids, { logits: "last", onPart });
   } finally { IX.forEach((k, j) => { if (saved[j]) L[k] = saved[j]; }); }
   return now() - t0 - aside;
 }

@@ -31,7 +31,11 @@ export interface ForwardOpts {
   hidden?: boolean;         // every row's final hidden state is wanted in st.x (MTP input, pooling); else only
                             // the rows that get logits: the last layer's FFN skips the others (llama.cpp's out_ids)
   onSelect?: SelectHook;    // DSA debug hook (full layers)
+  onPart?: PartHook;        // bench --per-layer's timer (src/cli/bench-layers.ts)
 }
+
+/** Called as a layer's attention and FFN start and end; rows: how many rows the part runs on. */
+export type PartHook = (layer: number, part: "attn" | "attn-end" | "ffn" | "ffn-end", rows: number) => void;
 
 /** Rows of a batch: x [S, D] = E[ids]; positions and visible-key counts per row. */
 export function embed(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>): number {
@@ -70,13 +74,17 @@ export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: 
   const D = m.cfg.hidden_size, eps = m.cfg.rms_norm_eps;
   if (w.moe?.prefetch) pilot(m.cfg, st, w, st.x, S); // the likely experts start reading under the attention
   rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
+  opts.onPart?.(layer, "attn", S);
   attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect, k);
+  opts.onPart?.(layer, "attn-end", S);
   if (k === 0) return;
   if (k < S) for (let i = 0; i < k; i++) st.x.copyWithin(i * D, st.keep[i] * D, (st.keep[i] + 1) * D); // keep[i] ≥ i
   add(st.x, st.ao, k * D);
   rmsnorm(st.x, w.post_norm, st.xb, k, D, eps);
+  opts.onPart?.(layer, "ffn", k);
   if (w.moe) moe(m.cfg, st, w.moe, st.xb, k, st.ao);
   else mlp(st, w.mlp!, st.xb, k, st.ao);
+  opts.onPart?.(layer, "ffn-end", k);
   add(st.x, st.ao, k * D);
   if (k < S) for (let i = k - 1; i >= 0; i--) st.x.copyWithin(st.keep[i] * D, i * D, (i + 1) * D); // sources below stay unread
 }
