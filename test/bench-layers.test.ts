@@ -1,6 +1,6 @@
 // `hummingbird bench --per-layer` (src/cli/bench-layers.ts) on a generated tiny model: the report's structure (a
 // prefill, then one decode run per context, every layer with its parts), the KV extension repeating real rows,
-// the layers' parts + the rest adding up to the plain step (the instrumented replay of forward.ts's block must
+// the layers' parts + the rest adding up to the plain step (the onPart hook's timers must
 // not miss or double-count work), the indexer timed on DSA models, and the CLI's table.
 import { expect, test } from "bun:test";
 import { genModel } from "./helpers/models.ts";
@@ -57,3 +57,16 @@ test("per-layer parts add up to the step; structure; symbols restored", () => {
   expect(text).toContain("KV 0.3 MiB");
   expect(text.split("\n").length).toBe(1 + runs.length * (L + 1));
 });
+
+test("the pass with every expert in RAM is skipped, saying so, where it does not fit the budget", () => {
+  const run = (...a: string[]) => Bun.spawnSync({ cmd: ["bun", "src/cli.ts", "bench", "--per-layer", "--model", dir, "--contexts", "64",
+    "--gen", "2", "--warmup", "1", "--prompt-tokens", "8", "--ram-gb", "0.001", ...a], cwd: `${import.meta.dir}/..`, stdout: "pipe", stderr: "pipe" });
+  const none = run();
+  expect(none.exitCode).toBe(2);
+  expect(none.stderr.toString()).toContain("give --expert-cache N for a pass from disk");
+  const disk = run("--expert-cache", "1");
+  expect(disk.exitCode).toBe(0);
+  expect(disk.stderr.toString()).toContain("the pass with every expert in RAM is skipped");
+  expect(disk.stdout.toString()).toContain("experts streamed through 1 slots/layer");
+  expect(disk.stdout.toString()).not.toContain("experts in RAM");
+}, 60_000);

@@ -16,7 +16,8 @@ import { benchDevice, formatDeviceBench } from "../device/bench.ts";
 import { command as serveBench } from "./bench-serve.ts";
 import { command as profileBench } from "./bench-profile.ts";
 import { formatLayers, perLayer } from "./bench-layers.ts";
-import { kvBytesPerToken } from "../engine/experts/budget.ts";
+import { gib, kvBytesPerToken, runStateBytes } from "../engine/experts/budget.ts";
+import { detectRam } from "../engine/experts/memory.ts";
 import { residentBytes } from "../engine/experts/attach.ts";
 import { totalmem } from "node:os";
 
@@ -179,9 +180,16 @@ function layers(dir: string, list: string, o: BenchOpts, xo: ReturnType<typeof e
   const contexts = list.split(",").map((x) => intOption(x.trim(), "contexts", help));
   if (contexts.some((c) => c < 1)) throw new UsageError("--contexts: positive token counts", help);
   const m = loadModel(dir), ctx = Math.max(...contexts) + o.gen + o.warmup + 64, kvb = kvBytesPerToken(m.cfg);
-  const passes = [{ name: "experts in RAM (every expert cached, warmed before)", x: { slots: m.cfg.n_routed_experts, warm: true } }, ...(xo.slots ? [{ name: `experts streamed through ${xo.slots} slots/layer${xo.direct ? " (O_DIRECT)" : ""}`, x: { slots: xo.slots, direct: xo.direct } }] : [])];
   const weights = residentBytes(m), all = m.store.names().filter((n) => { const x = /^model\.layers\.(\d+)\.mlp\.experts\./.exec(n); return x && +x[1] < m.cfg.num_hidden_layers; })
     .reduce((a, n) => a + m.store.get(n).nbytes, 0);
+  // the RAM pass holds every expert, the KV of the longest context and the run state: skipped, saying so, where they
+  // do not fit the RAM budget (--ram-gb, else MemAvailable) rather than swapping or being killed
+  const ram = detectRam(xo.ramGb).bytes, need = weights + all + ctx * kvb + runStateBytes(m.cfg, Math.max(1, o.promptTokens), ctx);
+  const inRam = need <= ram;
+  if (!inRam && !xo.slots) throw new UsageError(`--per-layer: every expert in RAM at ${Math.max(...contexts)} tokens needs ${gib(need)}, the budget is ${gib(ram)}: give --expert-cache N for a pass from disk`, help);
+  if (!inRam) process.stderr.write(`hummingbird bench: the pass with every expert in RAM is skipped: it needs ${gib(need)} at ${Math.max(...contexts)} tokens, the budget is ${gib(ram)}\n`);
+  const passes = [...(inRam ? [{ name: "experts in RAM (every expert cached, warmed before)", x: { slots: m.cfg.n_routed_experts, warm: true } }] : []),
+    ...(xo.slots ? [{ name: `experts streamed through ${xo.slots} slots/layer${xo.direct ? " (O_DIRECT)" : ""}`, x: { slots: xo.slots, direct: xo.direct } }] : [])];
   const head = `KV ${kvb} bytes/token (f32 MLA cache + indexer keys); RAM ${(totalmem() / 2 ** 30).toFixed(1)} GiB, resident weights ${(weights / 2 ** 30).toFixed(2)} GiB: ` +
     `KV budget ${Math.floor((totalmem() - weights) / kvb)} tokens beside them, ${Math.floor(Math.max(0, totalmem() - weights - all) / kvb)} beside them and every routed expert (${(all / 2 ** 30).toFixed(2)} GiB)`;
   const res = passes.map((p) => {
