@@ -76,4 +76,14 @@ describe("generate: every rule the server has", () => {
     const got = await generated(["--repetition-penalty", "1.5", "--presence-penalty", "1", "--logit-bias", "11:3", "--draft", "ngram"]);
     expect({ text: got.text, n: got.ids.length, reason: got.reason }).toEqual({ text: want.text, n: want.n, reason: want.reason });
   }, 120_000);
+
+  test("a grammar: the vocabulary it needs is built on first use; the same text as serve's", async () => {
+    const gbnf = 'root ::= ("yes" | "no") " " [a-z]+';
+    const want = await served({ grammar: gbnf });
+    expect(want.text).toMatch(/^(yes|no) [a-z]+$/);
+    const file = join(dir, "yn.gbnf");
+    await Bun.write(file, gbnf);
+    const got = await generated(["--grammar", file, "--draft", "off"]);
+    expect({ text: got.text, reason: got.reason }).toEqual({ text: want.text, reason: want.reason });
+  }, 120_000);
 });

@@ -152,7 +152,7 @@ export const command: Command = {
         slot: "auto", max_tokens: maxTokens, ...sampling, top_p: sampling.top_p ?? 1, min_p: sampling.min_p ?? 0, top_k: sampling.top_k ?? 0,
         stop: v.stop ?? [], penalties, grammar: grammarOption(v), min_tokens: minTokens, think_budget: thinkBudget,
       };
-      const pipe = new PipelineMaker(m, codec, { ctx: prompt.length + maxTokens, budgetMessage: v["reasoning-budget-message"] }).make(0, req, prompt);
+      const pipe = new PipelineMaker(m, codec, { ctx: prompt.length + maxTokens, budgetMessage: v["reasoning-budget-message"], lazyVocab: true }).make(0, req, prompt);
       if ("detail" in pipe) throw new UsageError(pipe.detail, help);
       const res = generate(m, prompt, {
         maxTokens, draft: draftArg, draftLen, session, forward: fwd, encode: (t) => codec.encode(t),

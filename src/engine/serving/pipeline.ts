@@ -120,13 +120,14 @@ export class PipelineMaker {
   private scratch = new Float32Array(1 << 16); // keepOnly's (allowed_token_ids holds at most 65536 ids)
 
   constructor(private m: { cfg: { vocab_size: number; stop_ids: number[] } }, private codec: TextCodec,
-    private o: { ctx: number; thinkBudget?: number; budgetMessage?: string; maxTokens?: number; seed?: number }) {
+    private o: { ctx: number; thinkBudget?: number; budgetMessage?: string; maxTokens?: number; seed?: number; lazyVocab?: boolean }) {
     const stops = codec.stopIds(m.cfg.stop_ids);
     this.stopIds = new Set(stops);
     this.think = thinkIds(codec);
-    // ONE TokenVocab per model, built now: grammar masks and the mux token bytes (TextCodec.tokenBytes)
-    // share it. An unsupported tokenizer only disables constrained output (BAD_REQUEST per request).
-    try { codec.tokenVocab(stops); } catch { /* reported by GrammarCache */ }
+    // ONE TokenVocab per model, built now (lazyVocab: on a grammar's first use, for `generate`): grammar masks and the
+    // mux token bytes (TextCodec.tokenBytes) share it. An unsupported tokenizer only disables constrained output
+    // (BAD_REQUEST per request).
+    if (!o.lazyVocab) try { codec.tokenVocab(stops); } catch { /* reported by GrammarCache */ }
     this.grammars = new GrammarCache(() => codec.tokenVocab(stops));
   }
 
