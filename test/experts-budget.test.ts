@@ -1,6 +1,7 @@
 // The expert cache's budget arithmetic (pure), the RAM detection parser, the pin choice and the
 // re-pin pass plan (hysteresis, bounded swaps), and the CLI flag mapping.
 import { describe, expect, test } from "bun:test";
+import { reserveNaive } from "../src/engine/attention.ts";
 import { GiB, MiB, HEADROOM_MIN, kvBytesPerToken, kvRows, pinShare, planBudget, runStateBytes, type BudgetInput } from "../src/engine/experts/budget.ts";
 import { parseMemAvailable, detectRam } from "../src/engine/experts/memory.ts";
 import { hottest, repinPlan } from "../src/engine/experts/learn.ts";
@@ -80,8 +81,9 @@ describe("planBudget", () => {
 
   test("activation and KV arithmetic match what RunState and KVCache allocate", () => {
     const cfg = loadConfig(genModel({ preset: "tiny", seed: 1 }));
-    for (const [S, T] of [[1, 64], [7, 100], [32, 512]]) {
-      const st = new RunState(cfg, S, T) as unknown as Record<string, unknown>;
+    for (const [S, T] of [[1, 64], [7, 100], [32, 512], [512, 512], [64, 4096]]) {
+      const state = new RunState(cfg, S, T), st = state as unknown as Record<string, unknown>;
+      reserveNaive(cfg, state, [{ kv: { dtype: "f32" } as KVCache, r0: 0, n: S, pos0: T - S }], "auto"); // a batch of S new rows
       let bytes = 0;
       for (const v of Object.values(st)) if (ArrayBuffer.isView(v)) bytes += v.byteLength;
       expect([S, T, runStateBytes(cfg, S, T)]).toEqual([S, T, bytes]);

@@ -116,6 +116,34 @@ describe("attention form cost model (auto)", () => {
     expect(naiveIsCheaper(cfg, 512, 4096, Infinity)).toBe(true); // no key cap: every query attends to all 4096
     expect(naiveIsCheaper(cfg, 1, 4096, 128)).toBe(false);    // decode
   });
+
+  test("the naive form's buffers: only up to the context where a batch may take it (a long decode: none)", async () => {
+    const { naiveCtx, naiveIsCheaper, reserveNaive } = await import("../src/engine/attention.ts");
+    const { RunState } = await import("../src/engine/state.ts");
+    const { parseConfig } = await import("../src/model/config.ts");
+    const { runStateBytes } = await import("../src/engine/experts/budget.ts");
+    const cfg = parseConfig(await Bun.file(join(import.meta.dir, "fixtures/glm5-config.json")).json()), topk = cfg.index_topk; // GLM-5's widths
+    for (const n of [64, 512, 2048]) {
+      const t = naiveCtx(cfg, n, 1 << 17, topk);
+      expect(t).toBeGreaterThan(0);
+      expect(t).toBeLessThan(1 << 17);
+      expect(naiveIsCheaper(cfg, n, t, topk)).toBe(true);
+      for (const u of [t + 1, 2 * t, 1 << 17]) expect(naiveIsCheaper(cfg, n, u, topk)).toBe(false);
+    }
+    expect(naiveCtx(cfg, 1, 1 << 17, topk)).toBe(1); // one row: only over a one-position context
+    const st = new RunState(cfg, 1, 1 << 17), seg = (n: number, pos0: number) => [{ kv: { dtype: "f32" }, r0: 0, n, pos0 }] as never;
+    reserveNaive(cfg, st, seg(1, (1 << 17) - 1), "auto");
+    expect(st.naiveCtx).toBeLessThanOrEqual(1); // decode at 128k: the ~180 KiB a position of the naive form is not allocated
+    expect(runStateBytes(cfg, 1, 1 << 17)).toBeLessThan(1.5 * 2 ** 20 * 4); // scores [1, T] and the rows' buffers
+    reserveNaive(cfg, st, seg(512, 0), "auto"); // a fresh 512-token prompt takes the naive form
+    expect(st.naiveCtx).toBe(512);
+    reserveNaive(cfg, st, seg(512, 4096), "absorbed");
+    expect(st.naiveCtx).toBe(512);
+    reserveNaive(cfg, st, seg(8, 100), "naive");
+    expect(st.naiveCtx).toBe(512);
+    reserveNaive(cfg, st, seg(8, 1000), "naive");
+    expect(st.naiveCtx).toBe(1024); // grown geometrically
+  });
 });
 
 describe("Session.copyPrefix (a slot taking a prompt prefix another slot holds)", () => {

@@ -181,11 +181,35 @@ export function naiveIsCheaper(cfg: Config, n: number, T: number, topk: number):
   return naive < abs;
 }
 
+/** The largest t ≤ T at which n new rows take the naive form (0: none). Along t the difference between the forms is
+ *  linear up to topk and the naive one's grows after, so the t where it is cheaper form a prefix of [1, T]. */
+export function naiveCtx(cfg: Config, n: number, T: number, topk: number): number {
+  if (naiveIsCheaper(cfg, n, T, topk)) return T;
+  let lo = 0, hi = T; // naive cheaper at lo (or lo = 0), not at hi
+  while (hi - lo > 1) { const mid = (lo + hi) >> 1; if (naiveIsCheaper(cfg, n, mid, topk)) lo = mid; else hi = mid; }
+  return lo;
+}
+
+/** The positions the naive form's buffers need for n new rows ending at position T: mode naive, T; auto, where that
+ *  form is cheaper on a DSA or on a dense layer (attention's choice); absorbed, none. */
+export function naiveNeed(cfg: Config, n: number, T: number, mode: AttnMode): number {
+  if (mode !== "auto") return mode === "naive" ? T : 0;
+  return Math.max(naiveCtx(cfg, n, T, Infinity), cfg.has_dsa ? naiveCtx(cfg, n, T, Math.max(1, cfg.index_topk)) : 0);
+}
+
+/** Before the layer loop: st's naive-form buffers for every segment of the batch that may take that form (f32 cache). */
+export function reserveNaive(cfg: Config, st: RunState, segs: readonly Segment[], mode: AttnMode): void {
+  let need = 0;
+  for (const g of segs) if (g.kv.dtype === "f32") need = Math.max(need, naiveNeed(cfg, g.n, g.pos0 + g.n, mode));
+  if (need > 0) st.ensureNaive(need);
+}
+
 /** kv = W_kvb c_kv for t < T; S_h = q_h·[k_nope_h ‖ k_pe]·scale; o_h = Σ P v_h -> st.o rows of g */
 function naiveCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array, g: Segment, T: number,
   sel: Int32Array | null, nsel: Int32Array, topk: number): void {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, W = kvr + dr, KV = H * (dn + dv), K = H * (dn + dr), Q = H * (dn + dr);
+  if (T > st.naiveCtx) throw new Error(`naive attention over ${T} positions: RunState holds ${st.naiveCtx} (reserveNaive was not called)`);
   copyHeads({ a: st.c_kv, row: kvr, head: 0 }, { a: cache, row: W, head: 0 }, T, 1, kvr);
   mm(kv_b, st.c_kv, T, st.kvb, st.exact); // [T, H*(dn+dv)]
   // k[t,h] = [k_nope[t,h] ‖ k_pe[t]]

@@ -6,7 +6,7 @@
 import type { Layer } from "../model/weights.ts";
 import { add, convert, Conv, Fmt, rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
-import { attention, type AttnMode, type KeyMode } from "./attention.ts";
+import { attention, reserveNaive, type AttnMode, type KeyMode } from "./attention.ts";
 import { mlp, moe } from "./moe.ts";
 import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
@@ -137,6 +137,7 @@ export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<
   if (opts.exact !== undefined) st.exact = opts.exact;
   if (opts.quality !== undefined) st.quality = activePolicy(opts.quality);
   const S = embed(m, st, segs, ids);
+  reserveNaive(m.cfg, st, segs, opts.attn ?? "auto");
   const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L), which = opts.logits ?? "all";
   const k = opts.hidden ? S : keptRows(st, segs, S, which);
   if (n > 0) opts.executor!.run(m, st, segs, S, 0, n, opts, n === L ? k : S);

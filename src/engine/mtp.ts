@@ -5,6 +5,7 @@
 import { rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
 import { block, embedRow, type ForwardOpts } from "./forward.ts";
+import { reserveNaive } from "./attention.ts";
 import { activePolicy } from "./quality.ts";
 import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
@@ -26,6 +27,7 @@ export function mtpForward(m: Model, st: RunState, kv: KVCache, pos0: number, to
   if (pos0 > kv.len) throw new Error(`MTP position ${pos0} leaves a gap after ${kv.len} rows`);
   kv.reserve(pos0 + n);
   const segs = [{ kv, r0: 0, n, pos0 }];
+  reserveNaive(c, st, segs, opts.attn ?? "auto");
   for (let j = 0; j < n; j++) {
     const t = tokens[j];
     if (!Number.isInteger(t) || t < 0 || t >= c.vocab_size) throw new RangeError(`MTP token ${t} outside [0, ${c.vocab_size})`);

@@ -21,9 +21,10 @@ export class RunState {
   qcat!: Float32Array;   // [S, H*(kv_lora+dr)] absorbed queries [W_K,hᵀ q_nope ‖ q_pe]
   o_lat!: Float32Array;  // [S, H*kv_lora] Σ p·c_kv per head (absorbed)
   o!: Float32Array;      // [S, H*dv] concat_h o_h
-  c_kv!: Float32Array;   // [T, kv_lora] context latents, contiguous (naive form)
-  kvb!: Float32Array;    // [T, H*(dn+dv)] W_kvb c_kv (naive form)
-  k!: Float32Array;      // [T, H*(dn+dr)] per-head [k_nope ‖ k_pe] (naive form)
+  naiveCtx = 0;          // Tn: the positions the naive form's buffers hold (ensureNaive; 0 until a batch may take it)
+  c_kv!: Float32Array;   // [Tn, kv_lora] context latents, contiguous (naive form)
+  kvb!: Float32Array;    // [Tn, H*(dn+dv)] W_kvb c_kv (naive form)
+  k!: Float32Array;      // [Tn, H*(dn+dr)] per-head [k_nope ‖ k_pe] (naive form)
   qI!: Float32Array;     // [S, nh*hd] indexer queries
   kI!: Float32Array;     // [S, hd] indexer keys of the new rows
   iw!: Float32Array;     // [S, nh] indexer head weights
@@ -72,7 +73,7 @@ export class RunState {
     this.x = f(S * D); this.xb = f(S * D); this.ao = f(S * D);
     this.q_a = f(S * qr); this.c_q = f(S * qr); this.q = f(S * H * (dn + dr)); this.a = f(S * (kvr + dr));
     this.qcat = f(S * H * (kvr + dr)); this.o_lat = f(S * H * kvr); this.o = f(S * H * dv);
-    this.c_kv = f(T * kvr); this.kvb = f(T * H * (dn + dv)); this.k = f(T * H * (dn + dr));
+    this.ensureNaive(0);
     this.qI = f(S * c.index_n_heads * c.index_head_dim); this.kI = f(S * c.index_head_dim);
     this.iw = f(S * c.index_n_heads); this.scores = f(S * T);
     this.sel = new Int32Array(S * Math.max(1, c.index_topk)); this.nsel = new Int32Array(S);
@@ -88,5 +89,15 @@ export class RunState {
     const SKe = c.n_routed_experts > 0 ? SK : 0;
     this.eye = f(SKe * D); this.ehg = f(SKe * c.moe_intermediate_size); this.ehu = f(SKe * c.moe_intermediate_size); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
     this.rows = S; this.ctx = T;
+  }
+
+  /** Grow the naive form's buffers to `ctx` positions (attention.ts reserveNaive, before the layer loop: only batches
+   *  that may take that form need them, ~180 KiB a position at GLM-5's widths). */
+  ensureNaive(ctx: number): void {
+    if (this.c_kv && ctx <= this.naiveCtx) return;
+    const c = this.cfg, H = c.num_attention_heads, dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim;
+    const T = ctx > this.naiveCtx ? Math.max(ctx, 2 * this.naiveCtx) : this.naiveCtx;
+    this.c_kv = new Float32Array(T * c.kv_lora_rank); this.kvb = new Float32Array(T * H * (dn + dv)); this.k = new Float32Array(T * H * (dn + dr));
+    this.naiveCtx = T;
   }
 }

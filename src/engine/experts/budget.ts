@@ -4,6 +4,7 @@
 // confidence, and the projected peak. No I/O, no state.
 import type { Config } from "../../model/config.ts";
 import { kvRowElems, type KvDtype } from "../../native/hb.ts";
+import { naiveNeed } from "../attention.ts";
 
 export const MiB = 2 ** 20;
 export const GiB = 2 ** 30;
@@ -30,7 +31,8 @@ export function kvBytesPerToken(cfg: Config, dtype: KvDtype = "f32", hidden = tr
 /** KVCache grows by doubling from 16 rows: the rows it holds for ctx tokens. */
 export const kvRows = (ctx: number) => Math.max(16, 2 ** Math.ceil(Math.log2(Math.max(1, ctx))));
 
-/** Bytes of one RunState (src/engine/state.ts: keep in step) for S rows over T context positions. */
+/** Bytes of one RunState (src/engine/state.ts: keep in step) for S rows over T context positions, its naive-form
+ *  buffers as a batch of S new rows ending at T reserves them (attention.ts reserveNaive). */
 export function runStateBytes(cfg: Config, S: number, T: number): number {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, qr = cfg.q_lora_rank ?? 0, D = cfg.hidden_size;
@@ -39,13 +41,15 @@ export function runStateBytes(cfg: Config, S: number, T: number): number {
   const perRow = 3 * D + 2 * qr + H * (dn + dr) + (kvr + dr) + H * (kvr + dr) + H * kvr + H * dv + nh * hd + hd + nh
     + T + Math.max(1, cfg.index_topk) + 4 + 2 * F + 2 * cfg.moe_intermediate_size * cfg.n_shared_experts + 2 * D
     + cfg.n_routed_experts + cfg.vocab_size + 2 * D;
-  const perCtx = kvr + H * (dn + dv) + H * (dn + dr);
+  // the naive attention form's buffers (state.ts ensureNaive): only up to the context where S new rows may take it
+  const Tn = naiveNeed(cfg, S, T, "auto");
+  const perNaive = kvr + H * (dn + dv) + H * (dn + dr);
   // MoE routing and the batched experts (state.ts): 4 arrays of K per row and the experts kept per row (a quality
   // policy's), E + 1 offsets, the union and its counts (2E), and the rows of every routed expert: outputs [K, D],
   // gate / up activations [K, moe_inter] (inputs are read by index)
   const K = Math.max(1, cfg.num_experts_per_tok), E = cfg.n_routed_experts;
   const moe = 4 * K + 1 + (E > 0 ? K * D + 2 * K * cfg.moe_intermediate_size : 0);
-  return 4 * (S * (perRow + moe) + T * perCtx + 3 * E + 1);
+  return 4 * (S * (perRow + moe) + Tn * perNaive + 3 * E + 1);
 }
 
 export interface BudgetInput {
