@@ -17,6 +17,7 @@ export interface LayerCost { layer: number; kind: "dense" | "moe"; attnUs: numbe
 /** one measured run: a decode step at `ctx` cached tokens (or a prefill of `ctx` tokens); stepUs: plain forward
  *  (uninstrumented); restUs: the instrumented step's time outside the layers' parts (embed, head, norms, adds) */
 export interface LayerRun { mode: "decode" | "prefill"; ctx: number; steps: number; stepUs: number; restUs: number; layers: LayerCost[];
+  /** expert MB read over the 2 × steps measured forwards (each step plain, then timed) */
   expertMBRead?: number; readGBs?: number }
 
 const IX = ["hb_index_scores", "hb_index_scores_q8", "hb_ik_quant", "hb_dsa_select"];
@@ -135,7 +136,8 @@ export function formatLayers(runs: LayerRun[], kvBytesPerToken: number): string 
     for (const x of r.layers) lines.push(`${name.padEnd(16)} ${`${x.layer} ${x.kind}`.padEnd(9)} ${f(x.attnUs)} ${f(x.indexerUs)} ${f(x.ffnUs)} ${f(x.routedUs)} ${f(parts(x))}`);
     lines.push(`${name.padEnd(16)} step ${f(r.stepUs)} ms plain, rest (embed, head, norms) ${(r.restUs / 1000).toFixed(2)} ms` +
       (r.mode === "decode" ? `, KV ${(r.ctx * kvBytesPerToken / 2 ** 20).toFixed(1)} MiB` : "") +
-      (r.expertMBRead !== undefined ? `, experts read ${r.expertMBRead.toFixed(1)} MB (${r.readGBs!.toFixed(2)} GB/s)` : ""));
+      (r.expertMBRead !== undefined ? `, experts read ${(r.expertMBRead / (2 * r.steps)).toFixed(1)} MB a step (${r.readGBs!.toFixed(2)} GB/s; ` +
+        `${(r.expertMBRead / 1000).toFixed(1)} GB over the ${2 * r.steps} measured, plain and timed)` : ""));
   }
   return lines.join("\n");
 }
