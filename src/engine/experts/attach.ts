@@ -22,7 +22,7 @@ export interface ExpertOptions {
   ramGb?: number;
   policy?: Policy;
   /** speculative prefetch: the next layer's previous routing, true/"on", false/"off", or "auto" (the default: on
-   *  only while it would have covered ≥ half the misses); "pilot": the next layer's router on the current residual */
+   *  only while it would have covered ≥ half the misses); "pilot": a layer's router on its input, before its attention */
   prefetch?: boolean | PrefetchMode;
   /** the usage history: read at start (pins), written by save()/close() (default true) */
   learn?: boolean;

@@ -21,7 +21,7 @@ export const EXPERT_HELP = `Routed experts stream from disk through a per-layer 
   --expert-policy P  lru (default) | lfru
   --expert-prefetch on|off|auto|pilot  speculative reads of the previous token's experts (auto, the default:
                      only while they would have covered at least half of the recent misses); pilot: of the
-                     experts the next layer's router picks on the residual after this layer's attention`;
+                     experts a layer's router picks on its input, read under that layer's attention`;
 
 type Values = Record<string, string | string[] | boolean | undefined>;
 

@@ -27,8 +27,8 @@ export interface StoreConfig {
   log: (line: string) => void;
 }
 
-/** on / auto: the next layer's previous union after each batch; pilot: the next layer's router on the current
- *  residual (src/engine/pilot.ts), before this layer's FFN */
+/** on / auto: the next layer's previous union after each batch; pilot: a layer's own router on its input, before its
+ *  attention (src/engine/pilot.ts) */
 export type PrefetchMode = "on" | "off" | "auto" | "pilot";
 /** auto prefetch: on once this many (decayed) misses were seen and at least this share was predictable */
 export const AUTO_MIN = 48, AUTO_SHARE = 0.5, PREDICT_DECAY = 0.995;
