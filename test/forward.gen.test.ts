@@ -118,7 +118,7 @@ describe("attention form cost model (auto)", () => {
   });
 
   test("the naive form's buffers: only up to the context where a batch may take it (a long decode: none)", async () => {
-    const { naiveCtx, naiveIsCheaper, reserveNaive } = await import("../src/engine/attention.ts");
+    const { NAIVE_MAX_BYTES, naiveCtx, naiveIsCheaper, reserveNaive } = await import("../src/engine/attention.ts");
     const { RunState } = await import("../src/engine/state.ts");
     const { parseConfig } = await import("../src/model/config.ts");
     const { runStateBytes } = await import("../src/engine/experts/budget.ts");
@@ -131,6 +131,11 @@ describe("attention form cost model (auto)", () => {
       for (const u of [t + 1, 2 * t, 1 << 17]) expect(naiveIsCheaper(cfg, n, u, topk)).toBe(false);
     }
     expect(naiveCtx(cfg, 1, 1 << 17, topk)).toBe(1); // one row: only over a one-position context
+    // a 512-row chunk on a layer without a key cap (the MTP layer's): cheaper naive at any length, but its buffers are
+    // capped (1 GiB: 5890 positions at these widths), so a 128k prompt's last chunks take the absorbed form
+    expect(naiveIsCheaper(cfg, 512, 4096, Infinity)).toBe(true);
+    expect(naiveCtx(cfg, 512, 1 << 17, Infinity)).toBe(Math.floor(NAIVE_MAX_BYTES / 182272));
+    expect(runStateBytes(cfg, 512, 1 << 17)).toBeLessThan(2.5 * 2 ** 30); // (the naive form at 128k: 22 GiB more)
     const st = new RunState(cfg, 1, 1 << 17), seg = (n: number, pos0: number) => [{ kv: { dtype: "f32" }, r0: 0, n, pos0 }] as never;
     reserveNaive(cfg, st, seg(1, (1 << 17) - 1), "auto");
     expect(st.naiveCtx).toBeLessThanOrEqual(1); // decode at 128k: the ~180 KiB a position of the naive form is not allocated

@@ -167,15 +167,21 @@ function rowRuns(segs: Segment[]): [number, number][] {
   return runs;
 }
 
+/** The naive form's buffers at most (RunState c_kv, kvb, k over T positions): past them the absorbed form runs, which
+ *  needs none (at GLM-5's widths 178 KiB a position: 1 GiB is 5890 positions, where 128k would take 22 GiB). */
+export const NAIVE_MAX_BYTES = 2 ** 30;
+
 /**
  * Multiply-adds of each form for n new rows over T positions, each query attending to min(T, topk) keys (DSA
  * layers select at most index_topk; dense ones see all): the naive form rebuilds k_nope / v for all T rows,
  * the absorbed one projects per query. (Counting T keys per query on DSA layers picked the naive form for
  * long prompts, which measured up to 1.2x slower there: 687 vs 832 tok/s for 4096 tokens in chunks of 512.)
+ * Never the naive form where its buffers would pass NAIVE_MAX_BYTES.
  */
 export function naiveIsCheaper(cfg: Config, n: number, T: number, topk: number): boolean {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, K = Math.min(T, topk);
+  if (4 * T * (kvr + H * (dn + dv) + H * (dn + dr)) > NAIVE_MAX_BYTES) return false;
   const naive = T * H * (dn + dv) * kvr + n * K * H * (dn + dr + dv);
   const abs = n * H * kvr * (dn + dv) + n * K * H * (2 * kvr + dr);
   return naive < abs;
