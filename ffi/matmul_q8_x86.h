@@ -93,6 +93,10 @@ static inline void hb_i4g_gemm_start(const hb_q8 *m, int lo, int rows, int32_t *
   }
 }
 
+/* int4g at AVX2, gs ≥ 32, S ≥ 2 (matmul_q8_i4g_avx2.c): rows [lo, hi) (all of them; none for gs < 32 or one row of x),
+ * returns the first row left undone */
+int hb_q8_i4g_avx2(const hb_q8 *m, int lo, int hi);
+
 /* rows of W handled per pass over a block of ≤ 4 activation rows: ~16 KiB of packed weights */
 static inline int hb_q8_subrows(size_t rowb) {
   const size_t r = 16384 / (rowb ? rowb : 1);
