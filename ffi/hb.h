@@ -109,12 +109,31 @@ void hb_matmul_many(int exact, int n, const double *desc, int I);
 void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
                   int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,
                   int yHead, const float *tail, int nt, const uint8_t *cols);
+/* mla.c: a layer's absorbed attention in one call: per row run the q side (hb_mla_heads), hb_attn_segs over the
+ * segments, per run the v side (kt / vw: W_Kᵀ and kv_b packed as fmt, gs, W, scales[, cols]; see mla.c) */
+void hb_mla_absorbed(int exact, int nrun, const int32_t *runs, int H, int dn, int dr, int dv, int kvr,
+                     const double *kt, const float *kmul, float *q, float *qcat, int nseg, const double *segs,
+                     const int32_t *sel, const int32_t *nsel, int topk, float scale, int kvfmt, float *olat,
+                     const double *vw, float *o);
+/* mla.c: a layer's queries in one call: cq = RMS(qa), hb_matmul_many of desc's matrices on cq, RoPE of q's heads */
+void hb_mla_q(int exact, int n, const double *desc, const float *qa, const float *normw, float *cq, int S, int qr, float eps,
+              float *q, int H, int dn, int dr, const int32_t *pos, double theta);
+/* attn.c: hb_attn over segments (own keys / values each) in one job (src/native/hb.ts attnSegs) */
+void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow, int qHead,
+                  int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
+                  float scale, float *out, int oRow, int oHead, int kvfmt);
 /* membw.c: weight bytes read by the matmul entries (a counter), and a memory read-bandwidth probe */
 void hb_wbytes_add(int64_t n);
 int64_t hb_wbytes(int reset);
 double hb_membw(int64_t bytes, int reps);
 void *hb_huge_alloc(int64_t bytes);      /* mem.c: 2 MiB-aligned, THP-advised mapping; NULL on failure */
 void hb_huge_free(void *p, void *bytes);  /* its ArrayBuffer deallocator (ctx = the bytes asked for) */
+/* Descriptor layouts shared with src/native/hb.ts (test/formats.test.ts checks them): hb_matmul_many's HB_MANY_DESC
+ * doubles per matrix (fmt, gs, O, W, scales, y, x, S, rows, 0); a matrix packed by hb.ts packMat, HB_MOE_W doubles
+ * (its first five); hb_moe_up / hb_moe_down's table, HB_MOE_TAB doubles per expert (gate, up, down packed, down's I) */
+#define HB_MANY_DESC 10
+#define HB_MOE_W 5
+#define HB_MOE_TAB (3 * HB_MOE_W + 1)
 /* moe.c: rows of one expert: gather, and y[rows[j]] += gates[j]·ye[j] (as hb_axpy per row) */
 void hb_gather_rows(const float *x, int D, const int32_t *rows, int n, float *out);
 /* KV cache row formats: f32; IEEE halves; int8 in blocks of 32 values, each block's f32 scale after the row's bytes
@@ -127,12 +146,26 @@ static inline size_t hb_kv_row_bytes(int fmt, int W) {
 /* MLA cache rows of nseg segments: desc[3g] = address of segment g's first new cache row, desc[3g+1] = its first
  * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr], in fmt */
 void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int fmt);
+/* MLA's new cache rows from a = W_kva h [S, kvr + dr] (moe.c): lat = RMS(a's latents) (normw, eps), a's k_pe roped at
+ * pos, then hb_kv_write (hb_copy_heads, hb_rmsnorm, hb_rope, hb_kv_write in one call) */
+void hb_mla_kv(int nseg, const double *desc, float *a, int S, int kvr, int dr, float *lat, const float *normw, float eps,
+               const int32_t *pos, double theta, int fmt);
+void hb_copy_heads(float *dst, int dRow, int dHead, const float *src, int sRow, int sHead, int S, int H, int n);
 /* one cache row of W values in fmt widened to f32 (exact for f16; q · scale for q8), on the calling thread */
 void hb_kv_widen(int fmt, const void *row, int W, float *dst);
 /* n values f32 -> f16 (hb_f32_to_f16; F16C where the level has it); and back, exact, on the calling thread (elt.c) */
 void hb_to_f16(const float *src, uint16_t *dst, int64_t n);
 void hb_f16_widen(const uint16_t *src, float *dst, int64_t n);
 void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, const float *ye, int n);
+/* moe.c: one MoE layer's routed experts (rows grouped by expert as hb_moe_route leaves them) from a per-expert table
+ * tab [E, 16] (gate, up, down packed as hb.ts packMat, then down's I): hg / hu [n, F] = gate / up of each expert of
+ * uni on its rows of x [*, D]; then hg <- swiglu, ye [n, D] = downs (with shd, the shared expert's down packed: sg <-
+ * swiglu(sg, su), sy [S, D] = its down, in the same batch), y [S, D] = Σ gates · ye scattered (+ sy with shd) */
+void hb_moe_up(int exact, int nu, const int32_t *uni, const int32_t *off, const int32_t *rows, const double *tab,
+               int D, int F, const float *x, float *hg, float *hu);
+void hb_moe_down(int exact, int nu, const int32_t *uni, const int32_t *off, const int32_t *rows, const float *gates,
+                 const double *tab, int D, int F, int n, float *hg, const float *hu, float *ye, int S, float *y,
+                 const double *shd, float *sg, const float *su, float *sy);
 /* MoE router (route.c): S rows of logits z [S, E] -> experts / gates [S, K]; with off [E+1] (else NULL: no grouping)
  * the pairs grouped by expert (rows / rgates [S·K], each expert's at [off[e], off[e+1]), rows ascending) and the
  * union uni / cnt [E] (experts with rows, ascending, and their row counts); returns the union's size, -1 on bad sizes */

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 
 #define MANY_MAX 4096
-#define HB_MANY_DESC 10                /* doubles per matrix in the descriptor (hb.ts: MANY_DESC) */
 
 typedef struct {                       /* one distinct quantized activation block */
   const float *x;

@@ -4,8 +4,9 @@
  * as hb_mla_heads: H independent matrices W_h = rows [r0 + h·rstride, +O) of W [*, I], each applied to its
  * own strided vector. Parallel over (head, block of ≤ 16 rows); each task gathers its rows and runs the row
  * kernels of hb_matmul (exact) or hb_matmul_q8 (fast) once for all of them (they are batch-invariant), so the
- * output equals per-head, per-row calls bit for bit and does not depend on S. Holds no state (thread-local
- * scratch for the gathered vectors and outputs). */
+ * output equals per-head, per-row calls bit for bit and does not depend on S. hb_mla_q / hb_mla_absorbed: a layer's
+ * queries (norm, q_b, RoPE) and its absorbed attention (q side, the core over every segment, v side) in one call each. Holds no state (thread-local scratch for the
+ * gathered vectors and outputs). */
 #include "matmul.h"
 #include "matmul_q8.h"
 #include <stdlib.h>
@@ -106,4 +107,44 @@ void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *
   const int n = (S + ROWS_PER_TASK - 1) / ROWS_PER_TASK * H;
   const int th = hb_nthreads(), small = (size_t)H * O * rb < 49152 || th <= 1, per = n / (2 * th);
   hb_parallel_for(n, small ? n : per < 1 ? 1 : per, head_task, &j);   /* ~2 chunks per thread */
+}
+
+/* A layer's absorbed attention (attention.ts absorbedQ, absorbedAttn, absorbedV) in one call, the same three calls in
+ * the same order (the same bits). runs [nrun, 2]: (r0, n) row runs of the segments; per run, q side: qcat [*, H·(kvr+dr)]
+ * rows = [W_K,hᵀ (kmul_h ⊙ q_nope) ‖ q_pe] of q [*, H·(dn+dr)] (kt: the transposed W_K packed as fmt, gs, W, scales,
+ * cols — O kvr, I dn, whole heads); then hb_attn_segs over the nseg segments (desc as its; keys and values the cache
+ * rows [kvr + dr], kvfmt) into o_lat [*, H·kvr]; then per run, v side: o [*, H·dv] rows = W_V,h o_lat (vw: kv_b packed
+ * as fmt, gs, W, scales — rows dn.. of each head's dn + dv). */
+void hb_mla_absorbed(int exact, int nrun, const int32_t *runs, int H, int dn, int dr, int dv, int kvr,
+                     const double *kt, const float *kmul, float *q, float *qcat, int nseg, const double *segs,
+                     const int32_t *sel, const int32_t *nsel, int topk, float scale, int kvfmt, float *olat,
+                     const double *vw, float *o) {
+  if (nrun <= 0 || !runs || !kt || !vw || !q || !qcat || !olat || !o || H <= 0 || kvr <= 0) return;
+  const int W = kvr + dr, Q = H * (dn + dr), QC = H * W;
+  const void *ktW = (const void *)(uintptr_t)kt[2], *vW = (const void *)(uintptr_t)vw[2];
+  const float *ktS = (const float *)(uintptr_t)kt[3], *vS = (const float *)(uintptr_t)vw[3];
+  const uint8_t *cols = (const uint8_t *)(uintptr_t)kt[4];
+  for (int r = 0; r < nrun; r++) {
+    const int r0 = runs[2 * r], n = runs[2 * r + 1];
+    float *qr = q + (size_t)r0 * Q;
+    hb_mla_heads(exact, n, H, (int)kt[0], ktW, ktS, (int)kt[1], kvr, dn, 0, kvr, qr, Q, dn + dr, kmul,
+                 qcat + (size_t)r0 * QC, QC, W, qr + dn, dr, cols);
+  }
+  hb_attn_segs(nseg, segs, H, W, kvr, qcat, QC, W, W, 0, W, 0, sel, nsel, topk, scale, olat, H * kvr, kvr, kvfmt);
+  for (int r = 0; r < nrun; r++) {
+    const int r0 = runs[2 * r], n = runs[2 * r + 1];
+    hb_mla_heads(exact, n, H, (int)vw[0], vW, vS, (int)vw[1], dv, kvr, dn, dn + dv, olat + (size_t)r0 * H * kvr, H * kvr, kvr,
+                 NULL, o + (size_t)r0 * H * dv, H * dv, dv, NULL, 0, NULL);
+  }
+}
+
+/* A layer's queries in one call (attention.ts): cq [S, qr] = RMS(qa; normw, eps), then hb_matmul_many of the n matrices
+ * of desc on cq (q_b ‖ indexer wq_b: their descriptor, I = qr), then RoPE of the last dr of each of the H heads of
+ * q [S, H·(dn+dr)] at pos: hb_rmsnorm, hb_matmul_many and hb_rope as made one by one (the same bits). */
+void hb_mla_q(int exact, int n, const double *desc, const float *qa, const float *normw, float *cq, int S, int qr, float eps,
+              float *q, int H, int dn, int dr, const int32_t *pos, double theta) {
+  if (!qa || !normw || !cq || !q || !pos || S <= 0 || qr <= 0 || H <= 0) return;
+  hb_rmsnorm(qa, normw, cq, S, qr, eps);
+  hb_matmul_many(exact, n, desc, qr);
+  hb_rope(q + dn, S, H * (dn + dr), H, dn + dr, dr, pos, theta);
 }

@@ -1,9 +1,9 @@
 /* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, strided per-head
- * copies (the naive MLA form's keys) and the MLA cache rows of every segment of a batch in one call. Copies
- * of decode size run on the caller, prefill-sized ones on the pool. hb_scatter_axpy is hb_axpy per row
- * (y += g·ye as a multiply then an add: -std=c11, no contraction), so it equals its serial counterpart bit
- * for bit.
- * Holds no state. */
+ * copies (the naive MLA form's keys), the MLA cache rows of every segment of a batch in one call, and a MoE
+ * layer's resident routed experts in two calls from a per-layer table (hb_moe_up / hb_moe_down). Copies of
+ * decode size run on the caller, prefill-sized ones on the pool. hb_scatter_axpy is hb_axpy per row (y += g·ye
+ * as a multiply then an add: -std=c11, no contraction), so it equals its serial counterpart bit for bit.
+ * State: the calling thread's descriptor buffer of hb_moe_up / hb_moe_down (grown as needed). */
 #include "hb.h"
 #include <math.h>
 #include <stdlib.h>
@@ -128,6 +128,19 @@ void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const 
   free(tmp);
 }
 
+/* MLA's new cache rows from a = W_kva h [S, kvr + dr] in one call: lat [S, kvr] = a's latents copied then RMS-normed
+ * (hb_rmsnorm, weights normw, eps), a's last dr of each row roped in place at pos [S] (hb_rope), then hb_kv_write of
+ * the segments (desc as its). The same calls as made one by one: the same bits. */
+void hb_mla_kv(int nseg, const double *desc, float *a, int S, int kvr, int dr, float *lat, const float *normw, float eps,
+               const int32_t *pos, double theta, int fmt) {
+  if (!a || !lat || !normw || !pos || S <= 0 || kvr <= 0 || dr < 0) return;
+  const int W = kvr + dr;
+  hb_copy_heads(lat, kvr, 0, a, W, 0, S, 1, kvr);
+  hb_rmsnorm(lat, normw, lat, S, kvr, eps);
+  hb_rope(a + kvr, S, W, 1, 0, dr, pos, theta);
+  hb_kv_write(nseg, desc, lat, kvr, a + kvr, W, dr, fmt);
+}
+
 typedef struct { const float *x; const int32_t *rows; float *out; int D; } gather_job;
 static void gather_task(void *c, int lo, int hi) {
   const gather_job *j = c;
@@ -179,4 +192,59 @@ void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, c
   scatter_job job = { y, start, list, gates, ye, D };
   hb_parallel_for(R, 1 + 16384 / (D * (n / R + 1)), scatter_task, &job);
   free(start);
+}
+
+/* ---- a MoE layer's routed experts from a per-expert table (moe.ts `batched`, all experts resident) ----
+ * tab [E, HB_MOE_TAB]: expert e's gate, up and down as hb.ts packMat writes them (HB_MOE_W doubles each: fmt, gs, O,
+ * W, scales), then down's I. Both calls build hb_matmul_many's descriptor here, in the order moe.ts's ManyBuilder
+ * adds did (so the same bits): per expert of uni (ascending) its gate then its up on its rows of x (by index), then
+ * every down, the shared expert's last. */
+
+static double *moe_desc(int n) {
+  static _Thread_local void *buf;
+  static _Thread_local size_t cap;
+  return hb_grow(&buf, &cap, (size_t)n * HB_MANY_DESC * sizeof(double));
+}
+
+static void moe_put(double *d, const double *w, const void *y, const void *x, int S, const void *rows) {
+  for (int i = 0; i < HB_MOE_W; i++) d[i] = w[i];
+  d[5] = (double)(uintptr_t)y; d[6] = (double)(uintptr_t)x; d[7] = S; d[8] = (double)(uintptr_t)rows; d[9] = 0;
+}
+
+/* hg / hu [n, F] rows off[e].. = W_gate,e / W_up,e · x[rows[off[e]..off[e+1])] [*, D] for each e of uni [nu] */
+void hb_moe_up(int exact, int nu, const int32_t *uni, const int32_t *off, const int32_t *rows, const double *tab,
+               int D, int F, const float *x, float *hg, float *hu) {
+  if (nu <= 0 || !uni || !off || !rows || !tab || !x || !hg || !hu || D <= 0 || F <= 0) return;
+  double *d = moe_desc(2 * nu);
+  if (!d) return;
+  for (int u = 0; u < nu; u++) {
+    const int e = uni[u], r0 = off[e], k = off[e + 1] - r0;
+    const double *w = tab + (size_t)e * HB_MOE_TAB;
+    moe_put(d + HB_MANY_DESC * (2 * u), w, hg + (size_t)r0 * F, x, k, rows + r0);
+    moe_put(d + HB_MANY_DESC * (2 * u + 1), w + HB_MOE_W, hu + (size_t)r0 * F, x, k, rows + r0);
+  }
+  hb_matmul_many(exact, 2 * nu, d, D);
+}
+
+/* hg <- silu(hg) ⊙ hu [n, F]; ye [n, D] = W_down,e · hg rows of e; with shd (the shared expert's down packed, its
+ * I = F): sg <- silu(sg) ⊙ su [S, F] and sy [S, D] = W_down,shared · sg in the same call; then y [S, D] = 0,
+ * y[rows[j]] += gates[j] · ye[j] (j < n, in order), and with shd y += sy. n = off[E] rows in all. */
+void hb_moe_down(int exact, int nu, const int32_t *uni, const int32_t *off, const int32_t *rows, const float *gates,
+                 const double *tab, int D, int F, int n, float *hg, const float *hu, float *ye, int S, float *y,
+                 const double *shd, float *sg, const float *su, float *sy) {
+  if (nu <= 0 || !uni || !off || !rows || !gates || !tab || !hg || !hu || !ye || !y || D <= 0 || F <= 0 || n <= 0 || S <= 0) return;
+  if (shd && (!sg || !su || !sy)) return;
+  double *d = moe_desc(nu + 1);
+  if (!d) return;
+  hb_swiglu(hg, hu, hg, n * F);
+  if (shd) hb_swiglu(sg, su, sg, S * F);
+  for (int u = 0; u < nu; u++) {
+    const int e = uni[u], r0 = off[e], k = off[e + 1] - r0;
+    moe_put(d + HB_MANY_DESC * u, tab + (size_t)e * HB_MOE_TAB + 2 * HB_MOE_W, ye + (size_t)r0 * D, hg + (size_t)r0 * F, k, NULL);
+  }
+  if (shd) moe_put(d + HB_MANY_DESC * nu, shd, sy, sg, S, NULL);
+  hb_matmul_many(exact, nu + (shd ? 1 : 0), d, F);
+  memset(y, 0, (size_t)S * D * sizeof(float));
+  hb_scatter_axpy(y, D, rows, gates, ye, n);
+  if (shd) hb_add(y, sy, S * D);
 }

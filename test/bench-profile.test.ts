@@ -26,7 +26,7 @@ test("kinds and the time between them add up to the step; symbols restored", () 
     expect(p.streams).toBe(streams);
     expect(p.positions).toEqual([16, 16 + 6 - 1]); // the timed steps replay the warm-up's positions, not past them
     const kinds = p.rows.map((r) => r.kind);
-    expect(kinds).toContain("hb_attn_segs");
+    expect(kinds).toContain("hb_mla_absorbed"); // the absorbed attention: q side, core (hb_attn_segs), v side
     expect(kinds.some((k) => k.startsWith("hb_matmul_many f32"))).toBe(true);
     expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(2 * m.cfg.num_hidden_layers);
     const inside = p.rows.reduce((a, r) => a + r.us, 0), ts = p.rows.reduce((a, r) => a + r.beforeUs, 0);

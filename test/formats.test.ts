@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fmt, hb, matmul, matmulQ8 } from "../src/native/hb.ts";
+import { Fmt, hb, MANY_DESC, MANY_W, matmul, matmulQ8, MOE_TAB } from "../src/native/hb.ts";
 import {
   DEFAULT_GS, FORMATS, fitting, floatFormat, fmtName, format, parseFmt, type QFormat, rowBytes, rowUnits, scaleCount, scalesPerRow,
 } from "../src/model/formats.ts";
@@ -40,6 +40,16 @@ describe("the table", () => {
     expect(Object.fromEntries(FORMATS.map((f) => [f.name, f.code]))).toEqual({ ...Fmt });
     const h = readFileSync(join(ROOT, "ffi/hb.h"), "utf8");
     for (const f of FORMATS) expect(h).toMatch(new RegExp(`\\bHB_${f.name.toUpperCase()} = ${f.code}\\b`));
+  });
+
+  test("hb_matmul_many's and hb_moe_up / down's descriptor layouts are hb.h's", () => {
+    const h = readFileSync(join(ROOT, "ffi/hb.h"), "utf8");
+    const def = (n: string) => { const m = new RegExp(`#define ${n} (.+)`).exec(h); expect(m).not.toBeNull(); return m![1].trim(); };
+    expect(Number(def("HB_MANY_DESC"))).toBe(MANY_DESC);
+    expect(Number(def("HB_MOE_W"))).toBe(MANY_W);
+    expect(def("HB_MOE_TAB")).toBe("(3 * HB_MOE_W + 1)");
+    expect(MOE_TAB).toBe(3 * MANY_W + 1);
+    for (const f of ["matmul_many.c", "moe.c"]) expect(readFileSync(join(ROOT, "ffi", f), "utf8")).not.toMatch(/#define HB_(MANY_DESC|MOE_W|MOE_TAB)\b/);
   });
 
   test("names round-trip through parseFmt / fmtName; int4g means int4g64", () => {

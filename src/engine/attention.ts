@@ -2,13 +2,13 @@
 //  - naive (prefill): kv_b rebuilds k_nope and v for the whole context, then per-head attention;
 //  - absorbed (decode, small batches): q_abs = W_K,hᵀ q_nope against c_kv, o_h = W_V,h Σ p·c_kv.
 // Reads h = st.xb, writes the new rows' c_kv ‖ k_pe into the KVCache and the output to st.ao.
-// State: one cache, absorbedCache: the absorbed W_Kᵀ of each kv_b (derived, read-only; for int8 on AVX-512 VNNI
-// also its column-quad copy, which fast mode reads: the same bytes again).
+// State: absorbedCache, the absorbed W_Kᵀ of each kv_b (derived, read-only; int8 on AVX-512 VNNI also as column
+// quads) with both sides packed for mlaAbsorbed; per layer its projections' descriptors (MmCall); reused segment lists.
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
 import { rowBytes } from "../model/formats.ts";
-import { attn, attnSegs, columnQuads, copyHeads, Fmt, type HeadsW, type KvRows, kvWrite, mlaHeads, rmsnorm, rope, Simd, simdLevel } from "../native/hb.ts";
-import { mm, mmMany, rowsOf, transposeF32 } from "./mat.ts";
+import { attn, columnQuads, copyHeads, Fmt, type HeadsW, type KvSeg, mlaAbsorbed, mlaKv, type MlaSeg, packHeads, rope, Simd, simdLevel } from "../native/hb.ts";
+import { mm, MmCall, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import { weightBytes } from "../native/mem.ts";
 import type { RunState } from "./state.ts";
 import type { Segment, SelectHook } from "./batch.ts";
@@ -25,7 +25,7 @@ export type KeyMode = "full" | "shared" | "dense";
  * also as column quads (HeadsW.cols).
  * bf16: the transpose in bf16 (exact). f32, f16, int4g: the dequantized transpose in f32; kmul = null.
  */
-interface Absorbed { kt: HeadsW; kmul: Float32Array | null }
+interface Absorbed { kt: HeadsW; kmul: Float32Array | null; ktp: Float64Array; vw: Float64Array }
 const absorbedCache = new WeakMap<Mat, Absorbed>();
 
 /** raw code of element c of a packed row at byte offset `at` (the stored field, before any offset) */
@@ -46,6 +46,8 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank;
   const f = kv_b.fmt, whole = (fmt: HeadsW["fmt"], W: HeadsW["W"], scales: Float32Array | null): HeadsW =>
     ({ fmt, W, scales, gs: 0, O: kvr, I: dn, r0: 0, rstride: kvr });
+  // the v side reads kv_b itself: rows dn.. of each head's dn + dv
+  const vSide = packHeads({ fmt: f, W: kv_b.data, scales: kv_b.scales, gs: kv_b.gs, O: dv, I: kvr, r0: dn, rstride: dn + dv });
   if (f === Fmt.int8 || f === Fmt.int4 || f === Fmt.int2) {
     const src = kv_b.data as Uint8Array, rbIn = rowBytes(f, kvr), rbOut = rowBytes(f, dn);
     const kt = weightBytes(H * kvr * rbOut), kmul = new Float32Array(H * dn);
@@ -56,13 +58,13 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
         for (let c = 0; c < kvr; c++) setCode(f, kt, (h * kvr + c) * rbOut, d, code(f, src, r * rbIn, c));
       }
     const cols = f === Fmt.int8 && simdLevel() >= Simd.avx512vnni ? { cols: columnQuads(kt, H * kvr, dn, weightBytes(H * kvr * dn)) } : {};
-    a = { kt: { ...whole(f, kt, new Float32Array(H * kvr).fill(1)), ...cols }, kmul };
+    const ktw: HeadsW = { ...whole(f, kt, new Float32Array(H * kvr).fill(1)), ...cols };
+    a = { kt: ktw, kmul, ktp: packHeads(ktw), vw: vSide };
   } else {
     const t = new Float32Array(H * kvr * dn);
     for (let h = 0; h < H; h++) t.set(transposeF32(rowsOf(kv_b, h * (dn + dv), dn)), h * kvr * dn);
-    a = f === Fmt.bf16
-      ? { kt: whole(Fmt.bf16, Uint16Array.from(new Uint32Array(t.buffer), (u) => u >>> 16), null), kmul: null }
-      : { kt: whole(Fmt.f32, t, null), kmul: null };
+    const ktw = f === Fmt.bf16 ? whole(Fmt.bf16, Uint16Array.from(new Uint32Array(t.buffer), (u) => u >>> 16), null) : whole(Fmt.f32, t, null);
+    a = { kt: ktw, kmul: null, ktp: packHeads(ktw), vw: vSide };
   }
   absorbedCache.set(kv_b, a);
   return a;
@@ -81,32 +83,40 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, eps = cfg.rms_norm_eps, theta = cfg.rope_theta, Q = H * (dn + dr), W = kvr + dr;
   // projections of h = st.xb: a = W_kva h -> [S, kv_lora+dr] and on indexer layers kI = W_wk h (every row); W_qa h (or
-  // q = W_q h) and iw = W_weights_proj h (the query rows) — in one call unless rows are skipped
+  // q = W_q h) and iw = W_weights_proj h (the query rows) — in one call unless rows are skipped (the descriptors
+  // kept per layer: callsOf)
   const ix = keys === "full" ? w.indexer! : null, lora = !!(w.q_a && w.q_b && w.q_a_norm);
-  const kW: Mat[] = [w.kv_a], kOut: Float32Array[] = [st.a], qW: Mat[] = [], qOut: Float32Array[] = [];
-  if (lora) { qW.push(w.q_a!); qOut.push(st.q_a); } else { qW.push(w.q_proj!); qOut.push(st.q); }
-  if (ix) { kW.push(ix.wk); kOut.push(st.kI); qW.push(ix.weights_proj); qOut.push(st.iw); }
-  if (k === S) mmMany([...kW, ...qW], st.xb, S, [...kOut, ...qOut], st.exact);
-  else mmMany(kW, st.xb, S, kOut, st.exact);
+  const c = callsOf(w), tag = ix ? 1 : 0, proj = k === S ? c.all : c.keys;
+  if (!proj.fits(st, st.xb, S, tag)) {
+    const kq = projections(st, w, ix, lora);
+    if (k === S) proj.set(st, [...kq.kW, ...kq.qW], st.xb, S, [...kq.kOut, ...kq.qOut], tag);
+    else proj.set(st, kq.kW, st.xb, S, kq.kOut, tag);
+  }
+  proj.run(st.exact);
   // cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]: both over every row of the batch at once (the
-  // latents gathered into st.o_lat, free until the attention core), then every segment's rows written to its cache
+  // latents gathered into st.o_lat, free until the attention core), then every segment's rows written to its cache:
+  // one call (mlaKv)
   const lat = st.o_lat;
-  copyHeads({ a: lat, row: kvr, head: 0 }, { a: st.a, row: W, head: 0 }, S, 1, kvr);
-  rmsnorm(lat, w.kv_a_norm, lat, S, kvr, eps);
-  rope(st.a.subarray(kvr), S, W, 1, 0, dr, st.pos, theta);
-  kvWrite(segs.map((g) => ({ cache: g.kv.kv[kvLayer], pos0: g.pos0, r0: g.r0, n: g.n })), lat, kvr, st.a.subarray(kvr), W, dr);
+  for (let i = 0; i < segs.length; i++) {
+    const g = segs[i], d = kvSegs[i] ?? (kvSegs[i] = { cache: g.kv.kv[kvLayer], pos0: 0, r0: 0, n: 0 });
+    d.cache = g.kv.kv[kvLayer]; d.pos0 = g.pos0; d.r0 = g.r0; d.n = g.n;
+  }
+  mlaKv(kvSegs, segs.length, st.a, S, kvr, dr, lat, w.kv_a_norm, eps, st.pos, theta);
   if (ix) indexerKeys(cfg, st, ix, layer, kvLayer, segs, S, lora);
   if (k === 0) return;
   // the query rows
-  const { qs, written } = k === S ? { qs: segs, written: segs } : queryRows(st, segs, k, cfg.hidden_size, keys === "shared" ? Math.max(1, cfg.index_topk) : 0);
-  if (k < S) mmMany(qW, st.xb, k, qOut, st.exact);
-  // q = W_qb RMS(W_qa h) -> [k, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head
+  let qs = segs, written = segs;
+  if (k < S) ({ qs, written } = queryRows(st, segs, k, cfg.hidden_size, keys === "shared" ? Math.max(1, cfg.index_topk) : 0));
+  if (k < S) { const kq = projections(st, w, ix, lora); mmMany(kq.qW, st.xb, k, kq.qOut, st.exact); }
+  // q = W_qb RMS(W_qa h) -> [k, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head (with
+  // q_a: the three in one call)
   if (lora) {
-    rmsnorm(st.q_a, w.q_a_norm!, st.c_q, k, cfg.q_lora_rank!, eps);
-    if (ix) mmMany([w.q_b!, ix.wq_b], st.c_q, k, [st.q, st.qI], st.exact);
-    else mm(w.q_b!, st.c_q, k, st.q, st.exact);
-  }
-  rope(st.q.subarray(dn), k, Q, H, dn + dr, dr, st.pos, theta);
+    if (!c.qb.fits(st, st.c_q, k, tag)) {
+      if (ix) c.qb.set(st, [w.q_b!, ix.wq_b], st.c_q, k, [st.q, st.qI], tag);
+      else c.qb.set(st, [w.q_b!], st.c_q, k, [st.q], tag);
+    }
+    c.qb.builder.runMlaQ(st.exact, st.q_a, w.q_a_norm!, st.c_q, k, cfg.q_lora_rank!, eps, st.q, H, dn, dr, st.pos, theta);
+  } else rope(st.q.subarray(dn), k, Q, H, dn + dr, dr, st.pos, theta);
   // keys per row
   if (ix) indexerQueries(cfg, st, ix, layer, kvLayer, qs, written, k, hook, lora);
   const useSel = keys !== "dense";
@@ -117,21 +127,44 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   // call each side for all of them: the kernels give every row the same bits whatever the batch)
   // (an f16 / q8 cache: always absorbed — the naive form would widen every cached row to rebuild k_nope / v; the
   // choice by the rows written, so that query rows alone get the form, and the bits, they get with the others)
-  const naive = qs.map((g, i) => g.kv.dtype === "f32" && (mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, written[i].n, g.pos0 + g.n, useSel ? topk : Infinity))));
-  const abs = qs.filter((_, i) => !naive[i]);
-  const ab = abs.length > 0 ? absorbed(cfg, w.kv_b) : null;
-  qs.forEach((g, i) => {
-    if (!naive[i]) return;
-    const sel = useSel ? st.sel.subarray(g.r0 * topk) : null, nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
-    naiveCore(cfg, st, w.kv_b, g.kv.f32(kvLayer), g, g.pos0 + g.n, sel, nsel, topk);
-  });
-  if (ab) {
-    absorbedQ(cfg, st, ab, abs);
-    absorbedAttn(cfg, st, abs.map((g) => g.kv.kv[kvLayer]), abs, useSel ? st.sel : null, topk);
-    absorbedV(cfg, st, w.kv_b, abs);
+  let nabs = 0;
+  for (let i = 0; i < qs.length; i++) {
+    const g = qs[i];
+    if (g.kv.dtype === "f32" && (mode === "naive" || (mode === "auto" && naiveIsCheaper(cfg, written[i].n, g.pos0 + g.n, useSel ? topk : Infinity)))) {
+      const sel = useSel ? st.sel.subarray(g.r0 * topk) : null, nsel = st.nsel.subarray(g.r0, g.r0 + g.n);
+      naiveCore(cfg, st, w.kv_b, g.kv.f32(kvLayer), g, g.pos0 + g.n, sel, nsel, topk);
+      continue;
+    }
+    const d = absSegs[nabs] ?? (absSegs[nabs] = { r0: 0, n: 0, kv: g.kv.kv[kvLayer] });
+    d.r0 = g.r0; d.n = g.n; d.kv = g.kv.kv[kvLayer];
+    nabs++;
+  }
+  if (nabs > 0) { // q side, the core over every absorbed segment, v side: one call (mlaAbsorbed)
+    const ab = absorbed(cfg, w.kv_b);
+    mlaAbsorbed(st.exact, absSegs, nabs, H, dn, dr, dv, kvr, ab.ktp, ab.kmul, st.q, st.qcat,
+      useSel ? st.sel : null, st.nsel, topk, cfg.attn_scale, st.o_lat, ab.vw, st.o);
   }
   mm(w.o, st.o, k, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [k, D]
 }
+
+/** a layer's batched projection calls, their descriptors kept across steps (MmCall): all the projections of h, the
+ *  key side's alone (rows skipped), q_b ‖ indexer wq_b */
+interface LayerCalls { all: MmCall; keys: MmCall; qb: MmCall }
+const layerCalls = new WeakMap<AttnWeights, LayerCalls>();
+function callsOf(w: AttnWeights): LayerCalls {
+  let c = layerCalls.get(w);
+  if (!c) layerCalls.set(w, c = { all: new MmCall(), keys: new MmCall(), qb: new MmCall() });
+  return c;
+}
+/** the projections of h: the key side's (kv_a, indexer wk) and the query side's (q_a or q_proj, indexer weights_proj) */
+function projections(st: RunState, w: AttnWeights, ix: AttnWeights["indexer"] | null, lora: boolean) {
+  const kW: Mat[] = [w.kv_a], kOut: Float32Array[] = [st.a], qW: Mat[] = [], qOut: Float32Array[] = [];
+  if (lora) { qW.push(w.q_a!); qOut.push(st.q_a); } else { qW.push(w.q_proj!); qOut.push(st.q); }
+  if (ix) { kW.push(ix.wk); kOut.push(st.kI); qW.push(ix.weights_proj); qOut.push(st.iw); }
+  return { kW, kOut, qW, qOut };
+}
+/** the segments of one layer's mlaKv / mlaAbsorbed call, reused (grown as needed) */
+const kvSegs: KvSeg[] = [], absSegs: MlaSeg[] = [];
 
 /**
  * Move the query rows st.keep[0..k) (ascending, the last rows of their segments) to rows 0..k-1 of st.xb [*, D],
@@ -154,17 +187,6 @@ function queryRows(st: RunState, segs: Segment[], k: number, D: number, topk: nu
     if (i > r0) { qs.push({ kv: g.kv, r0, n: i - r0, pos0: g.pos0 + g.n - (i - r0) }); written.push(g); }
   }
   return { qs, written };
-}
-
-/** Runs of consecutive batch rows covered by segments (in batch order): [r0, n] pairs. */
-function rowRuns(segs: Segment[]): [number, number][] {
-  const runs: [number, number][] = [];
-  for (const g of segs) {
-    const last = runs[runs.length - 1];
-    if (last && last[0] + last[1] === g.r0) last[1] += g.n;
-    else runs.push([g.r0, g.n]);
-  }
-  return runs;
 }
 
 /** The naive form's buffers at most (RunState c_kv, kvb, k over T positions): past them the absorbed form runs, which
@@ -229,32 +251,3 @@ function naiveCore(cfg: Config, st: RunState, kv_b: Mat, cache: Float32Array, g:
     { a: st.o.subarray(g.r0 * H * dv), row: H * dv, head: dv });
 }
 
-/** absorbed form, q side for the rows of `segs`: qcat[r,h] = [W_K,hᵀ q_nope[r,h] ‖ q_pe[r,h]], all heads per call */
-function absorbedQ(cfg: Config, st: RunState, ab: Absorbed, segs: Segment[]): void {
-  const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim;
-  const W = cfg.kv_lora_rank + dr, Q = H * (dn + dr), QC = H * W;
-  for (const [r0, n] of rowRuns(segs)) {
-    const q = st.q.subarray(r0 * Q);
-    mlaHeads(st.exact, n, H, ab.kt, { a: q, row: Q, head: dn + dr }, ab.kmul,
-      { a: st.qcat.subarray(r0 * QC), row: QC, head: W }, q.subarray(dn), dr);
-  }
-}
-
-/** absorbed form, every segment in one call: scores over each one's [c_kv ‖ k_pe] rows, shared by all heads;
- * o_lat[r,h] = Σ P c_kv */
-function absorbedAttn(cfg: Config, st: RunState, caches: KvRows[], segs: Segment[], sel: Int32Array | null,
-  topk: number): void {
-  const H = cfg.num_attention_heads, kvr = cfg.kv_lora_rank, W = kvr + cfg.qk_rope_head_dim, QC = H * W;
-  attnSegs(segs.map((g, i) => ({ r0: g.r0, n: g.n, k: caches[i], v: caches[i] })), H, W, kvr,
-    { a: st.qcat, row: QC, head: W }, { row: W, head: 0 }, { row: W, head: 0 },
-    sel, st.nsel, topk, cfg.attn_scale, { a: st.o_lat, row: H * kvr, head: kvr });
-}
-
-/** absorbed form, v side for the rows of `segs`: o[r,h] = W_V,h o_lat[r,h] (rows dn.. of each head's block of kv_b) */
-function absorbedV(cfg: Config, st: RunState, kv_b: Mat, segs: Segment[]): void {
-  const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dv = cfg.v_head_dim, kvr = cfg.kv_lora_rank;
-  for (const [r0, n] of rowRuns(segs))
-    mlaHeads(st.exact, n, H, { fmt: kv_b.fmt, W: kv_b.data, scales: kv_b.scales, gs: kv_b.gs, O: dv, I: kvr, r0: dn, rstride: dn + dv },
-      { a: st.o_lat.subarray(r0 * H * kvr), row: H * kvr, head: kvr }, null,
-      { a: st.o.subarray(r0 * H * dv), row: H * dv, head: dv }, null, 0);
-}

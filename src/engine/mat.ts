@@ -1,9 +1,11 @@
 // Matrix helpers over weights.ts's `Mat` views: the matmul in either activation mode (exact: f32
-// activations; fast: int8 activations for quantized weights), row slices (for per-head blocks of kv_b)
-// and the dequantized transpose (for the absorbed MLA form). Stateless.
-import { matmul, matmulMany, matmulQ8 } from "../native/hb.ts";
+// activations; fast: int8 activations for quantized weights), row slices (for per-head blocks of kv_b),
+// the dequantized transpose (for the absorbed MLA form) and MmCall, a batched call's descriptor kept across
+// steps. Stateless (an MmCall holds its own descriptor).
+import { ManyBuilder, matmul, matmulMany, matmulQ8 } from "../native/hb.ts";
 import { rowUnits, scalesPerRow } from "../model/formats.ts";
 import type { Mat } from "../model/weights.ts";
+import type { RunState } from "./state.ts";
 
 /** Rows [r0, r0+n) of W as a Mat view (no copy): W[r0:r0+n, :] [n, I]. */
 export function rowsOf(m: Mat, r0: number, n: number): Mat {
@@ -29,6 +31,39 @@ export function mmMany(Ws: readonly Mat[], x: Float32Array, S: number, ys: reado
   const I = Ws[0].I;
   for (const W of Ws) if (W.I !== I) throw new Error(`${W.name}: I = ${W.I}, expected ${I} (mmMany shares x)`);
   matmulMany(exact, Ws, ys, I, x, S);
+}
+
+/**
+ * `mmMany` of a call that repeats step after step with the same matrices on buffers of one RunState (a layer's
+ * projections): its descriptor made by `set` and run again while `fits` (the same RunState buffers — st.gen, unique
+ * in the process, so no reference to st is kept —, x, S and caller's tag; the matrices are the caller's key's, never
+ * changed). The same descriptor: the same bits.
+ */
+export class MmCall {
+  private readonly b = new ManyBuilder();
+  private x: Float32Array | null = null;
+  private gen = -1;
+  private S = -1;
+  private tag = -1;
+  private I = 0;
+  fits(st: RunState, x: Float32Array, S: number, tag = 0): boolean {
+    return this.gen === st.gen && this.x === x && this.S === S && this.tag === tag;
+  }
+  /** ys[k] [S, W_k.O] = W_k · x [S, I], as mmMany; every y a buffer of st */
+  set(st: RunState, Ws: readonly Mat[], x: Float32Array, S: number, ys: readonly Float32Array[], tag = 0): void {
+    const I = Ws[0].I;
+    if (ys.length !== Ws.length) throw new Error(`MmCall: ${Ws.length} matrices and ${ys.length} outputs`);
+    this.gen = -1;
+    const b = this.b.reset();
+    for (let k = 0; k < Ws.length; k++) {
+      if (Ws[k].I !== I) throw new Error(`${Ws[k].name}: I = ${Ws[k].I}, expected ${I} (mmMany shares x)`);
+      b.add(Ws[k], I, x, 0, S, ys[k], 0);
+    }
+    this.x = x; this.gen = st.gen; this.S = S; this.tag = tag; this.I = I;
+  }
+  run(exact: boolean): void { this.b.run(exact, this.I); }
+  /** its descriptor (for fused entries such as ManyBuilder.runMlaQ) */
+  get builder(): ManyBuilder { return this.b; }
 }
 
 /** Wᵀ [I, O] in f32, dequantized through the kernel itself (W · e_i for each unit vector e_i). */

@@ -2,19 +2,23 @@
 // group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c; opt-in quality policies: quality.ts),
 // batch-union expert execution (each chosen expert runs once over all its rows) and the ungated shared expert.
 // Reads x = st.xb [S, D], writes st.ao [S, D]. A streamed Moe (src/engine/experts/): see `routed`.
-// State: routes, the rows grouped by expert, their gates and the union live in RunState; the experts' matmul
-// descriptors and their packed copies per expert are module-level (grown as needed).
+// State: routes, the rows grouped by expert, their gates and the union live in RunState; module-level: the
+// experts' matmul descriptors, and per layer a table of its experts' packed matrices (moeUp / moeDown's).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, Fmt, gatherRows, ManyBuilder, MANY_W, moeRoute, packMat, scatterAxpy, swiglu } from "../native/hb.ts";
-import { mm, mmMany } from "./mat.ts";
+import { add, Fmt, gatherRows, ManyBuilder, MANY_W, MOE_TAB, moeDown, moeRoute, moeRouteGrouped, moeUp, packMat, scatterAxpy, swiglu } from "../native/hb.ts";
+import { mm, MmCall } from "./mat.ts";
 import { groupRoutes, routePolicy } from "./quality.ts";
 import type { RunState } from "./state.ts";
 
+const gateUp = new WeakMap<Mlp, MmCall>(); // each dense MLP's gate ‖ up call, kept across steps
 /** y [S,D] = W_down (silu(W_gate x) ⊙ W_up x) for S rows of x [S,D] */
 export function mlp(st: RunState, w: Mlp, x: Float32Array, S: number, y: Float32Array): void {
   const F = w.gate.O;
-  mmMany([w.gate, w.up], x, S, [st.hg, st.hu], st.exact); // one call: x quantized once in fast mode
+  let c = gateUp.get(w);
+  if (!c) gateUp.set(w, c = new MmCall());
+  if (!c.fits(st, x, S)) c.set(st, [w.gate, w.up], x, S, [st.hg, st.hu]);
+  c.run(st.exact); // one call: x quantized once in fast mode
   swiglu(st.hg, st.hu, st.hg, S * F);
   mm(w.down, st.hg, S, y, st.exact);
 }
@@ -27,6 +31,7 @@ export function route(cfg: Config, z: Float32Array, bias: Float32Array | null, o
     cfg.routed_scaling_factor, out.experts, out.weights);
 }
 
+const heads = new WeakMap<Moe, MmCall>(); // each layer's router ‖ shared gate ‖ up call, kept across steps
 /**
  * MoE over S rows: y = Σ_k g_k E_k(x) + shared(x), each unique expert computed once for its rows.
  * The router is f32 (weights.ts), so it runs exactly in either mode, also inside the call that computes the
@@ -36,8 +41,12 @@ export function route(cfg: Config, z: Float32Array, bias: Float32Array | null, o
 export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
   const sh = w.shared;
   if (w.router.fmt !== Fmt.f32) throw new Error(`${w.router.name}: the router must be f32, not format ${w.router.fmt}`);
-  if (sh) mmMany([w.router, sh.gate, sh.up], x, S, [st.z, st.shg, st.shu], st.exact);
-  else mm(w.router, x, S, st.z, true);
+  if (sh) {
+    let c = heads.get(w);
+    if (!c) heads.set(w, c = new MmCall());
+    if (!c.fits(st, x, S)) c.set(st, [w.router, sh.gate, sh.up], x, S, [st.z, st.shg, st.shu]);
+    c.run(st.exact);
+  } else mm(w.router, x, S, st.z, true);
   routed(cfg, st, w, x, S, y, sh, true);
 }
 
@@ -58,20 +67,23 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
   const q = st.quality;
   const nu = q ? groupRoutes(S, E, routePolicy(cfg, q, S, st.z, w.bias, st.mexp, st.mgate, st.mkept), st.mexp, st.mgate, st.mkept,
       off, mrows, mgates, st.muni, st.mcnt)
-    : moeRoute(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
-      st.mexp, st.mgate, { off, rows: mrows, gates: mgates, uni: st.muni, cnt: st.mcnt });
-  y.fill(0, 0, S * D);
-  const union = Array.from(st.muni.subarray(0, nu)), counts = Array.from(st.mcnt.subarray(0, nu));
-  const batch = w.resolve?.(union, counts);
-  if (!batch) {
-    batched(st, union.map((e) => w.expert(e)), union, x, D, y, shared, S);
+    : moeRouteGrouped(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
+      st.mexp, st.mgate, off, mrows, mgates, st.muni, st.mcnt);
+  if (!w.resolve) {
+    if (!resident(st, w, null, nu, x, D, y, shared, S)) batched(st, Array.from(st.muni.subarray(0, nu), (e) => w.expert(e)), x, D, y, shared, S);
     return;
   }
+  const union: number[] = new Array(nu), counts: number[] = new Array(nu);
+  for (let u = 0; u < nu; u++) { union[u] = st.muni[u]; counts[u] = st.mcnt[u]; }
+  const batch = w.resolve(union, counts);
   try {
-    if (batch.ready && union.every((e) => batch.ready!(e))) { // all in memory: two kernel calls
-      batched(st, union.map((e) => batch.get(e)), union, x, D, y, shared, S);
-      for (const e of union) batch.release(e);
+    let ready = !!batch.ready;
+    for (let u = 0; ready && u < nu; u++) ready = batch.ready!(union[u]);
+    if (ready) { // all in memory: two kernel calls
+      if (!resident(st, w, batch, nu, x, D, y, shared, S)) batched(st, union.map((e) => batch.get(e)), x, D, y, shared, S);
+      for (let u = 0; u < nu; u++) batch.release(union[u]);
     } else {
+      y.fill(0, 0, S * D);
       const rows: Int32Array[] = new Array(E), gates: Float32Array[] = new Array(E); // views for the union only
       for (const e of union) { rows[e] = mrows.subarray(off[e], off[e + 1]); gates[e] = mgates.subarray(off[e], off[e + 1]); }
       streamed(st, batch, union, rows, gates, x, D, y);
@@ -88,6 +100,51 @@ function sharedDown(st: RunState, sh: Mlp, S: number, D: number, y: Float32Array
     mm(sh.down, st.shg, S, st.ye, st.exact);
   }
   add(y, st.ye, S * D);
+}
+
+/** a layer's experts for moeUp / moeDown: tab [E, MOE_TAB] (each expert's packMat'd gate, up, down, then down.I), the
+ *  Mlp each row was packed from (a cache slot that takes another expert makes a new Mlp: repacked), the shared
+ *  expert's down likewise */
+interface Table { tab: Float64Array; from: (Mlp | null)[]; shd: Float64Array; shFrom: Mlp | null }
+const tables = new WeakMap<Moe, Table>();
+
+/**
+ * `batched` from the layer's table: every expert of the union (st.muni[0..nu), from `batch` or w.expert) resident,
+ * in two calls (ffi/moe.c builds the same descriptors, in the same order: the same bits); y [S, D] written whole.
+ * False (nothing done) when the experts' widths differ from each other, the buffers' or the shared expert's.
+ */
+function resident(st: RunState, w: Moe, batch: ExpertBatch | null, nu: number, x: Float32Array, D: number,
+  y: Float32Array, shared: Mlp | null, S: number): boolean {
+  if (nu <= 0) return false;
+  let t = tables.get(w);
+  if (!t) {
+    const E = st.moff.length - 1;
+    t = { tab: new Float64Array(E * MOE_TAB), from: new Array<Mlp | null>(E).fill(null), shd: new Float64Array(MANY_W), shFrom: null };
+    tables.set(w, t);
+  }
+  const uni = st.muni, tab = t.tab;
+  for (let u = 0; u < nu; u++) {
+    const e = uni[u], m = batch ? batch.get(e) : w.expert(e);
+    if (t.from[e] !== m) {
+      packMat(m.gate, tab, e * MOE_TAB); packMat(m.up, tab, e * MOE_TAB + MANY_W); packMat(m.down, tab, e * MOE_TAB + 2 * MANY_W);
+      tab[e * MOE_TAB + 3 * MANY_W] = m.down.I;
+      t.from[e] = m;
+    }
+  }
+  const F = tab[uni[0] * MOE_TAB + 2], n = st.moff[st.moff.length - 1];
+  for (let u = 0; u < nu; u++) {
+    const b = uni[u] * MOE_TAB;
+    if (tab[b + 2] !== F || tab[b + MANY_W + 2] !== F || tab[b + 3 * MANY_W] !== F || tab[b + 2 * MANY_W + 2] !== D) return false;
+  }
+  if (x.length < S * D || y.length < S * D || st.ehg.length < n * F || st.ehu.length < n * F || st.eye.length < n * D) return false;
+  if (shared) {
+    if (shared.down.I !== F || shared.down.O !== D || st.shg.length < S * F || st.ye.length < S * D) return false;
+    if (t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
+  }
+  moeUp(st.exact, nu, uni, st.moff, st.mrows, tab, D, F, x, st.ehg, st.ehu);
+  moeDown(st.exact, nu, uni, st.moff, st.mrows, st.mgates, tab, D, F, n, st.ehg, st.ehu, st.eye, S, y,
+    shared ? t.shd : null, st.shg, st.shu, st.ye);
+  return true;
 }
 
 const upMany = new ManyBuilder(), downMany = new ManyBuilder(); // descriptors of batched()'s two calls
@@ -111,12 +168,13 @@ function packOf(w: Mlp): Float64Array {
  * by expert as st.mrows), one SwiGLU, every down in one call, then y[row] += gate · out in st.mrows order —
  * ascending expert, rows ascending — the order of the per-expert path, whose results it equals bit for bit.
  */
-function batched(st: RunState, mlps: Mlp[], union: number[], x: Float32Array, D: number, y: Float32Array,
+function batched(st: RunState, mlps: Mlp[], x: Float32Array, D: number, y: Float32Array,
   shared: Mlp | null, S: number): void {
   const off = st.moff, n = off[off.length - 1], F = mlps[0].gate.O;
   const up = upMany.reset(), down = downMany.reset();
-  for (let u = 0; u < union.length; u++) { // each expert's rows of x by index (st.mrows): no gathered copy
-    const e = union[u], r0 = off[e], k = off[e + 1] - r0, p = packOf(mlps[u]);
+  y.fill(0, 0, S * D);
+  for (let u = 0; u < mlps.length; u++) { // each expert's rows of x by index (st.mrows): no gathered copy
+    const e = st.muni[u], r0 = off[e], k = off[e + 1] - r0, p = packOf(mlps[u]);
     if (p[2] !== F || p[MANY_W + 2] !== F || p[3 * MANY_W] !== F) throw new Error(`${mlps[u].gate.name}: experts of one layer differ in shape`);
     up.addPacked(p, 0, D, x, 0, k, st.ehg, r0 * F, st.mrows, r0);
     up.addPacked(p, MANY_W, D, x, 0, k, st.ehu, r0 * F, st.mrows, r0);

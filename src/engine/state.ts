@@ -1,12 +1,18 @@
 // RunState: every activation buffer of the forward, allocated up front for `rows` batch rows and `ctx`
 // context positions, and grown (outside the layer loop) only when a batch needs more. `forward`
-// itself allocates no buffers. Shapes use S = rows, T = ctx.
+// itself allocates no buffers. Shapes use S = rows, T = ctx. Module state: the last buffer generation handed out
+// (RunState.gen: unique across every RunState of the process).
 import type { Config } from "../model/config.ts";
 import type { QualityPolicy } from "./quality.ts";
+
+let generations = 0;
 
 export class RunState {
   rows = 0;
   ctx = 0;
+  /** a new number, unique in the process, whenever the buffers below are replaced (ensure): descriptors cached over
+   *  them (mat.ts MmCall) check it */
+  gen = 0;
   /** activation mode of every matmul: true = exact (f32), false = fast (int8 rows for quantized W) */
   exact = false;
   /** the opt-in router quality policy (quality.ts; moe.ts reads it): null = the model as trained, the default */
@@ -88,7 +94,7 @@ export class RunState {
     this.mkept = new Int32Array(S);
     const SKe = c.n_routed_experts > 0 ? SK : 0;
     this.eye = f(SKe * D); this.ehg = f(SKe * c.moe_intermediate_size); this.ehu = f(SKe * c.moe_intermediate_size); this.logits = f(S * c.vocab_size); this.ecat = f(S * 2 * D);
-    this.rows = S; this.ctx = T;
+    this.rows = S; this.ctx = T; this.gen = ++generations;
   }
 
   /** Grow the naive form's buffers to `ctx` positions (attention.ts reserveNaive, before the layer loop: only batches
@@ -98,6 +104,6 @@ export class RunState {
     const c = this.cfg, H = c.num_attention_heads, dn = c.qk_nope_head_dim, dr = c.qk_rope_head_dim, dv = c.v_head_dim;
     const T = ctx > this.naiveCtx ? Math.max(ctx, 2 * this.naiveCtx) : this.naiveCtx;
     this.c_kv = new Float32Array(T * c.kv_lora_rank); this.kvb = new Float32Array(T * H * (dn + dv)); this.k = new Float32Array(T * H * (dn + dr));
-    this.naiveCtx = T;
+    this.naiveCtx = T; this.gen = ++generations;
   }
 }

@@ -37,7 +37,21 @@ const symbols = {
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
   hb_to_f16: { args: [ptr, ptr, i64], returns: FFIType.void }, // (f32 src, u16 dst, n)
   hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, HB_KV_* format)
+  // MLA cache rows: (nseg, desc as hb_kv_write's, a, S, kvr, dr, lat, normw, eps, pos, theta, HB_KV_* format)
+  hb_mla_kv: { args: [i32, ptr, ptr, i32, i32, i32, ptr, ptr, f32, ptr, f64, i32], returns: FFIType.void },
+  // a layer's absorbed attention: (exact, nrun, runs i32[2·nrun], H, dn, dr, dv, kvr, kt f64[5], kmul, q, qcat, nseg,
+  // segs f64[4·nseg] as hb_attn_segs', sel, nsel, topk, scale, HB_KV_* format, o_lat, vw f64[4], o)
+  hb_mla_absorbed: {
+    args: [i32, i32, ptr, i32, i32, i32, i32, i32, ptr, ptr, ptr, ptr, i32, ptr, ptr, ptr, i32, f32, i32, ptr, ptr, ptr],
+    returns: FFIType.void,
+  },
+  // a layer's queries: (exact, n, desc as hb_matmul_many's, qa, normw, cq, S, qr, eps, q, H, dn, dr, pos, theta)
+  hb_mla_q: { args: [i32, i32, ptr, ptr, ptr, ptr, i32, i32, f32, ptr, i32, i32, i32, ptr, f64], returns: FFIType.void },
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
+  // a MoE layer's resident routed experts from a per-expert table (moe.ts): (exact, nu, uni, off, rows, tab, D, F, x, hg, hu)
+  hb_moe_up: { args: [i32, i32, ptr, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr], returns: FFIType.void },
+  // (exact, nu, uni, off, rows, gates, tab, D, F, n, hg, hu, ye, S, y, shared down packed | null, sg, su, sy)
+  hb_moe_down: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32, i32, ptr, ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr], returns: FFIType.void },
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
@@ -240,6 +254,17 @@ export class ManyBuilder {
   run(exact: boolean, I: number): void {
     if (this.n > 0) hb().hb_matmul_many(exact ? 1 : 0, this.n, this.desc, I);
   }
+  /**
+   * MLA's queries in one call (ffi/mla.c hb_mla_q): cq [S, qr] = RMS(qa; normW, eps), then every matrix added since
+   * reset() (rows of qr elements: q_b ‖ indexer wq_b on cq), then RoPE of the last dr of each head of q [S, H·(dn+dr)]
+   * at pos — rmsnorm, run and rope in one call.
+   */
+  runMlaQ(exact: boolean, qa: F32, normW: F32, cq: F32, S: number, qr: number, eps: number, q: F32, H: number, dn: number,
+    dr: number, pos: Int32Array, theta: number): void {
+    if (qa.length < S * qr || cq.length < S * qr || normW.length < qr || q.length < S * H * (dn + dr) || pos.length < S)
+      throw new Error("runMlaQ: buffers too small");
+    hb().hb_mla_q(exact ? 1 : 0, this.n, this.desc, qa, normW, cq, S, qr, eps, q, H, dn, dr, pos, theta);
+  }
 }
 const many = new ManyBuilder(); // matmulMany's descriptor
 /** Weight bytes the matmul kernels have read since the last reset (reset: start counting again from 0). */
@@ -279,15 +304,75 @@ export interface KvSeg { cache: KvRows; pos0: number; r0: number; n: number }
 /** For each segment, cache row pos0 + r = [lat row r0+r (kvr) ‖ kpe row r0+r (dr, rows kpeRow apart)], r < n: one call
  *  (the segments' caches all of one dtype) */
 export function kvWrite(segs: readonly KvSeg[], lat: F32, kvr: number, kpe: F32, kpeRow: number, dr: number) {
-  if (kvDesc.length < 3 * segs.length) kvDesc = new Float64Array(6 * segs.length);
-  const t = segs.length > 0 ? kvDtypeOf(segs[0].cache) : "f32", row = kvRowElems(t, kvr + dr);
-  for (let i = 0; i < segs.length; i++) {
+  const t = kvDescOf(segs, segs.length, kvr + dr);
+  hb().hb_kv_write(segs.length, kvDesc, lat, kvr, kpe, kpeRow, dr, KV_CODE[t]);
+}
+/** kvDesc for segs[0..n) (rows of W values); their one dtype */
+function kvDescOf(segs: readonly KvSeg[], n: number, W: number): KvDtype {
+  if (kvDesc.length < 3 * n) kvDesc = new Float64Array(6 * n);
+  const t = n > 0 ? kvDtypeOf(segs[0].cache) : "f32", row = kvRowElems(t, W);
+  for (let i = 0; i < n; i++) {
     const g = segs[i];
     if (kvDtypeOf(g.cache) !== t) throw new Error("kvWrite: caches of several dtypes in one call");
     if ((g.pos0 + g.n) * row > g.cache.length) throw new Error(`kvWrite: rows [${g.pos0}, ${g.pos0 + g.n}) outside the cache of ${g.cache.length / row}`);
     kvDesc[3 * i] = ptr_(g.cache) + g.cache.BYTES_PER_ELEMENT * g.pos0 * row; kvDesc[3 * i + 1] = g.r0; kvDesc[3 * i + 2] = g.n;
   }
-  hb().hb_kv_write(segs.length, kvDesc, lat, kvr, kpe, kpeRow, dr, KV_CODE[t]);
+  return t;
+}
+/** doubles per expert in moeUp / moeDown's table (ffi/moe.c HB_MOE_TAB): its gate, up and down as `packMat` writes
+ *  them, then down.I */
+export const MOE_TAB = 3 * MANY_W + 1;
+/** A MoE layer's routed experts, rows grouped by expert as `moeRoute` leaves them (off [E+1], rows [n]), from tab
+ *  [E, MOE_TAB]: hg / hu [n, F] = each expert of uni [nu]'s gate / up on its rows of x [*, D] (one batched call) */
+export const moeUp = (exact: boolean, nu: number, uni: Int32Array, off: Int32Array, rows: Int32Array, tab: Float64Array,
+  D: number, F: number, x: F32, hg: F32, hu: F32) => hb().hb_moe_up(exact ? 1 : 0, nu, uni, off, rows, tab, D, F, x, hg, hu);
+/** then hg <- swiglu(hg, hu); ye [n, D] = each expert's down on its rows of hg (with shd, the shared expert's down
+ *  packed: sg <- swiglu(sg, su) [S, F] and sy [S, D] = its down, in the same batch); y [S, D] = Σ gates · ye by row
+ *  (`scatterAxpy` onto zeros), + sy with shd */
+export const moeDown = (exact: boolean, nu: number, uni: Int32Array, off: Int32Array, rows: Int32Array, gates: F32,
+  tab: Float64Array, D: number, F: number, n: number, hg: F32, hu: F32, ye: F32, S: number, y: F32,
+  shd: Float64Array | null, sg: F32, su: F32, sy: F32) =>
+  hb().hb_moe_down(exact ? 1 : 0, nu, uni, off, rows, gates, tab, D, F, n, hg, hu, ye, S, y, shd, sg, su, sy);
+/** `kvWrite` of segs[0..nseg) preceded in the same call by lat [S, kvr] = RMS(a[:, :kvr]; normW, eps) (a copy) and
+ *  RoPE of a[:, kvr:] [S, dr] in place at pos (MLA's cache rows from a = W_kva h [S, kvr + dr]) */
+export function mlaKv(segs: readonly KvSeg[], nseg: number, a: F32, S: number, kvr: number, dr: number, lat: F32, normW: F32,
+  eps: number, pos: Int32Array, theta: number) {
+  const t = kvDescOf(segs, nseg, kvr + dr);
+  if (a.length < S * (kvr + dr) || lat.length < S * kvr || pos.length < S || normW.length < kvr) throw new Error("mlaKv: buffers too small");
+  hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t]);
+}
+/** the packed HeadsW of `mlaAbsorbed` (fmt, gs, W, scales, cols addresses) */
+export function packHeads(w: HeadsW): Float64Array {
+  return Float64Array.of(w.fmt, w.gs, stableAddr(w.W), w.scales ? stableAddr(w.scales) : 0, w.cols ? stableAddr(w.cols) : 0);
+}
+/** One segment of `mlaAbsorbed`: batch rows [r0, r0+n), its cache rows (keys and values, [kvr + dr] each) */
+export interface MlaSeg { r0: number; n: number; kv: KvRows }
+let runsBuf = new Int32Array(16);
+/**
+ * A layer's absorbed attention in one call (ffi/mla.c hb_mla_absorbed) for the rows of segs[0..nseg) (batch order):
+ * per run of consecutive rows qcat = [W_K,hᵀ (kmul ⊙ q_nope) ‖ q_pe] (mlaHeads with kt, packHeads), then attnSegs of
+ * qcat against each segment's cache rows into o_lat [*, H·kvr], then o [*, H·dv] = W_V,h o_lat (vw: kv_b's heads,
+ * packHeads). The same three calls as mlaHeads / attnSegs / mlaHeads: the same bits.
+ */
+export function mlaAbsorbed(exact: boolean, segs: readonly MlaSeg[], nseg: number, H: number, dn: number, dr: number, dv: number,
+  kvr: number, kt: Float64Array, kmul: F32 | null, q: F32, qcat: F32, sel: Int32Array | null, nsel: Int32Array, topk: number,
+  scale: number, olat: F32, vw: Float64Array, o: F32) {
+  if (segDesc.length < 4 * nseg) segDesc = new Float64Array(8 * nseg);
+  if (runsBuf.length < 2 * nseg) runsBuf = new Int32Array(4 * nseg);
+  const t = nseg > 0 ? kvDtypeOf(segs[0].kv) : "f32";
+  let nrun = 0, rows = 0;
+  for (let i = 0; i < nseg; i++) {
+    const g = segs[i];
+    if (kvDtypeOf(g.kv) !== t) throw new Error("mlaAbsorbed: caches of several dtypes in one call");
+    segDesc[4 * i] = g.r0; segDesc[4 * i + 1] = g.n; segDesc[4 * i + 2] = addr(g.kv); segDesc[4 * i + 3] = segDesc[4 * i + 2];
+    if (nrun > 0 && runsBuf[2 * nrun - 2] + runsBuf[2 * nrun - 1] === g.r0) runsBuf[2 * nrun - 1] += g.n;
+    else { runsBuf[2 * nrun] = g.r0; runsBuf[2 * nrun + 1] = g.n; nrun++; }
+    rows = Math.max(rows, g.r0 + g.n);
+  }
+  if (q.length < rows * H * (dn + dr) || qcat.length < rows * H * (kvr + dr) || olat.length < rows * H * kvr || o.length < rows * H * dv || nsel.length < rows)
+    throw new Error("mlaAbsorbed: buffers too small");
+  hb().hb_mla_absorbed(exact ? 1 : 0, nrun, runsBuf, H, dn, dr, dv, kvr, kt, kmul, q, qcat, nseg, segDesc, sel, nsel, topk, scale,
+    KV_CODE[t], olat, vw, o);
 }
 /** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
 export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
@@ -297,11 +382,21 @@ export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye:
 export function moeRoute(S: number, E: number, K: number, z: F32, bias: F32 | null, nGroup: number, topkGroup: number, norm: boolean,
   scale: number, experts: Int32Array, gates: F32,
   group: { off: Int32Array; rows: Int32Array; gates: F32; uni: Int32Array; cnt: Int32Array } | null = null): number {
-  if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E) ||
-    (group && (group.off.length < E + 1 || group.rows.length < S * K || group.gates.length < S * K || group.uni.length < E || group.cnt.length < E)))
+  if (group) return moeRouteGrouped(S, E, K, z, bias, nGroup, topkGroup, norm, scale, experts, gates, group.off, group.rows, group.gates, group.uni, group.cnt);
+  if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E))
     throw new Error(`moeRoute: buffers too small for ${S} rows of ${E} experts, top ${K}`);
-  const n = hb().hb_moe_route(S, E, K, z, bias, nGroup, topkGroup, norm ? 1 : 0, scale, experts, gates,
-    group?.off ?? null, group?.rows ?? null, group?.gates ?? null, group?.uni ?? null, group?.cnt ?? null);
+  const n = hb().hb_moe_route(S, E, K, z, bias, nGroup, topkGroup, norm ? 1 : 0, scale, experts, gates, null, null, null, null, null);
+  if (n < 0) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${nGroup}, topk_group ${topkGroup})`);
+  return n;
+}
+/** `moeRoute` with the grouping (off, rows, rgates, uni, cnt) as arguments (no object per call) */
+export function moeRouteGrouped(S: number, E: number, K: number, z: F32, bias: F32 | null, nGroup: number, topkGroup: number,
+  norm: boolean, scale: number, experts: Int32Array, gates: F32, off: Int32Array, rows: Int32Array, rgates: F32, uni: Int32Array,
+  cnt: Int32Array): number {
+  if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E) ||
+    off.length < E + 1 || rows.length < S * K || rgates.length < S * K || uni.length < E || cnt.length < E)
+    throw new Error(`moeRoute: buffers too small for ${S} rows of ${E} experts, top ${K}`);
+  const n = hb().hb_moe_route(S, E, K, z, bias, nGroup, topkGroup, norm ? 1 : 0, scale, experts, gates, off, rows, rgates, uni, cnt);
   if (n < 0) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${nGroup}, topk_group ${topkGroup})`);
   return n;
 }
