@@ -35,18 +35,6 @@ static void *scratch(size_t bytes) {
   return hb_grow(&buf, &cap, bytes);
 }
 
-/* cg[s·ng + g] = −8·Σq_x over group g of x row s, s < S (the sum of the group's segment corrections) */
-static void group_corr(const hb_q8 *m, int32_t *cg) {
-  const int ng = m->ng, L = m->gs / 8, nseg = (m->I + 7) / 8;
-  for (int s = 0; s < m->S; s++) {
-    const int32_t *cr = m->corr + (size_t)s * (m->Ip / 8);
-    for (int g = 0; g < ng; g++) {
-      int32_t c = 0;
-      for (int q = g * L; q < (g + 1) * L && q < nseg; q++) c += cr[q];
-      cg[(size_t)s * ng + g] = c;
-    }
-  }
-}
 
 /* st[i] lane l = the scale of group g + i of row sg[l] (groups past the row: 0); once per 8 groups (not inlined) */
 TA __attribute__((noinline)) static void scales8(const float *const *sg, int ng, int g, __m256i *st) {
@@ -169,31 +157,6 @@ TA INL void drows(const int P2, const hb_q8 *m, int lo, int hi, const int32_t *c
 }
 
 /* ---- the GEMM ---- */
-/* rows o..o+15 -> p[4q + h] (q < 8·nc): lane j = the low nibbles of packed bytes 4q..4q+3 of row o + 8h + j for
- * h = 0, 1, their high nibbles for h = 2, 3 (zero past the row); sp[g·16 + j] = scale of group g of row o + j */
-TA static void pack(const hb_q8 *m, int o, int nc, __m256i *p, float *sp) {
-  const size_t rb = m->rowb;
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
-  for (int h = 0; h < 2; h++)
-    for (int c = 0; c < nc; c++) {   /* 32 bytes (8 segments) of 8 rows */
-      __m256i r[8];
-      for (int j = 0; j < 8; j++) r[j] = hb_loadrow32(hb_q8_row(m, o + 8 * h + j) + 32 * (size_t)c, (int)(rb - 32 * (size_t)c));
-      hb_transpose8(r);
-      for (int q = 0; q < 8; q++) {
-        p[4 * (8 * (size_t)c + q) + h] = _mm256_and_si256(r[q], m4);
-        p[4 * (8 * (size_t)c + q) + 2 + h] = _mm256_and_si256(_mm256_srli_epi16(r[q], 4), m4);
-      }
-    }
-  const int ng = m->ng;   /* the scales: 8 groups × 8 rows at a time, transposed as dwords */
-  for (int h = 0; h < 2; h++)
-    for (int g0 = 0; g0 < ng; g0 += 8) {
-      const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(ng - g0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      __m256i r[8];
-      for (int j = 0; j < 8; j++) r[j] = _mm256_castps_si256(_mm256_maskload_ps(m->sc + (size_t)(o + 8 * h + j) * ng + g0, mk));
-      hb_transpose8(r);
-      for (int q = 0; q < 8 && g0 + q < ng; q++) _mm256_store_si256((__m256i *)(sp + (size_t)(g0 + q) * 16 + 8 * h), r[q]);
-    }
-}
 
 /* t + maddubs(w, the 4 bytes at p broadcast): in asm, so that GCC neither hoists the broadcasts of a batch into registers
  * (it did, and spilled the accumulators: the batches ran 10% slower than the register tiles) nor copies t around */
@@ -272,7 +235,7 @@ TA INL int gemm(const int GS, const hb_q8 *m, int lo, int hi, __m256i *p, float 
   hb_q8_prefetch_panel(m, lo, 16);
   int o = lo;
   for (; o + 16 <= hi; o += 16) {
-    pack(m, o, nc, p, sp);
+    hb_i4g_pack16(m, o, nc, p, sp);
     const uint8_t *next = o + 32 <= hi ? hb_q8_row(m, o + 16) : NULL;
     const int nblk = (S + MR - 1) / MR;   /* blocks of near-equal size, the later ones taking the extra rows */
     for (int bk = 0, s0 = 0; bk < nblk; bk++) {
@@ -300,7 +263,7 @@ TA int hb_q8_i4g_avx2(const hb_q8 *m, int lo, int hi) {
   uint8_t *buf = scratch(pbytes + sbytes + (size_t)S * ng * 4);
   if (!buf) return lo;
   int32_t *cg = (int32_t *)(buf + pbytes + sbytes);
-  group_corr(m, cg);
+  hb_i4g_group_corr(m, cg);
   if (gemm_ok) {
     if (m->gs == 64) lo = gemm(64, m, lo, hi, (__m256i *)buf, (float *)(buf + pbytes), cg);
     else if (m->gs == 32) lo = gemm(32, m, lo, hi, (__m256i *)buf, (float *)(buf + pbytes), cg);

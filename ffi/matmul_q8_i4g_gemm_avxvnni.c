@@ -27,31 +27,6 @@ static void *panel_buf(size_t bytes) {
   return hb_grow(&buf, &cap, bytes);
 }
 
-/* rows o..o+15 -> p[4q + h] (q < 8·nc): lane j = the low nibbles of packed bytes 4q..4q+3 of row o + 8h + j for
- * h = 0, 1, their high nibbles for h = 2, 3 (zero past the row); sp[g·16 + j] = scale of group g of row o + j */
-TV static void pack(const hb_q8 *m, int o, int nc, __m256i *p, float *sp) {
-  const size_t rb = m->rowb;
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
-  for (int h = 0; h < 2; h++)
-    for (int c = 0; c < nc; c++) {   /* 32 bytes (8 segments) of 8 rows */
-      __m256i r[8];
-      for (int j = 0; j < 8; j++) r[j] = hb_loadrow32(hb_q8_row(m, o + 8 * h + j) + 32 * (size_t)c, (int)(rb - 32 * (size_t)c));
-      hb_transpose8(r);
-      for (int q = 0; q < 8; q++) {
-        p[4 * (8 * (size_t)c + q) + h] = _mm256_and_si256(r[q], m4);
-        p[4 * (8 * (size_t)c + q) + 2 + h] = _mm256_and_si256(_mm256_srli_epi16(r[q], 4), m4);
-      }
-    }
-  const int ng = m->ng;   /* the scales: 8 groups × 8 rows at a time, transposed as dwords */
-  for (int h = 0; h < 2; h++)
-    for (int g0 = 0; g0 < ng; g0 += 8) {
-      const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(ng - g0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      __m256i r[8];
-      for (int j = 0; j < 8; j++) r[j] = _mm256_castps_si256(_mm256_maskload_ps(m->sc + (size_t)(o + 8 * h + j) * ng + g0, mk));
-      hb_transpose8(r);
-      for (int q = 0; q < 8 && g0 + q < ng; q++) _mm256_store_si256((__m256i *)(sp + (size_t)(g0 + q) * 16 + 8 * h), r[q]);
-    }
-}
 
 /* x rows s0..s0+ns-1 against the panel of rows o..o+15; cg[s·ng + g]: −8·Σq_x over group g of x row s;
  * next: the next panel's rows, prefetched meanwhile (first block only), or NULL */
@@ -116,7 +91,7 @@ TV int hb_q8_gemm_i4g_avxvnni(const hb_q8 *m, int lo, int hi) {
   hb_i4g_gemm_start(m, lo, 16, cg);
   int o = lo;
   for (; o + 16 <= hi; o += 16) {
-    pack(m, o, nc, p, sp);
+    hb_i4g_pack16(m, o, nc, p, sp);
     const uint8_t *next = o + 32 <= hi ? hb_q8_row(m, o + 16) : NULL;
     const int nblk = (S + MR - 1) / MR;   /* blocks of near-equal size, the later ones taking the extra rows */
     for (int bk = 0, s0 = 0; bk < nblk; bk++) {

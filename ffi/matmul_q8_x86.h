@@ -1,6 +1,6 @@
 /* libhb x86 fast-mode helpers shared by the AVX2 / AVX-512 kernels (matmul_q8_x86.c, matmul_q8_i4g_x86.c) and the
  * AVX-VNNI ones (matmul_q8_avxvnni.c): weight-stream prefetch, a 256-bit row sum, the 16 × 16 and 8 × 8 dword
- * transposes, a zero-padded 32-byte row load. Holds no state. */
+ * transposes, a zero-padded 32-byte row load, the int4g GEMMs' panel packing and group corrections. Holds no state. */
 #ifndef HB_MATMUL_Q8_X86_H
 #define HB_MATMUL_Q8_X86_H
 #include "matmul_q8.h"
@@ -71,6 +71,33 @@ static inline __attribute__((always_inline, target("avx2"))) void hb_transpose8(
   }
 }
 
+/* the 256-bit int4g GEMMs' panel (matmul_q8_i4g_gemm_avxvnni.c, matmul_q8_i4g_avx2.c): rows o..o+15 -> p[4q + h]
+ * (q < 8·nc): lane j = the low nibbles of packed bytes 4q..4q+3 of row o + 8h + j for h = 0, 1, their high nibbles
+ * for h = 2, 3 (zero past the row); sp[g·16 + j] = scale of group g of row o + j */
+static inline __attribute__((target("avx2"))) void hb_i4g_pack16(const hb_q8 *m, int o, int nc, __m256i *p, float *sp) {
+  const size_t rb = m->rowb;
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int h = 0; h < 2; h++)
+    for (int c = 0; c < nc; c++) {   /* 32 bytes (8 segments) of 8 rows */
+      __m256i r[8];
+      for (int j = 0; j < 8; j++) r[j] = hb_loadrow32(hb_q8_row(m, o + 8 * h + j) + 32 * (size_t)c, (int)(rb - 32 * (size_t)c));
+      hb_transpose8(r);
+      for (int q = 0; q < 8; q++) {
+        p[4 * (8 * (size_t)c + q) + h] = _mm256_and_si256(r[q], m4);
+        p[4 * (8 * (size_t)c + q) + 2 + h] = _mm256_and_si256(_mm256_srli_epi16(r[q], 4), m4);
+      }
+    }
+  const int ng = m->ng;   /* the scales: 8 groups × 8 rows at a time, transposed as dwords */
+  for (int h = 0; h < 2; h++)
+    for (int g0 = 0; g0 < ng; g0 += 8) {
+      const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(ng - g0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      __m256i r[8];
+      for (int j = 0; j < 8; j++) r[j] = _mm256_castps_si256(_mm256_maskload_ps(m->sc + (size_t)(o + 8 * h + j) * ng + g0, mk));
+      hb_transpose8(r);
+      for (int q = 0; q < 8 && g0 + q < ng; q++) _mm256_store_si256((__m256i *)(sp + (size_t)(g0 + q) * 16 + 8 * h), r[q]);
+    }
+}
+
 /* The packed-panel GEMMs' first panel (`rows` weight rows at lo) past the head the caller prefetched, into L2: each
  * later panel comes during the first block of the one before it; cold first panels held these calls ~15% back */
 static inline void hb_q8_prefetch_panel(const hb_q8 *m, int lo, int rows) {
@@ -79,10 +106,9 @@ static inline void hb_q8_prefetch_panel(const hb_q8 *m, int lo, int rows) {
 /* The int4g panel GEMMs' start (both widths): the first panel's scales and rows prefetched, then cg[s·ng + g] =
  * −8·Σq_x over group g of x row s (the sum of the group's segment corrections), where each group's integer
  * accumulators start */
-static inline void hb_i4g_gemm_start(const hb_q8 *m, int lo, int rows, int32_t *cg) {
+/* cg[s·ng + g] = −8·Σq_x over group g of x row s, s < S (the sum of the group's segment corrections) */
+static inline void hb_i4g_group_corr(const hb_q8 *m, int32_t *cg) {
   const int ng = m->ng, L = m->gs / 8, nseg = (m->I + 7) / 8;
-  for (size_t c = 0; c < (size_t)rows * ng * 4; c += 64) _mm_prefetch((const char *)(m->sc + (size_t)lo * ng) + c, _MM_HINT_T0);
-  hb_q8_prefetch_panel(m, lo, rows);
   for (int s = 0; s < m->S; s++) {
     const int32_t *cr = m->corr + (size_t)s * (m->Ip / 8);
     for (int g = 0; g < ng; g++) {
@@ -91,6 +117,12 @@ static inline void hb_i4g_gemm_start(const hb_q8 *m, int lo, int rows, int32_t *
       cg[(size_t)s * ng + g] = c;
     }
   }
+}
+static inline void hb_i4g_gemm_start(const hb_q8 *m, int lo, int rows, int32_t *cg) {
+  const int ng = m->ng;
+  for (size_t c = 0; c < (size_t)rows * ng * 4; c += 64) _mm_prefetch((const char *)(m->sc + (size_t)lo * ng) + c, _MM_HINT_T0);
+  hb_q8_prefetch_panel(m, lo, rows);
+  hb_i4g_group_corr(m, cg);
 }
 
 /* int4g at AVX2, gs ≥ 32, S ≥ 2 (matmul_q8_i4g_avx2.c): rows [lo, hi) (all of them; none for gs < 32 or one row of x),
