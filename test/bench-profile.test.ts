@@ -28,6 +28,9 @@ test("kinds and the time between them add up to the step; symbols restored", () 
     const kinds = p.rows.map((r) => r.kind);
     expect(kinds).toContain("hb_mla_absorbed"); // the absorbed attention: q side, core (hb_attn_segs), v side
     expect(kinds.some((k) => k.startsWith("hb_matmul_many f32"))).toBe(true);
+    const F = m.cfg.moe_intermediate_size, D = m.cfg.hidden_size; // the routed experts' calls, named by format and shape
+    expect(kinds).toContain(`hb_moe_up f32 ${F}x${D} (gate, up)`);
+    expect(kinds).toContain(`hb_moe_down f32 ${D}x${F}`);
     expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(2 * m.cfg.num_hidden_layers);
     const inside = p.rows.reduce((a, r) => a + r.us, 0), ts = p.rows.reduce((a, r) => a + r.beforeUs, 0);
     expect(ts).toBeCloseTo(p.betweenUs, 6);

@@ -3,7 +3,7 @@
 // each FFI symbol wrapped for the duration and restored after — and reports per kind of call its calls and
 // microseconds per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
 // marshalling). State: the wrapped symbol table, only while timeCalls runs.
-import { Fmt, hb, MANY_DESC, weightBytes } from "../native/hb.ts";
+import { Fmt, hb, MANY_DESC, MANY_W, MOE_TAB, weightBytes } from "../native/hb.ts";
 import { probeBandwidth } from "../engine/rates.ts";
 import { forward } from "../engine/forward.ts";
 import { loadModel, type Model } from "../engine/model.ts";
@@ -54,9 +54,17 @@ class Kinds {
   readonly before: number[] = [];
   private ids = new Map<number, number>();
   private pairs = new Float64Array(64);
-  id(sym: number, name: string, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown): number {
-    let sig = sym, np = 0;
+  id(sym: number, name: string, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown, a6: unknown): number {
+    let sig = sym, np = 0, moe = "";
     const mm = name === "hb_matmul_q8" || name === "hb_matmul", many = name === "hb_matmul_many";
+    // a MoE layer's routed experts (hb_moe_up / hb_moe_down): the format and shape of the union's first expert, from
+    // its row of the table (packMat's fmt, gs, O, ...; gate O = F, down O = D)
+    const tab = name === "hb_moe_up" ? a5 : name === "hb_moe_down" ? a6 : null;
+    if (tab instanceof Float64Array && a2 instanceof Int32Array && (a1 as number) > 0) {
+      const b = a2[0] * MOE_TAB, fmt = tab[b + (name === "hb_moe_up" ? 0 : 2 * MANY_W)], F = tab[b + 2], D = tab[b + 2 * MANY_W + 2];
+      sig = ((sym * 8 + fmt) * 2 ** 20 + F) * 2 ** 20 + D;
+      moe = name === "hb_moe_up" ? `${name} ${FMT[fmt]} ${F}x${D} (gate, up)` : `${name} ${FMT[fmt]} ${D}x${F}`;
+    }
     if (mm) sig = ((sym * 8 + (a0 as number)) * 2 ** 20 + (a4 as number)) * 2 ** 20 + (a5 as number);
     else if (many) {
       const n = a1 as number, d = a2 as Float64Array;
@@ -72,7 +80,7 @@ class Kinds {
     if (id === undefined) {
       id = this.labels.length;
       this.ids.set(sig, id);
-      this.labels.push(mm ? `${name} ${FMT[a0 as number]} ${a4}x${a5}`
+      this.labels.push(moe ? moe : mm ? `${name} ${FMT[a0 as number]} ${a4}x${a5}`
         : many ? `${name} ${Array.from(this.pairs.subarray(0, np), (p) => `${FMT[Math.floor(p / 2 ** 24)]} ${p % 2 ** 24}x${a3}`).join(", ")}` : name);
       this.calls.push(0); this.ms.push(0); this.before.push(0);
     }
@@ -133,8 +141,8 @@ function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
   const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = { ...L }, K = new Kinds();
   const t = { last: 0, between: 0, overhead: 0 };
   /** after a call of symbol `sym` that ran from t0 to t1 */
-  const note = (sym: number, name: string, t0: number, t1: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown) => {
-    const gap = t.last ? t0 - t.last : 0, k = K.id(sym, name, a0, a1, a2, a3, a4, a5);
+  const note = (sym: number, name: string, t0: number, t1: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown, a6: unknown) => {
+    const gap = t.last ? t0 - t.last : 0, k = K.id(sym, name, a0, a1, a2, a3, a4, a5, a6);
     t.between += gap; K.calls[k]++; K.ms[k] += t1 - t0; K.before[k] += gap;
     t.last = performance.now();
     t.overhead += t.last - t1;
@@ -142,7 +150,7 @@ function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
   Object.entries(saved).forEach(([name, f], sym) => {
     if (typeof f !== "function") return;
     // a wrapper of the symbol's own arity: rest parameters would allocate an array per call
-    const args = Array.from({ length: f.length }, (_, i) => `a${i}`), pad = [...args, "u", "u", "u", "u", "u", "u"].slice(0, 6);
+    const args = Array.from({ length: f.length }, (_, i) => `a${i}`), pad = [...args, "u", "u", "u", "u", "u", "u", "u"].slice(0, 7);
     L[name] = new Function("f", "note", "sym", "name", `const u = undefined; return function (${args.join(", ")}) {
       const t0 = performance.now(), r = f(${args.join(", ")}), t1 = performance.now();
       note(sym, name, t0, t1, ${pad.join(", ")});
