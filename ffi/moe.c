@@ -194,7 +194,7 @@ void hb_scatter_axpy(float *y, int D, const int32_t *rows, const float *gates, c
   free(start);
 }
 
-/* ---- a MoE layer's routed experts from a per-expert table (moe.ts `batched`, all experts resident) ----
+/* ---- a MoE layer's routed experts from a per-expert table (moe.ts `resident`: every expert of the union in memory) ----
  * tab [E, HB_MOE_TAB]: expert e's gate, up and down as hb.ts packMat writes them (HB_MOE_W doubles each: fmt, gs, O,
  * W, scales), then down's I. Both calls build hb_matmul_many's descriptor here, in the order moe.ts's ManyBuilder
  * adds did (so the same bits): per expert of uni (ascending) its gate then its up on its rows of x (by index), then

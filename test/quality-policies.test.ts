@@ -215,3 +215,40 @@ describe("quality policies: /props and /metrics", () => {
     await bad.stop();
   });
 });
+
+describe("the routed experts' one path (moe.ts resident)", () => {
+  test("a shared expert wider than the routed ones (n_shared_experts 2): the reference's sum; mixed widths refused", () => {
+    const wide = loadModel(genModel({ preset: "tiny", seed: 6, set: { n_shared_experts: 2 } }));
+    const c = wide.cfg, layer = wide.w.layers.find((l) => l.moe)!.moe!, W = layer.router.data as Float32Array, Dw = c.hidden_size;
+    expect(layer.shared!.down.I).toBe(2 * c.moe_intermediate_size);
+    let seed = 29;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1;
+    const S = 4, st = new RunState(c, S, 8);
+    st.exact = true;
+    const x = Float32Array.from({ length: S * Dw }, rnd), y = new Float32Array(S * Dw);
+    moe(c, st, layer, x, S, y);
+    const st1 = new RunState(c, 1, 8), one = new Float32Array(Dw);
+    st1.exact = true;
+    for (let r = 0; r < S; r++) {
+      const xr = x.slice(r * Dw, (r + 1) * Dw);
+      const z = Array.from({ length: c.n_routed_experts }, (_, e) => { let a = 0; for (let d = 0; d < Dw; d++) a += W[e * Dw + d] * xr[d]; return a; });
+      const s = z.map((v) => 1 / (1 + Math.exp(-v))), chosen = [...s.keys()].sort((a, b) => s[b] + (layer.bias?.[b] ?? 0) - s[a] - (layer.bias?.[a] ?? 0) || a - b)
+        .slice(0, c.num_experts_per_tok), sum = chosen.reduce((a, e) => a + s[e], 0);
+      const want = new Float64Array(Dw);
+      for (const e of chosen) {
+        mlp(st1, layer.expert(e), xr, 1, one);
+        const g = (c.norm_topk_prob ? s[e] / sum : s[e]) * c.routed_scaling_factor;
+        for (let d = 0; d < Dw; d++) want[d] += g * one[d];
+      }
+      mlp(st1, layer.shared!, xr, 1, one);
+      let num = 0, den = 0;
+      for (let d = 0; d < Dw; d++) { want[d] += one[d]; num += (y[r * Dw + d] - want[d]) ** 2; den += want[d] ** 2; }
+      expect(Math.sqrt(num / den)).toBeLessThan(1e-5);
+    }
+    // a layer whose experts differ in shape is refused, naming the expert
+    const e0 = layer.expert(0), odd = { ...layer, expert: (e: number) => (e === 0 ? e0 : { ...layer.expert(e), up: layer.shared!.up }) };
+    const all = new RunState(c, 16, 8); all.exact = true;
+    expect(() => moe(c, all, odd, Float32Array.from({ length: 16 * Dw }, rnd), 16, new Float32Array(16 * Dw))).toThrow(/differ in shape/);
+    wide.store.close();
+  });
+});

@@ -2,11 +2,11 @@
 // group-limited routing, norm_topk_prob, routed_scaling_factor: ffi/route.c; opt-in quality policies: quality.ts),
 // batch-union expert execution (each chosen expert runs once over all its rows) and the ungated shared expert.
 // Reads x = st.xb [S, D], writes st.ao [S, D]. A streamed Moe (src/engine/experts/): see `routed`.
-// State: routes, the rows grouped by expert, their gates and the union live in RunState; module-level: the
-// experts' matmul descriptors, and per layer a table of its experts' packed matrices (moeUp / moeDown's).
+// State: routes, the rows grouped by expert, their gates and the union live in RunState; module-level: per layer a
+// table of its experts' packed matrices (moeUp / moeDown's), and the kept descriptors of the dense calls (MmCall).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, Fmt, gatherRows, ManyBuilder, MANY_W, MOE_TAB, moeDown, moeRoute, moeRouteGrouped, moeUp, packMat, scatterAxpy, swiglu } from "../native/hb.ts";
+import { add, Fmt, gatherRows, MANY_W, MOE_TAB, moeDown, moeRoute, moeRouteGrouped, moeUp, packMat, scatterAxpy, swiglu } from "../native/hb.ts";
 import { mm, MmCall } from "./mat.ts";
 import { groupRoutes, routePolicy } from "./quality.ts";
 import type { RunState } from "./state.ts";
@@ -70,7 +70,7 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
     : moeRouteGrouped(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
       st.mexp, st.mgate, off, mrows, mgates, st.muni, st.mcnt);
   if (!w.resolve) {
-    if (!resident(st, w, null, nu, x, D, y, shared, S)) batched(st, Array.from(st.muni.subarray(0, nu), (e) => w.expert(e)), x, D, y, shared, S);
+    resident(st, w, null, nu, x, D, y, shared, S);
     return;
   }
   const union: number[] = new Array(nu), counts: number[] = new Array(nu);
@@ -80,7 +80,7 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
     let ready = !!batch.ready;
     for (let u = 0; ready && u < nu; u++) ready = batch.ready!(union[u]);
     if (ready) { // all in memory: two kernel calls
-      if (!resident(st, w, batch, nu, x, D, y, shared, S)) batched(st, union.map((e) => batch.get(e)), x, D, y, shared, S);
+      resident(st, w, batch, nu, x, D, y, shared, S);
       for (let u = 0; u < nu; u++) batch.release(union[u]);
     } else {
       y.fill(0, 0, S * D);
@@ -109,13 +109,14 @@ interface Table { tab: Float64Array; from: (Mlp | null)[]; shd: Float64Array; sh
 const tables = new WeakMap<Moe, Table>();
 
 /**
- * `batched` from the layer's table: every expert of the union (st.muni[0..nu), from `batch` or w.expert) resident,
- * in two calls (ffi/moe.c builds the same descriptors, in the same order: the same bits); y [S, D] written whole.
- * False (nothing done) when the experts' widths differ from each other, the buffers' or the shared expert's.
+ * Every expert of the union (st.muni[0..nu), from `batch` or w.expert) at once, from the layer's table, in two calls
+ * (ffi/moe.c): every gate ‖ up on its rows of x (by index, grouped by expert as st.mrows), one SwiGLU, every down —
+ * the shared expert's too when its width is the routed ones' — then y [S, D] = Σ gate · out in st.mrows order
+ * (ascending expert, rows ascending: the order of the per-expert path, whose results it equals bit for bit) + the
+ * shared expert's output.
  */
 function resident(st: RunState, w: Moe, batch: ExpertBatch | null, nu: number, x: Float32Array, D: number,
-  y: Float32Array, shared: Mlp | null, S: number): boolean {
-  if (nu <= 0) return false;
+  y: Float32Array, shared: Mlp | null, S: number): void {
   let t = tables.get(w);
   if (!t) {
     const E = st.moff.length - 1;
@@ -134,62 +135,18 @@ function resident(st: RunState, w: Moe, batch: ExpertBatch | null, nu: number, x
   const F = tab[uni[0] * MOE_TAB + 2], n = st.moff[st.moff.length - 1];
   for (let u = 0; u < nu; u++) {
     const b = uni[u] * MOE_TAB;
-    if (tab[b + 2] !== F || tab[b + MANY_W + 2] !== F || tab[b + 3 * MANY_W] !== F || tab[b + 2 * MANY_W + 2] !== D) return false;
+    if (tab[b + 2] !== F || tab[b + MANY_W + 2] !== F || tab[b + 3 * MANY_W] !== F || tab[b + 2 * MANY_W + 2] !== D)
+      throw new Error(`${t.from[uni[u]]!.gate.name}: experts of one layer differ in shape`);
   }
-  if (x.length < S * D || y.length < S * D || st.ehg.length < n * F || st.ehu.length < n * F || st.eye.length < n * D) return false;
-  if (shared) {
-    if (shared.down.I !== F || shared.down.O !== D || st.shg.length < S * F || st.ye.length < S * D) return false;
-    if (t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
-  }
+  const withShared = shared !== null && shared.down.I === F; // the shared down joins the routed ones
+  if (x.length < S * D || y.length < S * D || st.ehg.length < n * F || st.ehu.length < n * F || st.eye.length < n * D ||
+    (withShared && (shared.down.O !== D || st.shg.length < S * F || st.ye.length < S * D)))
+    throw new Error(`routed experts: buffers too small for ${S} rows, ${n} routes of width ${F}`);
+  if (withShared && t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
   moeUp(st.exact, nu, uni, st.moff, st.mrows, tab, D, F, x, st.ehg, st.ehu);
   moeDown(st.exact, nu, uni, st.moff, st.mrows, st.mgates, tab, D, F, n, st.ehg, st.ehu, st.eye, S, y,
-    shared ? t.shd : null, st.shg, st.shu, st.ye);
-  return true;
-}
-
-const upMany = new ManyBuilder(), downMany = new ManyBuilder(); // descriptors of batched()'s two calls
-/** each expert's gate, up and down packed for ManyBuilder.addPacked, then down.I: one small array read per expert and
- *  step instead of its nine matrix and array objects (cold by then: the weights streamed through the caches). Keyed by
- *  the Mlp object: a cache slot that takes another expert makes a new one. */
-const packed = new WeakMap<Mlp, Float64Array>();
-function packOf(w: Mlp): Float64Array {
-  let p = packed.get(w);
-  if (!p) {
-    p = new Float64Array(3 * MANY_W + 1);
-    packMat(w.gate, p, 0); packMat(w.up, p, MANY_W); packMat(w.down, p, 2 * MANY_W);
-    p[3 * MANY_W] = w.down.I;
-    packed.set(w, p);
-  }
-  return p;
-}
-
-/**
- * Every expert of the union at once: every gate ‖ up in one batched call on its rows of x (by index, grouped
- * by expert as st.mrows), one SwiGLU, every down in one call, then y[row] += gate · out in st.mrows order —
- * ascending expert, rows ascending — the order of the per-expert path, whose results it equals bit for bit.
- */
-function batched(st: RunState, mlps: Mlp[], x: Float32Array, D: number, y: Float32Array,
-  shared: Mlp | null, S: number): void {
-  const off = st.moff, n = off[off.length - 1], F = mlps[0].gate.O;
-  const up = upMany.reset(), down = downMany.reset();
-  y.fill(0, 0, S * D);
-  for (let u = 0; u < mlps.length; u++) { // each expert's rows of x by index (st.mrows): no gathered copy
-    const e = st.muni[u], r0 = off[e], k = off[e + 1] - r0, p = packOf(mlps[u]);
-    if (p[2] !== F || p[MANY_W + 2] !== F || p[3 * MANY_W] !== F) throw new Error(`${mlps[u].gate.name}: experts of one layer differ in shape`);
-    up.addPacked(p, 0, D, x, 0, k, st.ehg, r0 * F, st.mrows, r0);
-    up.addPacked(p, MANY_W, D, x, 0, k, st.ehu, r0 * F, st.mrows, r0);
-    down.addPacked(p, 2 * MANY_W, F, st.ehg, r0 * F, k, st.eye, r0 * D);
-  }
-  up.run(st.exact, D);
-  swiglu(st.ehg, st.ehu, st.ehg, n * F);
-  const withShared = shared !== null && shared.down.I === F; // the shared down joins the routed ones
-  if (withShared) {
-    swiglu(st.shg, st.shu, st.shg, S * F);
-    down.add(shared.down, F, st.shg, 0, S, st.ye, 0);
-  }
-  down.run(st.exact, F);
-  scatterAxpy(y, D, st.mrows, st.mgates, st.eye, n);
-  if (shared) sharedDown(st, shared, S, D, y, withShared);
+    withShared ? t.shd : null, st.shg, st.shu, st.ye);
+  if (shared && !withShared) sharedDown(st, shared, S, D, y, false);
 }
 
 /** ye [n,D] = E(x rows) for the n rows routed to one expert. */
