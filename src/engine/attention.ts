@@ -76,7 +76,8 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
  * layer, whose other rows no one reads) get queries and an output, moved to rows 0..k-1 of st.ao (and of st.xb,
  * st.pos, st.nk and, on a shared layer, st.sel / st.nsel). Those rows get the same bits either way.
  * Projections that share an input run as one batched call (q_a ‖ kv_a ‖ indexer wk ‖ weights_proj;
- * q_b ‖ indexer wq_b); the absorbed form does all heads of each side in one call (hb_mla_heads).
+ * q_b ‖ indexer wq_b); the absorbed form's q side, core and v side, over every absorbed segment, are one call
+ * (hb_mla_absorbed).
  */
 export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: number, kvLayer: number,
   segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook, k = S): void {

@@ -4,7 +4,7 @@
 // scratch, which the attention and the FFN overwrite before reading, so the forward's results do not change.
 import type { Config } from "../model/config.ts";
 import type { Layer } from "../model/weights.ts";
-import { moeRoute, rmsnorm } from "../native/hb.ts";
+import { moeRouteGrouped, rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
 import type { RunState } from "./state.ts";
 
@@ -13,7 +13,7 @@ export function pilot(cfg: Config, st: RunState, l: Layer, x: Float32Array, S: n
   const w = l.moe!, E = cfg.n_routed_experts;
   rmsnorm(x, l.post_norm, st.xb, S, cfg.hidden_size, cfg.rms_norm_eps);
   mm(w.router, st.xb, S, st.z, true); // z [S,E] = router [E,D] · xb [S,D]
-  const nu = moeRoute(S, E, cfg.num_experts_per_tok, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob,
-    cfg.routed_scaling_factor, st.mexp, st.mgate, { off: st.moff, rows: st.mrows, gates: st.mgates, uni: st.muni, cnt: st.mcnt });
+  const nu = moeRouteGrouped(S, E, cfg.num_experts_per_tok, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob,
+    cfg.routed_scaling_factor, st.mexp, st.mgate, st.moff, st.mrows, st.mgates, st.muni, st.mcnt); // as moe.ts routes
   w.prefetch!(st.muni.subarray(0, nu));
 }
