@@ -2,7 +2,7 @@
 // group-limited selection, ties to the lower expert id, norm_topk_prob and the routed scale.
 import { expect, test } from "bun:test";
 import { route } from "../src/engine/moe.ts";
-import { moeRoute } from "../src/native/hb.ts";
+import { moeRoute, moeRouteGrouped } from "../src/native/hb.ts";
 import type { Config } from "../src/model/config.ts";
 
 function direct(c: Pick<Config, "n_routed_experts" | "num_experts_per_tok" | "n_group" | "topk_group" | "norm_topk_prob" | "routed_scaling_factor">,
@@ -62,7 +62,7 @@ test("moeRoute over S rows: each row as route alone; pairs grouped by expert (ro
   const bias = Float32Array.from({ length: E }, () => Math.round((rnd() - 0.5) * 4) / 8);
   const ex = new Int32Array(S * K), g = new Float32Array(S * K);
   const grp = { off: new Int32Array(E + 1), rows: new Int32Array(S * K), gates: new Float32Array(S * K), uni: new Int32Array(E), cnt: new Int32Array(E) };
-  const nu = moeRoute(S, E, K, z, bias, c.n_group, c.topk_group, true, 2.5, ex, g, grp);
+  const nu = moeRouteGrouped(S, E, K, z, bias, c.n_group, c.topk_group, true, 2.5, ex, g, grp.off, grp.rows, grp.gates, grp.uni, grp.cnt);
   const pairs: [number, number, number][] = []; // (expert, row, gate) in expert then row order
   for (let s = 0; s < S; s++) {
     const out = { experts: new Int32Array(K), weights: new Float32Array(K) };

@@ -376,25 +376,24 @@ export function mlaAbsorbed(exact: boolean, segs: readonly MlaSeg[], nseg: numbe
 }
 /** y[rows[j]] += gates[j] · ye[j] for j < n, each row exactly as `axpy` */
 export const scatterAxpy = (y: F32, D: number, rows: Int32Array, gates: F32, ye: F32, n: number) => hb().hb_scatter_axpy(y, D, rows, gates, ye, n);
-/** The router's choice for S rows (ffi/route.c, spec §3.4): z [S, E] -> experts / gates [S, K]; with `group`, the
- *  pairs grouped by expert (off [E+1]; rows / gates of each expert's pairs) and the union with its row counts
- *  (uni / cnt [E]). Returns the union's size (0 without `group`). */
+/** The router's choice for S rows (ffi/route.c, spec §3.4): z [S, E] -> experts / gates [S, K]. Returns 0. */
 export function moeRoute(S: number, E: number, K: number, z: F32, bias: F32 | null, nGroup: number, topkGroup: number, norm: boolean,
-  scale: number, experts: Int32Array, gates: F32,
-  group: { off: Int32Array; rows: Int32Array; gates: F32; uni: Int32Array; cnt: Int32Array } | null = null): number {
-  if (group) return moeRouteGrouped(S, E, K, z, bias, nGroup, topkGroup, norm, scale, experts, gates, group.off, group.rows, group.gates, group.uni, group.cnt);
-  if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E))
-    throw new Error(`moeRoute: buffers too small for ${S} rows of ${E} experts, top ${K}`);
-  const n = hb().hb_moe_route(S, E, K, z, bias, nGroup, topkGroup, norm ? 1 : 0, scale, experts, gates, null, null, null, null, null);
-  if (n < 0) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${nGroup}, topk_group ${topkGroup})`);
-  return n;
+  scale: number, experts: Int32Array, gates: F32): number {
+  return routeRows(S, E, K, z, bias, nGroup, topkGroup, norm, scale, experts, gates, null, null, null, null, null);
 }
-/** `moeRoute` with the grouping (off, rows, rgates, uni, cnt) as arguments (no object per call) */
+/** `moeRoute`, and the pairs grouped by expert: off [E+1], rows / rgates [S·K] (ascending expert, rows ascending within),
+ *  the union uni [E] (ascending) and its row counts cnt [E]; returns the union's size */
 export function moeRouteGrouped(S: number, E: number, K: number, z: F32, bias: F32 | null, nGroup: number, topkGroup: number,
   norm: boolean, scale: number, experts: Int32Array, gates: F32, off: Int32Array, rows: Int32Array, rgates: F32, uni: Int32Array,
   cnt: Int32Array): number {
-  if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E) ||
-    off.length < E + 1 || rows.length < S * K || rgates.length < S * K || uni.length < E || cnt.length < E)
+  if (off.length < E + 1 || rows.length < S * K || rgates.length < S * K || uni.length < E || cnt.length < E)
+    throw new Error(`moeRoute: grouping buffers too small for ${S} rows of ${E} experts, top ${K}`);
+  return routeRows(S, E, K, z, bias, nGroup, topkGroup, norm, scale, experts, gates, off, rows, rgates, uni, cnt);
+}
+function routeRows(S: number, E: number, K: number, z: F32, bias: F32 | null, nGroup: number, topkGroup: number, norm: boolean,
+  scale: number, experts: Int32Array, gates: F32, off: Int32Array | null, rows: Int32Array | null, rgates: F32 | null,
+  uni: Int32Array | null, cnt: Int32Array | null): number {
+  if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E))
     throw new Error(`moeRoute: buffers too small for ${S} rows of ${E} experts, top ${K}`);
   const n = hb().hb_moe_route(S, E, K, z, bias, nGroup, topkGroup, norm ? 1 : 0, scale, experts, gates, off, rows, rgates, uni, cnt);
   if (n < 0) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${nGroup}, topk_group ${topkGroup})`);
