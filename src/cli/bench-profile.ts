@@ -103,14 +103,14 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
   // warm-up over the positions the timed steps will use, then back to the prompts: the KV caches have grown and
   // their pages are mapped (as a server's reused slots are), so page faults stay out of the profile. The steps
   // bypass the sessions' token lists, so the caches are cut back directly (Session.truncate would see nothing to do).
-  for (let i = 0; i < Math.max(o.warmup, o.steps); i++) step();
-  ss.forEach((s, i) => { s.kv.truncate(16 + i); toks[i] = first[i]; });
-  if (ss.some((s, i) => s.kv.len !== 16 + i)) throw new Error("bench profile: the caches were not cut back to the prompts");
   const cut = () => ss.forEach((s, i) => { s.kv.truncate(16 + i); toks[i] = first[i]; });
+  for (let i = 0; i < Math.max(o.warmup, o.steps); i++) step();
+  cut();
+  if (ss.some((s, i) => s.kv.len !== 16 + i)) throw new Error("bench profile: the caches were not cut back to the prompts");
   let best = Infinity, bytes = 0;
   const probe = o.probe ?? probeBandwidth(); // this stream count's own (a shared machine's bandwidth drifts)
   for (let pass = 0; pass < 3; pass++) { // unprofiled: the step's own time and its weight bytes (the union's)
-    cut();
+    if (pass > 0) cut();
     weightBytes(true);
     const t0 = performance.now();
     for (let i = 0; i < o.steps; i++) step();
