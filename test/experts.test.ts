@@ -195,8 +195,15 @@ describe("router-piloted prefetch in serve", () => {
       const s = await spawnServe(["--model", dir, "--slots", "1", "--expert-cache", "1", "--expert-prefetch", mode, "--no-warmup"]);
       try {
         texts.push(await complete(s.url));
-        const metrics = await (await fetch(`${s.url}/metrics`)).text();
-        const rate = Number(/^hummingbird_expert_pilot_hit_rate (\S+)$/m.exec(metrics)?.[1]);
+        // the engine's worker posts its counters after the step that ends the request, so they may reach /metrics a
+        // moment after the response: read until they show the request (or a deadline)
+        let metrics = "", rate = 0;
+        for (const t0 = Date.now(); Date.now() - t0 < 5000;) {
+          metrics = await (await fetch(`${s.url}/metrics`)).text();
+          rate = Number(/^hummingbird_expert_pilot_hit_rate (\S+)$/m.exec(metrics)?.[1]);
+          if (mode !== "pilot" || rate > 0) break;
+          await Bun.sleep(20);
+        }
         if (mode === "pilot") { expect(rate).toBeGreaterThan(0); expect(rate).toBeLessThanOrEqual(1); }
         else expect(rate).toBe(0);
         expect(Number(/^hummingbird_expert_prefetch_used_total (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(0);
