@@ -14,6 +14,9 @@ int hb_nthreads(void);
  * thread and the caller; returns when all chunks are done. Safe to call with n == 0. */
 typedef void (*hb_task_fn)(void *ctx, int lo, int hi);
 void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx);
+/* the same with one contiguous span of [0, n) per thread, run front to back, its rest taken from the back by threads
+ * done with theirs (chunks start at multiples of chunk): weight streams of decode (pool.c) */
+void hb_parallel_spans(int n, int chunk, hb_task_fn fn, void *ctx);
 
 /* ---- SIMD dispatch (cpu.c) ---- */
 enum { HB_SCALAR = 0, HB_NEON = 1, HB_AVX2 = 2, HB_AVXVNNI = 3, HB_AVX512 = 4, HB_AVX512VNNI = 5, HB_AMX = 6 };
@@ -187,7 +190,8 @@ enum { HB_CONV_BF16 = 1, HB_CONV_F16 = 2, HB_CONV_F8E4M3 = 3 };
 void hb_convert(int kind, const void *src, float *dst, int64_t n);
 /* io.c */
 int64_t hb_pread(int fd, void *buf, int64_t len, int64_t off);
-/* pool.c self-check for tests: runs hb_parallel_for(n, chunk) (with a nested call inside each chunk when
- * nested != 0) and returns how many indices were not visited exactly once (0 = ok). */
-int hb_pool_check(int n, int chunk, int nested);
+/* pool.c self-check for tests: runs hb_parallel_for(n, chunk) (flags & 2: hb_parallel_spans), with a nested call
+ * inside each chunk when flags & 1, and returns how many indices were not visited exactly once plus how many chunks
+ * did not start at a multiple of chunk (0 = ok). */
+int hb_pool_check(int n, int chunk, int flags);
 #endif

@@ -65,8 +65,13 @@ static void many_task(void *c, int lo, int hi) {
     if (e <= lo) continue;
     const int l = (lo > f ? lo : f) - f, h = (hi < e ? hi : e) - f;
     if (j->q8[k]) {
-      hb_prefetch_head(hb_q8_row(&j->qm[k], l), (size_t)(h - l) * j->qm[k].rowb);
-      j->qfn[k](&j->qm[k], l, h);
+      hb_q8 m = j->qm[k];
+      if (m.S <= 4 && h == e - f && k + 1 < j->n && j->q8[k + 1]) {   /* decode's spans: the next matrix is likely ours */
+        m.Wnext = j->qm[k + 1].W;
+        m.nextb = (size_t)j->qm[k + 1].O * j->qm[k + 1].rowb;
+      }
+      hb_prefetch_head(hb_q8_row(&m, l), (size_t)(h - l) * m.rowb);
+      j->qfn[k](&m, l, h);
     } else if (j->mfn[k]) {
       hb_prefetch_head(hb_mm_row(&j->mm[k], l), (size_t)(h - l) * j->mm[k].rowb);
       j->mfn[k](&j->mm[k], l, h);
@@ -213,5 +218,7 @@ void hb_matmul_many(int exact, int n, const double *desc, int I) {
   j->first[n] = total;
   j->grow0[j->ngj] = grows;
   if (grows > 0) hb_parallel_for(grows, (size_t)grows * I < 65536 ? grows : 8, gather_task, j);   /* before any kernel reads them */
-  if (total > 0) hb_parallel_for(total, hb_mm_chunk_rows(total, maxrow, maxS), many_task, j);
+  /* decode-sized batches stream weights: one contiguous span per thread; larger ones (compute, rows of uneven cost) take
+   * guided claims */
+  if (total > 0) (maxS < HB_Q8_GEMM_S ? hb_parallel_spans : hb_parallel_for)(total, hb_mm_chunk_rows(total, maxrow, maxS), many_task, j);
 }

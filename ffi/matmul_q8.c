@@ -315,7 +315,7 @@ static void q8_call(int ref, int fmt, const void *W, const float *scales, int gs
   hb_q8_bind(&m, fmt, W, scales, gs, O, I, &q, y);
   hb_wbytes_add(hb_q8_wbytes(fmt, O, I, gs));
   q8_job j = { &m, hb_q8_kernel(fmt, ref) };
-  hb_parallel_for(O, hb_mm_chunk_rows(O, m.rowb, S), q8_task, &j);
+  (S < HB_Q8_GEMM_S ? hb_parallel_spans : hb_parallel_for)(O, hb_mm_chunk_rows(O, m.rowb, S), q8_task, &j);   /* as hb_matmul_many */
 }
 
 /* W [O,I] (fmt) · x [S,I] -> y [S,O], fast mode (exact for float formats) */

@@ -32,7 +32,9 @@ typedef struct {
   int fmt, gs, ng, O, I, S;
   int Ip;                  /* I rounded up to HB_Q8_PAD: the row stride of qx */
   const uint8_t *W;        /* packed W [O, rowb] */
-  const uint8_t *Wend;     /* W + O·rowb: software prefetches stop there */
+  const uint8_t *Wend;     /* W + O·rowb: software prefetches go on into Wnext from there */
+  const uint8_t *Wnext;    /* the weights the same thread likely runs next (hb_matmul_many's next matrix), nextb bytes */
+  size_t nextb;            /* of them (0: none) */
   size_t rowb;
   const float *sc;         /* [O] or [O, ng] */
   const int8_t *qx;        /* [S, Ip] quantized x (layout: natural for scalar, see above for SIMD) */

@@ -13,9 +13,11 @@
 /* software prefetch distance along the weight stream (rows are contiguous, so it runs into the
  * next rows): the hardware prefetcher alone leaves DRAM bandwidth unused (measured +15-25% at 2 threads) */
 #define Q8_PF HB_PF_AHEAD
-/* prefetch p unless it lies past the matrix (decode runs many small matrices: lines past the end are waste) */
+/* prefetch p, or past the matrix's end the same distance into the weights this thread likely runs next (decode runs
+ * many small matrices at scattered addresses: each would start its stream cold) */
 INL void pf(const hb_q8 *m, const uint8_t *p) {
   if (p < m->Wend) _mm_prefetch((const char *)p, _MM_HINT_T0);
+  else if ((size_t)(p - m->Wend) < m->nextb) _mm_prefetch((const char *)(m->Wnext + (p - m->Wend)), _MM_HINT_T0);
 }
 /* acc + Σ4 a (u8) · b (s8) per dword, the accumulator updated in place: GCC 12 gives _mm512_dpbusd_epi32 in a loop over
  * an array of accumulators a register copy in and out of each (a third of the GEMM loops' instructions, which then

@@ -1,5 +1,5 @@
-/* libhb thread pool: a persistent set of pthreads that run hb_parallel_for jobs with the caller.
- * State (process-global): the workers, the current job (fn, ctx, n, chunk, claim counter), a
+/* libhb thread pool: a persistent set of pthreads that run hb_parallel_for / hb_parallel_spans jobs with the caller.
+ * State (process-global): the workers, the current job (fn, ctx, n, chunk, claim counter or spans), a
  * generation counter that publishes jobs, and the mutex that admits one caller at a time.
  * Workers spin briefly (HB_SPIN_US, default 200 µs) after a job, then park on a condvar.
  * The caller returns once every item is done; it never waits for a worker that did not join the job
@@ -36,6 +36,10 @@ static struct {
   atomic_int users;                    /* workers inside the job */
   atomic_uint gen;
   atomic_int nsleep;                   /* workers parked on park_cv */
+  int spans;                           /* hb_parallel_spans: one span per thread (0: guided claims of `next`) */
+  atomic_int slot;                     /* spans: the next joining worker's span */
+  struct { _Alignas(64) atomic_llong v; } span[HB_MAX_THREADS];   /* spans: front << 32 | back, items [front, back) unclaimed
+                                                                   (a cache line each: each thread claims from its own) */
 } P = { .call_mu = PTHREAD_MUTEX_INITIALIZER, .park_mu = PTHREAD_MUTEX_INITIALIZER,
         .park_cv = PTHREAD_COND_INITIALIZER };
 
@@ -73,6 +77,41 @@ static void run_chunks(void) {
   }
 }
 
+/* Spans: [0, n) cut into one contiguous span per thread at multiples of `chunk`; each thread claims its own span's
+ * chunks front to back, then chunks from the back of whichever span has the most left. A thread's rows are then one
+ * run of consecutive weights (streams longer than the guided claims' pieces: each new stream starts slow), while a
+ * slow or absent thread's rows still go to the others. */
+static int span_take(int s, int front, long *lo, long *hi) {
+  const int c = P.chunk;
+  long long v = atomic_load_explicit(&P.span[s].v, memory_order_relaxed);
+  for (;;) {
+    const int f = (int)(v >> 32), b = (int)(v & 0xffffffff);
+    if (f >= b) return 0;
+    int nf = f, nb = b;
+    if (front) { nf = b - f > c ? f + c : b; *lo = f; *hi = nf; }
+    else { nb = (b - 1) / c * c; *lo = nb; *hi = b; }   /* ≥ f: fronts stay at multiples of c */
+    if (atomic_compare_exchange_weak_explicit(&P.span[s].v, &v, (long long)nf << 32 | (unsigned)nb, memory_order_relaxed,
+                                              memory_order_relaxed))
+      return 1;
+  }
+}
+static void run_spans(int slot) {
+  long lo, hi;
+  if (slot < P.spans)
+    while (span_take(slot, 1, &lo, &hi)) P.fn(P.ctx, (int)lo, (int)hi);
+  for (;;) {
+    int best = -1;
+    long most = 0;
+    for (int s = 0; s < P.spans; s++) {
+      const long long v = atomic_load_explicit(&P.span[s].v, memory_order_relaxed);
+      const long left = (long)(v & 0xffffffff) - (long)(v >> 32);
+      if (left > most) { most = left; best = s; }
+    }
+    if (best < 0) return;
+    if (span_take(best, 0, &lo, &hi)) P.fn(P.ctx, (int)lo, (int)hi);
+  }
+}
+
 static void *worker(void *arg) {
   unsigned seen = (unsigned)(uintptr_t)arg;
   tl_in_pool = 1;
@@ -93,7 +132,10 @@ static void *worker(void *arg) {
     seen = g;
     if (atomic_load(&P.stop)) return NULL;
     atomic_fetch_add(&P.users, 1);
-    if (atomic_load(&P.gen) == g && atomic_load(&P.closed) != g) run_chunks();
+    if (atomic_load(&P.gen) == g && atomic_load(&P.closed) != g) {
+      if (P.spans) run_spans(atomic_fetch_add(&P.slot, 1) + 1);
+      else run_chunks();
+    }
     atomic_fetch_sub_explicit(&P.users, 1, memory_order_release);
   }
 }
@@ -174,7 +216,7 @@ int hb_init(int nthreads) {
 
 int hb_nthreads(void) { return P.ready ? P.nworkers + 1 : 1; }
 
-void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) {
+static void parallel(int n, int chunk, hb_task_fn fn, void *ctx, int spans) {
   if (n <= 0) return;
   if (chunk < 1) chunk = 1;
   if (tl_in_pool || n <= chunk) {          /* nested or a single chunk: run here, serially */
@@ -185,9 +227,17 @@ void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) {
   if (!P.ready) start_pool(physical_cores());  /* lazy start when hb_init was never called */
   tl_in_pool = 1;
   P.fn = fn; P.ctx = ctx; P.n = n; P.chunk = chunk;
-  atomic_store(&P.next, 0);
+  P.spans = spans ? P.nworkers + 1 : 0;
+  if (spans) {
+    for (int s = 0; s < P.spans; s++) {
+      const long long f = (long long)n * s / P.spans / chunk * chunk, b = (long long)n * (s + 1) / P.spans / chunk * chunk;
+      atomic_store_explicit(&P.span[s].v, f << 32 | (s + 1 == P.spans ? n : b), memory_order_relaxed);
+    }
+    atomic_store(&P.slot, 0);
+  } else atomic_store(&P.next, 0);
   const unsigned g = publish();
-  run_chunks();                            /* returns once every item is claimed */
+  if (spans) run_spans(0);                 /* each returns once every item is claimed */
+  else run_chunks();
   atomic_store(&P.closed, g);              /* no late joiners; then wait for the workers still inside */
   for (int k = 0; atomic_load(&P.users) != 0; k++) {   /* seq_cst: pairs with the workers' join */
     if (k < 4096) cpu_relax(); else sched_yield();
@@ -196,25 +246,29 @@ void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) {
   pthread_mutex_unlock(&P.call_mu);
 }
 
+void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) { parallel(n, chunk, fn, ctx, 0); }
+void hb_parallel_spans(int n, int chunk, hb_task_fn fn, void *ctx) { parallel(n, chunk, fn, ctx, 1); }
+
 /* ---- self-check used by test/kernels.test.ts ---- */
-typedef struct { atomic_int *seen; int nested; } check_ctx;
+typedef struct { atomic_int *seen; int nested, chunk; atomic_int misaligned; } check_ctx;
 static void check_inner(void *c, int lo, int hi) {
   atomic_int *seen = c;
   for (int i = lo; i < hi; i++) atomic_fetch_add(&seen[i], 1);
 }
 static void check_task(void *c, int lo, int hi) {
   check_ctx *k = c;
+  if (lo % k->chunk) atomic_fetch_add(&k->misaligned, 1);
   if (k->nested) {                       /* nested call over this chunk, offset into the array */
     hb_parallel_for(hi - lo, 3, check_inner, k->seen + lo);
   } else check_inner(k->seen, lo, hi);
 }
-int hb_pool_check(int n, int chunk, int nested) {
+int hb_pool_check(int n, int chunk, int flags) {
   if (n < 0) return -1;
   atomic_int *seen = calloc(n ? (size_t)n : 1, sizeof *seen);
   if (!seen) return -1;
-  check_ctx c = { seen, nested };
-  hb_parallel_for(n, chunk, check_task, &c);
-  int bad = 0;
+  check_ctx c = { seen, flags & 1, chunk < 1 ? 1 : chunk, 0 };
+  (flags & 2 ? hb_parallel_spans : hb_parallel_for)(n, chunk, check_task, &c);
+  int bad = atomic_load(&c.misaligned);
   for (int i = 0; i < n; i++) bad += atomic_load(&seen[i]) != 1;
   free(seen);
   return bad;

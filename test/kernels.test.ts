@@ -172,18 +172,19 @@ describe("matmul", () => {
 });
 
 describe("pool", () => {
-  test("every index exactly once: n = 0, 1, primes; chunks 1, 3, 64; nested calls", () => {
-    for (const threads of [1, 3, 0]) {
+  test("every index exactly once, chunks at multiples of chunk: n = 0, 1, primes; chunks 1, 3, 64; nested; spans", () => {
+    for (const threads of [1, 3, 0, 7]) {
       const got = lib.hb_init(threads);
       expect(got).toBe(threads || lib.hb_nthreads());
       expect(lib.hb_nthreads()).toBe(got);
       for (const n of [0, 1, 2, 3, 7, 13, 97, 1009, 100003])
         for (const chunk of [1, 3, 64])
-          for (const nested of [0, 1]) {
-            const bad = extra.hb_pool_check(n, chunk, nested);
-            if (bad !== 0) throw new Error(`threads=${threads} n=${n} chunk=${chunk} nested=${nested}: ${bad} bad`);
+          for (const flags of [0, 1, 2, 3]) { // 1: a nested call in each chunk, 2: hb_parallel_spans
+            const bad = extra.hb_pool_check(n, chunk, flags);
+            if (bad !== 0) throw new Error(`threads=${threads} n=${n} chunk=${chunk} flags=${flags}: ${bad} bad`);
           }
     }
+    lib.hb_init(0);
   });
   test("hb_init(1) then hb_init(0) keeps kernels working; many serial calls", () => {
     const r = rng(3), O = 129, I = 70, x = randF32(r, I), wt = makeWeight(Fmt.f32, O, I, 0, r);
