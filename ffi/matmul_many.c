@@ -134,7 +134,7 @@ void hb_matmul_many(int exact, int n, const double *desc, int I) {
   j->nxb = 0;
   /* distinct (x, S, layout) blocks to quantize (fast mode) */
   size_t need = 0;
-  int maxS = 0;
+  int maxS = 0, minS = 0x7fffffff;
   int *blk = j->blk;
   size_t gather = 0;                   /* bound on the floats of indexed rows f32 kernels need contiguous */
   for (int k = 0; k < n; k++) {
@@ -145,6 +145,7 @@ void hb_matmul_many(int exact, int n, const double *desc, int I) {
     j->q8[k] = !exact && Sk > 0 && xk && hb_q8_ok(fmt, addr(d[3]), addr(d[4]), gs, I);
     blk[k] = -1;
     if (Sk > maxS) maxS = Sk;
+    if (Sk < minS) minS = Sk;
     if (rk && Sk > 0) gather += (size_t)Sk * I;   /* (every one: any may fall back to f32 below) */
     if (!j->q8[k]) continue;
     const int layout = hb_q8_layout(fmt, 0);
@@ -218,7 +219,8 @@ void hb_matmul_many(int exact, int n, const double *desc, int I) {
   j->first[n] = total;
   j->grow0[j->ngj] = grows;
   if (grows > 0) hb_parallel_for(grows, (size_t)grows * I < 65536 ? grows : 8, gather_task, j);   /* before any kernel reads them */
-  /* decode-sized batches stream weights: one contiguous span per thread; larger ones (compute, rows of uneven cost) take
-   * guided claims */
-  if (total > 0) (maxS < HB_Q8_GEMM_S ? hb_parallel_spans : hb_parallel_for)(total, hb_mm_chunk_rows(total, maxrow, maxS), many_task, j);
+  /* decode-sized batches whose rows all cost the same (one S) stream weights: one contiguous span per thread; the
+   * others (prefill's compute; batched decode's experts of 1 to several rows each) take guided claims */
+  if (total > 0)
+    (maxS < HB_Q8_GEMM_S && minS == maxS ? hb_parallel_spans : hb_parallel_for)(total, hb_mm_chunk_rows(total, maxrow, maxS), many_task, j);
 }
