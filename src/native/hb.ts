@@ -232,11 +232,7 @@ export class ManyBuilder {
       packMat(w, e.p, 0);
       packedMats.set(w, e);
     }
-    this.addPacked(e.p, 0, I, x, xOff, S, y, yOff, rows, rOff);
-  }
-  /** `add` of a matrix packed by `packMat` into w[at, at + MANY_W) (callers keep packed copies of matrices they reuse) */
-  addPacked(w: Float64Array, at: number, I: number, x: F32, xOff: number, S: number, y: F32, yOff: number, rows?: Int32Array, rOff = 0): void {
-    const O = w[at + 2];
+    const O = w.O;
     if (S <= 0 || xOff < 0 || yOff < 0 || yOff + S * O > y.length || (rows ? rOff < 0 || rOff + S > rows.length : xOff + S * I > x.length))
       throw new Error(`ManyBuilder: ${S} rows of ${I} at ${xOff} (of ${x.length}) -> ${O} at ${yOff} (of ${y.length})`);
     if (rows) for (let s = 0; s < S; s++) {
@@ -246,7 +242,7 @@ export class ManyBuilder {
     if (this.n === 4096) throw new Error("ManyBuilder: more than 4096 matrices");
     if (this.desc.length < MANY_DESC * (this.n + 1)) { const d = new Float64Array(2 * this.desc.length); d.set(this.desc); this.desc = d; }
     const d = this.desc, k = MANY_DESC * this.n++;
-    for (let i = 0; i < MANY_W; i++) d[k + i] = w[at + i];
+    for (let i = 0; i < MANY_W; i++) d[k + i] = e.p[i];
     d[k + 5] = this.at(0, y) + 4 * yOff; d[k + 6] = this.at(1, x) + 4 * xOff; d[k + 7] = S;
     d[k + 8] = rows ? this.at(2, rows) + 4 * rOff : 0; d[k + 9] = 0;
   }
