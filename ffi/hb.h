@@ -14,8 +14,8 @@ int hb_nthreads(void);
  * thread and the caller; returns when all chunks are done. Safe to call with n == 0. */
 typedef void (*hb_task_fn)(void *ctx, int lo, int hi);
 void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx);
-/* the same with one contiguous span of [0, n) per thread, run front to back, its rest taken from the back by threads
- * done with theirs (chunks start at multiples of chunk): weight streams of decode (pool.c) */
+/* the same with one contiguous span of [0, n) per thread, run front to back; a thread done with its own takes the back
+ * half of the fullest span (chunks start at multiples of chunk): weight streams of decode (pool.c) */
 void hb_parallel_spans(int n, int chunk, hb_task_fn fn, void *ctx);
 
 /* ---- SIMD dispatch (cpu.c) ---- */

@@ -93,7 +93,7 @@ static int mm_chunk(const hb_mm *m) {
 
 static void mm_run(const hb_mm *m, hb_mm_rows_fn fn) {
   mm_job j = { m, fn };
-  hb_parallel_for(m->O, mm_chunk(m), mm_task, &j);
+  (m->S <= 4 ? hb_parallel_spans : hb_parallel_for)(m->O, mm_chunk(m), mm_task, &j);   /* decode: a span per thread */
 }
 
 void hb_matmul_ref(int fmt, const void *W, const float *scales, int gs, int O, int I, const float *x, int S,
