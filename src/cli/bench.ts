@@ -3,6 +3,7 @@
 // from shapes), the machine's memory read bandwidth (libhb's probe: a 1 GiB buffer read by every pool thread) and the
 // roofline fraction bytes/token × tok/s ÷ bandwidth. Both vary on a shared machine: each timed run is preceded by its
 // own probe and the report takes the best of each. `benchModel` is also used by bench/run.ts. Stateless.
+import { cpus } from "node:os";
 import { type Command, parseCli, intOption, QUALITY_HELP, qualityFlags, qualityOptions, UsageError } from "./common.ts";
 import { policyReport, type QualityPolicy } from "../engine/quality.ts";
 import { loadModel, type Model } from "../engine/model.ts";
@@ -56,7 +57,7 @@ ${EXPERT_HELP}`;
 export interface BenchOpts { promptTokens: number; gen: number; reps: number; exact: boolean; warmup: number; quality?: QualityPolicy }
 export interface Timing { prefill_tok_s: number; decode_tok_s: number; bytes_per_token: number }
 export interface BenchResult extends Timing {
-  model: string; threads: number; simd: string; mode: "exact" | "fast"; prompt_tokens: number; gen: number;
+  model: string; cpu: string; threads: number; simd: string; mode: "exact" | "fast"; prompt_tokens: number; gen: number;
   decode_ms_per_token: number; membw_gb_s: number; roofline: number;
   quality_policies: ReturnType<typeof policyReport>;
 }
@@ -101,7 +102,8 @@ export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0)
 export function benchModel(m: Model, o: BenchOpts): BenchResult {
   const { bw, ...t } = timeModel(m, o, () => probeBandwidth(2));
   return {
-    model: m.dir, threads: hb().hb_nthreads(), simd: String(hb().hb_simd_name()), mode: o.exact ? "exact" : "fast",
+    model: m.dir, cpu: cpus()[0]?.model.trim() || "unknown CPU", threads: hb().hb_nthreads(), simd: String(hb().hb_simd_name()),
+    mode: o.exact ? "exact" : "fast",
     prompt_tokens: o.promptTokens, gen: o.gen, ...t,
     decode_ms_per_token: t.decode_tok_s > 0 ? 1000 / t.decode_tok_s : 0,
     membw_gb_s: bw / 1e9, roofline: bw > 0 ? (t.bytes_per_token * t.decode_tok_s) / bw : 0,
@@ -112,7 +114,7 @@ export function benchModel(m: Model, o: BenchOpts): BenchResult {
 export function formatResult(r: BenchResult): string {
   const mb = (r.bytes_per_token / 1e6).toFixed(1);
   return [
-    `model ${r.model}: ${r.mode} mode, ${r.threads} thread(s), ${r.simd}` +
+    `model ${r.model}: ${r.mode} mode, ${r.threads} thread(s) of ${r.cpu}, ${r.simd}` +
       (r.quality_policies.experts_per_token !== null ? `, --experts-per-token ${r.quality_policies.experts_per_token}` : "") +
       (r.quality_policies.router_top_p !== null ? `, --router-top-p ${r.quality_policies.router_top_p}` : ""),
     `prefill  ${r.prefill_tok_s.toFixed(1)} tok/s (${r.prompt_tokens} tokens)`,
