@@ -3,7 +3,7 @@
 // streams decodes, a prefill profiles the same way, the symbol table is restored afterwards, and the CLI prints the table.
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { formatProfile, profileDecode, profilePrefill } from "../src/cli/bench-profile.ts";
 import { hb } from "../src/native/hb.ts";
@@ -76,6 +76,8 @@ test("the CLI prints a table per stream count; bad --streams exit 2", async () =
   const ok = run("--streams", "1,2", "--steps", "3", "--warmup", "1");
   expect(ok.exitCode).toBe(0);
   const out = ok.stdout.toString();
+  const cpu = cpus()[0]?.model.trim() || "unknown CPU"; // the figures' machine heads the output
+  expect(out.split("\n")[0]).toMatch(new RegExp(`^\\d+ thread\\(s\\) of ${cpu.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}, \\w+$`));
   expect(out).toContain("1 stream(s):");
   expect(out).toContain("2 stream(s):");
   expect(out).toMatch(/unprofiled: \d+ us per step, [\d.]+ tok\/s in all; weights [\d.]+ MB per step \(the union\)/);

@@ -3,6 +3,7 @@
 // each FFI symbol wrapped for the duration and restored after — and reports per kind of call its calls and
 // microseconds per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
 // marshalling). State: the wrapped symbol table, only while timeCalls runs.
+import { cpus } from "node:os";
 import { Fmt, hb, MANY_DESC, MANY_W, MOE_TAB, weightBytes } from "../native/hb.ts";
 import { probeBandwidth } from "../engine/rates.ts";
 import { forward } from "../engine/forward.ts";
@@ -211,7 +212,8 @@ export const command: Command = {
     try {
       const o = { steps, warmup, exact: !!v.exact, experts, randomIds: !!v["random-ids"] };
       const res = prefill ? [profilePrefill(m, { ...o, tokens: prefill, reps: steps })] : streams.map((n) => profileDecode(m, { ...o, streams: n }));
-      console.log(v.json ? JSON.stringify(res) : res.map(formatProfile).join("\n\n"));
+      const cpu = cpus()[0]?.model.trim() || "unknown CPU", on = `${hb().hb_nthreads()} thread(s) of ${cpu}, ${String(hb().hb_simd_name())}`;
+      console.log(v.json ? JSON.stringify(res.map((p) => ({ ...p, cpu }))) : `${on}\n${res.map(formatProfile).join("\n\n")}`);
     } finally { experts.close(); }
     return 0;
   },
