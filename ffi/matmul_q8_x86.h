@@ -105,10 +105,8 @@ static inline __attribute__((target("avx2"))) void hb_i4g_pack16(const hb_q8 *m,
 static inline void hb_q8_prefetch_panel(const hb_q8 *m, int lo, int rows) {
   for (size_t c = HB_PF_AHEAD; c < (size_t)rows * m->rowb; c += 64) _mm_prefetch((const char *)hb_q8_row(m, lo) + c, _MM_HINT_T1);
 }
-/* The int4g panel GEMMs' start (both widths): the first panel's scales and rows prefetched, then cg[s·ng + g] =
- * −8·Σq_x over group g of x row s (the sum of the group's segment corrections), where each group's integer
- * accumulators start */
-/* cg[s·ng + g] = −8·Σq_x over group g of x row s, s < S (the sum of the group's segment corrections) */
+/* cg[s·ng + g] = −8·Σq_x over group g of x row s, s < S (the sum of the group's segment corrections), where each
+ * group's integer accumulators start */
 static inline void hb_i4g_group_corr(const hb_q8 *m, int32_t *cg) {
   const int ng = m->ng, L = m->gs / 8, nseg = (m->I + 7) / 8;
   for (int s = 0; s < m->S; s++) {
@@ -120,6 +118,8 @@ static inline void hb_i4g_group_corr(const hb_q8 *m, int32_t *cg) {
     }
   }
 }
+/* The VNNI int4g panel GEMMs' start (both widths): the first panel's scales and rows prefetched, then the group
+ * corrections (hb_i4g_group_corr) */
 static inline void hb_i4g_gemm_start(const hb_q8 *m, int lo, int rows, int32_t *cg) {
   const int ng = m->ng;
   for (size_t c = 0; c < (size_t)rows * ng * 4; c += 64) _mm_prefetch((const char *)(m->sc + (size_t)lo * ng) + c, _MM_HINT_T0);

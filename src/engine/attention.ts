@@ -107,8 +107,11 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   if (k === 0) return;
   // the query rows
   let qs = segs, written = segs;
-  if (k < S) ({ qs, written } = queryRows(st, segs, k, cfg.hidden_size, keys === "shared" ? Math.max(1, cfg.index_topk) : 0));
-  if (k < S) { const kq = projections(st, w, ix, lora); mmMany(kq.qW, st.xb, k, kq.qOut, st.exact); }
+  if (k < S) {
+    ({ qs, written } = queryRows(st, segs, k, cfg.hidden_size, keys === "shared" ? Math.max(1, cfg.index_topk) : 0));
+    const kq = projections(st, w, ix, lora);
+    mmMany(kq.qW, st.xb, k, kq.qOut, st.exact);
+  }
   // q = W_qb RMS(W_qa h) -> [k, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head (with
   // q_a: the three in one call)
   if (lora) {
