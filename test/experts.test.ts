@@ -180,6 +180,29 @@ describe("speculative prefetch, auto mode", () => {
   });
 });
 
+describe("a batch's lifetime", () => {
+  test("a new batch ends the layer's previous one, whose experts then unlock; an ended batch hands nothing out", () => {
+    const m = loadModel(converted("ended", "int8", 52));
+    const store = attachExperts(m, { ...quiet, slots: 4 });
+    const L = store.layers[0];
+    const a = L.resolve([1, 3], [1, 1]);
+    a.get(1);
+    const held = L.map.get(1)!;
+    expect(held.lock).toBe(true);
+    const b = L.resolve([3, 5], [1, 1]); // ends a: expert 1 unlocked, 3 now b's
+    expect(held.lock).toBe(false);
+    expect(() => a.get(3)).toThrow(/batch has ended/);
+    expect(a.ready!(3)).toBe(false);
+    a.release(3); // a no-op: 3 stays locked for b
+    expect(L.map.get(3)!.lock).toBe(true);
+    for (const e of b.order) { b.get(e); b.release(e); }
+    b.end();
+    expect(L.inBatch.every((s) => s === undefined)).toBe(true);
+    store.close();
+    m.store.close();
+  });
+});
+
 describe("router-piloted prefetch in serve", () => {
   test("--expert-prefetch pilot: same tokens as off; /metrics reports the pilot's hit rate", async () => {
     const { spawnServe } = await import("./server.helpers.ts");

@@ -8,7 +8,7 @@ import { Fmt, hb, MANY_DESC, MANY_W, MOE_TAB, weightBytes } from "../native/hb.t
 import { probeBandwidth } from "../engine/rates.ts";
 import { forward } from "../engine/forward.ts";
 import { loadModel, type Model } from "../engine/model.ts";
-import { Session } from "../engine/session.ts";
+import { argmax, Session } from "../engine/session.ts";
 import { RunState } from "../engine/state.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions, type ExpertStore } from "../engine/experts/index.ts";
 import { benchModelDir, benchPrompt } from "../model/bench-model.ts";
@@ -95,7 +95,6 @@ export function profileDecode(m: Model, o: { streams: number; steps: number; war
   const V = m.cfg.vocab_size, st = new RunState(m.cfg), N = o.streams;
   st.exact = !!o.exact;
   const ss = Array.from({ length: N }, () => new Session(m, { exact: o.exact, hidden: false }, { st }));
-  const argmax = (l: Float32Array) => { let b = 0; for (let i = 1; i < l.length; i++) if (l[i] > l[b]) b = i; return b; };
   const first = ss.map((s, i) => argmax(s.feed(benchPrompt(V, 16 + i)).slice())), toks = first.slice();
   const step = () => {
     forward(m, st, ss.map((s, i) => ({ kv: s.kv, r0: i, n: 1, pos0: s.kv.len })), toks, { logits: "last", exact: o.exact });

@@ -103,9 +103,10 @@ function sharedDown(st: RunState, sh: Mlp, S: number, D: number, y: Float32Array
 }
 
 /** a layer's experts for moeUp / moeDown: tab [E, MOE_TAB] (each expert's packMat'd gate, up, down, then down.I), the
- *  Mlp each row was packed from (a cache slot that takes another expert makes a new Mlp: repacked), the shared
+ *  Mlp each row was packed from (a cache slot that takes another expert makes a new Mlp: repacked), their width F
+ *  (checked as each is packed: every row has gate / up [F, D], down [D, F]; 0 before the first), the shared
  *  expert's down likewise */
-interface Table { tab: Float64Array; from: (Mlp | null)[]; shd: Float64Array; shFrom: Mlp | null }
+interface Table { tab: Float64Array; from: (Mlp | null)[]; F: number; shd: Float64Array; shFrom: Mlp | null }
 const tables = new WeakMap<Moe, Table>();
 
 /**
@@ -120,24 +121,22 @@ function resident(st: RunState, w: Moe, batch: ExpertBatch | null, nu: number, x
   let t = tables.get(w);
   if (!t) {
     const E = st.moff.length - 1;
-    t = { tab: new Float64Array(E * MOE_TAB), from: new Array<Mlp | null>(E).fill(null), shd: new Float64Array(MANY_W), shFrom: null };
+    t = { tab: new Float64Array(E * MOE_TAB), from: new Array<Mlp | null>(E).fill(null), F: 0, shd: new Float64Array(MANY_W), shFrom: null };
     tables.set(w, t);
   }
   const uni = st.muni, tab = t.tab;
   for (let u = 0; u < nu; u++) {
     const e = uni[u], m = batch ? batch.get(e) : w.expert(e);
     if (t.from[e] !== m) {
+      const f = m.gate.O;
+      if (m.gate.I !== D || m.up.O !== f || m.up.I !== D || m.down.O !== D || m.down.I !== f || (t.F !== 0 && f !== t.F))
+        throw new Error(`${m.gate.name}: experts of one layer differ in shape`);
       packMat(m.gate, tab, e * MOE_TAB); packMat(m.up, tab, e * MOE_TAB + MANY_W); packMat(m.down, tab, e * MOE_TAB + 2 * MANY_W);
-      tab[e * MOE_TAB + 3 * MANY_W] = m.down.I;
-      t.from[e] = m;
+      tab[e * MOE_TAB + 3 * MANY_W] = f;
+      t.from[e] = m; t.F = f;
     }
   }
-  const F = tab[uni[0] * MOE_TAB + 2], n = st.moff[st.moff.length - 1];
-  for (let u = 0; u < nu; u++) {
-    const b = uni[u] * MOE_TAB;
-    if (tab[b + 2] !== F || tab[b + MANY_W + 2] !== F || tab[b + 3 * MANY_W] !== F || tab[b + 2 * MANY_W + 2] !== D)
-      throw new Error(`${t.from[uni[u]]!.gate.name}: experts of one layer differ in shape`);
-  }
+  const F = t.F, n = st.moff[st.moff.length - 1];
   const withShared = shared !== null && shared.down.I === F; // the shared down joins the routed ones
   if (x.length < S * D || y.length < S * D || st.ehg.length < n * F || st.ehu.length < n * F || st.eye.length < n * D ||
     (withShared && (shared.down.O !== D || st.shg.length < S * F || st.ye.length < S * D)))

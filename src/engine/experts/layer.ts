@@ -1,7 +1,8 @@
 // One MoE layer's expert cache, as a Moe (model/weights.ts) the forward uses unchanged: the router,
 // bias and shared expert of the loaded layer, plus `resolve` (a batch's union: pinned → cached →
 // disk) and `expert(e)`. State: the layer's slots (capacity `cap`, allocated on first use), the
-// expert → slot map, the heat per expert (usage) and the last union (speculative prefetch target).
+// expert → slot map and the active batch's (arrays by expert: a decode step's lookups touch a cache line or two,
+// not a hash table's buckets), the heat per expert (usage) and the last union (speculative prefetch target).
 // A Batch locks the slots it needs, submits its misses to free / evictable slots or working slabs
 // (read-ahead: the rest as buffers are released), and hands experts out in compute order.
 import type { ExpertBatch, LazyMoe, Mat, Mlp, MlpPlan, Moe } from "../../model/weights.ts";
@@ -16,7 +17,9 @@ export class LayerCache implements Moe {
   readonly shared: Mlp | null;
   readonly plans: readonly MlpPlan[];
   readonly slots: Slot[] = [];
-  readonly map = new Map<number, Slot>();
+  readonly map: SlotMap;
+  /** the active batch's slot of each expert of its union (cleared as it ends) */
+  readonly inBatch: (Slot | undefined)[];
   readonly heat: Float64Array;
   /** per-expert views in mmap mode (made once) */
   readonly views: (Mlp | undefined)[];
@@ -30,6 +33,8 @@ export class LayerCache implements Moe {
     readonly layouts: ExpertLayout[] | null /* null: synchronous reads (FP8) */, readonly slotBytes: number) {
     this.router = lazy.router; this.bias = lazy.bias; this.shared = lazy.shared; this.plans = lazy.plans;
     this.heat = new Float64Array(lazy.plans.length);
+    this.map = new SlotMap(lazy.plans.length);
+    this.inBatch = new Array<Slot | undefined>(lazy.plans.length).fill(undefined);
     this.views = new Array(lazy.plans.length);
   }
 
@@ -95,14 +100,26 @@ export class LayerCache implements Moe {
   }
 }
 
+/** expert → its cache slot (an array indexed by expert: e is one of the layer's) */
+export class SlotMap {
+  private readonly a: (Slot | undefined)[];
+  constructor(E: number) { this.a = new Array<Slot | undefined>(E).fill(undefined); }
+  get(e: number): Slot | undefined { return this.a[e]; }
+  has(e: number): boolean { return this.a[e] !== undefined; }
+  set(e: number, s: Slot): void { this.a[e] = s; }
+  delete(e: number): void { this.a[e] = undefined; }
+  keys(): number[] { const k: number[] = []; this.a.forEach((s, e) => { if (s) k.push(e); }); return k; }
+}
+
 class Batch implements ExpertBatch {
   readonly order: number[];
-  private readonly slotOf = new Map<number, Slot>();
+  private readonly slotOf: (Slot | undefined)[]; // L.inBatch: this batch's while it is active
   private readonly pending: number[] = [];
   private ended = false;
 
-  constructor(private readonly L: LayerCache, union: readonly number[], rows: readonly number[]) {
+  constructor(private readonly L: LayerCache, private readonly union: readonly number[], rows: readonly number[]) {
     const st = L.store;
+    this.slotOf = L.inBatch;
     st.noteUsage(L, union, rows);
     st.reapSpeculative(L, union);
     const prev = L.lastUnion;
@@ -118,7 +135,7 @@ class Batch implements ExpertBatch {
       const e = union[i], s = L.find(e);
       if (!s) { miss.push(e); st.counters.misses++; continue; }
       s.lock = true;
-      this.slotOf.set(e, s);
+      this.slotOf[e] = s;
       if (s.spec) { st.counters.prefetchHits++; late.push(e); }
       else if (s.state === READY) { st.counters.hits++; hits.push(e); hitRows += rows[i]; }
       else { st.counters.misses++; late.push(e); }
@@ -130,7 +147,7 @@ class Batch implements ExpertBatch {
       st.notePredict(covered, late.length + miss.length);
     } else st.notePredict(0, 0);
     // resident first while their staged outputs stay small; otherwise ascending (no staging)
-    this.order = hitRows * st.hidden * 4 <= st.stageBytes ? hits.concat(late, miss) : union.slice();
+    this.order = late.length + miss.length === 0 ? hits : hitRows * st.hidden * 4 <= st.stageBytes ? hits.concat(late, miss) : union.slice();
     if (miss.length > 0) for (const e of this.order) if (miss.includes(e)) this.pending.push(e);
     this.pump();
   }
@@ -142,22 +159,23 @@ class Batch implements ExpertBatch {
       if (!s) return;
       const e = this.pending.shift()!;
       this.L.assign(s, e, false);
-      this.slotOf.set(e, s);
+      this.slotOf[e] = s;
     }
   }
 
   get(e: number): Mlp {
-    let s = this.slotOf.get(e);
+    if (this.ended) throw new Error(`expert ${e} of layer ${this.L.layer}: its batch has ended`);
+    let s = this.slotOf[e];
     if (!s) {
       this.pump();
-      s = this.slotOf.get(e);
+      s = this.slotOf[e];
       if (!s) { // every buffer is held: an overflow slab for this one expert
         const i = this.pending.indexOf(e);
         if (i < 0) throw new Error(`expert ${e} is not part of this batch of layer ${this.L.layer}`);
         this.pending.splice(i, 1);
         s = this.L.store.overflowSlab(this.L);
         this.L.assign(s, e, false);
-        this.slotOf.set(e, s);
+        this.slotOf[e] = s;
       }
     }
     if (s.state === LOADING) this.L.store.finishLoad(this.L, s, true);
@@ -166,16 +184,16 @@ class Batch implements ExpertBatch {
   }
 
   ready(e: number): boolean {
-    const s = this.slotOf.get(e);
+    const s = this.ended ? undefined : this.slotOf[e];
     return !!s && s.state === READY;
   }
 
   release(e: number): void {
-    const s = this.slotOf.get(e);
+    const s = this.ended ? undefined : this.slotOf[e];
     if (!s) return;
     s.lock = false;
     s.last = ++this.L.store.tick;
-    if (s.working) { this.slotOf.delete(e); this.L.store.freeWorking(s); }
+    if (s.working) { this.slotOf[e] = undefined; this.L.store.freeWorking(s); }
     this.pump();
   }
 
@@ -188,7 +206,10 @@ class Batch implements ExpertBatch {
     this.ended = true;
     const st = this.L.store;
     let clean = true;
-    for (const s of this.slotOf.values()) {
+    for (const e of this.union) {
+      const s = this.slotOf[e];
+      if (!s) continue;
+      this.slotOf[e] = undefined;
       if (s.state === LOADING && !s.spec) { clean = false; st.settle(this.L, s); }
       s.lock = false;
       if (s.working && s.owner === this.L.layer && !s.spec) st.freeWorking(s);

@@ -46,6 +46,8 @@ export class ExpertStore {
   /** decayed counts: misses, and those the previous token's routing would have covered */
   readonly predict = { covered: 0, needed: 0 };
   tick = 0;
+  /** a speculative read was ever issued (until then no slot is `spec`) */
+  private speculated = false;
   private readonly files: ExpertFiles;
   private readonly working: Slot[] = [];
   private readonly workingBytes: number;
@@ -229,12 +231,13 @@ export class ExpertStore {
 
   noteUsage(L: LayerCache, union: readonly number[], rows: readonly number[]): void {
     let n = 0;
-    union.forEach((e, i) => { L.heat[e] += rows[i]; n += rows[i]; });
+    for (let i = 0; i < union.length; i++) { L.heat[union[i]] += rows[i]; n += rows[i]; }
     if (L.layer === this.firstMoe) this.counters.tokens += n / this.m.cfg.num_experts_per_tok;
   }
 
   /** Speculative reads of L that this batch does not need: working slabs are cancelled, cache slots kept. */
   reapSpeculative(L: LayerCache, need: readonly number[]): void {
+    if (!this.speculated) return; // no slot can be speculative: skip the scan of every slot
     for (const slots of [L.slots, this.working])
       for (let i = 0; i < slots.length; i++) {
         const s = slots[i];
@@ -279,6 +282,7 @@ export class ExpertStore {
       const s = N.slots.length < N.cap ? N.acquire() : this.takeWorking(N);
       if (!s) break;
       N.assign(s, e, true);
+      this.speculated = true;
       this.counters.prefetchIssued++;
     }
   }
