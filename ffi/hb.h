@@ -175,6 +175,16 @@ void hb_moe_down(int exact, int nu, const int32_t *uni, const int32_t *off, cons
 int hb_moe_route(int S, int E, int K, const float *z, const float *bias, int nGroup, int topkGroup, int norm,
                  double scale, int32_t *experts, float *gates, int32_t *off, int32_t *rows, float *rgates,
                  int32_t *uni, int32_t *cnt);
+/* moe.c: a MoE layer's router and routed experts in one call when every chosen expert is live: p [HB_MOE_P] = E, K,
+ * n_group, topk_group, norm, scale, D, F; hb_moe_route's arguments from z on; then expert e is live when ver[e] != 0
+ * and row[e] == ver[e] (its table row packed from the weights its cache holds now); then hb_moe_up / hb_moe_down's.
+ * Returns the union's size when it computed y, -2 - that size when it only routed (an expert not live), -1 as
+ * hb_moe_route's -1 */
+#define HB_MOE_P 8
+int hb_moe_layer(int exact, int S, const double *p, const float *z, const float *bias, int32_t *experts, float *gates,
+                 int32_t *off, int32_t *rows, float *rgates, int32_t *uni, int32_t *cnt, const int32_t *ver,
+                 const int32_t *row, const double *tab, const float *x, float *hg, float *hu, float *ye, float *y,
+                 const double *shd, float *sg, const float *su, float *sy);
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);

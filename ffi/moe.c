@@ -1,6 +1,7 @@
 /* libhb row helpers: gather the rows routed to one expert, add its gated outputs back, strided per-head
  * copies (the naive MLA form's keys), the MLA cache rows of every segment of a batch in one call, and a MoE
- * layer's resident routed experts in two calls from a per-layer table (hb_moe_up / hb_moe_down). Copies of
+ * layer's resident routed experts in two calls from a per-layer table (hb_moe_up / hb_moe_down), or with its router
+ * in one (hb_moe_layer). Copies of
  * decode size run on the caller, prefill-sized ones on the pool. hb_scatter_axpy is hb_axpy per row (y += g·ye
  * as a multiply then an add: -std=c11, no contraction), so it equals its serial counterpart bit for bit.
  * State: the calling thread's descriptor buffer of hb_moe_up / hb_moe_down (grown as needed). */
@@ -247,4 +248,20 @@ void hb_moe_down(int exact, int nu, const int32_t *uni, const int32_t *off, cons
   memset(y, 0, (size_t)S * D * sizeof(float));
   hb_scatter_axpy(y, D, rows, gates, ye, n);
   if (shd) hb_add(y, sy, S * D);
+}
+
+/* route, then (every chosen expert live) up and down: the same calls as moe.ts makes one by one, so the same bits */
+int hb_moe_layer(int exact, int S, const double *p, const float *z, const float *bias, int32_t *experts, float *gates,
+                 int32_t *off, int32_t *rows, float *rgates, int32_t *uni, int32_t *cnt, const int32_t *ver,
+                 const int32_t *row, const double *tab, const float *x, float *hg, float *hu, float *ye, float *y,
+                 const double *shd, float *sg, const float *su, float *sy) {
+  if (!p || !off || !ver || !row) return -1;
+  const int E = (int)p[0], K = (int)p[1], D = (int)p[6], F = (int)p[7];
+  const int nu = hb_moe_route(S, E, K, z, bias, (int)p[2], (int)p[3], (int)p[4], p[5], experts, gates, off, rows, rgates, uni, cnt);
+  if (nu <= 0) return nu;
+  for (int u = 0; u < nu; u++)
+    if (ver[uni[u]] == 0 || row[uni[u]] != ver[uni[u]]) return -2 - nu;
+  hb_moe_up(exact, nu, uni, off, rows, tab, D, F, x, hg, hu);
+  hb_moe_down(exact, nu, uni, off, rows, rgates, tab, D, F, off[E], hg, hu, ye, S, y, shd, sg, su, sy);
+  return nu;
 }

@@ -61,19 +61,21 @@ const modes: [string, ExpertOptions][] = [["buffered", {}], ["direct", { direct:
 
 describe("expert streaming equals the loader", () => {
   for (const md of models) {
-    test(`${md.name}: cache 1, 2, all × buffered, direct, mmap`, () => {
+    test(`${md.name}: cache 1, 2, half, all × buffered, direct, mmap`, () => {
       const m = loadModel(md.dir());
       const ref = run(m);
       const E = m.cfg.n_routed_experts;
       for (const [mode, o] of modes) {
-        for (const slots of [1, 2, E]) {
+        for (const slots of [1, 2, E / 2, E]) {
           const store = attachExperts(m, { ...quiet, ...o, slots });
           const got = run(m);
-          const st = store.stats();
+          const st = store.stats(), fused = store.layers.reduce((n, L) => n + L.fused, 0);
           store.close();
           expectSame(got, ref, `${mode} slots=${slots}`);
           expect(st.failures).toBe(0);
           if (slots === 1) expect(st.misses).toBeGreaterThan(0);
+          if (slots === E / 2) expect([mode, st.evictions > 0]).toEqual([mode, true]);
+          if (slots === E) expect([mode, fused > 0]).toEqual([mode, true]); // batches of cached experts in one call (moeLayer)
           expect(st.hits + st.misses + st.prefetchHits).toBeGreaterThan(0);
         }
       }
@@ -177,6 +179,39 @@ describe("speculative prefetch, auto mode", () => {
     expect(st.prefetchActive).toBe(true);
     store.close();
     m.store.close();
+  });
+});
+
+describe("one call per layer (moeLayer)", () => {
+  test("runs only experts the cache holds where their rows were packed: evicted and read again, they are repacked", () => {
+    for (const [mode, o] of modes) {
+      const m = loadModel(converted(`stale-${mode}`, "int8", 53)), V = m.cfg.vocab_size;
+      let evictAt = -1;
+      const feed = (): Float32Array => { // a prefill of 4, then one token at a time; evictAt: let every expert go first
+        const s = new Session(m), out = new Float32Array(prompt.length * V);
+        out.set(s.feed(prompt.slice(0, 4), true));
+        for (let p = 4; p < prompt.length; p++) {
+          if (p === evictAt) for (const L of store!.layers) for (const sl of L.slots) if (sl.state === 2 /* READY */) L.evict(sl);
+          out.set(s.feed([prompt[p]]), p * V);
+        }
+        return out;
+      };
+      let store: ReturnType<typeof attachExperts> | null = null;
+      const ref = feed();
+      store = attachExperts(m, { ...quiet, ...o, slots: m.cfg.n_routed_experts });
+      const fused = () => store!.layers.reduce((n, L) => n + L.fused, 0);
+      const warm = feed(), f0 = fused();
+      evictAt = 8;
+      const again = feed(), st = store.stats();
+      store.close();
+      m.store.close();
+      for (const [what, got] of [["warm", warm], ["evicted at 8", again]] as const) {
+        let diff = 0;
+        for (let i = 0; i < ref.length; i++) if (!Object.is(ref[i], got[i])) diff++;
+        expect([mode, what, diff]).toEqual([mode, what, 0]);
+      }
+      expect([mode, f0 > 0, fused() > f0, st.evictions > 0]).toEqual([mode, true, true, true]);
+    }
   });
 });
 

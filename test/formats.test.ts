@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fmt, hb, MANY_DESC, MANY_W, matmul, matmulQ8, MOE_TAB } from "../src/native/hb.ts";
+import { Fmt, hb, MANY_DESC, MANY_W, matmul, matmulQ8, MOE_P, MOE_TAB } from "../src/native/hb.ts";
 import {
   DEFAULT_GS, FORMATS, fitting, floatFormat, fmtName, format, parseFmt, type QFormat, rowBytes, rowUnits, scaleCount, scalesPerRow,
 } from "../src/model/formats.ts";
@@ -49,7 +49,8 @@ describe("the table", () => {
     expect(Number(def("HB_MOE_W"))).toBe(MANY_W);
     expect(def("HB_MOE_TAB")).toBe("(3 * HB_MOE_W + 1)");
     expect(MOE_TAB).toBe(3 * MANY_W + 1);
-    for (const f of ["matmul_many.c", "moe.c"]) expect(readFileSync(join(ROOT, "ffi", f), "utf8")).not.toMatch(/#define HB_(MANY_DESC|MOE_W|MOE_TAB)\b/);
+    expect(Number(def("HB_MOE_P"))).toBe(MOE_P);
+    for (const f of ["matmul_many.c", "moe.c"]) expect(readFileSync(join(ROOT, "ffi", f), "utf8")).not.toMatch(/#define HB_(MANY_DESC|MOE_W|MOE_TAB|MOE_P)\b/);
   });
 
   test("names round-trip through parseFmt / fmtName; int4g means int4g64", () => {

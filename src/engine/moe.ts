@@ -3,10 +3,12 @@
 // batch-union expert execution (each chosen expert runs once over all its rows) and the ungated shared expert.
 // Reads x = st.xb [S, D], writes st.ao [S, D]. A streamed Moe (src/engine/experts/): see `routed`.
 // State: routes, the rows grouped by expert, their gates and the union live in RunState; module-level: per layer a
-// table of its experts' packed matrices (moeUp / moeDown's), and the kept descriptors of the dense calls (MmCall).
+// table of its experts' packed matrices (moeUp / moeDown's, and moeLayer's buffers when it streams), and the kept
+// descriptors of the dense calls (MmCall).
 import type { Config } from "../model/config.ts";
 import type { ExpertBatch, Mlp, Moe } from "../model/weights.ts";
-import { add, Fmt, gatherRows, MANY_W, MOE_TAB, moeDown, moeRoute, moeRouteGrouped, moeUp, packMat, scatterAxpy, swiglu } from "../native/hb.ts";
+import { add, Fmt, gatherRows, MANY_W, MOE_P, MOE_TAB, moeDown, moeLayer, type MoeLayerBufs, moeRoute, moeRouteGrouped, moeUp, packMat,
+  scatterAxpy, swiglu } from "../native/hb.ts";
 import { mm, MmCall } from "./mat.ts";
 import { groupRoutes, routePolicy } from "./quality.ts";
 import type { RunState } from "./state.ts";
@@ -55,7 +57,8 @@ export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: numbe
  * `shared` (its gate / up already in st.shg / st.shu), + that expert's output (its down runs with the routed
  * ones when the widths match). zReady: the router logits are in st.z already.
  * A streamed Moe resolves the union first and hands experts out resident-first; outputs are still added in
- * ascending expert order, so results do not depend on the cache.
+ * ascending expert order, so results do not depend on the cache. When every chosen expert's weights are where its
+ * table row was packed (w.ver), router and experts run in one call (moeLayer: the same calls, the same bits).
  */
 export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array,
   shared: Mlp | null = null, zReady = false): void {
@@ -65,10 +68,21 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
   const off = st.moff, mrows = st.mrows, mgates = st.mgates;
   // (an opt-in quality policy, st.quality: fewer experts per row, quality.ts; absent: ffi/route.c's choice as trained)
   const q = st.quality;
-  const nu = q ? groupRoutes(S, E, routePolicy(cfg, q, S, st.z, w.bias, st.mexp, st.mgate, st.mkept), st.mexp, st.mgate, st.mkept,
-      off, mrows, mgates, st.muni, st.mcnt)
-    : moeRouteGrouped(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
-      st.mexp, st.mgate, off, mrows, mgates, st.muni, st.mcnt);
+  let nu: number;
+  if (q) nu = groupRoutes(S, E, routePolicy(cfg, q, S, st.z, w.bias, st.mexp, st.mgate, st.mkept), st.mexp, st.mgate, st.mkept,
+    off, mrows, mgates, st.muni, st.mcnt);
+  else if (w.ver && w.account) {
+    const t = tableOf(st, w), withShared = shared !== null && t.F > 0 && shared.down.I === t.F && shared.down.O === D;
+    if (withShared && t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
+    const r = moeLayer(st.exact, S, t.p, layerBufs(cfg, st, w, t, withShared), x, y);
+    if (r >= 0) {
+      w.account(st.muni, st.mcnt, r);
+      if (shared && !withShared) sharedDown(st, shared, S, D, y, false);
+      return;
+    }
+    nu = ~r;
+  } else nu = moeRouteGrouped(S, E, K, st.z, w.bias, cfg.n_group, cfg.topk_group, cfg.norm_topk_prob, cfg.routed_scaling_factor,
+    st.mexp, st.mgate, off, mrows, mgates, st.muni, st.mcnt);
   if (!w.resolve) {
     resident(st, w, null, nu, x, D, y, shared, S);
     return;
@@ -86,7 +100,7 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
       y.fill(0, 0, S * D);
       const rows: Int32Array[] = new Array(E), gates: Float32Array[] = new Array(E); // views for the union only
       for (const e of union) { rows[e] = mrows.subarray(off[e], off[e + 1]); gates[e] = mgates.subarray(off[e], off[e + 1]); }
-      streamed(st, batch, union, rows, gates, x, D, y);
+      streamed(st, w, batch, union, rows, gates, x, D, y);
       if (shared) sharedDown(st, shared, S, D, y, false);
     }
   } finally { batch.end(); }
@@ -105,9 +119,38 @@ function sharedDown(st: RunState, sh: Mlp, S: number, D: number, y: Float32Array
 /** a layer's experts for moeUp / moeDown: tab [E, MOE_TAB] (each expert's packMat'd gate, up, down, then down.I), the
  *  Mlp each row was packed from (a cache slot that takes another expert makes a new Mlp: repacked), their width F
  *  (checked as each is packed: every row has gate / up [F, D], down [D, F]; 0 before the first), the shared
- *  expert's down likewise */
-interface Table { tab: Float64Array; from: (Mlp | null)[]; F: number; shd: Float64Array; shFrom: Mlp | null }
+ *  expert's down likewise; for moeLayer: row [E] (w.ver[e] as row e was last used from a batch), its parameters
+ *  p [MOE_P] and buffers (bufs, made for the RunState of generation `gen`) */
+interface Table {
+  tab: Float64Array; from: (Mlp | null)[]; F: number; shd: Float64Array; shFrom: Mlp | null;
+  row: Int32Array; p: Float64Array; bufs: MoeLayerBufs | null; gen: number;
+}
 const tables = new WeakMap<Moe, Table>();
+
+function tableOf(st: RunState, w: Moe): Table {
+  let t = tables.get(w);
+  if (!t) {
+    const E = st.moff.length - 1;
+    t = { tab: new Float64Array(E * MOE_TAB), from: new Array<Mlp | null>(E).fill(null), F: 0, shd: new Float64Array(MANY_W), shFrom: null,
+      row: new Int32Array(E), p: new Float64Array(MOE_P), bufs: null, gen: -1 };
+    tables.set(w, t);
+  }
+  return t;
+}
+
+/** moeLayer's parameters and buffers for this layer and RunState (kept while st.gen and the width are theirs) */
+function layerBufs(cfg: Config, st: RunState, w: Moe, t: Table, withShared: boolean): MoeLayerBufs {
+  const p = t.p;
+  if (!t.bufs || t.gen !== st.gen || p[7] !== t.F) {
+    p[0] = cfg.n_routed_experts; p[1] = cfg.num_experts_per_tok; p[2] = cfg.n_group; p[3] = cfg.topk_group;
+    p[4] = cfg.norm_topk_prob ? 1 : 0; p[5] = cfg.routed_scaling_factor; p[6] = cfg.hidden_size; p[7] = t.F;
+    t.bufs = { z: st.z, bias: w.bias, experts: st.mexp, gates: st.mgate, off: st.moff, rows: st.mrows, rgates: st.mgates, uni: st.muni,
+      cnt: st.mcnt, ver: w.ver!, row: t.row, tab: t.tab, hg: st.ehg, hu: st.ehu, ye: st.eye, shd: null, sg: st.shg, su: st.shu, sy: st.ye };
+    t.gen = st.gen;
+  }
+  t.bufs.shd = withShared ? t.shd : null;
+  return t.bufs;
+}
 
 /**
  * Every expert of the union (st.muni[0..nu), from `batch` or w.expert) at once, from the layer's table, in two calls
@@ -118,23 +161,10 @@ const tables = new WeakMap<Moe, Table>();
  */
 function resident(st: RunState, w: Moe, batch: ExpertBatch | null, nu: number, x: Float32Array, D: number,
   y: Float32Array, shared: Mlp | null, S: number): void {
-  let t = tables.get(w);
-  if (!t) {
-    const E = st.moff.length - 1;
-    t = { tab: new Float64Array(E * MOE_TAB), from: new Array<Mlp | null>(E).fill(null), F: 0, shd: new Float64Array(MANY_W), shFrom: null };
-    tables.set(w, t);
-  }
-  const uni = st.muni, tab = t.tab;
+  const t = tableOf(st, w), uni = st.muni, ver = batch ? w.ver : undefined;
   for (let u = 0; u < nu; u++) {
-    const e = uni[u], m = batch ? batch.get(e) : w.expert(e);
-    if (t.from[e] !== m) {
-      const f = m.gate.O;
-      if (m.gate.I !== D || m.up.O !== f || m.up.I !== D || m.down.O !== D || m.down.I !== f || (t.F !== 0 && f !== t.F))
-        throw new Error(`${m.gate.name}: experts of one layer differ in shape`);
-      packMat(m.gate, tab, e * MOE_TAB); packMat(m.up, tab, e * MOE_TAB + MANY_W); packMat(m.down, tab, e * MOE_TAB + 2 * MANY_W);
-      tab[e * MOE_TAB + 3 * MANY_W] = f;
-      t.from[e] = m; t.F = f;
-    }
+    const e = uni[u];
+    packRow(t, e, batch ? batch.get(e) : w.expert(e), D, ver);
   }
   const F = t.F, n = st.moff[st.moff.length - 1];
   const withShared = shared !== null && shared.down.I === F; // the shared down joins the routed ones
@@ -142,10 +172,24 @@ function resident(st: RunState, w: Moe, batch: ExpertBatch | null, nu: number, x
     (withShared && (shared.down.O !== D || st.shg.length < S * F || st.ye.length < S * D)))
     throw new Error(`routed experts: buffers too small for ${S} rows, ${n} routes of width ${F}`);
   if (withShared && t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
-  moeUp(st.exact, nu, uni, st.moff, st.mrows, tab, D, F, x, st.ehg, st.ehu);
-  moeDown(st.exact, nu, uni, st.moff, st.mrows, st.mgates, tab, D, F, n, st.ehg, st.ehu, st.eye, S, y,
+  moeUp(st.exact, nu, uni, st.moff, st.mrows, t.tab, D, F, x, st.ehg, st.ehu);
+  moeDown(st.exact, nu, uni, st.moff, st.mrows, st.mgates, t.tab, D, F, n, st.ehg, st.ehu, st.eye, S, y,
     withShared ? t.shd : null, st.shg, st.shu, st.ye);
   if (shared && !withShared) sharedDown(st, shared, S, D, y, false);
+}
+
+/** Row e of t from expert e's weights m (unless packed from m already), checked against the layer's shape; with ver
+ *  (a streamed Moe's) the row is live for moeLayer while ver[e] stays (≠ 0: m is the cache's copy, which stays put). */
+function packRow(t: Table, e: number, m: Mlp, D: number, ver: Int32Array | undefined): void {
+  if (t.from[e] !== m) {
+    const f = m.gate.O, tab = t.tab;
+    if (m.gate.I !== D || m.up.O !== f || m.up.I !== D || m.down.O !== D || m.down.I !== f || (t.F !== 0 && f !== t.F))
+      throw new Error(`${m.gate.name}: experts of one layer differ in shape`);
+    packMat(m.gate, tab, e * MOE_TAB); packMat(m.up, tab, e * MOE_TAB + MANY_W); packMat(m.down, tab, e * MOE_TAB + 2 * MANY_W);
+    tab[e * MOE_TAB + 3 * MANY_W] = f;
+    t.from[e] = m; t.F = f;
+  }
+  if (ver) t.row[e] = ver[e];
 }
 
 /** ye [n,D] = E(x rows) for the n rows routed to one expert. */
@@ -159,7 +203,9 @@ function expertRows(st: RunState, w: Mlp, x: Float32Array, rows: Int32Array, D: 
  * their outputs added to y in ascending expert order all the same (outputs computed ahead of that
  * order wait in the batch's stage), so y is bit-identical whatever was cached.
  */
-function streamed(st: RunState, batch: ExpertBatch, union: number[], rows: Int32Array[], gates: Float32Array[], x: Float32Array, D: number, y: Float32Array): void {
+function streamed(st: RunState, w: Moe, batch: ExpertBatch, union: number[], rows: Int32Array[], gates: Float32Array[], x: Float32Array, D: number,
+  y: Float32Array): void {
+  const t = w.ver ? tableOf(st, w) : null;
   const ahead = new Set<number>();
   let need = 0;
   for (let c = 0, k = 0; k < batch.order.length; k++) {
@@ -173,7 +219,9 @@ function streamed(st: RunState, batch: ExpertBatch, union: number[], rows: Int32
   for (const e of batch.order) {
     const inOrder = e === union[next];
     const out = inOrder ? st.ye : stage.subarray(top, top + rows[e].length * D);
-    expertRows(st, batch.get(e), x, rows[e], D, out);
+    const m = batch.get(e);
+    if (t && w.ver![e] !== 0) packRow(t, e, m, D, w.ver); // cached: moeLayer may run it next time
+    expertRows(st, m, x, rows[e], D, out);
     batch.release(e);
     if (!inOrder) { at.set(e, top); top += rows[e].length * D; continue; }
     scatterAxpy(y, D, rows[e], gates[e], st.ye, rows[e].length);

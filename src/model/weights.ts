@@ -23,6 +23,11 @@ export interface Moe {
   /** Router-piloted prefetch (src/engine/pilot.ts), when on: start reading these experts (ascending) now,
    *  ahead of this layer's next resolve. */
   readonly prefetch?: ((experts: Int32Array) => void) | null;
+  /** Expert streaming: per expert a stamp ≠ 0 while the weights `resolve` hands out for it stay where they are (a new
+   *  stamp when they move), so a batch of such experts may run from matrices packed earlier (src/engine/moe.ts)... */
+  readonly ver?: Int32Array;
+  /** ...reported here instead of resolve: the union uni[0..nu) and its row counts cnt */
+  account?(uni: Int32Array, cnt: Int32Array, nu: number): void;
 }
 /** A batch's routed experts, resolved pinned → cached → disk while the resident ones compute. */
 export interface ExpertBatch {

@@ -53,6 +53,7 @@ const symbols = {
   // (exact, nu, uni, off, rows, gates, tab, D, F, n, hg, hu, ye, S, y, shared down packed | null, sg, su, sy)
   hb_moe_down: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32, i32, ptr, ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr], returns: FFIType.void },
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
+  hb_moe_layer: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
   hb_huge_alloc: { args: [i64], returns: ptr }, // (bytes) -> 2 MiB-aligned THP-advised mapping, null = refused (mem.c)
@@ -329,6 +330,33 @@ export const moeDown = (exact: boolean, nu: number, uni: Int32Array, off: Int32A
   tab: Float64Array, D: number, F: number, n: number, hg: F32, hu: F32, ye: F32, S: number, y: F32,
   shd: Float64Array | null, sg: F32, su: F32, sy: F32) =>
   hb().hb_moe_down(exact ? 1 : 0, nu, uni, off, rows, gates, tab, D, F, n, hg, hu, ye, S, y, shd, sg, su, sy);
+/** doubles of moeLayer's parameters (ffi/hb.h HB_MOE_P): E, K, n_group, topk_group, norm (1 / 0), scale, D, F */
+export const MOE_P = 8;
+/** The buffers of `moeLayer`: moeRouteGrouped's (z on), moeUp / moeDown's, and the liveness of each expert's table row */
+export interface MoeLayerBufs {
+  z: F32; bias: F32 | null; experts: Int32Array; gates: F32; off: Int32Array; rows: Int32Array; rgates: F32; uni: Int32Array;
+  cnt: Int32Array; ver: Int32Array; row: Int32Array; tab: Float64Array; hg: F32; hu: F32; ye: F32;
+  shd: Float64Array | null; sg: F32; su: F32; sy: F32;
+}
+/**
+ * A MoE layer in one call (ffi/moe.c hb_moe_layer): S rows of router logits b.z routed as `moeRouteGrouped`, then,
+ * when every chosen expert e is live (b.ver[e] ≠ 0 and b.row[e] = b.ver[e]: its row of b.tab packed from the
+ * weights held now), `moeUp` and `moeDown` into y [S, D]. Returns the union's size nu when y was computed, else ~nu
+ * (negative: routed only, the caller brings the experts in).
+ */
+export function moeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayerBufs, x: F32, y: F32): number {
+  const E = p[0], K = p[1], D = p[6], F = p[7], n = S * K;
+  if (p.length < MOE_P || b.z.length < S * E || (b.bias && b.bias.length < E) || b.experts.length < n || b.gates.length < n ||
+    b.off.length < E + 1 || b.rows.length < n || b.rgates.length < n || b.uni.length < E || b.cnt.length < E ||
+    b.ver.length < E || b.row.length < E || b.tab.length < E * MOE_TAB || b.hg.length < n * F || b.hu.length < n * F ||
+    b.ye.length < n * D || x.length < S * D || y.length < S * D ||
+    (b.shd && (b.shd.length < MANY_W || b.sg.length < S * F || b.su.length < S * F || b.sy.length < S * D)))
+    throw new Error(`moeLayer: buffers too small for ${S} rows of ${E} experts, top ${K}, widths ${D} / ${F}`);
+  const r = hb().hb_moe_layer(exact ? 1 : 0, S, p, b.z, b.bias, b.experts, b.gates, b.off, b.rows, b.rgates, b.uni, b.cnt,
+    b.ver, b.row, b.tab, x, b.hg, b.hu, b.ye, y, b.shd, b.sg, b.su, b.sy);
+  if (r === -1) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${p[2]}, topk_group ${p[3]})`);
+  return r >= 0 ? r : ~(-2 - r);
+}
 /** `kvWrite` of segs[0..nseg) preceded in the same call by lat [S, kvr] = RMS(a[:, :kvr]; normW, eps) (a copy) and
  *  RoPE of a[:, kvr:] [S, dr] in place at pos (MLA's cache rows from a = W_kva h [S, kvr + dr]) */
 export function mlaKv(segs: readonly KvSeg[], nseg: number, a: F32, S: number, kvr: number, dr: number, lat: F32, normW: F32,

@@ -4,7 +4,8 @@
 // expert → slot map and the active batch's (arrays by expert: a decode step's lookups touch a cache line or two,
 // not a hash table's buckets), the heat per expert (usage) and the last union (speculative prefetch target).
 // A Batch locks the slots it needs, submits its misses to free / evictable slots or working slabs
-// (read-ahead: the rest as buffers are released), and hands experts out in compute order.
+// (read-ahead: the rest as buffers are released), and hands experts out in compute order. `ver` stamps the
+// experts whose weights stay put (moe.ts then computes a batch of them in one call and reports it to `account`).
 import type { ExpertBatch, LazyMoe, Mat, Mlp, MlpPlan, Moe } from "../../model/weights.ts";
 import { readMlp } from "../../model/weights.ts";
 import { EMPTY, LOADING, READY, Slot, pickVictim } from "./slots.ts";
@@ -20,6 +21,11 @@ export class LayerCache implements Moe {
   readonly map: SlotMap;
   /** the active batch's slot of each expert of its union (cleared as it ends) */
   readonly inBatch: (Slot | undefined)[];
+  /** per expert: a stamp ≠ 0 while this layer's cache holds it READY and not speculative (its weights stay where
+   *  they are), 0 otherwise; a new stamp each time it is loaded again (Moe.ver) */
+  readonly ver: Int32Array;
+  /** batches computed in one call (account) */
+  fused = 0;
   readonly heat: Float64Array;
   /** per-expert views in mmap mode (made once) */
   readonly views: (Mlp | undefined)[];
@@ -35,6 +41,7 @@ export class LayerCache implements Moe {
     this.heat = new Float64Array(lazy.plans.length);
     this.map = new SlotMap(lazy.plans.length);
     this.inBatch = new Array<Slot | undefined>(lazy.plans.length).fill(undefined);
+    this.ver = new Int32Array(lazy.plans.length);
     this.views = new Array(lazy.plans.length);
   }
 
@@ -74,7 +81,7 @@ export class LayerCache implements Moe {
   }
 
   evict(s: Slot): void {
-    if (s.e >= 0 && this.map.get(s.e) === s) this.map.delete(s.e);
+    if (s.e >= 0 && this.map.get(s.e) === s) { this.map.delete(s.e); this.ver[s.e] = 0; }
     if (s.state === READY) this.store.onEvict(this, s);
     s.clear();
   }
@@ -82,6 +89,7 @@ export class LayerCache implements Moe {
   /** Start loading e into s (spec: a speculative prefetch, not locked). */
   assign(s: Slot, e: number, spec: boolean): void {
     s.e = e; s.state = LOADING; s.lock = !spec; s.spec = spec;
+    this.ver[e] = 0;
     if (s.working) s.owner = this.layer;
     else this.map.set(e, s);
     this.store.submitLoad(this, s);
@@ -89,9 +97,42 @@ export class LayerCache implements Moe {
 
   /** Forget a slot whose read failed or was dropped. */
   drop(s: Slot): void {
-    if (!s.working && this.map.get(s.e) === s) this.map.delete(s.e);
+    if (!s.working && this.map.get(s.e) === s) { this.map.delete(s.e); this.ver[s.e] = 0; }
     if (s.working) this.store.freeWorking(s);
     else s.clear();
+  }
+
+  /** Stamp s's expert when s is its cache slot, READY and not speculative (an unchanged stamp is kept). */
+  live(s: Slot): void {
+    if (!s.working && !s.spec && s.state === READY && this.ver[s.e] === 0 && this.map.get(s.e) === s) this.ver[s.e] = ++this.store.stamp;
+  }
+
+  /** A batch's start, in a Batch or `account`: usage heat, speculative reads it does not need reaped, the union
+   *  kept (the next prefetch's target), the pilot's prediction scored. */
+  begin(union: readonly number[], rows: readonly number[]): void {
+    const st = this.store;
+    st.noteUsage(this, union, rows);
+    st.reapSpeculative(this, union);
+    this.lastUnion = union.slice();
+    if (this.pilot) {
+      for (const e of union) if (this.pilot.includes(e)) st.counters.pilotCovered++;
+      st.counters.pilotUsed += union.length;
+      this.pilot = null;
+    }
+  }
+
+  /** The bookkeeping of a batch uni[0..nu) (rows cnt) whose experts were all live (ver) and computed in one call
+   *  (moe.ts): what resolve, then get, release and end of each expert do for cached experts. */
+  account(uni: Int32Array, cnt: Int32Array, nu: number): void {
+    if (this.active) this.active.end();
+    const st = this.store, union: number[] = new Array(nu), rows: number[] = new Array(nu);
+    for (let u = 0; u < nu; u++) { union[u] = uni[u]; rows[u] = cnt[u]; }
+    this.begin(union, rows);
+    st.counters.hits += nu;
+    st.notePredict(0, 0);
+    for (const e of union) this.map.get(e)!.last = ++st.tick;
+    st.prefetchAfter(this);
+    this.fused++;
   }
 
   /** The slot holding e (cache or this layer's working slab), if any. */
@@ -120,15 +161,8 @@ class Batch implements ExpertBatch {
   constructor(private readonly L: LayerCache, private readonly union: readonly number[], rows: readonly number[]) {
     const st = L.store;
     this.slotOf = L.inBatch;
-    st.noteUsage(L, union, rows);
-    st.reapSpeculative(L, union);
     const prev = L.lastUnion;
-    L.lastUnion = union.slice();
-    if (L.pilot) {
-      for (const e of union) if (L.pilot.includes(e)) st.counters.pilotCovered++;
-      st.counters.pilotUsed += union.length;
-      L.pilot = null;
-    }
+    L.begin(union, rows);
     const hits: number[] = [], late: number[] = [], miss: number[] = [];
     let hitRows = 0;
     for (let i = 0; i < union.length; i++) {
@@ -180,6 +214,7 @@ class Batch implements ExpertBatch {
     }
     if (s.state === LOADING) this.L.store.finishLoad(this.L, s, true);
     s.spec = false;
+    this.L.live(s);
     return s.mlp!;
   }
 

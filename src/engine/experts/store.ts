@@ -46,6 +46,8 @@ export class ExpertStore {
   /** decayed counts: misses, and those the previous token's routing would have covered */
   readonly predict = { covered: 0, needed: 0 };
   tick = 0;
+  /** the last stamp given (LayerCache.ver) */
+  stamp = 0;
   /** a speculative read was ever issued (until then no slot is `spec`) */
   private speculated = false;
   private readonly files: ExpertFiles;
@@ -168,6 +170,7 @@ export class ExpertStore {
       }
       this.counters.bytesRead += bytesOf(L, e);
       s.state = READY;
+      L.live(s);
       return true;
     }
     const t0 = performance.now();
@@ -195,6 +198,7 @@ export class ExpertStore {
       ? (L.views[e] ??= materializeMapped(plan, this.files.mapAddrs, io.mappedBytes))
       : materialize(plan, L.layouts![e], s.buf!);
     s.state = READY;
+    L.live(s);
     return true;
   }
 
@@ -244,7 +248,7 @@ export class ExpertStore {
         if (!s.spec || need.includes(s.e) || (s.working ? s.owner !== L.layer : false)) continue;
         this.counters.prefetchWasted++;
         if (s.working) { this.settle(L, s); s.clear(); }
-        else { this.settle(L, s); s.spec = false; }
+        else { this.settle(L, s); s.spec = false; L.live(s); }
       }
   }
 
