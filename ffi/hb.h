@@ -118,9 +118,10 @@ void hb_mla_absorbed(int exact, int nrun, const int32_t *runs, int H, int dn, in
                      const double *kt, const float *kmul, float *q, float *qcat, int nseg, const double *segs,
                      const int32_t *sel, const int32_t *nsel, int topk, float scale, int kvfmt, float *olat,
                      const double *vw, float *o);
-/* mla.c: a layer's queries in one call: cq = RMS(qa), hb_matmul_many of desc's matrices on cq, RoPE of q's heads */
+/* mla.c: a layer's queries in one call: cq = RMS(qa), hb_matmul_many of desc's matrices on cq, RoPE of q's heads (and
+ * of the indexer's qI [S, nh·hd] unless NULL) */
 void hb_mla_q(int exact, int n, const double *desc, const float *qa, const float *normw, float *cq, int S, int qr, float eps,
-              float *q, int H, int dn, int dr, const int32_t *pos, double theta);
+              float *q, int H, int dn, int dr, const int32_t *pos, double theta, float *qI, int nh, int hd);
 /* attn.c: hb_attn over segments (own keys / values each) in one job (src/native/hb.ts attnSegs) */
 void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow, int qHead,
                   int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
@@ -150,9 +151,11 @@ static inline size_t hb_kv_row_bytes(int fmt, int W) {
  * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr], in fmt */
 void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int fmt);
 /* MLA's new cache rows from a = W_kva h [S, kvr + dr] (moe.c): lat = RMS(a's latents) (normw, eps), a's k_pe roped at
- * pos, then hb_kv_write (hb_copy_heads, hb_rmsnorm, hb_rope, hb_kv_write in one call) */
+ * pos, then hb_kv_write (hb_copy_heads, hb_rmsnorm, hb_rope, hb_kv_write in one call); with ikdesc (NULL: none) the
+ * indexer keys kI [S, hd] too: LayerNorm (lnw, lnb, lneps), RoPE of their first dr, rows written as hb_kv_write's f32 */
 void hb_mla_kv(int nseg, const double *desc, float *a, int S, int kvr, int dr, float *lat, const float *normw, float eps,
-               const int32_t *pos, double theta, int fmt);
+               const int32_t *pos, double theta, int fmt, const double *ikdesc, float *kI, int hd, const float *lnw,
+               const float *lnb, float lneps);
 void hb_copy_heads(float *dst, int dRow, int dHead, const float *src, int sRow, int sHead, int S, int H, int n);
 /* one cache row of W values in fmt widened to f32 (exact for f16; q · scale for q8), on the calling thread */
 void hb_kv_widen(int fmt, const void *row, int W, float *dst);
@@ -187,6 +190,7 @@ int hb_moe_layer(int exact, int S, const double *p, const float *z, const float 
                  const double *shd, float *sg, const float *su, float *sy);
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
+void hb_add_rmsnorm(float *x, const float *a, const float *w, float *y, int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);
 /* elt.c */
 void hb_swiglu(const float *g, const float *u, float *out, int n);

@@ -140,11 +140,13 @@ void hb_mla_absorbed(int exact, int nrun, const int32_t *runs, int H, int dn, in
 
 /* A layer's queries in one call (attention.ts): cq [S, qr] = RMS(qa; normw, eps), then hb_matmul_many of the n matrices
  * of desc on cq (q_b ‖ indexer wq_b: their descriptor, I = qr), then RoPE of the last dr of each of the H heads of
- * q [S, H·(dn+dr)] at pos: hb_rmsnorm, hb_matmul_many and hb_rope as made one by one (the same bits). */
+ * q [S, H·(dn+dr)] at pos, and with qI (the indexer's queries [S, nh·hd], NULL: none) of the first dr of each of its
+ * nh heads: hb_rmsnorm, hb_matmul_many and hb_rope as made one by one (the same bits). */
 void hb_mla_q(int exact, int n, const double *desc, const float *qa, const float *normw, float *cq, int S, int qr, float eps,
-              float *q, int H, int dn, int dr, const int32_t *pos, double theta) {
+              float *q, int H, int dn, int dr, const int32_t *pos, double theta, float *qI, int nh, int hd) {
   if (!qa || !normw || !cq || !q || !pos || S <= 0 || qr <= 0 || H <= 0) return;
   hb_rmsnorm(qa, normw, cq, S, qr, eps);
   hb_matmul_many(exact, n, desc, qr);
   hb_rope(q + dn, S, H * (dn + dr), H, dn + dr, dr, pos, theta);
+  if (qI && nh > 0 && hd >= dr) hb_rope(qI, S, nh * hd, nh, hd, dr, pos, theta);
 }

@@ -131,15 +131,22 @@ void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const 
 
 /* MLA's new cache rows from a = W_kva h [S, kvr + dr] in one call: lat [S, kvr] = a's latents copied then RMS-normed
  * (hb_rmsnorm, weights normw, eps), a's last dr of each row roped in place at pos [S] (hb_rope), then hb_kv_write of
- * the segments (desc as its). The same calls as made one by one: the same bits. */
+ * the segments (desc as its). With ikdesc, the indexer's too (DSA full layers): kI [S, hd] <- LayerNorm(kI; lnw, lnb,
+ * lneps), its first dr of each row roped at pos, then row r0 + r of segment g (ikdesc[3g..3g+2]: address of its cache
+ * row pos0 (f32 rows of hd), r0, n) copied there, r < n. The same calls as made one by one: the same bits. */
 void hb_mla_kv(int nseg, const double *desc, float *a, int S, int kvr, int dr, float *lat, const float *normw, float eps,
-               const int32_t *pos, double theta, int fmt) {
+               const int32_t *pos, double theta, int fmt, const double *ikdesc, float *kI, int hd, const float *lnw,
+               const float *lnb, float lneps) {
   if (!a || !lat || !normw || !pos || S <= 0 || kvr <= 0 || dr < 0) return;
   const int W = kvr + dr;
   hb_copy_heads(lat, kvr, 0, a, W, 0, S, 1, kvr);
   hb_rmsnorm(lat, normw, lat, S, kvr, eps);
   hb_rope(a + kvr, S, W, 1, 0, dr, pos, theta);
   hb_kv_write(nseg, desc, lat, kvr, a + kvr, W, dr, fmt);
+  if (!ikdesc || !kI || !lnw || !lnb || hd <= 0 || dr > hd) return;
+  hb_layernorm(kI, lnw, lnb, kI, S, hd, lneps);
+  hb_rope(kI, S, hd, 1, 0, dr, pos, theta);
+  hb_kv_write(nseg, ikdesc, kI, hd, kI, hd, 0, HB_KV_F32);
 }
 
 typedef struct { const float *x; const int32_t *rows; float *out; int D; } gather_job;

@@ -125,6 +125,14 @@ void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float ep
   run_rows(rms_rows, &c, S);
 }
 
+/* x [S, D] += a, then y = RMSNorm(x) · w: a residual add and the next norm in one call (hb_add, then hb_rmsnorm: the
+ * same bits) */
+void hb_add_rmsnorm(float *x, const float *a, const float *w, float *y, int S, int D, float eps) {
+  if (!x || !a || S <= 0 || D <= 0) return;
+  hb_add(x, a, S * D);
+  hb_rmsnorm(x, w, y, S, D, eps);
+}
+
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps) {
   if (!x || !y || S <= 0 || D <= 0) return;
   norm_ctx c = { x, w, b, y, D, eps };

@@ -31,7 +31,9 @@ test("kinds and the time between them add up to the step; symbols restored", () 
     const F = m.cfg.moe_intermediate_size, D = m.cfg.hidden_size; // the routed experts' calls, named by format and shape
     expect(kinds).toContain(`hb_moe_up f32 ${F}x${D} (gate, up)`);
     expect(kinds).toContain(`hb_moe_down f32 ${D}x${F}`);
-    expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(2 * m.cfg.num_hidden_layers);
+    // per layer its input norm, then the attention's residual add and the FFN's norm in one call
+    expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(m.cfg.num_hidden_layers);
+    expect(p.rows.find((r) => r.kind === "hb_add_rmsnorm")!.calls).toBe(m.cfg.num_hidden_layers);
     const inside = p.rows.reduce((a, r) => a + r.us, 0), ts = p.rows.reduce((a, r) => a + r.beforeUs, 0);
     expect(ts).toBeCloseTo(p.betweenUs, 6);
     const all = inside + p.betweenUs + p.overheadUs; // only the step's head before its first call is left out
@@ -63,7 +65,8 @@ test("a prefill profile: its calls and the time between them add up to the prefi
   const m = loadModel(dir), p = profilePrefill(m, { tokens: 20, reps: 3, warmup: 1 });
   expect(p.mode).toBe("prefill");
   expect(p.positions).toEqual([0, 19]);
-  expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(2 * m.cfg.num_hidden_layers);
+  expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(m.cfg.num_hidden_layers);
+  expect(p.rows.find((r) => r.kind === "hb_add_rmsnorm")!.calls).toBe(m.cfg.num_hidden_layers);
   const all = p.rows.reduce((a, r) => a + r.us, 0) + p.betweenUs + p.overheadUs;
   expect(all).toBeLessThanOrEqual(p.stepUs * 1.001);
   expect(all).toBeGreaterThan(p.stepUs * 0.9);

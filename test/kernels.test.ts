@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNative } from "../ffi/build.ts";
 import {
-  add, axpy, Conv, convert, copyHeads, expm, kvWrite, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
+  add, addRmsnorm, axpy, Conv, convert, copyHeads, expm, kvWrite, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
   swiglu,
 } from "../src/native/hb.ts";
 import { rng } from "./helpers/rng.ts";
@@ -255,6 +255,17 @@ describe("norms and element-wise", () => {
         }
       }
     }
+  });
+  test("addRmsnorm: the add then the norm, bit for bit (decode rows on the caller, prefill's add on the pool)", () => {
+    for (const [S, D] of [[1, 1024], [3, 7], [40, 2049]] as const) {
+      const x = randF32(r, S * D, 3), a = randF32(r, S * D), w = randF32(r, D), eps = Math.fround(1e-5);
+      const x1 = x.slice(), y1 = new Float32Array(S * D), y2 = new Float32Array(S * D);
+      add(x1, a, S * D);
+      rmsnorm(x1, w, y1, S, D, eps);
+      addRmsnorm(x, a, w, y2, S, D, eps);
+      expect([S, D, x.every((v, i) => Object.is(v, x1[i])), y2.every((v, i) => Object.is(v, y1[i]))]).toEqual([S, D, true, true]);
+    }
+    expect(() => addRmsnorm(new Float32Array(8), new Float32Array(7), new Float32Array(8), new Float32Array(8), 1, 8, 1e-5)).toThrow(/too small/);
   });
   test("swiglu, add (exact), axpy (exact)", () => {
     for (const n of [1, 17, 1001, 20001, 70001]) { // 20001: SwiGLU in 4096-element chunks on the pool, a partial last one; 70001: add too

@@ -95,15 +95,14 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
   }
   proj.run(st.exact);
   // cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]: both over every row of the batch at once (the
-  // latents gathered into st.o_lat, free until the attention core), then every segment's rows written to its cache:
-  // one call (mlaKv)
+  // latents gathered into st.o_lat, free until the attention core), then every segment's rows written to its cache;
+  // on indexer layers the new rows' keys likewise (indexerKeys): one call (mlaKv)
   const lat = st.o_lat;
   for (let i = 0; i < segs.length; i++) {
-    const g = segs[i], d = kvSegs[i] ?? (kvSegs[i] = { cache: g.kv.kv[kvLayer], pos0: 0, r0: 0, n: 0 });
-    d.cache = g.kv.kv[kvLayer]; d.pos0 = g.pos0; d.r0 = g.r0; d.n = g.n;
+    const g = segs[i], d = kvSegs[i] ?? (kvSegs[i] = { cache: g.kv.kv[kvLayer], pos0: 0, r0: 0, n: 0, ik: null });
+    d.cache = g.kv.kv[kvLayer]; d.pos0 = g.pos0; d.r0 = g.r0; d.n = g.n; d.ik = ix ? g.kv.ik[kvLayer] : null;
   }
-  mlaKv(kvSegs, segs.length, st.a, S, kvr, dr, lat, w.kv_a_norm, eps, st.pos, theta);
-  if (ix) indexerKeys(cfg, st, ix, layer, kvLayer, segs, S, lora);
+  mlaKv(kvSegs, segs.length, st.a, S, kvr, dr, lat, w.kv_a_norm, eps, st.pos, theta, ix ? indexerKeys(cfg, st, ix) : null);
   if (k === 0) return;
   // the query rows
   let qs = segs, written = segs;
@@ -112,14 +111,15 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     const kq = projections(st, w, ix, lora);
     mmMany(kq.qW, st.xb, k, kq.qOut, st.exact);
   }
-  // q = W_qb RMS(W_qa h) -> [k, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head (with
-  // q_a: the three in one call)
+  // q = W_qb RMS(W_qa h) -> [k, H*(dn+dr)] (with the indexer's qI = W_wq_b c_q); rope the last dr of each head (qI: the
+  // first dr of each of its heads; with q_a: all in one call)
   if (lora) {
     if (!c.qb.fits(st, st.c_q, k, tag)) {
       if (ix) c.qb.set(st, [w.q_b!, ix.wq_b], st.c_q, k, [st.q, st.qI], tag);
       else c.qb.set(st, [w.q_b!], st.c_q, k, [st.q], tag);
     }
-    c.qb.builder.runMlaQ(st.exact, st.q_a, w.q_a_norm!, st.c_q, k, cfg.q_lora_rank!, eps, st.q, H, dn, dr, st.pos, theta);
+    c.qb.builder.runMlaQ(st.exact, st.q_a, w.q_a_norm!, st.c_q, k, cfg.q_lora_rank!, eps, st.q, H, dn, dr, st.pos, theta,
+      ix ? st.qI : null, cfg.index_n_heads, cfg.index_head_dim);
   } else rope(st.q.subarray(dn), k, Q, H, dn + dr, dr, st.pos, theta);
   // keys per row
   if (ix) indexerQueries(cfg, st, ix, layer, kvLayer, qs, written, k, hook, lora);

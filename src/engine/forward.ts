@@ -4,7 +4,7 @@
 // and the head. The layer loop is `runLayers(lo, hi)`, so a range can go to another executor
 // (the Vulkan chain) later. No buffers are allocated here: RunState is grown before the loop.
 import type { Layer } from "../model/weights.ts";
-import { add, convert, Conv, Fmt, rmsnorm } from "../native/hb.ts";
+import { add, addRmsnorm, convert, Conv, Fmt, rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
 import { attention, reserveNaive, type AttnMode, type KeyMode } from "./attention.ts";
 import { mlp, moe } from "./moe.ts";
@@ -79,8 +79,7 @@ export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: 
   opts.onPart?.(layer, "attn-end", S);
   if (k === 0) return;
   if (k < S) for (let i = 0; i < k; i++) st.x.copyWithin(i * D, st.keep[i] * D, (st.keep[i] + 1) * D); // keep[i] ≥ i
-  add(st.x, st.ao, k * D);
-  rmsnorm(st.x, w.post_norm, st.xb, k, D, eps);
+  addRmsnorm(st.x, st.ao, w.post_norm, st.xb, k, D, eps); // x += Attn(RMS(x)); xb = RMS(x) (one call)
   opts.onPart?.(layer, "ffn", k);
   if (w.moe) moe(m.cfg, st, w.moe, st.xb, k, st.ao);
   else mlp(st, w.mlp!, st.xb, k, st.ao);

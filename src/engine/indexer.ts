@@ -6,7 +6,7 @@
 import type { Config } from "../model/config.ts";
 import type { Indexer } from "../model/weights.ts";
 import { isQuant } from "../model/formats.ts";
-import { dsaSelect, indexQ8Ok, indexScores, indexScoresQ8, layernorm, rope } from "../native/hb.ts";
+import { dsaSelect, type IdxKeys, indexQ8Ok, indexScores, indexScoresQ8, rope } from "../native/hb.ts";
 import { ikQ8 } from "./ikq.ts";
 import { mm } from "./mat.ts";
 import type { RunState } from "./state.ts";
@@ -16,34 +16,30 @@ const K_NORM_EPS = 1e-6;
 const dr = (cfg: Config) => cfg.qk_rope_head_dim; // the roped leading dims of each indexer head
 
 /**
- * The new rows' indexer keys (all S rows of the batch): kI = LN(W_wk h), the first dr dims roped, stored in each
- * segment's KVCache. projected: the caller already wrote st.kI = W_wk h (batched with the attention's projections).
+ * The new rows' indexer keys (all S rows of the batch), for mlaKv to store in each segment's KVCache in the call that
+ * writes its MLA rows: kI = LN(W_wk h) (st.kI = W_wk h already, batched with the attention's projections), the
+ * first dr dims roped. One descriptor, reused.
  */
-export function indexerKeys(cfg: Config, st: RunState, w: Indexer, layer: number, kvLayer: number, segs: Segment[], S: number,
-  projected = false): void {
-  const hd = cfg.index_head_dim;
-  if (!projected) mm(w.wk, st.xb, S, st.kI, st.exact);
-  layernorm(st.kI, w.k_norm_w, w.k_norm_b, st.kI, S, hd, K_NORM_EPS);
-  rope(st.kI, S, hd, 1, 0, dr(cfg), st.pos, cfg.rope_theta);
-  for (const g of segs) {
-    const ik = g.kv.ik[kvLayer];
-    if (!ik) throw new Error(`layer ${layer}: KV cache holds no indexer keys`);
-    ik.set(st.kI.subarray(g.r0 * hd, (g.r0 + g.n) * hd), g.pos0 * hd);
-  }
+export function indexerKeys(cfg: Config, st: RunState, w: Indexer): IdxKeys {
+  keys.kI = st.kI; keys.hd = cfg.index_head_dim; keys.w = w.k_norm_w; keys.b = w.k_norm_b;
+  return keys;
 }
+const keys: IdxKeys = { kI: new Float32Array(0), hd: 0, w: new Float32Array(0), b: new Float32Array(0), eps: K_NORM_EPS };
 
 /**
  * Fill st.sel/st.nsel for the query rows: the rows of `qs` (each the last rows of the segment written, `written`
  * its counterpart: a prompt's last layer asks only for the rows that get logits), their h = st.xb, c_q = st.c_q and
- * positions st.pos/st.nk at the query rows. projected: the caller already wrote st.qI = W_wq_b c_q and
+ * positions st.pos/st.nk at the query rows. projected: the caller already wrote st.qI = W_wq_b c_q (roped) and
  * st.iw = W_weights_proj h. The keys (indexerKeys) are in the caches first.
  */
 export function indexerQueries(cfg: Config, st: RunState, w: Indexer, layer: number, kvLayer: number,
   qs: Segment[], written: Segment[], n: number, hook?: SelectHook, projected = false): void {
   const nh = cfg.index_n_heads, hd = cfg.index_head_dim, topk = cfg.index_topk;
-  // qI = W_wq_b c_q -> [n, nh*hd], first dr dims of each head roped
-  if (!projected) mm(w.wq_b, st.c_q, n, st.qI, st.exact);
-  rope(st.qI, n, nh * hd, nh, hd, dr(cfg), st.pos, cfg.rope_theta);
+  // qI = W_wq_b c_q -> [n, nh*hd], first dr dims of each head roped (projected: both done in the caller's mlaQ call)
+  if (!projected) {
+    mm(w.wq_b, st.c_q, n, st.qI, st.exact);
+    rope(st.qI, n, nh * hd, nh, hd, dr(cfg), st.pos, cfg.rope_theta);
+  }
   // w = W_weights_proj h · nh^(-1/2) -> [n, nh]
   if (!projected) mm(w.weights_proj, st.xb, n, st.iw, st.exact);
   const wscale = Math.fround(1 / Math.sqrt(nh));

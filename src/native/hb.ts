@@ -38,7 +38,7 @@ const symbols = {
   hb_to_f16: { args: [ptr, ptr, i64], returns: FFIType.void }, // (f32 src, u16 dst, n)
   hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, HB_KV_* format)
   // MLA cache rows: (nseg, desc as hb_kv_write's, a, S, kvr, dr, lat, normw, eps, pos, theta, HB_KV_* format)
-  hb_mla_kv: { args: [i32, ptr, ptr, i32, i32, i32, ptr, ptr, f32, ptr, f64, i32], returns: FFIType.void },
+  hb_mla_kv: { args: [i32, ptr, ptr, i32, i32, i32, ptr, ptr, f32, ptr, f64, i32, ptr, ptr, i32, ptr, ptr, f32], returns: FFIType.void },
   // a layer's absorbed attention: (exact, nrun, runs i32[2·nrun], H, dn, dr, dv, kvr, kt f64[5], kmul, q, qcat, nseg,
   // segs f64[4·nseg] as hb_attn_segs', sel, nsel, topk, scale, HB_KV_* format, o_lat, vw f64[4], o)
   hb_mla_absorbed: {
@@ -46,7 +46,7 @@ const symbols = {
     returns: FFIType.void,
   },
   // a layer's queries: (exact, n, desc as hb_matmul_many's, qa, normw, cq, S, qr, eps, q, H, dn, dr, pos, theta)
-  hb_mla_q: { args: [i32, i32, ptr, ptr, ptr, ptr, i32, i32, f32, ptr, i32, i32, i32, ptr, f64], returns: FFIType.void },
+  hb_mla_q: { args: [i32, i32, ptr, ptr, ptr, ptr, i32, i32, f32, ptr, i32, i32, i32, ptr, f64, ptr, i32, i32], returns: FFIType.void },
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
   // a MoE layer's resident routed experts from a per-expert table (moe.ts): (exact, nu, uni, off, rows, tab, D, F, x, hg, hu)
   hb_moe_up: { args: [i32, i32, ptr, ptr, ptr, ptr, i32, i32, ptr, ptr, ptr], returns: FFIType.void },
@@ -60,6 +60,7 @@ const symbols = {
   hb_huge_free: { args: [ptr, ptr], returns: FFIType.void }, // its ArrayBuffer deallocator (ctx = bytes)
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
   hb_rmsnorm: { args: [ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
+  hb_add_rmsnorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void }, // x += a; y = RMS(x)·w
   // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
   hb_layernorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u (large n on the pool)
@@ -254,13 +255,14 @@ export class ManyBuilder {
   /**
    * MLA's queries in one call (ffi/mla.c hb_mla_q): cq [S, qr] = RMS(qa; normW, eps), then every matrix added since
    * reset() (rows of qr elements: q_b ‖ indexer wq_b on cq), then RoPE of the last dr of each head of q [S, H·(dn+dr)]
-   * at pos — rmsnorm, run and rope in one call.
+   * at pos, and with qI of the first dr of each of its nh heads of hd — rmsnorm, run and ropes in one call.
    */
   runMlaQ(exact: boolean, qa: F32, normW: F32, cq: F32, S: number, qr: number, eps: number, q: F32, H: number, dn: number,
-    dr: number, pos: Int32Array, theta: number): void {
-    if (qa.length < S * qr || cq.length < S * qr || normW.length < qr || q.length < S * H * (dn + dr) || pos.length < S)
+    dr: number, pos: Int32Array, theta: number, qI: F32 | null = null, nh = 0, hd = 0): void {
+    if (qa.length < S * qr || cq.length < S * qr || normW.length < qr || q.length < S * H * (dn + dr) || pos.length < S ||
+      (qI && (qI.length < S * nh * hd || hd < dr)))
       throw new Error("runMlaQ: buffers too small");
-    hb().hb_mla_q(exact ? 1 : 0, this.n, this.desc, qa, normW, cq, S, qr, eps, q, H, dn, dr, pos, theta);
+    hb().hb_mla_q(exact ? 1 : 0, this.n, this.desc, qa, normW, cq, S, qr, eps, q, H, dn, dr, pos, theta, qI, nh, hd);
   }
 }
 const many = new ManyBuilder(); // matmulMany's descriptor
@@ -271,6 +273,11 @@ export const memBandwidth = (bytes: number, reps: number): number => hb().hb_mem
 /** the SIMD level in use (Simd's numbers: levels are ordered, so `simdLevel() >= Simd.avx512vnni` holds on AMX too) */
 export const simdLevel = (): number => Simd[String(hb().hb_simd_name()) as keyof typeof Simd];
 export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: number) => hb().hb_rmsnorm(x, w, y, S, D, eps);
+/** x [S, D] += a, then y = rmsnorm(x; w) (one call, the same bits as add then rmsnorm) */
+export function addRmsnorm(x: F32, a: F32, w: F32, y: F32, S: number, D: number, eps: number): void {
+  if (x.length < S * D || a.length < S * D || y.length < S * D || w.length < D) throw new Error(`addRmsnorm: buffers too small for ${S} rows of ${D}`);
+  hb().hb_add_rmsnorm(x, a, w, y, S, D, eps);
+}
 export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
   hb().hb_layernorm(x, w, b, y, S, D, eps);
 /** x[n] <- e^(x − m) in f32 (the softmax numerators' exp: 0 below e^-87.3, NaN passes through) */
@@ -297,7 +304,7 @@ export const kvDtypeOf = (a: KvRows): KvDtype => (a instanceof Float32Array ? "f
 export const kvRowElems = (t: KvDtype, W: number) => (t === "q8" ? W + 4 * Math.ceil(W / 32) : W);
 /** One segment of `kvWrite`: its cache [*, kvr + dr values] (KvDtype), the first cache row to write (pos0), batch rows
  *  [r0, r0+n). */
-export interface KvSeg { cache: KvRows; pos0: number; r0: number; n: number }
+export interface KvSeg { cache: KvRows; pos0: number; r0: number; n: number; /** mlaKv with keys: its indexer keys [*, hd] */ ik?: F32 | null }
 /** For each segment, cache row pos0 + r = [lat row r0+r (kvr) ‖ kpe row r0+r (dr, rows kpeRow apart)], r < n: one call
  *  (the segments' caches all of one dtype) */
 export function kvWrite(segs: readonly KvSeg[], lat: F32, kvr: number, kpe: F32, kpeRow: number, dr: number) {
@@ -357,13 +364,28 @@ export function moeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayer
   if (r === -1) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${p[2]}, topk_group ${p[3]})`);
   return r >= 0 ? r : ~(-2 - r);
 }
+/** The indexer's new keys for `mlaKv` (DSA full layers): kI [S, hd] = W_wk h, LayerNorm weights w / b and eps */
+export interface IdxKeys { kI: F32; hd: number; w: F32; b: F32; eps: number }
+let ikDesc = new Float64Array(48);
 /** `kvWrite` of segs[0..nseg) preceded in the same call by lat [S, kvr] = RMS(a[:, :kvr]; normW, eps) (a copy) and
- *  RoPE of a[:, kvr:] [S, dr] in place at pos (MLA's cache rows from a = W_kva h [S, kvr + dr]) */
+ *  RoPE of a[:, kvr:] [S, dr] in place at pos (MLA's cache rows from a = W_kva h [S, kvr + dr]); with keys, then
+ *  keys.kI <- LayerNorm(kI) with its first dr roped at pos, row r0 + r of each segment into its ik at row pos0 + r */
 export function mlaKv(segs: readonly KvSeg[], nseg: number, a: F32, S: number, kvr: number, dr: number, lat: F32, normW: F32,
-  eps: number, pos: Int32Array, theta: number) {
+  eps: number, pos: Int32Array, theta: number, keys: IdxKeys | null = null) {
   const t = kvDescOf(segs, nseg, kvr + dr);
   if (a.length < S * (kvr + dr) || lat.length < S * kvr || pos.length < S || normW.length < kvr) throw new Error("mlaKv: buffers too small");
-  hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t]);
+  if (keys) {
+    const hd = keys.hd;
+    if (keys.kI.length < S * hd || keys.w.length < hd || keys.b.length < hd || dr > hd) throw new Error("mlaKv: indexer key buffers too small");
+    if (ikDesc.length < 3 * nseg) ikDesc = new Float64Array(6 * nseg);
+    for (let i = 0; i < nseg; i++) {
+      const g = segs[i], ik = g.ik;
+      if (!ik) throw new Error("mlaKv: a segment's cache holds no indexer keys");
+      if ((g.pos0 + g.n) * hd > ik.length || g.r0 + g.n > S) throw new Error(`mlaKv: indexer key rows [${g.pos0}, ${g.pos0 + g.n}) outside its cache of ${ik.length / hd}`);
+      ikDesc[3 * i] = ptr_(ik) + 4 * g.pos0 * hd; ikDesc[3 * i + 1] = g.r0; ikDesc[3 * i + 2] = g.n;
+    }
+    hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t], ikDesc, keys.kI, hd, keys.w, keys.b, keys.eps);
+  } else hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t], null, null, 0, null, null, 0);
 }
 /** the packed HeadsW of `mlaAbsorbed` (fmt, gs, W, scales, cols addresses) */
 export function packHeads(w: HeadsW): Float64Array {
