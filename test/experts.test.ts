@@ -184,11 +184,12 @@ describe("speculative prefetch, auto mode", () => {
 
 describe("one call per layer (moeLayer)", () => {
   test("runs only experts the cache holds where their rows were packed: evicted and read again, they are repacked", () => {
-    for (const [mode, o] of modes) {
-      const m = loadModel(converted(`stale-${mode}`, "int8", 53)), V = m.cfg.vocab_size;
+    const dir = converted("stale", "int8", 53);
+    for (const [mode, o] of modes) for (const exact of [false, true]) {
+      const m = loadModel(dir), V = m.cfg.vocab_size;
       let evictAt = -1;
       const feed = (): Float32Array => { // a prefill of 4, then one token at a time; evictAt: let every expert go first
-        const s = new Session(m), out = new Float32Array(prompt.length * V);
+        const s = new Session(m, { exact }), out = new Float32Array(prompt.length * V);
         out.set(s.feed(prompt.slice(0, 4), true));
         for (let p = 4; p < prompt.length; p++) {
           if (p === evictAt) for (const L of store!.layers) for (const sl of L.slots) if (sl.state === 2 /* READY */) L.evict(sl);
@@ -208,9 +209,9 @@ describe("one call per layer (moeLayer)", () => {
       for (const [what, got] of [["warm", warm], ["evicted at 8", again]] as const) {
         let diff = 0;
         for (let i = 0; i < ref.length; i++) if (!Object.is(ref[i], got[i])) diff++;
-        expect([mode, what, diff]).toEqual([mode, what, 0]);
+        expect([mode, exact, what, diff]).toEqual([mode, exact, what, 0]);
       }
-      expect([mode, f0 > 0, fused() > f0, st.evictions > 0]).toEqual([mode, true, true, true]);
+      expect([mode, exact, f0 > 0, fused() > f0, st.evictions > 0]).toEqual([mode, exact, true, true, true]);
     }
   });
 });
