@@ -135,6 +135,7 @@ export function head(m: Model, st: RunState, segs: Segment[], S: number, which: 
 export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<number>, opts: ForwardOpts = {}): number {
   if (opts.exact !== undefined) st.exact = opts.exact;
   if (opts.quality !== undefined) st.quality = activePolicy(opts.quality);
+  st.indexQ8 = null; // (the SIMD level may have changed since the last forward: tests cap it)
   const S = embed(m, st, segs, ids);
   reserveNaive(m.cfg, st, segs, opts.attn ?? "auto");
   const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L), which = opts.logits ?? "all";

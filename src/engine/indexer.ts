@@ -47,7 +47,7 @@ export function indexerQueries(cfg: Config, st: RunState, w: Indexer, layer: num
 
   // scores per segment (its own keys) into st.scores rows; rows that see at most topk keys need none
   // int8 keys where fast mode approximates anyway (quantized indexer weights; float weights stay exact)
-  const q8 = !st.exact && isQuant(w.wk.fmt) && indexQ8Ok(hd), scale = Math.fround(1 / Math.sqrt(hd));
+  const q8 = !st.exact && isQuant(w.wk.fmt) && (st.indexQ8 ??= indexQ8Ok(hd)), scale = Math.fround(1 / Math.sqrt(hd));
   qs.forEach((g, i) => {
     if (g.pos0 + g.n <= topk) return;
     const ik = g.kv.ik[kvLayer]!, wr = written[i];

@@ -17,6 +17,9 @@ export class RunState {
   exact = false;
   /** the opt-in router quality policy (quality.ts; moe.ts reads it): null = the model as trained, the default */
   quality: QualityPolicy | null = null;
+  /** whether the DSA indexer scores over int8 keys at this forward's SIMD level (hb_index_q8_ok, asked once per forward:
+   *  forward resets it to null) */
+  indexQ8: boolean | null = null;
   x!: Float32Array;      // [S, D] residual stream
   xb!: Float32Array;     // [S, D] normed input of a sub-block
   ao!: Float32Array;     // [S, D] sub-block output (attention or FFN) before the residual add
