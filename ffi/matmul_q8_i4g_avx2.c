@@ -12,13 +12,25 @@
  *    holding row j's 4 nibbles of a segment (matmul_q8_i4g_gemm_avxvnni.c's layout), each multiplied by a broadcast
  *    of 4 activations: no horizontal reductions; 4 segments summed in 16 bits, then widened into the group's int32
  *    sum; up to MR rows of x per block (blocks of near-equal size), float accumulators in L1.
- * One row of x (S = 1) stays on matmul_q8_tile256.h's 8 × 1 tiles: dtile at S = 1 (the same reduction) ran 0.94-0.99x
- * of them, a variant reading the 8 rows one after the other (products parked in L1) 0.80x from DRAM.
- * Measured against the tile256 kernels (2 cores of an AMD EPYC, Zen 5, HB_SIMD=avx2): bench/ab.ts's routed-expert
- * prefill calls 1.25-1.31x; one thread, 512x1024 int4g64 from memory S = 2 1.03-1.07x, 3 1.13-1.18x, 4 1.15x; from
- * the cache S = 16 1.3-1.5x.
- * hb_q8_i4g_avx2 returns the first row left undone (lo for gs < 32 and for one row of x: the tile256 kernels). Every
- * path computes the exact integer group sums and the one fused chain per output: the same bits as the scalar reference.
+ *  - dec1 (one row of x, gs = 64: decode): 8 weight rows, a 32-byte chunk of each a group; the 8 rows' 16-bit products
+ *    reduced by shuffles and 16-bit adds (two unpack-and-add levels: each lane then ≤ 4·7620), one vpmaddwd per 4 rows
+ *    and a 128-bit swap into one vector of the 8 rows' group sums, the group correction added once for all 8 (not per
+ *    row), one convert and FMA per group. Prefetch in address order, HB_PF_AHEAD bytes ahead (4 lines per group's
+ *    256 bytes), the scales two tiles on. Against the tile256 8 × 1 tiles it ran (2 cores of an AMD EPYC, Zen 5,
+ *    HB_SIMD=avx2, 512x1024 int4g64, in-process A/B): from L2 1.13-1.32x (~1.19x without the call's overhead), from
+ *    DRAM (74 MB of matrices) one thread 1.12-1.26x, two 1.02-1.13x; bench/ab.ts's decode experts (shape 0)
+ *    1.19-1.22x on one thread, 1.05-1.23x on two. Tried and dropped: a prefetch distance of 4, 8, 12 or 16 KiB
+ *    (0.94-1.00x), to L2 only (T1, also 12 and 20 KiB ahead: 0.86-1.00x), the scales by vgatherdps (0.85-0.91x), half
+ *    the rows reduced by vpmaddwd + vpackssdw (the ports balanced: 0.99x), two groups per step (each row's 64-byte line
+ *    at once: 0.98x).
+ *    Other gs and rows past the last whole tile of 8 stay on matmul_q8_tile256.h's 8 × 1 tiles (dtile at S = 1, the
+ *    same reduction as those, ran 0.94-0.99x of them; reading the 8 rows one after the other 0.80x from DRAM).
+ * dtile and gemm measured against the tile256 kernels (2 cores of an AMD EPYC, Zen 5, HB_SIMD=avx2): bench/ab.ts's
+ * routed-expert prefill calls 1.25-1.31x; one thread, 512x1024 int4g64 from memory S = 2 1.03-1.07x, 3 1.13-1.18x,
+ * 4 1.15x; from the cache S = 16 1.3-1.5x.
+ * hb_q8_i4g_avx2 returns the first row left undone (lo for gs < 32 and for one row of x with gs ≠ 64: the tile256
+ * kernels; for one row with gs = 64 the first row past dec1's whole tiles of 8). Every path computes the exact integer
+ * group sums and the one fused chain per output: the same bits as the scalar reference.
  * State: the thread-local scratch (packed panel, scales, group corrections). */
 #include "matmul_q8.h"
 #if defined(__x86_64__) || defined(__i386__)
@@ -156,6 +168,79 @@ TA INL void drows(const int P2, const hb_q8 *m, int lo, int hi, const int32_t *c
   }
 }
 
+/* ---- one row of x (S = 1), gs = 64 ---- */
+
+/* row j's 16-bit products of a 64-element group (32 bytes at w) against (xe, xd): maddubs(lo, xe) + maddubs(hi, xd),
+ * ≤ 7620 a lane. In asm: GCC parked each loaded row on the stack to fold it into the two vpand */
+TA INL __m256i gdot16(const uint8_t *w, __m256i xe, __m256i xd, __m256i m4) {
+  __m256i lo, hi;
+  __asm__("vmovdqu %2, %0\n\t"
+          "vpsrlw $4, %0, %1\n\t"
+          "vpand %0, %5, %0\n\t"
+          "vpand %1, %5, %1\n\t"
+          "vpmaddubsw %3, %0, %0\n\t"
+          "vpmaddubsw %4, %1, %1\n\t"
+          "vpaddw %1, %0, %0"
+          : "=&x"(lo), "=&x"(hi) : "m"(*(const __m256i *)w), "x"(xe), "x"(xd), "x"(m4));
+  return lo;
+}
+/* 16-bit transpose-and-add steps (shuffles and adds, no multiplies): dword pairs of a, b (per 128-bit half: [a d0+d2,
+ * b d0+d2, a d1+d3, b d1+d3]), then qword pairs ([a, b, c, d], dwords of 2 lanes) */
+TA INL __m256i tadd32(__m256i a, __m256i b) { return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b)); }
+TA INL __m256i tadd64(__m256i a, __m256i b) { return _mm256_add_epi16(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b)); }
+/* lane j = the exact sum of the group's products of row j (32 bytes at w + j·rb) against (xe, xd): two tadd levels
+ * (each 16-bit lane then sums 4 of one row's lanes: ≤ 4·7620), one vpmaddwd per 4 rows, the 128-bit halves added */
+TA INL __m256i gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd, __m256i m4, __m256i one) {
+  const __m256i u0 = tadd64(tadd32(gdot16(w, xe, xd, m4), gdot16(w + rb, xe, xd, m4)),
+                            tadd32(gdot16(w + 2 * rb, xe, xd, m4), gdot16(w + 3 * rb, xe, xd, m4)));
+  const __m256i u1 = tadd64(tadd32(gdot16(w + 4 * rb, xe, xd, m4), gdot16(w + 5 * rb, xe, xd, m4)),
+                            tadd32(gdot16(w + 6 * rb, xe, xd, m4), gdot16(w + 7 * rb, xe, xd, m4)));
+  const __m256i a = _mm256_madd_epi16(u0, one), b = _mm256_madd_epi16(u1, one);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+/* y[o..o+7] against the one row of x, gs = 64 (32 bytes of a row: a group). Prefetch in address order: each group's
+ * 256 bytes (8 rows × 32) move a cursor Q8_PF bytes ahead on by 256 (raw prefetches while the tile's cursor range
+ * stays inside the matrix, else pf); every 8 groups, the scales of the tile two on. Not inlined: GCC's registers. */
+TA __attribute__((noinline)) static void dec1(const hb_q8 *m, int o, const int32_t *cg) {
+  const size_t rb = m->rowb;
+  const int ng = m->ng, nfull = m->I / 64, tailb = (int)(rb - (size_t)nfull * 32);
+  const uint8_t *r0 = hb_q8_row(m, o);
+  const int8_t *x = m->qx;
+  const float *sg[8];
+  for (int j = 0; j < 8; j++) sg[j] = m->sc + (size_t)(o + j) * ng;
+  const uint8_t *pp = r0 + Q8_PF;
+  const int pfast = pp + (size_t)ng * 256 <= m->Wend;
+  const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi16(1);
+  __m256i st[8];
+  __m256 acc = _mm256_setzero_ps();
+#define STEP_(PF) for (; g < ge; g++) {                                                                            \
+    for (int i = 0; i < 4; i++) PF;                                                                                \
+    pp += 256;                                                                                                     \
+    const int8_t *xb = x + 128 * (size_t)(g >> 1) + 32 * (size_t)(g & 1);                                           \
+    const __m256i G = gsum8(r0 + 32 * (size_t)g, rb, _mm256_loadu_si256((const __m256i *)xb),                     \
+                            _mm256_loadu_si256((const __m256i *)(xb + 64)), m4, one);                               \
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(G, _mm256_set1_epi32(cg[g]))),                        \
+                          _mm256_castsi256_ps(st[g - g0]), acc);                                                   \
+  }
+  for (int g0 = 0; g0 < ng; g0 += 8) {
+    scales8(sg, ng, g0, st);
+    for (int j = 0; j < 8; j++) _mm_prefetch((const char *)(sg[j] + 16 * (size_t)ng + g0), _MM_HINT_T0);
+    int g = g0;
+    const int ge = g0 + 8 < nfull ? g0 + 8 : nfull;
+    if (pfast) STEP_(_mm_prefetch((const char *)pp + 64 * i, _MM_HINT_T0))
+    else STEP_(pf(m, pp + 64 * i))
+    if (g == nfull && g < ng && g < g0 + 8) {   /* the partial last group, through zeroed copies */
+      uint8_t tail[8][32];
+      for (int j = 0; j < 8; j++) { memset(tail[j], 0, 32); memcpy(tail[j], r0 + j * rb + 32 * (size_t)nfull, (size_t)tailb); }
+      const int8_t *xb = x + 128 * (size_t)(g >> 1) + 32 * (size_t)(g & 1);
+      const __m256i G = gsum8(tail[0], 32, _mm256_loadu_si256((const __m256i *)xb), _mm256_loadu_si256((const __m256i *)(xb + 64)), m4, one);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(G, _mm256_set1_epi32(cg[g]))), _mm256_castsi256_ps(st[g - g0]), acc);
+    }
+  }
+#undef STEP_
+  _mm256_storeu_ps(m->y + o, _mm256_mul_ps(acc, _mm256_set1_ps(m->dx[0])));
+}
+
 /* ---- the GEMM ---- */
 
 /* t + maddubs(w, the 4 bytes at p broadcast): in asm, so that GCC neither hoists the broadcasts of a batch into registers
@@ -256,7 +341,15 @@ TA INL int gemm(const int GS, const hb_q8 *m, int lo, int hi, __m256i *p, float 
 }
 
 TA int hb_q8_i4g_avx2(const hb_q8 *m, int lo, int hi) {
-  if (m->gs < 32 || hi <= lo || m->S == 1) return lo;   /* one row: the tile256 kernel's 8 × 1 tiles (1-6% faster) */
+  if (m->gs < 32 || hi <= lo) return lo;
+  if (m->S == 1) {   /* one row: gs = 64 in whole tiles of 8 rows (dec1), the rest on the tile256 kernel's 8 × 1 tiles */
+    if (m->gs != 64 || hi - lo < 8) return lo;
+    int32_t *cg = scratch((size_t)m->ng * 4);
+    if (!cg) return lo;
+    hb_i4g_group_corr(m, cg);
+    for (; lo + 8 <= hi; lo += 8) dec1(m, lo, cg);
+    return lo;
+  }
   const int S = m->S, ng = m->ng, gemm_ok = S >= GEMM_S && hi - lo >= 16;
   const int nc = (int)((m->rowb + 31) / 32);
   const size_t pbytes = gemm_ok ? (size_t)nc * 8 * 128 : 0, sbytes = gemm_ok ? (size_t)ng * 16 * 4 : 0;

@@ -8,7 +8,7 @@
  *    HB_Q8_GEMM_S rows first go through the packed-panel GEMM (matmul_q8_gemm_x86.c), whole panels of 32
  *    weight rows; the rows left over come here. int4g has kernels of its own (matmul_q8_i4g_x86.c).
  *  - AVX2 (also used at the AVX-512-without-VNNI level): matmul_q8_tile256.h with maddubs + madd; int4g with gs ≥ 32
- *    and 2+ rows of x in matmul_q8_i4g_avx2.c.
+ *    and 2+ rows of x, and with gs = 64 and one row of x, in matmul_q8_i4g_avx2.c.
  * int32 lane j of a block always sums weight bytes 4j..4j+3.
  * The last partial block is read with a masked load; padded activations are zero, so padded weights
  * contribute nothing. (The SIMD parts of x quantization: matmul_q8_xq_x86.c.) */
@@ -304,8 +304,8 @@ TV void hb_q8_cols_vnni(const uint8_t *cols, const float *sc, int O, int I, cons
 #define TILE_TGT T256
 #define TILE_NAME(x) avx2_##x
 #include "matmul_q8_tile256.h"
-/* int4g, gs ≥ 32, 2+ rows of x: the kernels of matmul_q8_i4g_avx2.c (tiles of 8 weight rows, the panel GEMM for
- * batches); gs 8, 16 and one row of x: the tiles above */
+/* int4g, gs ≥ 32, 2+ rows of x, and gs = 64, one row of x: the kernels of matmul_q8_i4g_avx2.c (tiles of 8 weight
+ * rows, the panel GEMM for batches); gs 8, 16, one row of x with gs ≠ 64, and the rows they leave: the tiles above */
 T256 static void avx2_i4g_fast(const hb_q8 *m, int lo, int hi) { avx2_i4g(m, hb_q8_i4g_avx2(m, lo, hi), hi); }
 void hb_q8_rows_avx2(const hb_q8 *m, int lo, int hi) {
   static const hb_q8_rows_fn t[] = { NULL, avx2_i8, avx2_i4, avx2_i2, avx2_i4g_fast };

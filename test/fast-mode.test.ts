@@ -100,6 +100,28 @@ describe("q8 kernels", () => {
     expect(cases).toBeGreaterThan(0);
   });
 
+  // one row of x (decode) on larger int4g matrices: at AVX2 gs = 64 takes the 8-row S = 1 kernel (matmul_q8_i4g_avx2.c's
+  // dec1: whole tiles, the pool's row ranges, prefetch inside and past the matrix), the rest of the rows and other gs
+  // the tile256 tiles; the same bits as the scalar reference at every level
+  test.skipIf(levels.length === 0)("int4g single rows of larger matrices equal the scalar reference bit for bit", () => {
+    const r = rng(3);
+    let cases = 0;
+    for (const [O, I, gs] of [[512, 1024, 64], [1024, 512, 64], [523, 1000, 64], [77, 4100, 64], [64, 1024, 32], [40, 1024, 128]])
+      for (const nan of [false, true]) {
+        const w = randQ(r, Fmt.int4g, O, I, gs), x = randF32(r, I, 3);
+        if (nan) x[7] = NaN;
+        const ref = new Float32Array(O);
+        lib.hb_matmul_q8_ref(Fmt.int4g, w.W, w.scales, gs, O, I, x, 1, ref);
+        for (const level of levels) {
+          const y = new Float32Array(O).fill(-1);
+          atLevel(level, () => matmulQ8(Fmt.int4g, w.W, w.scales, gs, O, I, x, 1, y));
+          if (!same(y, ref)) throw new Error(`int4g O=${O} I=${I} gs=${gs} nan=${nan} level ${level}: differs from the scalar reference`);
+          cases++;
+        }
+      }
+    expect(cases).toBeGreaterThan(0);
+  });
+
   // batches of ≥ 6 rows on AMX (Sapphire Rapids and later, where Linux grants the tile state): int8 rows in whole 32-row
   // blocks, int4g (gs a multiple of 64) in 16-row blocks, I a multiple of 64; the rest to the VNNI kernels
   const amx = best === Simd.amx;
