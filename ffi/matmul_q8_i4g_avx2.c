@@ -16,7 +16,8 @@
  *    reduced by shuffles and 16-bit adds (two unpack-and-add levels: each lane then ≤ 4·7620), one vpmaddwd per 4 rows
  *    and a 128-bit swap into one vector of the 8 rows' group sums, the group correction added once for all 8 (not per
  *    row), one convert and FMA per group. Prefetch in address order, HB_PF_AHEAD bytes ahead (4 lines per group's
- *    256 bytes), the scales two tiles on. Against the tile256 8 × 1 tiles it ran (2 cores of an AMD EPYC, Zen 5,
+ *    256 bytes), the scales two tiles on (the tile's loop: matmul_q8_dec1.h, shared with AVX-VNNI). Against the
+ *    tile256 8 × 1 tiles it ran (2 cores of an AMD EPYC, Zen 5,
  *    HB_SIMD=avx2, 512x1024 int4g64, in-process A/B): from L2 1.13-1.32x (~1.19x without the call's overhead), from
  *    DRAM (74 MB of matrices) one thread 1.12-1.26x, two 1.02-1.13x; bench/ab.ts's decode experts (shape 0)
  *    1.19-1.22x on one thread, 1.05-1.23x on two. Tried and dropped: a prefetch distance of 4, 8, 12 or 16 KiB
@@ -47,14 +48,6 @@ static void *scratch(size_t bytes) {
   return hb_grow(&buf, &cap, bytes);
 }
 
-
-/* st[i] lane l = the scale of group g + i of row sg[l] (groups past the row: 0); once per 8 groups (not inlined) */
-TA __attribute__((noinline)) static void scales8(const float *const *sg, int ng, int g, __m256i *st) {
-  const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(ng - g), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  for (int l = 0; l < 8; l++)
-    st[l] = _mm256_castps_si256(ng - g >= 8 ? _mm256_loadu_ps(sg[l] + g) : _mm256_maskload_ps(sg[l] + g, mk));
-  hb_transpose8(st);
-}
 
 /* maddubs(lo, xb[0..31]) + maddubs(hi, xb[64..95]) (≤ 7620 a lane), x from memory operands: in asm, so that GCC does not
  * hoist a chunk's x loads into registers across the 8 weight rows (it did, and spilled, for 2-4 rows of x) */
@@ -92,7 +85,7 @@ TA INL void dtile(const int P2, const int ns, const hb_q8 *m, int o, int nrv, in
   __m256i G[4], G2[4], st[8];
   for (int k = 0; k < ns; k++) acc[k] = _mm256_setzero_ps();
   for (int g0 = 0, c = 0; g0 < ng; g0 += 8) {
-    scales8(sg, ng, g0, st);
+    hb_scales8(sg, ng, g0, st);
     for (int g = g0; g < g0 + 8 && g < ng;) {   /* a chunk (P2: two groups) or a group (gc chunks) */
       const int ce = P2 ? c + 1 : c + gc < nch ? c + gc : nch;
       for (int k = 0; k < ns; k++) {
@@ -188,9 +181,11 @@ TA INL __m256i gdot16(const uint8_t *w, __m256i xe, __m256i xd, __m256i m4) {
  * b d0+d2, a d1+d3, b d1+d3]), then qword pairs ([a, b, c, d], dwords of 2 lanes) */
 TA INL __m256i tadd32(__m256i a, __m256i b) { return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b)); }
 TA INL __m256i tadd64(__m256i a, __m256i b) { return _mm256_add_epi16(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b)); }
-/* lane j = the exact sum of the group's products of row j (32 bytes at w + j·rb) against (xe, xd): two tadd levels
- * (each 16-bit lane then sums 4 of one row's lanes: ≤ 4·7620), one vpmaddwd per 4 rows, the 128-bit halves added */
-TA INL __m256i gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd, __m256i m4, __m256i one) {
+/* matmul_q8_dec1.h's gsum8: lane j = the exact sum of the group's products of row j (32 bytes at w + j·rb) against
+ * (xe, xd): two tadd levels (each 16-bit lane then sums 4 of one row's lanes: ≤ 4·7620), one vpmaddwd per 4 rows, the
+ * 128-bit halves added */
+TA INL __m256i avx2_gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi16(1);
   const __m256i u0 = tadd64(tadd32(gdot16(w, xe, xd, m4), gdot16(w + rb, xe, xd, m4)),
                             tadd32(gdot16(w + 2 * rb, xe, xd, m4), gdot16(w + 3 * rb, xe, xd, m4)));
   const __m256i u1 = tadd64(tadd32(gdot16(w + 4 * rb, xe, xd, m4), gdot16(w + 5 * rb, xe, xd, m4)),
@@ -198,48 +193,11 @@ TA INL __m256i gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd, __m256
   const __m256i a = _mm256_madd_epi16(u0, one), b = _mm256_madd_epi16(u1, one);
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
-/* y[o..o+7] against the one row of x, gs = 64 (32 bytes of a row: a group). Prefetch in address order: each group's
- * 256 bytes (8 rows × 32) move a cursor Q8_PF bytes ahead on by 256 (raw prefetches while the tile's cursor range
- * stays inside the matrix, else pf); every 8 groups, the scales of the tile two on. Not inlined: GCC's registers. */
-TA __attribute__((noinline)) static void dec1(const hb_q8 *m, int o, const int32_t *cg) {
-  const size_t rb = m->rowb;
-  const int ng = m->ng, nfull = m->I / 64, tailb = (int)(rb - (size_t)nfull * 32);
-  const uint8_t *r0 = hb_q8_row(m, o);
-  const int8_t *x = m->qx;
-  const float *sg[8];
-  for (int j = 0; j < 8; j++) sg[j] = m->sc + (size_t)(o + j) * ng;
-  const uint8_t *pp = r0 + Q8_PF;
-  const int pfast = pp + (size_t)ng * 256 <= m->Wend;
-  const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi16(1);
-  __m256i st[8];
-  __m256 acc = _mm256_setzero_ps();
-#define STEP_(PF) for (; g < ge; g++) {                                                                            \
-    for (int i = 0; i < 4; i++) PF;                                                                                \
-    pp += 256;                                                                                                     \
-    const int8_t *xb = x + 128 * (size_t)(g >> 1) + 32 * (size_t)(g & 1);                                           \
-    const __m256i G = gsum8(r0 + 32 * (size_t)g, rb, _mm256_loadu_si256((const __m256i *)xb),                     \
-                            _mm256_loadu_si256((const __m256i *)(xb + 64)), m4, one);                               \
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(G, _mm256_set1_epi32(cg[g]))),                        \
-                          _mm256_castsi256_ps(st[g - g0]), acc);                                                   \
-  }
-  for (int g0 = 0; g0 < ng; g0 += 8) {
-    scales8(sg, ng, g0, st);
-    for (int j = 0; j < 8; j++) _mm_prefetch((const char *)(sg[j] + 16 * (size_t)ng + g0), _MM_HINT_T0);
-    int g = g0;
-    const int ge = g0 + 8 < nfull ? g0 + 8 : nfull;
-    if (pfast) STEP_(_mm_prefetch((const char *)pp + 64 * i, _MM_HINT_T0))
-    else STEP_(pf(m, pp + 64 * i))
-    if (g == nfull && g < ng && g < g0 + 8) {   /* the partial last group, through zeroed copies */
-      uint8_t tail[8][32];
-      for (int j = 0; j < 8; j++) { memset(tail[j], 0, 32); memcpy(tail[j], r0 + j * rb + 32 * (size_t)nfull, (size_t)tailb); }
-      const int8_t *xb = x + 128 * (size_t)(g >> 1) + 32 * (size_t)(g & 1);
-      const __m256i G = gsum8(tail[0], 32, _mm256_loadu_si256((const __m256i *)xb), _mm256_loadu_si256((const __m256i *)(xb + 64)), m4, one);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(G, _mm256_set1_epi32(cg[g]))), _mm256_castsi256_ps(st[g - g0]), acc);
-    }
-  }
-#undef STEP_
-  _mm256_storeu_ps(m->y + o, _mm256_mul_ps(acc, _mm256_set1_ps(m->dx[0])));
-}
+#define DEC1_TGT TA
+#define DEC1_NAME(x) avx2_##x
+#include "matmul_q8_dec1.h"
+#undef DEC1_TGT
+#undef DEC1_NAME
 
 /* ---- the GEMM ---- */
 
@@ -345,10 +303,7 @@ TA int hb_q8_i4g_avx2(const hb_q8 *m, int lo, int hi) {
   if (m->S == 1) {   /* one row: gs = 64 in whole tiles of 8 rows (dec1), the rest on the tile256 kernel's 8 × 1 tiles */
     if (m->gs != 64 || hi - lo < 8) return lo;
     int32_t *cg = scratch((size_t)m->ng * 4);
-    if (!cg) return lo;
-    hb_i4g_group_corr(m, cg);
-    for (; lo + 8 <= hi; lo += 8) dec1(m, lo, cg);
-    return lo;
+    return cg ? avx2_dec1_rows(m, lo, hi, cg) : lo;
   }
   const int S = m->S, ng = m->ng, gemm_ok = S >= GEMM_S && hi - lo >= 16;
   const int nc = (int)((m->rowb + 31) / 32);

@@ -1,6 +1,7 @@
 /* libhb x86 fast-mode helpers shared by the AVX2 / AVX-512 kernels (matmul_q8_x86.c, matmul_q8_i4g_x86.c) and the
  * AVX-VNNI ones (matmul_q8_avxvnni.c): weight-stream prefetch, a 256-bit row sum, the 16 × 16 and 8 × 8 dword
- * transposes, a zero-padded 32-byte row load, the int4g GEMMs' panel packing and group corrections. Holds no state. */
+ * transposes, int4g's 8-row tiles' scales (hb_scales8), a zero-padded 32-byte row load, the int4g GEMMs' panel packing
+ * and group corrections. Holds no state. */
 #ifndef HB_MATMUL_Q8_X86_H
 #define HB_MATMUL_Q8_X86_H
 #include "matmul_q8.h"
@@ -71,6 +72,14 @@ static inline __attribute__((always_inline, target("avx2"))) void hb_transpose8(
     r[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
     r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
   }
+}
+/* st[i] lane l = the scale of group g + i of row sg[l] (groups past the row: 0): int4g's 8-row tiles at 256 bits, once
+ * per 8 groups (not inlined) */
+static __attribute__((noinline, target("avx2"))) void hb_scales8(const float *const *sg, int ng, int g, __m256i *st) {
+  const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(ng - g), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (int l = 0; l < 8; l++)
+    st[l] = _mm256_castps_si256(ng - g >= 8 ? _mm256_loadu_ps(sg[l] + g) : _mm256_maskload_ps(sg[l] + g, mk));
+  hb_transpose8(st);
 }
 
 /* the 256-bit int4g GEMMs' panel (matmul_q8_i4g_gemm_avxvnni.c, matmul_q8_i4g_avx2.c): rows o..o+15 -> p[4q + h]

@@ -100,9 +100,9 @@ describe("q8 kernels", () => {
     expect(cases).toBeGreaterThan(0);
   });
 
-  // one row of x (decode) on larger int4g matrices: at AVX2 gs = 64 takes the 8-row S = 1 kernel (matmul_q8_i4g_avx2.c's
-  // dec1: whole tiles, the pool's row ranges, prefetch inside and past the matrix), the rest of the rows and other gs
-  // the tile256 tiles; the same bits as the scalar reference at every level
+  // one row of x (decode) on larger int4g matrices: at AVX2 and AVX-VNNI gs = 64 takes the 8-row S = 1 kernel
+  // (matmul_q8_dec1.h: whole tiles, the pool's row ranges, prefetch inside and past the matrix), the rest of the rows and
+  // other gs the tile256 tiles; the same bits as the scalar reference at every level
   test.skipIf(levels.length === 0)("int4g single rows of larger matrices equal the scalar reference bit for bit", () => {
     const r = rng(3);
     let cases = 0;
