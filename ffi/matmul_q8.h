@@ -95,7 +95,7 @@ void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi);
 void hb_q8_rows_i4g_vnni(const hb_q8 *m, int lo, int hi);   /* int4g at AVX-512 VNNI (matmul_q8_i4g_x86.c) */
 int hb_q8_gemm_i4g_vnni(const hb_q8 *m, int lo, int hi);     /* its panel GEMM: rows [lo, hi) in whole panels, returns the first left */
 int hb_q8_gemm_i4g_avxvnni(const hb_q8 *m, int lo, int hi);  /* the same at AVX-VNNI, panels of 16 rows (matmul_q8_i4g_gemm_avxvnni.c) */
-int hb_q8_dec1_i4g_avxvnni(const hb_q8 *m, int lo, int hi);  /* one row of x, gs = 64, whole tiles of 8 rows; returns the first row left */
+int hb_q8_dec1_i4g_avxvnni(const hb_q8 *m, int lo, int hi);  /* 1-4 rows of x, gs = 64, whole tiles of 8 rows; returns the first row left */
 /* int8 rows [lo, hi) in whole panels (32 rows; 16 at AVX-VNNI) when S >= HB_Q8_GEMM_S; returns the first row
  * left undone (matmul_q8_gemm_x86.c) */
 int hb_q8_gemm_i8_vnni(const hb_q8 *m, int lo, int hi);

@@ -3,35 +3,41 @@
  * with ones. Nibbles are 0..15 and |q_x| ≤ 127, so a 16-bit lane stays exact while it sums at most 17 products: one
  * maddubs of the low nibbles plus one of the high ones gives 4 products (≤ 7620), and up to 16 products are summed in
  * 16 bits before widening. The −8 offsets come back once per group (cg: −8·Σq_x over the group, from corr).
- *  - dtile (decode steps of 2-4 streams, rows the GEMM leaves): 8 weight rows × up to 4 rows of x, each 32-byte
- *    chunk of a row unpacked once for all of them; per x row the 8 weight rows' 16-bit products reduced together
- *    (two levels of vpmaddwd + vpackssdw, a vpmaddwd, a 128-bit swap) into one vector of 8 group sums, then one
- *    convert and FMA per group for the 8 rows (scales transposed 8 groups at a time). Software prefetch of the same
- *    offset in rows ≥ HB_PF_AHEAD on (the first x block only; never past the matrix).
+ *  - dtile (2-4 rows of x at gs ≠ 64 and past dec1's last whole tile, rows the GEMM leaves): 8 weight rows × up to
+ *    4 rows of x, each 32-byte chunk of a row unpacked once for all of them; per x row the 8 weight rows' 16-bit
+ *    products reduced together (two levels of vpmaddwd + vpackssdw, a vpmaddwd, a 128-bit swap) into one vector of 8
+ *    group sums, then one convert and FMA per group for the 8 rows (scales transposed 8 groups at a time). Software
+ *    prefetch of the same offset in rows ≥ HB_PF_AHEAD on (the first x block only; never past the matrix).
  *  - gemm (batches of GEMM_S+ rows): panels of 16 weight rows packed once per call with the nibbles split, lane j
  *    holding row j's 4 nibbles of a segment (matmul_q8_i4g_gemm_avxvnni.c's layout), each multiplied by a broadcast
  *    of 4 activations: no horizontal reductions; 4 segments summed in 16 bits, then widened into the group's int32
  *    sum; up to MR rows of x per block (blocks of near-equal size), float accumulators in L1.
- *  - dec1 (one row of x, gs = 64: decode): 8 weight rows, a 32-byte chunk of each a group; the 8 rows' 16-bit products
- *    reduced by shuffles and 16-bit adds (two unpack-and-add levels: each lane then ≤ 4·7620), one vpmaddwd per 4 rows
- *    and a 128-bit swap into one vector of the 8 rows' group sums, the group correction added once for all 8 (not per
- *    row), one convert and FMA per group. Prefetch in address order, HB_PF_AHEAD bytes ahead (4 lines per group's
- *    256 bytes), the scales two tiles on (the tile's loop: matmul_q8_dec1.h, shared with AVX-VNNI). Against the
- *    tile256 8 × 1 tiles it ran (2 cores of an AMD EPYC, Zen 5,
+ *  - dec1 (1-4 rows of x, gs = 64: decode, and decode steps of 2-4 streams): 8 weight rows, a 32-byte chunk of each
+ *    a group; the 8 rows' 16-bit products reduced by shuffles and 16-bit adds (two unpack-and-add levels: each lane
+ *    then ≤ 4·7620), one vpmaddwd per 4 rows and a 128-bit swap into one vector of the 8 rows' group sums, the group
+ *    correction added once for all 8 (not per row), one convert and FMA per group. Prefetch in address order,
+ *    HB_PF_AHEAD bytes ahead (4 lines per group's 256 bytes), the scales two tiles on (the tile's loop:
+ *    matmul_q8_dec1.h, shared with AVX-VNNI). Against the tile256 8 × 1 tiles it ran (2 cores of an AMD EPYC, Zen 5,
  *    HB_SIMD=avx2, 512x1024 int4g64, in-process A/B): from L2 1.13-1.32x (~1.19x without the call's overhead), from
- *    DRAM (74 MB of matrices) one thread 1.12-1.26x, two 1.02-1.13x; bench/ab.ts's decode experts (shape 0)
- *    1.19-1.22x on one thread, 1.05-1.23x on two. Tried and dropped: a prefetch distance of 4, 8, 12 or 16 KiB
- *    (0.94-1.00x), to L2 only (T1, also 12 and 20 KiB ahead: 0.86-1.00x), the scales by vgatherdps (0.85-0.91x), half
- *    the rows reduced by vpmaddwd + vpackssdw (the ports balanced: 0.99x), two groups per step (each row's 64-byte line
- *    at once: 0.98x).
+ *    DRAM (74 MB of matrices) one thread 1.12-1.26x, two 1.02-1.13x; bench/ab.ts's decode experts (shape 0) 1.19-1.22x
+ *    on one thread, 1.05-1.23x on two. Tried and dropped: a prefetch distance of 4, 8, 12 or 16 KiB (0.94-1.00x), to L2
+ *    only (T1, also 12 and 20 KiB ahead: 0.86-1.00x), the scales by vgatherdps (0.85-0.91x), half the rows reduced by
+ *    vpmaddwd + vpackssdw (the ports balanced: 0.99x), two groups per step (each row's 64-byte line at once: 0.98x).
  *    Other gs and rows past the last whole tile of 8 stay on matmul_q8_tile256.h's 8 × 1 tiles (dtile at S = 1, the
  *    same reduction as those, ran 0.94-0.99x of them; reading the 8 rows one after the other 0.80x from DRAM).
+ *    2-4 rows of x (matmul_q8_dec1.h's gsumn: each weight row loaded and split once, then per row of x pdot and the
+ *    same tree as one row's; one vpmaddwd per 4 weight rows and x row), against dtile (HB_SIMD=avx2, 512x1024
+ *    int4g64, in-process A/B): from DRAM one thread S = 2 1.21x, 3 1.15x, 4 1.12x, two threads 1.08x, 1.16x, 1.12x;
+ *    from L2 1.06x, 1.10x, 1.09x; bench/ab.ts's 8 streams' union (shape 1) 1.075x on two threads. Tried and
+ *    dropped: gsum8 once per row of x (the weight rows split again for each: DRAM S = 2 1.22x but 3 0.99x, 4 0.96x;
+ *    L2 S = 2 0.97x).
  * dtile and gemm measured against the tile256 kernels (2 cores of an AMD EPYC, Zen 5, HB_SIMD=avx2): bench/ab.ts's
  * routed-expert prefill calls 1.25-1.31x; one thread, 512x1024 int4g64 from memory S = 2 1.03-1.07x, 3 1.13-1.18x,
  * 4 1.15x; from the cache S = 16 1.3-1.5x.
  * hb_q8_i4g_avx2 returns the first row left undone (lo for gs < 32 and for one row of x with gs ≠ 64: the tile256
- * kernels; for one row with gs = 64 the first row past dec1's whole tiles of 8). Every path computes the exact integer
- * group sums and the one fused chain per output: the same bits as the scalar reference.
+ * kernels; for one row with gs = 64 the first row past dec1's whole tiles of 8; 2-4 rows at gs = 64: dec1's whole
+ * tiles, the rest on dtile). Every path computes the exact integer group sums and the one fused chain per output: the
+ * same bits as the scalar reference.
  * State: the thread-local scratch (packed panel, scales, group corrections). */
 #include "matmul_q8.h"
 #if defined(__x86_64__) || defined(__i386__)
@@ -161,7 +167,7 @@ TA INL void drows(const int P2, const hb_q8 *m, int lo, int hi, const int32_t *c
   }
 }
 
-/* ---- one row of x (S = 1), gs = 64 ---- */
+/* ---- 1-4 rows of x, gs = 64 ---- */
 
 /* row j's 16-bit products of a 64-element group (32 bytes at w) against (xe, xd): maddubs(lo, xe) + maddubs(hi, xd),
  * ≤ 7620 a lane. In asm: GCC parked each loaded row on the stack to fold it into the two vpand */
@@ -193,11 +199,15 @@ TA INL __m256i avx2_gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd) {
   const __m256i a = _mm256_madd_epi16(u0, one), b = _mm256_madd_epi16(u1, one);
   return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
+#define DEC1_XDOT pdot
+#define DEC1_WIDEN(u) _mm256_madd_epi16(u, _mm256_set1_epi16(1))
 #define DEC1_TGT TA
 #define DEC1_NAME(x) avx2_##x
 #include "matmul_q8_dec1.h"
 #undef DEC1_TGT
 #undef DEC1_NAME
+#undef DEC1_XDOT
+#undef DEC1_WIDEN
 
 /* ---- the GEMM ---- */
 
@@ -304,6 +314,13 @@ TA int hb_q8_i4g_avx2(const hb_q8 *m, int lo, int hi) {
     if (m->gs != 64 || hi - lo < 8) return lo;
     int32_t *cg = scratch((size_t)m->ng * 4);
     return cg ? avx2_dec1_rows(m, lo, hi, cg) : lo;
+  }
+  if (m->S <= 4 && m->gs == 64 && hi - lo >= 8) {   /* 2-4 rows, gs = 64: the same tiles, the rest on dtile */
+    int32_t *cg = scratch((size_t)m->S * m->ng * 4);
+    if (!cg) return lo;
+    lo = avx2_dec1_rows(m, lo, hi, cg);
+    if (lo < hi) drows(0, m, lo, hi, cg);
+    return hi;
   }
   const int S = m->S, ng = m->ng, gemm_ok = S >= GEMM_S && hi - lo >= 16;
   const int nc = (int)((m->rowb + 31) / 32);

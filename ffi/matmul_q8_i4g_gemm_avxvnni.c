@@ -1,25 +1,31 @@
 /* libhb fast-mode int4g GEMM for AVX-VNNI (256-bit vpdpbusd, 16 ymm registers: Alder Lake and later consumer Intel
- * cores; batches of at least HB_Q8_I4G_GEMM_S rows of x, gs ≥ 32, and one row of x at gs = 64; numerics: matmul_q8.h). Panels of 16 weight rows
- * packed once per call with the nibbles already split: per 8-element segment four vectors (the low nibbles of rows
- * 0-7, of rows 8-15, then the high ones), lane j holding row j's 4 nibbles, so the hot loop does no unpacking and
- * holds its weights in 2 registers, each multiplied by a broadcast of 4 activations (P4 layout: the 4 even
- * elements, then the 4 odd ones). Up to 6 rows of x per block: 12 integer accumulators (one chain per x row and
- * half-panel, started at the group's −8·Σq_x), 2 weights and a broadcast fill the registers; the float
- * accumulators (one convert and FMA per group and 8 rows) live in L1.
+ * cores; batches of at least HB_Q8_I4G_GEMM_S rows of x, gs ≥ 32, and fewer rows of x at gs = 64; numerics:
+ * matmul_q8.h). Panels of 16 weight rows packed once per call with the nibbles already split: per 8-element segment
+ * four vectors (the low nibbles of rows 0-7, of rows 8-15, then the high ones), lane j holding row j's 4 nibbles, so
+ * the hot loop does no unpacking and holds its weights in 2 registers, each multiplied by a broadcast of 4 activations
+ * (P4 layout: the 4 even elements, then the 4 odd ones). Up to 6 rows of x per block: 12 integer accumulators (one
+ * chain per x row and half-panel, started at the group's −8·Σq_x), 2 weights and a broadcast fill the registers; the
+ * float accumulators (one convert and FMA per group and 8 rows) live in L1.
  * One row of x (S = 1: decode) with gs = 64, whole tiles of 8 weight rows (dec1): per step one group (a 32-byte chunk)
  * of each of the 8 rows, two vpdpbusd per row (low nibbles × the even elements, high × the odd) into 8 segment sums,
  * the 8 rows' vectors reduced by a dword transpose-and-add tree (unpack + add of dwords, of qwords, then the 128-bit
  * halves) into one vector of the 8 rows' exact group sums, the group correction added once for all 8, one convert
  * and FMA per group. Prefetch in address order HB_PF_AHEAD bytes ahead (4 lines per group's 256 bytes), the scales
  * two tiles on (the tile's loop: matmul_q8_dec1.h, shared with AVX2). Against matmul_q8_tile256.h's 8 × 1 tiles (2
- * cores of an AMD EPYC, Zen 5, HB_SIMD=avxvnni; 512x1024 int4g64, in-process A/B): from DRAM (74 MB of matrices) one thread
- * 1.24-1.32x, two 1.10x; from L2 1.05x (~1.07x without the call's ~1.7 µs overhead); bench/ab.ts's decode experts
- * (shape 0) 1.17-1.20x on two threads, 1.25x on one, 8 streams' union (shape 1) 1.08-1.10x. Tried and dropped
+ * cores of an AMD EPYC, Zen 5, HB_SIMD=avxvnni; 512x1024 int4g64, in-process A/B): from DRAM (74 MB of matrices) one
+ * thread 1.24-1.32x, two 1.10x; from L2 1.05x (~1.07x without the call's ~1.7 µs overhead); bench/ab.ts's decode
+ * experts (shape 0) 1.17-1.20x on two threads, 1.25x on one, 8 streams' union (shape 1) 1.08-1.10x. Tried and dropped
  * (against it): the reduction by vphaddd (L2 0.97x), by blends and one shuffle per level (L2 0.93x), by 16-bit
  * packs first (vpackssdw, then vpmaddwd + vpackssdw + vpmaddwd, or vpmaddwd + vphaddd: L2 and DRAM 0.95-1.03x,
  * decode experts 0.98x); a prefetch distance of 4 or 8 KiB (0.92-0.96x). The rows past the last whole tile and other
- * gs stay on the tile256 tiles. The same bits as the scalar reference.
- * State: the thread-local panel buffer (the group corrections at S = 1). */
+ * gs stay on the tile256 tiles.
+ * 2-3 rows of x (S below HB_Q8_I4G_GEMM_S), gs = 64: the same tiles (matmul_q8_dec1.h's gsumn: each weight row loaded
+ * and split once, then per row of x two vpdpbusd from memory operands, gdotx, and the same tree), against the
+ * tile256 4 × 2 tiles (HB_SIMD=avxvnni, 512x1024 int4g64, in-process A/B): from DRAM one thread S = 2 1.30x, 3
+ * 1.23x, two threads 1.09x, 1.07x; from L2 1.00x, 1.16x; bench/ab.ts's 8 streams' union (shape 1) 1.125x on two
+ * threads. Tried and dropped: gsum8 once per row of x (the weight rows split again for each: L2 S = 2 0.965x, two
+ * threads from DRAM 0.96x). The same bits as the scalar reference.
+ * State: the thread-local panel buffer (the group corrections below HB_Q8_I4G_GEMM_S rows). */
 #include "matmul_q8.h"
 #if HB_HAVE_AVXVNNI
 #include "matmul_q8_x86.h"
@@ -91,7 +97,7 @@ TV INL void block(const int ns, const hb_q8 *m, const __m256i *p, const float *s
   }
 }
 
-/* ---- one row of x (S = 1), gs = 64 ---- */
+/* ---- 1-4 rows of x (S below HB_Q8_I4G_GEMM_S), gs = 64 ---- */
 
 /* the segment sums (8 lanes) of a 64-element group (32 bytes at w) against (xe, xd) */
 TV INL __m256i gdot(const uint8_t *w, __m256i xe, __m256i xd, __m256i m4) {
@@ -114,15 +120,27 @@ TV INL __m256i avxvnni_gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd
                             tadd32(gdot(w + 6 * rb, xe, xd, m4), gdot(w + 7 * rb, xe, xd, m4)));
   return tadd128(u0, u1);
 }
+/* the group's segment sums (8 lanes) of a split row (lo, hi) against the 32 bytes at xb and xb + 64 (x from memory
+ * operands: matmul_q8_dec1.h's gsumn, one split row against 2-3 rows of x) */
+TV INL __m256i gdotx(__m256i lo, __m256i hi, const int8_t *xb) {
+  __m256i a;
+  __asm__("vpxor %0, %0, %0\n\t%{vex%} vpdpbusd %1, %2, %0\n\t%{vex%} vpdpbusd %3, %4, %0"
+          : "=&x"(a) : "m"(*(const __m256i *)xb), "x"(lo), "m"(*(const __m256i *)(xb + 64)), "x"(hi));
+  return a;
+}
+#define DEC1_XDOT gdotx
+#define DEC1_WIDEN(u) (u)
 #define DEC1_TGT TV
 #define DEC1_NAME(x) avxvnni_##x
 #include "matmul_q8_dec1.h"
 #undef DEC1_TGT
 #undef DEC1_NAME
-/* one row of x, gs = 64: rows [lo, hi) in whole tiles of 8 (dec1); returns the first row left undone */
+#undef DEC1_XDOT
+#undef DEC1_WIDEN
+/* 1-4 rows of x, gs = 64: rows [lo, hi) in whole tiles of 8 (dec1); returns the first row left undone */
 TV int hb_q8_dec1_i4g_avxvnni(const hb_q8 *m, int lo, int hi) {
-  if (m->fmt != HB_INT4G || m->S != 1 || m->gs != 64 || hi - lo < 8) return lo;
-  int32_t *cg = panel_buf((size_t)m->ng * 4);
+  if (m->fmt != HB_INT4G || m->S > 4 || m->gs != 64 || hi - lo < 8) return lo;
+  int32_t *cg = panel_buf((size_t)m->S * m->ng * 4);
   return cg ? avxvnni_dec1_rows(m, lo, hi, cg) : lo;
 }
 

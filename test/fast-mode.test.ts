@@ -122,6 +122,28 @@ describe("q8 kernels", () => {
     expect(cases).toBeGreaterThan(0);
   });
 
+  // 2-4 rows of x (decode steps of 2-4 streams): at gs = 64 the 8-row decode tiles of AVX2 and AVX-VNNI, the rest of
+  // the rows (and other gs) on their other kernels
+  test.skipIf(levels.length === 0)("int4g batches of 2-4 rows of larger matrices equal the scalar reference bit for bit", () => {
+    const r = rng(4);
+    let cases = 0;
+    for (const [O, I, gs] of [[512, 1024, 64], [523, 1000, 64], [77, 4100, 64], [64, 1024, 32]])
+      for (const S of [2, 3, 4])
+        for (const nan of [false, true]) {
+          const w = randQ(r, Fmt.int4g, O, I, gs), x = randF32(r, S * I, 3);
+          if (nan) x[I + 7] = NaN;
+          const ref = new Float32Array(S * O);
+          lib.hb_matmul_q8_ref(Fmt.int4g, w.W, w.scales, gs, O, I, x, S, ref);
+          for (const level of levels) {
+            const y = new Float32Array(S * O).fill(-1);
+            atLevel(level, () => matmulQ8(Fmt.int4g, w.W, w.scales, gs, O, I, x, S, y));
+            if (!same(y, ref)) throw new Error(`int4g O=${O} I=${I} gs=${gs} S=${S} nan=${nan} level ${level}: differs from the scalar reference`);
+            cases++;
+          }
+        }
+    expect(cases).toBeGreaterThan(0);
+  });
+
   // batches of ≥ 6 rows on AMX (Sapphire Rapids and later, where Linux grants the tile state): int8 rows in whole 32-row
   // blocks, int4g (gs a multiple of 64) in 16-row blocks, I a multiple of 64; the rest to the VNNI kernels
   const amx = best === Simd.amx;
