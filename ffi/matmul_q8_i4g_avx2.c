@@ -310,18 +310,15 @@ TA INL int gemm(const int GS, const hb_q8 *m, int lo, int hi, __m256i *p, float 
 
 TA int hb_q8_i4g_avx2(const hb_q8 *m, int lo, int hi) {
   if (m->gs < 32 || hi <= lo) return lo;
-  if (m->S == 1) {   /* one row: gs = 64 in whole tiles of 8 rows (dec1), the rest on the tile256 kernel's 8 × 1 tiles */
-    if (m->gs != 64 || hi - lo < 8) return lo;
-    int32_t *cg = scratch((size_t)m->ng * 4);
-    return cg ? avx2_dec1_rows(m, lo, hi, cg) : lo;
-  }
-  if (m->S <= 4 && m->gs == 64 && hi - lo >= 8) {   /* 2-4 rows, gs = 64: the same tiles, the rest on dtile */
+  if (m->S <= 4 && m->gs == 64 && hi - lo >= 8) {   /* 1-4 rows, gs = 64: whole tiles of 8 rows (dec1_rows) */
     int32_t *cg = scratch((size_t)m->S * m->ng * 4);
     if (!cg) return lo;
     lo = avx2_dec1_rows(m, lo, hi, cg);
+    if (m->S == 1) return lo;   /* one row: the rest on the tile256 kernel's 8 × 1 tiles */
     if (lo < hi) drows(0, m, lo, hi, cg);
     return hi;
   }
+  if (m->S == 1) return lo;   /* one row, gs ≠ 64 or under 8 rows: the tile256 tiles */
   const int S = m->S, ng = m->ng, gemm_ok = S >= GEMM_S && hi - lo >= 16;
   const int nc = (int)((m->rowb + 31) / 32);
   const size_t pbytes = gemm_ok ? (size_t)nc * 8 * 128 : 0, sbytes = gemm_ok ? (size_t)ng * 16 * 4 : 0;

@@ -72,8 +72,7 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
   if (q) nu = groupRoutes(S, E, routePolicy(cfg, q, S, st.z, w.bias, st.mexp, st.mgate, st.mkept), st.mexp, st.mgate, st.mkept,
     off, mrows, mgates, st.muni, st.mcnt);
   else if (w.ver && w.account) {
-    const t = tableOf(st, w), withShared = shared !== null && t.F > 0 && shared.down.I === t.F && shared.down.O === D;
-    if (withShared && t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
+    const t = tableOf(st, w), withShared = joinShared(t, shared) && shared!.down.O === D;
     const r = moeLayer(st.exact, S, t.p, layerBufs(cfg, st, w, t, withShared), x, y);
     if (r >= 0) {
       w.account(st.muni, st.mcnt, r);
@@ -166,16 +165,21 @@ function resident(st: RunState, w: Moe, batch: ExpertBatch | null, nu: number, x
     const e = uni[u];
     packRow(t, e, batch ? batch.get(e) : w.expert(e), D, ver);
   }
-  const F = t.F, n = st.moff[st.moff.length - 1];
-  const withShared = shared !== null && shared.down.I === F; // the shared down joins the routed ones
+  const F = t.F, n = st.moff[st.moff.length - 1], withShared = joinShared(t, shared);
   if (x.length < S * D || y.length < S * D || st.ehg.length < n * F || st.ehu.length < n * F || st.eye.length < n * D ||
-    (withShared && (shared.down.O !== D || st.shg.length < S * F || st.ye.length < S * D)))
+    (withShared && (shared!.down.O !== D || st.shg.length < S * F || st.ye.length < S * D)))
     throw new Error(`routed experts: buffers too small for ${S} rows, ${n} routes of width ${F}`);
-  if (withShared && t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
   moeUp(st.exact, nu, uni, st.moff, st.mrows, t.tab, D, F, x, st.ehg, st.ehu);
   moeDown(st.exact, nu, uni, st.moff, st.mrows, st.mgates, t.tab, D, F, n, st.ehg, st.ehu, st.eye, S, y,
     withShared ? t.shd : null, st.shg, st.shu, st.ye);
   if (shared && !withShared) sharedDown(st, shared, S, D, y, false);
+}
+
+/** whether the shared expert's down joins the routed ones' call (its width theirs, t.F), packed into t.shd when it does */
+function joinShared(t: Table, shared: Mlp | null): boolean {
+  if (shared === null || t.F === 0 || shared.down.I !== t.F) return false;
+  if (t.shFrom !== shared) { packMat(shared.down, t.shd, 0); t.shFrom = shared; }
+  return true;
 }
 
 /** Row e of t from expert e's weights m (unless packed from m already), checked against the layer's shape; with ver

@@ -37,7 +37,8 @@ const symbols = {
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
   hb_to_f16: { args: [ptr, ptr, i64], returns: FFIType.void }, // (f32 src, u16 dst, n)
   hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, HB_KV_* format)
-  // MLA cache rows: (nseg, desc as hb_kv_write's, a, S, kvr, dr, lat, normw, eps, pos, theta, HB_KV_* format)
+  // MLA cache rows: (nseg, desc as hb_kv_write's, a, S, kvr, dr, lat, normw, eps, pos, theta, HB_KV_* format; the indexer's
+  // keys: ikdesc | null, kI, hd, lnw, lnb, lneps)
   hb_mla_kv: { args: [i32, ptr, ptr, i32, i32, i32, ptr, ptr, f32, ptr, f64, i32, ptr, ptr, i32, ptr, ptr, f32], returns: FFIType.void },
   // a layer's absorbed attention: (exact, nrun, runs i32[2·nrun], H, dn, dr, dv, kvr, kt f64[5], kmul, q, qcat, nseg,
   // segs f64[4·nseg] as hb_attn_segs', sel, nsel, topk, scale, HB_KV_* format, o_lat, vw f64[4], o)
@@ -45,7 +46,7 @@ const symbols = {
     args: [i32, i32, ptr, i32, i32, i32, i32, i32, ptr, ptr, ptr, ptr, i32, ptr, ptr, ptr, i32, f32, i32, ptr, ptr, ptr],
     returns: FFIType.void,
   },
-  // a layer's queries: (exact, n, desc as hb_matmul_many's, qa, normw, cq, S, qr, eps, q, H, dn, dr, pos, theta)
+  // a layer's queries: (exact, n, desc as hb_matmul_many's, qa, normw, cq, S, qr, eps, q, H, dn, dr, pos, theta, qI | null, nh, hd)
   hb_mla_q: { args: [i32, i32, ptr, ptr, ptr, ptr, i32, i32, f32, ptr, i32, i32, i32, ptr, f64, ptr, i32, i32], returns: FFIType.void },
   hb_scatter_axpy: { args: [ptr, i32, ptr, ptr, ptr, i32], returns: FFIType.void }, // (y, D, rows, gates f32[n], ye [n,D], n)
   // a MoE layer's resident routed experts from a per-expert table (moe.ts): (exact, nu, uni, off, rows, tab, D, F, x, hg, hu)
@@ -53,6 +54,7 @@ const symbols = {
   // (exact, nu, uni, off, rows, gates, tab, D, F, n, hg, hu, ye, S, y, shared down packed | null, sg, su, sy)
   hb_moe_down: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32, i32, ptr, ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr], returns: FFIType.void },
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
+  // router and experts in one call: (exact, S, p f64[HB_MOE_P], hb_moe_route's from z, ver, row, tab, x, hg, hu, ye, y, shd, sg, su, sy)
   hb_moe_layer: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
@@ -361,7 +363,7 @@ export function moeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayer
     throw new Error(`moeLayer: buffers too small for ${S} rows of ${E} experts, top ${K}, widths ${D} / ${F}`);
   const r = hb().hb_moe_layer(exact ? 1 : 0, S, p, b.z, b.bias, b.experts, b.gates, b.off, b.rows, b.rgates, b.uni, b.cnt,
     b.ver, b.row, b.tab, x, b.hg, b.hu, b.ye, y, b.shd, b.sg, b.su, b.sy);
-  if (r === -1) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${p[2]}, topk_group ${p[3]})`);
+  if (r === -1) throw badRoute(E, K, p[2], p[3]);
   return r >= 0 ? r : ~(-2 - r);
 }
 /** The indexer's new keys for `mlaKv` (DSA full layers): kI [S, hd] = W_wk h, LayerNorm weights w / b and eps */
@@ -436,13 +438,16 @@ export function moeRouteGrouped(S: number, E: number, K: number, z: F32, bias: F
     throw new Error(`moeRoute: grouping buffers too small for ${S} rows of ${E} experts, top ${K}`);
   return routeRows(S, E, K, z, bias, nGroup, topkGroup, norm, scale, experts, gates, off, rows, rgates, uni, cnt);
 }
+/** hb_moe_route's -1 */
+const badRoute = (E: number, K: number, nGroup: number, topkGroup: number) =>
+  new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${nGroup}, topk_group ${topkGroup})`);
 function routeRows(S: number, E: number, K: number, z: F32, bias: F32 | null, nGroup: number, topkGroup: number, norm: boolean,
   scale: number, experts: Int32Array, gates: F32, off: Int32Array | null, rows: Int32Array | null, rgates: F32 | null,
   uni: Int32Array | null, cnt: Int32Array | null): number {
   if (z.length < S * E || experts.length < S * K || gates.length < S * K || (bias && bias.length < E))
     throw new Error(`moeRoute: buffers too small for ${S} rows of ${E} experts, top ${K}`);
   const n = hb().hb_moe_route(S, E, K, z, bias, nGroup, topkGroup, norm ? 1 : 0, scale, experts, gates, off, rows, rgates, uni, cnt);
-  if (n < 0) throw new Error(`moeRoute: bad sizes (E ${E}, K ${K}, n_group ${nGroup}, topk_group ${topkGroup})`);
+  if (n < 0) throw badRoute(E, K, nGroup, topkGroup);
   return n;
 }
 /** interleaved RoPE in place over S rows × nvec vectors of width dr */
