@@ -5,8 +5,11 @@
  *    order, so its runs are long);
  *  - int4: the int4g decode kernel's arithmetic (two nibble masks, two vpdpbusd on broadcast activations, one
  *    convert and FMA per 512 bytes), no software prefetch (the kernels' own is measured by bench/ab.ts).
- * Prints GB/s per (work, threads, B): the ceiling any kernel of that shape has on this machine. x86-64 with
- * AVX-512 VNNI only (elsewhere it says so and exits 0). Holds no state between runs. */
+ * Prints GB/s per (work, threads, B): the ceiling any kernel of that shape has on this machine. Then, one core over
+ * 288 KiB blocks, whether arithmetic adds to the stream's time: the int4 work repeated K times per 512 bytes with a
+ * software prefetch 6 KiB ahead, from L2 (one block again and again) and from memory (blocks in random order); and
+ * the decode tile's load order (64 bytes of each of 8 rows 512 bytes apart in turn) with and without that prefetch.
+ * x86-64 with AVX-512 VNNI only (elsewhere it says so and exits 0). Holds no state between runs. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -47,7 +50,42 @@ TV static void int4_block(const uint8_t *p, size_t n, __m512 *acc) {
     *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a, b)), sc, *acc);
   }
 }
+/* the int4 work K times per 512 bytes of p[0, n), 8 rows of `rb` bytes per tile read row after row (rb = 0) or
+ * 64 bytes of each row in turn (the decode tile's order); pf > 0: a prefetch pf bytes ahead, in address order */
+TV static inline __attribute__((always_inline)) void int4_kblock(const uint8_t *p, size_t n, int K, size_t rb, size_t pf, __m512 *acc) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const size_t tile = rb ? 8 * rb : 512, nb = rb ? rb / 64 : 1;
+  for (size_t i = 0; i + tile <= n; i += tile)
+    for (size_t b = 0; b < nb; b++) {
+      __m512i a = _mm512_set1_epi32(7), c = _mm512_setzero_si512();
+      for (int k = 0; k < 8; k++) {
+        const size_t off = rb ? (size_t)k * rb + 64 * b : 64 * (size_t)k;
+        if (pf) _mm_prefetch((const char *)(p + i + pf + 64 * (8 * b + (size_t)k)), _MM_HINT_T0);
+        const __m512i w = _mm512_load_si512((const void *)(p + i + off));
+        for (int r = 0; r < K; r++) {
+          const int s = (int)((b + (size_t)k + (size_t)r) & 127);
+          a = _mm512_dpbusd_epi32(a, _mm512_and_si512(w, m4), _mm512_set1_epi32(*(const int32_t *)(act + 8 * s)));
+          c = _mm512_dpbusd_epi32(c, _mm512_and_si512(_mm512_srli_epi16(w, 4), m4), _mm512_set1_epi32(*(const int32_t *)(act + 8 * s + 4)));
+        }
+      }
+      *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a, c)), _mm512_set1_ps(0.5f), *acc);
+    }
+}
 static volatile float sink;
+/* us per 288 KiB block, best of reps: blocks in random order (memory) or block 0 again and again (L2) */
+TV static inline __attribute__((always_inline)) double per_block(int reps, int from_l2, int K, size_t rb, size_t pf) {
+  const size_t b = 288 << 10, nb = TOTAL / b / 2;
+  __m512 acc = _mm512_setzero_ps();
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    const double t0 = now();
+    for (size_t i = 0; i < nb; i++) int4_kblock(buf + (from_l2 ? 0 : order[i] * b), b, K, rb, pf, &acc);
+    const double t = (now() - t0) / (double)nb;
+    if (t < best) best = t;
+  }
+  sink += _mm512_reduce_add_ps(acc);
+  return best * 1e6;
+}
 /* thread t of nthreads: blocks t, t + nthreads, ... of the shuffled order */
 TV static void *run(void *arg) {
   const size_t t = (size_t)(uintptr_t)arg;
@@ -73,6 +111,21 @@ static double measure(void) {
   run((void *)0);
   for (int t = 1; t < nthreads; t++) pthread_join(th[t], NULL);
   return (double)(nblk * blk) / (now() - t0) / 1e9;
+}
+
+/* the second table (see the top), one core; each per_block call compiled for its constant arguments */
+TV static void overlap(int reps) {
+  blk = 288 << 10;   /* the blocks' order for per_block */
+  nblk = TOTAL / blk;
+  for (size_t i = 0; i < nblk; i++) order[i] = i;
+  srand(2);
+  for (size_t i = nblk - 1; i > 0; i--) { const size_t j = (size_t)rand() % (i + 1), x = order[i]; order[i] = order[j]; order[j] = x; }
+  printf("one core, 288K blocks, us per block (best of %d): the int4 work K times per 512 bytes, prefetch 6 KiB ahead\n", reps);
+#define ROW(K) printf("K=%d    from L2 %6.1f   from memory %6.1f\n", K, per_block(reps, 1, K, 0, 0), per_block(reps, 0, K, 0, 6144))
+  ROW(1); ROW(2); ROW(3); ROW(4);
+#undef ROW
+  printf("the decode tile's order (8 rows of 512 bytes, 64 bytes of each in turn), K=1, from memory: %.1f us without "
+         "prefetch, %.1f with\n", per_block(reps, 0, 1, 512, 0), per_block(reps, 0, 1, 512, 6144));
 }
 
 int main(int argc, char **argv) {
@@ -103,6 +156,7 @@ int main(int argc, char **argv) {
       }
       printf("\n");
     }
+  overlap(reps);
   return 0;
 }
 #else

@@ -1,7 +1,9 @@
 // `bun bench/stream.ts [--reps N]`: builds bench/stream.c (cc -O2, into the OS temp dir) and runs it: how many GB/s one
 // and two cores stream from memory with nothing but loads (the probe's loop) and with the int4g decode kernel's
-// arithmetic, for contiguous runs of 144 KiB (half a routed expert's matrix of the bench preset) to 1 GiB. It bounds
-// what `bench`'s roofline can reach on this machine (docs/performance.md "Two cores against the probe"). Prints the
+// arithmetic, for contiguous runs of 144 KiB (half a routed expert's matrix of the bench preset) to 1 GiB; then, on one
+// core, whether more arithmetic per byte adds to the stream's time (from L2 against from memory) and what the decode
+// tile's load order costs without software prefetch. It bounds what `bench`'s roofline can reach on this machine
+// (docs/performance.md "Two cores against the probe"). Prints the
 // CPU's model name and the probe (ffi/membw.c, `bench`'s roofline) before and after. Holds no state.
 import { cpus, tmpdir } from "node:os";
 import { hb } from "../src/native/hb.ts";
