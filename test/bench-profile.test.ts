@@ -1,5 +1,6 @@
 // `hummingbird bench profile` (src/cli/bench-profile.ts) on a generated tiny model: every libhb call of the
-// profiled steps is accounted for (kinds' time + the TypeScript between them ≈ the step), the ragged batch of N
+// profiled steps is accounted for (kinds' time + the TypeScript between them ≈ the step; kinds' weight bytes = the
+// step's), the ragged batch of N
 // streams decodes, a prefill profiles the same way, the symbol table is restored afterwards, and the CLI prints the table.
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -40,7 +41,12 @@ test("kinds and the time between them add up to the step; symbols restored", () 
     expect(all).toBeLessThanOrEqual(p.stepUs * 1.001);
     expect(all).toBeGreaterThan(p.stepUs * 0.9);
     expect(p.tokS).toBeCloseTo((streams * 1e6) / p.stepUs, 6);
+    // per kind the weights its calls read: the profiled steps replay the unprofiled ones, so they add up to the union
+    expect(p.rows.reduce((a, r) => a + r.mb, 0)).toBeCloseTo(p.plain!.weightMB, 6);
+    expect(p.rows.find((r) => r.kind.startsWith("hb_moe_up"))!.mb).toBeGreaterThan(0);
+    expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.mb).toBe(0);
     expect(formatProfile(p)).toContain("between libhb calls");
+    expect(formatProfile(p)).toMatch(/ TS before +GB\/s  kind\n/);
   }
   expect(hb().hb_rmsnorm).toBe(before);
 });

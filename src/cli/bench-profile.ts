@@ -1,7 +1,7 @@
 // `hummingbird bench profile`: where a decode step's (or a prefill's) time goes. Decodes N concurrent sequences as
 // one ragged batch (the server's continuous-batching step), or prefills one prompt, with every libhb call timed —
-// each FFI symbol wrapped for the duration and restored after — and reports per kind of call its calls and
-// microseconds per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
+// each FFI symbol wrapped for the duration and restored after — and reports per kind of call its calls,
+// microseconds and weight bytes per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
 // marshalling). State: the wrapped symbol table, only while timeCalls runs.
 import { cpus } from "node:os";
 import { Fmt, hb, MANY_DESC, MANY_W, MOE_TAB, weightBytes } from "../native/hb.ts";
@@ -21,9 +21,10 @@ Decodes --streams sequences at once (each stream count in turn; one ragged batch
 continuous batching runs them) after a 16-token prompt each, --steps steps replayed after an untimed pass over
 the same positions (at least --warmup steps: caches grown and mapped, as a server's reused slots), every libhb call
 timed, and prints per kind of call (symbol; matmuls: the formats and shapes of their matrices, so the routed
-experts' batched calls are one kind whatever the union; S is the stream count) its calls and microseconds per step and share of the
-step, the TypeScript time before its calls (since the previous libhb call), then the total time between libhb
-calls, the profiler's own bookkeeping, and the expert bytes read from disk meanwhile; then the same steps
+experts' batched calls are one kind whatever the union; S is the stream count) its calls and microseconds per step
+and share of the step, the TypeScript time before its calls (since the previous libhb call) and the GB/s of the
+weights its calls read (the kernels' own byte counter), then the total time between libhb calls, the profiler's own
+bookkeeping, and the expert bytes read from disk meanwhile; then the same steps
 unprofiled (best of 3): aggregate tok/s, the weight bytes read per step (each expert of the union once) and the
 step's time against those bytes at the probe's bandwidth (the union roofline). With --prefill N: the same
 for --steps prefills of an N-token prompt (default 8, after --warmup untimed ones, default 2) instead. Compare
@@ -31,8 +32,9 @@ kinds within one run. Without --model: the bench preset. --random-ids: each step
 of the greedy ones (a random model's greedy streams repeat themselves and share their experts; real ones do not).
 ${EXPERT_HELP}`;
 
-/** per step: calls, microseconds inside them, and microseconds of TypeScript since the previous libhb call before them */
-export interface ProfileRow { kind: string; calls: number; us: number; beforeUs: number }
+/** per step: calls, microseconds inside them, microseconds of TypeScript since the previous libhb call before them, and
+ *  the MB of weights they read (the kernels' counter, hb_wbytes) */
+export interface ProfileRow { kind: string; calls: number; us: number; beforeUs: number; mb: number }
 /** a step: one decode step of `streams` rows, or one prefill; overheadUs: the profiler's own bookkeeping per step
  *  (outside both the calls and the TypeScript time); positions: the first and last position of stream 0 in a step */
 export interface Profile { mode: "decode" | "prefill"; streams: number; steps: number; positions: [number, number]; stepUs: number; tokS: number; betweenUs: number; overheadUs: number; rows: ProfileRow[]; expertMBRead?: number;
@@ -53,6 +55,7 @@ class Kinds {
   readonly calls: number[] = [];
   readonly ms: number[] = [];
   readonly before: number[] = [];
+  readonly bytes: number[] = [];
   private ids = new Map<number, number>();
   private pairs = new Float64Array(64);
   id(sym: number, name: string, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown, a6: unknown): number {
@@ -89,7 +92,7 @@ class Kinds {
       this.ids.set(sig, id);
       this.labels.push(moe ? moe : mm ? `${name} ${FMT[a0 as number]} ${a4}x${a5}`
         : many ? `${name} ${Array.from(this.pairs.subarray(0, np), (p) => `${FMT[Math.floor(p / 2 ** 24)]} ${p % 2 ** 24}x${a3}`).join(", ")}` : name);
-      this.calls.push(0); this.ms.push(0); this.before.push(0);
+      this.calls.push(0); this.ms.push(0); this.before.push(0); this.bytes.push(0);
     }
     return id;
   }
@@ -145,11 +148,13 @@ export function profilePrefill(m: Model, o: { tokens: number; reps: number; warm
  */
 function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
   const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = { ...L }, K = new Kinds();
-  const t = { last: 0, between: 0, overhead: 0 };
+  const wbytes = saved.hb_wbytes as (reset: number) => number | bigint; // the kernels' byte counter, not wrapped
+  const t = { last: 0, between: 0, overhead: 0, bytes: Number(wbytes(0)) };
   /** after a call of symbol `sym` that ran from t0 to t1 */
   const note = (sym: number, name: string, t0: number, t1: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown, a6: unknown) => {
     const gap = t.last ? t0 - t.last : 0, k = K.id(sym, name, a0, a1, a2, a3, a4, a5, a6);
-    t.between += gap; K.calls[k]++; K.ms[k] += t1 - t0; K.before[k] += gap;
+    const b = Number(wbytes(0));
+    t.between += gap; K.calls[k]++; K.ms[k] += t1 - t0; K.before[k] += gap; K.bytes[k] += b - t.bytes; t.bytes = b;
     t.last = performance.now();
     t.overhead += t.last - t1;
   };
@@ -171,7 +176,7 @@ function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
     ms = performance.now() - t0;
   } finally { Object.assign(L, saved); }
   const per = (x: number) => (1000 * x) / steps;
-  const rows = K.labels.map((kind, k) => ({ kind, calls: K.calls[k] / steps, us: per(K.ms[k]), beforeUs: per(K.before[k]) }))
+  const rows = K.labels.map((kind, k) => ({ kind, calls: K.calls[k] / steps, us: per(K.ms[k]), beforeUs: per(K.before[k]), mb: K.bytes[k] / steps / 1e6 }))
     .sort((p, q) => q.us + q.beforeUs - p.us - p.beforeUs);
   return { ms, per: { stepUs: per(ms), betweenUs: per(t.between), overheadUs: per(t.overhead), rows,
     ...(experts ? { expertMBRead: experts.stats().bytesRead / 1e6 } : {}) } };
@@ -182,13 +187,14 @@ export function formatProfile(p: Profile): string {
   const lines = [p.mode === "prefill"
     ? `prefill of ${p.positions[1] + 1} tokens: ${p.stepUs.toFixed(0)} us each, ${p.tokS.toFixed(1)} tok/s (${p.steps} prefills)`
     : `${p.streams} stream(s): ${p.stepUs.toFixed(0)} us per step, ${p.tokS.toFixed(1)} tok/s (${p.steps} steps, positions ${p.positions.join("-")})`,
-    `${"us/step".padStart(9)} ${"share".padStart(6)} ${"calls".padStart(6)} ${"us/call".padStart(8)} ${"TS before".padStart(10)}  kind`];
+    `${"us/step".padStart(9)} ${"share".padStart(6)} ${"calls".padStart(6)} ${"us/call".padStart(8)} ${"TS before".padStart(10)} ${"GB/s".padStart(6)}  kind`];
+  const gbs = (r: ProfileRow) => (r.mb > 0 && r.us > 0 ? ((1e3 * r.mb) / r.us).toFixed(1) : "").padStart(6);
   const big = (r: ProfileRow) => r.us + r.beforeUs >= 0.005 * p.stepUs;
-  for (const r of p.rows) if (big(r)) lines.push(`${r.us.toFixed(1).padStart(9)} ${pct(r.us)} ${r.calls.toFixed(1).padStart(6)} ${(r.us / r.calls).toFixed(1).padStart(8)} ${r.beforeUs.toFixed(1).padStart(10)}  ${r.kind}`);
+  for (const r of p.rows) if (big(r)) lines.push(`${r.us.toFixed(1).padStart(9)} ${pct(r.us)} ${r.calls.toFixed(1).padStart(6)} ${(r.us / r.calls).toFixed(1).padStart(8)} ${r.beforeUs.toFixed(1).padStart(10)} ${gbs(r)}  ${r.kind}`);
   const small = p.rows.filter((r) => !big(r)), sum = (f: (r: ProfileRow) => number) => small.reduce((a, r) => a + f(r), 0);
-  if (small.length) lines.push(`${sum((r) => r.us).toFixed(1).padStart(9)} ${pct(sum((r) => r.us))} ${sum((r) => r.calls).toFixed(1).padStart(6)} ${"".padStart(8)} ${sum((r) => r.beforeUs).toFixed(1).padStart(10)}  ${small.length} other kinds (< 0.5% each)`);
-  lines.push(`${p.betweenUs.toFixed(1).padStart(9)} ${pct(p.betweenUs)} ${"".padStart(6)} ${"".padStart(8)} ${"".padStart(10)}  between libhb calls (TypeScript; the column "TS before" splits it by the call that follows)`);
-  lines.push(`${p.overheadUs.toFixed(1).padStart(9)} ${pct(p.overheadUs)}${"".padStart(28)}  the profiler's own bookkeeping`);
+  if (small.length) lines.push(`${sum((r) => r.us).toFixed(1).padStart(9)} ${pct(sum((r) => r.us))} ${sum((r) => r.calls).toFixed(1).padStart(6)} ${"".padStart(8)} ${sum((r) => r.beforeUs).toFixed(1).padStart(10)} ${"".padStart(6)}  ${small.length} other kinds (< 0.5% each)`);
+  lines.push(`${p.betweenUs.toFixed(1).padStart(9)} ${pct(p.betweenUs)} ${"".padStart(6)} ${"".padStart(8)} ${"".padStart(10)} ${"".padStart(6)}  between libhb calls (TypeScript; the column "TS before" splits it by the call that follows)`);
+  lines.push(`${p.overheadUs.toFixed(1).padStart(9)} ${pct(p.overheadUs)}${"".padStart(34)}  the profiler's own bookkeeping`);
   if (p.expertMBRead !== undefined) lines.push(`expert weights read from disk meanwhile: ${p.expertMBRead.toFixed(1)} MB`);
   const q = p.plain;
   if (q) lines.push(`unprofiled: ${q.stepUs.toFixed(0)} us per step, ${q.tokS.toFixed(1)} tok/s in all; weights ${q.weightMB.toFixed(1)} MB per step (the union) ÷ ` +
