@@ -30,7 +30,7 @@ DEC1_TGT static inline __attribute__((always_inline)) void DEC1_NAME(gsumn)(cons
     }
     for (int k = 0; k < ns; k++) {   /* the 128-bit halves added */
       const __m256i u = DEC1_WIDEN(t[k]);
-      if (h) G[k] = _mm256_add_epi32(_mm256_permute2x128_si256(a[k], u, 0x20), _mm256_permute2x128_si256(a[k], u, 0x31));
+      if (h) G[k] = hb_add_halves(a[k], u);
       else a[k] = u;
     }
   }

@@ -197,7 +197,7 @@ TA INL __m256i avx2_gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd) {
   const __m256i u1 = tadd64(tadd32(gdot16(w + 4 * rb, xe, xd, m4), gdot16(w + 5 * rb, xe, xd, m4)),
                             tadd32(gdot16(w + 6 * rb, xe, xd, m4), gdot16(w + 7 * rb, xe, xd, m4)));
   const __m256i a = _mm256_madd_epi16(u0, one), b = _mm256_madd_epi16(u1, one);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+  return hb_add_halves(a, b);
 }
 #define DEC1_XDOT pdot
 #define DEC1_WIDEN(u) _mm256_madd_epi16(u, _mm256_set1_epi16(1))

@@ -105,12 +105,9 @@ TV INL __m256i gdot(const uint8_t *w, __m256i xe, __m256i xd, __m256i m4) {
   return dp(dp(_mm256_setzero_si256(), _mm256_and_si256(v, m4), xe), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), xd);
 }
 /* dword transpose-and-add steps: lanes of a, b in pairs (per 128-bit half: [a d0+d2, b d0+d2, a d1+d3, b d1+d3]), then
- * qword pairs ([a, b, c, d], each the sum of half its lanes), then the 128-bit halves */
+ * qword pairs ([a, b, c, d], each the sum of half its lanes); then hb_add_halves */
 TV INL __m256i tadd32(__m256i a, __m256i b) { return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b)); }
 TV INL __m256i tadd64(__m256i a, __m256i b) { return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b)); }
-TV INL __m256i tadd128(__m256i a, __m256i b) {
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-}
 /* matmul_q8_dec1.h's gsum8: lane j = the exact group sum of row j (32 bytes at w + j·rb) against (xe, xd) */
 TV INL __m256i avxvnni_gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -118,7 +115,7 @@ TV INL __m256i avxvnni_gsum8(const uint8_t *w, size_t rb, __m256i xe, __m256i xd
                             tadd32(gdot(w + 2 * rb, xe, xd, m4), gdot(w + 3 * rb, xe, xd, m4)));
   const __m256i u1 = tadd64(tadd32(gdot(w + 4 * rb, xe, xd, m4), gdot(w + 5 * rb, xe, xd, m4)),
                             tadd32(gdot(w + 6 * rb, xe, xd, m4), gdot(w + 7 * rb, xe, xd, m4)));
-  return tadd128(u0, u1);
+  return hb_add_halves(u0, u1);
 }
 /* the group's segment sums (8 lanes) of a split row (lo, hi) against the 32 bytes at xb and xb + 64 (x from memory
  * operands: matmul_q8_dec1.h's gsumn, one split row against 2-3 rows of x) */

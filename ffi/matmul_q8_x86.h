@@ -73,6 +73,11 @@ static inline __attribute__((always_inline, target("avx2"))) void hb_transpose8(
     r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
   }
 }
+/* lane l of the low 128-bit half of a and of b, then of their high halves, added: [a.lo + a.hi | b.lo + b.hi] (int4g's
+ * 8-row tiles at 256 bits: rows 0-3 in a, 4-7 in b) */
+static inline __attribute__((always_inline, target("avx2"))) __m256i hb_add_halves(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
 /* st[i] lane l = the scale of group g + i of row sg[l] (groups past the row: 0): int4g's 8-row tiles at 256 bits, once
  * per 8 groups (not inlined) */
 static __attribute__((noinline, target("avx2"))) void hb_scales8(const float *const *sg, int ng, int g, __m256i *st) {
