@@ -386,8 +386,9 @@ export function mlaKv(segs: readonly KvSeg[], nseg: number, a: F32, S: number, k
       if ((g.pos0 + g.n) * hd > ik.length || g.r0 + g.n > S) throw new Error(`mlaKv: indexer key rows [${g.pos0}, ${g.pos0 + g.n}) outside its cache of ${ik.length / hd}`);
       ikDesc[3 * i] = ptr_(ik) + 4 * g.pos0 * hd; ikDesc[3 * i + 1] = g.r0; ikDesc[3 * i + 2] = g.n;
     }
-    hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t], ikDesc, keys.kI, hd, keys.w, keys.b, keys.eps);
-  } else hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t], null, null, 0, null, null, 0);
+  }
+  hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t], keys ? ikDesc : null, keys?.kI ?? null,
+    keys?.hd ?? 0, keys?.w ?? null, keys?.b ?? null, keys?.eps ?? 0);
 }
 /** the packed HeadsW of `mlaAbsorbed` (fmt, gs, W, scales, cols addresses) */
 export function packHeads(w: HeadsW): Float64Array {
