@@ -6,7 +6,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { formatProfile, profileDecode, profilePrefill } from "../src/cli/bench-profile.ts";
+import { formatProfile, type Profile, profileDecode, profilePrefill } from "../src/cli/bench-profile.ts";
 import { hb } from "../src/native/hb.ts";
 import { loadModel } from "../src/engine/model.ts";
 import { makeModel } from "../src/model/make-model.ts";
@@ -15,15 +15,16 @@ const root = mkdtempSync(join(tmpdir(), "hb-profile-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const dir = join(root, "tiny");
 makeModel(dir, { preset: "tiny", seed: 3 });
+/** the share of the timed steps that the kinds, the time between calls and the bookkeeping account for */
+const covered = (q: Profile) => (q.rows.reduce((a, r) => a + r.us, 0) + q.betweenUs + q.overheadUs) / q.stepUs;
 
 test("kinds and the time between them add up to the step; symbols restored", () => {
   const m = loadModel(dir), before = hb().hb_rmsnorm;
   for (const streams of [1, 3]) {
-    // the step's head before its first call is unaccounted: on a loaded machine a preemption there can take >10% of
-    // a tiny model's step, so the best of three profiles is held to the 90% bound
+    // only the last step's tail after its final call is unaccounted: a preemption there on a loaded machine could
+    // take a share of a tiny model's step, so the best of three profiles is held to the bound
     let p = profileDecode(m, { streams, steps: 6, warmup: 2, probe: 1e10 });
-    const covered = (q: typeof p) => (q.rows.reduce((a, r) => a + r.us, 0) + q.betweenUs + q.overheadUs) / q.stepUs;
-    for (let t = 0; t < 2 && covered(p) <= 0.9; t++) p = profileDecode(m, { streams, steps: 6, warmup: 2, probe: 1e10 });
+    for (let t = 0; t < 2 && covered(p) <= 0.95; t++) p = profileDecode(m, { streams, steps: 6, warmup: 2, probe: 1e10 });
     expect(p.streams).toBe(streams);
     expect(p.positions).toEqual([16, 16 + 6 - 1]); // the timed steps replay the warm-up's positions, not past them
     const kinds = p.rows.map((r) => r.kind);
@@ -37,9 +38,9 @@ test("kinds and the time between them add up to the step; symbols restored", () 
     expect(p.rows.find((r) => r.kind === "hb_add_rmsnorm")!.calls).toBe(m.cfg.num_hidden_layers);
     const inside = p.rows.reduce((a, r) => a + r.us, 0), ts = p.rows.reduce((a, r) => a + r.beforeUs, 0);
     expect(ts).toBeCloseTo(p.betweenUs, 6);
-    const all = inside + p.betweenUs + p.overheadUs; // only the step's head before its first call is left out
+    const all = inside + p.betweenUs + p.overheadUs; // the first step's head is TypeScript before its first call
     expect(all).toBeLessThanOrEqual(p.stepUs * 1.001);
-    expect(all).toBeGreaterThan(p.stepUs * 0.9);
+    expect(all).toBeGreaterThan(p.stepUs * 0.95);
     expect(p.tokS).toBeCloseTo((streams * 1e6) / p.stepUs, 6);
     // per kind the weights its calls read: the profiled steps replay the unprofiled ones, so they add up to the union
     expect(p.rows.reduce((a, r) => a + r.mb, 0)).toBeCloseTo(p.plain!.weightMB, 6);
@@ -68,14 +69,15 @@ test("unprofiled steps: the union's weight bytes grow with the streams; the step
 });
 
 test("a prefill profile: its calls and the time between them add up to the prefill", () => {
-  const m = loadModel(dir), p = profilePrefill(m, { tokens: 20, reps: 3, warmup: 1 });
+  const m = loadModel(dir);
+  let p = profilePrefill(m, { tokens: 20, reps: 3, warmup: 1 }); // best of three, as the decode's above
+  for (let t = 0; t < 2 && covered(p) <= 0.95; t++) p = profilePrefill(m, { tokens: 20, reps: 3, warmup: 1 });
   expect(p.mode).toBe("prefill");
   expect(p.positions).toEqual([0, 19]);
   expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBeGreaterThanOrEqual(m.cfg.num_hidden_layers);
   expect(p.rows.find((r) => r.kind === "hb_add_rmsnorm")!.calls).toBe(m.cfg.num_hidden_layers);
-  const all = p.rows.reduce((a, r) => a + r.us, 0) + p.betweenUs + p.overheadUs;
-  expect(all).toBeLessThanOrEqual(p.stepUs * 1.001);
-  expect(all).toBeGreaterThan(p.stepUs * 0.9);
+  expect(covered(p)).toBeLessThanOrEqual(1.001);
+  expect(covered(p)).toBeGreaterThan(0.95);
   expect(p.tokS).toBeCloseTo((20 * 1e6) / p.stepUs, 6);
   expect(formatProfile(p)).toStartWith("prefill of 20 tokens:");
 });

@@ -152,7 +152,7 @@ function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
   const t = { last: 0, between: 0, overhead: 0, bytes: Number(wbytes(0)) };
   /** after a call of symbol `sym` that ran from t0 to t1 */
   const note = (sym: number, name: string, t0: number, t1: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown, a6: unknown) => {
-    const gap = t.last ? t0 - t.last : 0, k = K.id(sym, name, a0, a1, a2, a3, a4, a5, a6);
+    const gap = t0 - t.last, k = K.id(sym, name, a0, a1, a2, a3, a4, a5, a6);
     const b = Number(wbytes(0));
     t.between += gap; K.calls[k]++; K.ms[k] += t1 - t0; K.before[k] += gap; K.bytes[k] += b - t.bytes; t.bytes = b;
     t.last = performance.now();
@@ -172,6 +172,7 @@ function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
   experts?.resetStats();
   try {
     const t0 = performance.now();
+    t.last = t0; // the first step's head, before its first call, is TypeScript before that call
     for (let i = 0; i < steps; i++) step();
     ms = performance.now() - t0;
   } finally { Object.assign(L, saved); }
