@@ -92,6 +92,12 @@ test("the CLI prints a table per stream count; bad --streams exit 2", async () =
   expect(out).toContain("1 stream(s):");
   expect(out).toContain("2 stream(s):");
   expect(out).toMatch(/unprofiled: \d+ us per step, [\d.]+ tok\/s in all; weights [\d.]+ MB per step \(the union\)/);
+  // with the experts' store attached (as here) its calls outside the steps stay out: the shares add up to ≤ 100%
+  for (const table of out.split(/\n(?=\d+ stream\(s\):)/).slice(1)) {
+    const shares = [...table.matchAll(/^ +[\d.]+ +([\d.]+)%/gm)].map((x) => Number(x[1]));
+    expect(shares.length).toBeGreaterThan(5);
+    expect(shares.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(100.5);
+  }
   const bad = run("--streams", "0");
   expect(bad.exitCode).toBe(2);
   expect(bad.stderr.toString()).toContain("--streams");

@@ -149,6 +149,7 @@ export function profilePrefill(m: Model, o: { tokens: number; reps: number; warm
 function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
   const L = hb() as unknown as Record<string, (...a: unknown[]) => unknown>, saved = { ...L }, K = new Kinds();
   const wbytes = saved.hb_wbytes as (reset: number) => number | bigint; // the kernels' byte counter, not wrapped
+  experts?.resetStats(); // before the symbols are wrapped: its calls are not the steps'
   const t = { last: 0, between: 0, overhead: 0, bytes: Number(wbytes(0)) };
   /** after a call of symbol `sym` that ran from t0 to t1 */
   const note = (sym: number, name: string, t0: number, t1: number, a0: unknown, a1: unknown, a2: unknown, a3: unknown, a4: unknown, a5: unknown, a6: unknown) => {
@@ -169,7 +170,6 @@ function timeCalls(step: () => void, steps: number, experts?: ExpertStore) {
     };`)(f, note, sym, name) as (...a: unknown[]) => unknown;
   });
   let ms = 0;
-  experts?.resetStats();
   try {
     const t0 = performance.now();
     t.last = t0; // the first step's head, before its first call, is TypeScript before that call
