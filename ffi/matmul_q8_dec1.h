@@ -6,8 +6,9 @@
  * and DEC1_WIDEN (below). 8 weight rows a tile, one group of each a step: the correction added once for the 8 rows
  * (per row of x), one convert and FMA per group and row of x (matmul_q8.h's fused chain: the same bits as the scalar
  * reference); with 2-4 rows of x each weight row loaded and split into nibbles once for all of them. Prefetch in
- * address order HB_PF_AHEAD bytes ahead (4 lines per group's 256 bytes: raw prefetches while the tile's cursor range
- * stays inside the matrix, else pf), every 8 groups the scales of the tile two on. What it measured, and what was
+ * address order HB_PF_AHEAD bytes ahead, or a tile ahead for tiles of 9 KiB and more (4 lines per group's 256 bytes:
+ * raw prefetches while the tile's cursor range stays inside the matrix, else pf), every 8 groups the scales of the
+ * tile two on. What it measured, and what was
  * tried: the two files' headers. Holds no state. */
 
 /* G[k] = gsum8 against x row k (32 bytes at xb + k·Ip, xb + k·Ip + 64), each weight row loaded and split once for
@@ -44,7 +45,10 @@ DEC1_TGT static inline __attribute__((always_inline)) void DEC1_NAME(decn)(const
   const int8_t *x = m->qx;
   const float *sg[8];
   for (int j = 0; j < 8; j++) sg[j] = m->sc + (size_t)(o + j) * ng;
-  const uint8_t *pp = r0 + Q8_PF;
+  /* the stream runs one tile ahead once a tile passes 1.5 × HB_PF_AHEAD: at Q8_PF its cursor reached the tile's last
+   * rows only as they were read (GLM-5's gate / up, 3 KiB rows: 24 KiB tiles). bench/README.md, 2026-12-07 */
+  const size_t pfd = 8 * rb >= Q8_PF + Q8_PF / 2 ? 8 * rb : Q8_PF;
+  const uint8_t *pp = r0 + pfd;
   const int pfast = pp + (size_t)ng * 256 <= m->Wend;
   __m256i st[8];
   __m256 acc[4];
