@@ -8,8 +8,7 @@
  * reference); with 2-4 rows of x each weight row loaded and split into nibbles once for all of them. Prefetch in
  * address order HB_PF_AHEAD bytes ahead, or a tile ahead for tiles of 9 KiB and more (4 lines per group's 256 bytes:
  * raw prefetches while the tile's cursor range stays inside the matrix, else pf), every 8 groups the scales of the
- * tile two on. What it measured, and what was
- * tried: the two files' headers. Holds no state. */
+ * tile two on. What it measured, and what was tried: the two files' headers. Holds no state. */
 
 /* G[k] = gsum8 against x row k (32 bytes at xb + k·Ip, xb + k·Ip + 64), each weight row loaded and split once for
  * the ns rows of x: DEC1_XDOT(lo, hi, xb) a split row's products against an x row (from memory operands), in lanes

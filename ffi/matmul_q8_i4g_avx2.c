@@ -17,8 +17,9 @@
  *    then ≤ 4·7620), one vpmaddwd per 4 rows and a 128-bit swap into one vector of the 8 rows' group sums, the group
  *    correction added once for all 8 (not per row), one convert and FMA per group. Prefetch in address order,
  *    HB_PF_AHEAD bytes ahead or, for tiles of 9 KiB and more, a tile ahead (4 lines per group's 256 bytes; GLM-5's
- *    2048x6144 experts 1.22x), the scales two tiles on (the tile's loop: matmul_q8_dec1.h, shared with AVX-VNNI). Against the tile256 8 × 1 tiles it ran (2 cores of an AMD EPYC, Zen 5,
- *    HB_SIMD=avx2, 512x1024 int4g64, in-process A/B): from L2 1.13-1.32x (~1.19x without the call's overhead), from
+ *    2048x6144 experts 1.22x), the scales two tiles on (the tile's loop: matmul_q8_dec1.h, shared with AVX-VNNI).
+ *    Against the tile256 8 × 1 tiles it ran (2 cores of an AMD EPYC, Zen 5, HB_SIMD=avx2, 512x1024 int4g64,
+ *    in-process A/B): from L2 1.13-1.32x (~1.19x without the call's overhead), from
  *    DRAM (74 MB of matrices) one thread 1.12-1.26x, two 1.02-1.13x; bench/ab.ts's decode experts (shape 0) 1.19-1.22x
  *    on one thread, 1.05-1.23x on two. Tried and dropped: a prefetch distance of 4, 8, 12 or 16 KiB (0.94-1.00x), to L2
  *    only (T1, also 12 and 20 KiB ahead: 0.86-1.00x), the scales by vgatherdps (0.85-0.91x), half the rows reduced by

@@ -12,8 +12,8 @@
  * halves) into one vector of the 8 rows' exact group sums, the group correction added once for all 8, one convert
  * and FMA per group. Prefetch in address order HB_PF_AHEAD bytes ahead, or a tile ahead for tiles of 9 KiB and more
  * (4 lines per group's 256 bytes; GLM-5's 2048x6144 1.21x), the scales two tiles on (the tile's loop:
- * matmul_q8_dec1.h, shared with AVX2). Against matmul_q8_tile256.h's 8 × 1 tiles (2
- * cores of an AMD EPYC, Zen 5, HB_SIMD=avxvnni; 512x1024 int4g64, in-process A/B): from DRAM (74 MB of matrices) one
+ * matmul_q8_dec1.h, shared with AVX2). Against matmul_q8_tile256.h's 8 × 1 tiles (2 cores of an AMD EPYC, Zen 5,
+ * HB_SIMD=avxvnni; 512x1024 int4g64, in-process A/B): from DRAM (74 MB of matrices) one
  * thread 1.24-1.32x, two 1.10x; from L2 1.05x (~1.07x without the call's ~1.7 µs overhead); bench/ab.ts's decode
  * experts (shape 0) 1.17-1.20x on two threads, 1.25x on one, 8 streams' union (shape 1) 1.08-1.10x. Tried and dropped
  * (against it): the reduction by vphaddd (L2 0.97x), by blends and one shuffle per level (L2 0.93x), by 16-bit
