@@ -7,8 +7,8 @@
  *    flipped: unsigned) by x and takes 128·Σq_x off at the end;
  *  - int4 / int4g / int2: unsigned fields as is, the −8 / −2 offsets per segment (corr) or per row (xsum).
  * Integer formats: register tiles share the weight unpacking across x rows and the x loads across weight
- * rows: 4 weight rows × 1 x row (decode), 2 × up to 4 (batches), then single rows; the last partial chunk
- * is read through a zeroed copy (padded activations are zero).
+ * rows: 2 × up to 4 (batches), then single rows; decode's 4 weight rows × 1 x row read the rows one after the
+ * other; the last partial chunk is read through a zeroed copy (padded activations are zero).
  * int4g (one fused step per group, matmul_q8.h): a tile's 8 (weight row, x row) pairs (8 × 1 for decode,
  * 4 × 2 for batches) run their 8 fused chains side by side in the lanes of one float accumulator. Lane j
  * of chunk c holds segment 8c + j (elements 64c + 8j..+7, its corr added); a group's exact sum is that of
@@ -72,18 +72,15 @@ TILE_TGT INL void TILE_NAME(chunk)(const int fmt, const int nr, const int ns, co
   }
 }
 
-/* weight rows o..o+nr-1 × x rows s0..s0+ns-1 (nr ≤ 4, ns ≤ 4: constants after inlining) -> y[s0+k, o+j]
- * (integer formats). Chunks go in pairs (the parity a constant). */
-TILE_TGT INL void TILE_NAME(tile)(const int fmt, const int nr, const int ns, const hb_q8 *m, int o, int s0) {
+/* the integer sums of weight rows r + j·rb (j < nr) against x rows k < ns of q into v[j][k]: chunks in pairs (the
+ * parity a constant), each pair's lines prefetched Q8_PF on in every row, then the partial last chunk through zeroed
+ * copies */
+TILE_TGT INL void TILE_NAME(sums)(const int fmt, const int nr, const int ns, const hb_q8 *m, const uint8_t *r,
+                                   const int8_t *q, __m256i v[4][4]) {
   const size_t rb = m->rowb;
-  const uint8_t *r = hb_q8_row(m, o);
-  const int I = m->I, Ip = m->Ip, epc = fmt == HB_INT8 ? 32 : fmt == HB_INT2 ? 128 : 64;
-  const int nfull = I / epc;
+  const int epc = fmt == HB_INT8 ? 32 : fmt == HB_INT2 ? 128 : 64, nfull = m->I / epc;
   const int tailb = (int)(rb - (size_t)nfull * 32);
-  __m256i v[4][4], w[4];
-  for (int j = 0; j < nr; j++)
-    for (int k = 0; k < ns; k++) v[j][k] = _mm256_setzero_si256();
-  const int8_t *q = m->qx + (size_t)s0 * Ip;
+  __m256i w[4];
 #define LOADW_(c) for (int j = 0; j < nr; j++) {                                                              \
     w[j] = _mm256_loadu_si256((const __m256i *)(r + j * rb + 32 * (size_t)(c)));                                 \
     if (!((c) & 1)) pf(m, r + j * rb + 32 * (size_t)(c) + Q8_PF);                                             \
@@ -111,6 +108,26 @@ TILE_TGT INL void TILE_NAME(tile)(const int fmt, const int nr, const int ns, con
     if (c & 1) TILE_NAME(chunk)(fmt, nr, ns, 1, m, w, q, c, v);
     else TILE_NAME(chunk)(fmt, nr, ns, 0, m, w, q, c, v);
   }
+}
+
+/* weight rows o..o+nr-1 × x rows s0..s0+ns-1 (nr ≤ 4, ns ≤ 4: constants after inlining) -> y[s0+k, o+j]
+ * (integer formats). Decode (4 × 1) reads its four rows one after the other, one stream: interleaved, the four rows'
+ * streams ran 1.28-1.36x slower from DRAM (2 cores of an AMD EPYC, Zen 5, HB_SIMD=avx2 and avxvnni, int8 16384x2048,
+ * 4096x2048, 1024x1024, in-process A/B); the integer sums are the same either way, so the bits are. */
+TILE_TGT INL void TILE_NAME(tile)(const int fmt, const int nr, const int ns, const hb_q8 *m, int o, int s0) {
+  const uint8_t *r = hb_q8_row(m, o);
+  const int8_t *q = m->qx + (size_t)s0 * m->Ip;
+  __m256i v[4][4];
+  for (int j = 0; j < nr; j++)
+    for (int k = 0; k < ns; k++) v[j][k] = _mm256_setzero_si256();
+  if (nr == 4 && ns == 1)
+    for (int j = 0; j < 4; j++) {
+      __m256i u[4][4];
+      u[0][0] = _mm256_setzero_si256();
+      TILE_NAME(sums)(fmt, 1, 1, m, r + j * m->rowb, q, u);
+      v[j][0] = u[0][0];
+    }
+  else TILE_NAME(sums)(fmt, nr, ns, m, r, q, v);
   const int O = m->O, off8 = fmt == HB_INT8 ? (TILE_VNNI ? 128 : 0) : fmt == HB_INT4 ? 8 : 2;
   float *y = m->y + (size_t)s0 * O + o;
   if (m->I > 32768) {   /* lane sums that could pass 2^31: 64-bit totals */
