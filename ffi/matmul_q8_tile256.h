@@ -6,9 +6,9 @@
  *  - int8: AVX2 multiplies |w| by x·sign(w) (no pair sum can saturate); VNNI multiplies w + 128 (sign bit
  *    flipped: unsigned) by x and takes 128·Σq_x off at the end;
  *  - int4 / int4g / int2: unsigned fields as is, the −8 / −2 offsets per segment (corr) or per row (xsum).
- * Integer formats: register tiles share the weight unpacking across x rows and the x loads across weight
- * rows: 2 × up to 4 (batches), then single rows; decode's 4 weight rows × 1 x row read the rows one after the
- * other; the last partial chunk is read through a zeroed copy (padded activations are zero).
+ * Integer formats: each weight row, one after the other, against up to 4 rows of x (its unpacking shared by
+ * them; decode's rows four to an epilogue); the last partial chunk is read through a zeroed copy (padded
+ * activations are zero).
  * int4g (one fused step per group, matmul_q8.h): a tile's 8 (weight row, x row) pairs (8 × 1 for decode,
  * 4 × 2 for batches) run their 8 fused chains side by side in the lanes of one float accumulator. Lane j
  * of chunk c holds segment 8c + j (elements 64c + 8j..+7, its corr added); a group's exact sum is that of
@@ -26,108 +26,84 @@
                                           _mm256_set1_epi16(1)))
 #endif
 
-/* one chunk c (parity par = c mod 2, a constant) of weight rows w[j] (j < nr) against x rows k < ns (integer
- * formats): the integer sums into v[j][k] */
-TILE_TGT INL void TILE_NAME(chunk)(const int fmt, const int nr, const int ns, const int par, const hb_q8 *m, const __m256i *w,
-                                    const int8_t *q, int c, __m256i v[4][4]) {
+/* one chunk c (parity par = c mod 2, a constant) of a weight row, w, against x rows k < ns (integer formats): the
+ * integer sums into v[k] */
+TILE_TGT INL void TILE_NAME(chunk)(const int fmt, const int ns, const int par, const hb_q8 *m, __m256i w, const int8_t *q,
+                                    int c, __m256i v[4]) {
   const int Ip = m->Ip;
   const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
   if (fmt == HB_INT8) {
-    __m256i wu[4];
-    for (int j = 0; j < nr; j++) wu[j] = TILE_VNNI ? _mm256_xor_si256(w[j], _mm256_set1_epi8((char)0x80)) : _mm256_abs_epi8(w[j]);
+    const __m256i wu = TILE_VNNI ? _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)) : _mm256_abs_epi8(w);
     for (int k = 0; k < ns; k++) {
       const __m256i x = _mm256_loadu_si256((const __m256i *)(q + (size_t)k * Ip + 32 * (size_t)c));
-      for (int j = 0; j < nr; j++) v[j][k] = DP1(v[j][k], wu[j], TILE_VNNI ? x : _mm256_sign_epi8(x, w[j]));
+      v[k] = DP1(v[k], wu, TILE_VNNI ? x : _mm256_sign_epi8(x, w));
     }
   } else if (fmt == HB_INT2) {
     const size_t xo = 256 * (size_t)(c >> 1) + 32 * (size_t)par;
+    const __m256i f0 = _mm256_and_si256(w, m3), f1 = _mm256_and_si256(_mm256_srli_epi16(w, 2), m3);
+    const __m256i f2 = _mm256_and_si256(_mm256_srli_epi16(w, 4), m3), f3 = _mm256_and_si256(_mm256_srli_epi16(w, 6), m3);
     for (int k = 0; k < ns; k++) {
       const int8_t *xb = q + (size_t)k * Ip + xo;
       const __m256i x0 = _mm256_loadu_si256((const __m256i *)xb), x1 = _mm256_loadu_si256((const __m256i *)(xb + 64));
       const __m256i x2 = _mm256_loadu_si256((const __m256i *)(xb + 128)), x3 = _mm256_loadu_si256((const __m256i *)(xb + 192));
-      for (int j = 0; j < nr; j++) {
-        const __m256i f0 = _mm256_and_si256(w[j], m3), f1 = _mm256_and_si256(_mm256_srli_epi16(w[j], 2), m3);
-        const __m256i f2 = _mm256_and_si256(_mm256_srli_epi16(w[j], 4), m3), f3 = _mm256_and_si256(_mm256_srli_epi16(w[j], 6), m3);
 #if TILE_VNNI
-        v[j][k] = DP2(DP2(v[j][k], f0, x0, f1, x1), f2, x2, f3, x3);
+      v[k] = DP2(DP2(v[k], f0, x0, f1, x1), f2, x2, f3, x3);
 #else   /* the four 16-bit pair sums first (≤ 4·762: no saturation), then one widening */
-        const __m256i t = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(f0, x0), _mm256_maddubs_epi16(f1, x1)),
-                                           _mm256_add_epi16(_mm256_maddubs_epi16(f2, x2), _mm256_maddubs_epi16(f3, x3)));
-        v[j][k] = _mm256_add_epi32(v[j][k], _mm256_madd_epi16(t, _mm256_set1_epi16(1)));
+      const __m256i t = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(f0, x0), _mm256_maddubs_epi16(f1, x1)),
+                                         _mm256_add_epi16(_mm256_maddubs_epi16(f2, x2), _mm256_maddubs_epi16(f3, x3)));
+      v[k] = _mm256_add_epi32(v[k], _mm256_madd_epi16(t, _mm256_set1_epi16(1)));
 #endif
-      }
     }
   } else {
     const size_t xo = 128 * (size_t)(c >> 1) + 32 * (size_t)par;
-    __m256i lo[4], hi[4];
-    for (int j = 0; j < nr; j++) {
-      lo[j] = _mm256_and_si256(w[j], m4);
-      hi[j] = _mm256_and_si256(_mm256_srli_epi16(w[j], 4), m4);
-    }
+    const __m256i lo = _mm256_and_si256(w, m4), hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
     for (int k = 0; k < ns; k++) {
       const int8_t *xb = q + (size_t)k * Ip + xo;
-      const __m256i xe = _mm256_loadu_si256((const __m256i *)xb), xd = _mm256_loadu_si256((const __m256i *)(xb + 64));
-      for (int j = 0; j < nr; j++) v[j][k] = DP2(v[j][k], lo[j], xe, hi[j], xd);
+      v[k] = DP2(v[k], lo, _mm256_loadu_si256((const __m256i *)xb), hi, _mm256_loadu_si256((const __m256i *)(xb + 64)));
     }
   }
 }
 
-/* the integer sums of weight rows r + j·rb (j < nr) against x rows k < ns of q into v[j][k]: chunks in pairs (the
- * parity a constant), each pair's lines prefetched Q8_PF on in every row, then the partial last chunk through zeroed
- * copies */
-TILE_TGT INL void TILE_NAME(sums)(const int fmt, const int nr, const int ns, const hb_q8 *m, const uint8_t *r,
-                                   const int8_t *q, __m256i v[4][4]) {
-  const size_t rb = m->rowb;
+/* the integer sums of the weight row at r against x rows k < ns of q into v[k]: chunks in pairs (the parity a
+ * constant), each pair's line prefetched Q8_PF on, then the partial last chunk through a zeroed copy */
+TILE_TGT INL void TILE_NAME(sums)(const int fmt, const int ns, const hb_q8 *m, const uint8_t *r, const int8_t *q, __m256i v[4]) {
   const int epc = fmt == HB_INT8 ? 32 : fmt == HB_INT2 ? 128 : 64, nfull = m->I / epc;
-  const int tailb = (int)(rb - (size_t)nfull * 32);
-  __m256i w[4];
-#define LOADW_(c) for (int j = 0; j < nr; j++) {                                                              \
-    w[j] = _mm256_loadu_si256((const __m256i *)(r + j * rb + 32 * (size_t)(c)));                                 \
-    if (!((c) & 1)) pf(m, r + j * rb + 32 * (size_t)(c) + Q8_PF);                                             \
-  }
+  const int tailb = (int)(m->rowb - (size_t)nfull * 32);
   int c = 0;
   for (; c + 2 <= nfull; c += 2) {
-    LOADW_(c);
-    TILE_NAME(chunk)(fmt, nr, ns, 0, m, w, q, c, v);
-    LOADW_(c + 1);
-    TILE_NAME(chunk)(fmt, nr, ns, 1, m, w, q, c + 1, v);
+    pf(m, r + 32 * (size_t)c + Q8_PF);
+    TILE_NAME(chunk)(fmt, ns, 0, m, _mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)c)), q, c, v);
+    TILE_NAME(chunk)(fmt, ns, 1, m, _mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)c + 32)), q, c + 1, v);
   }
   if (c < nfull) {                       /* an even chunk left */
-    LOADW_(c);
-    TILE_NAME(chunk)(fmt, nr, ns, 0, m, w, q, c, v);
+    pf(m, r + 32 * (size_t)c + Q8_PF);
+    TILE_NAME(chunk)(fmt, ns, 0, m, _mm256_loadu_si256((const __m256i *)(r + 32 * (size_t)c)), q, c, v);
     c++;
   }
-#undef LOADW_
-  if (tailb > 0) {                       /* the partial chunk c = nfull, through zeroed copies */
-    uint8_t tail[4][32];
-    for (int j = 0; j < nr; j++) {
-      memset(tail[j], 0, 32);
-      memcpy(tail[j], r + j * rb + 32 * (size_t)c, (size_t)tailb);
-      w[j] = _mm256_loadu_si256((const __m256i *)tail[j]);
-    }
-    if (c & 1) TILE_NAME(chunk)(fmt, nr, ns, 1, m, w, q, c, v);
-    else TILE_NAME(chunk)(fmt, nr, ns, 0, m, w, q, c, v);
+  if (tailb > 0) {                       /* the partial chunk c = nfull, through a zeroed copy */
+    uint8_t tail[32];
+    memset(tail, 0, 32);
+    memcpy(tail, r + 32 * (size_t)c, (size_t)tailb);
+    if (c & 1) TILE_NAME(chunk)(fmt, ns, 1, m, _mm256_loadu_si256((const __m256i *)tail), q, c, v);
+    else TILE_NAME(chunk)(fmt, ns, 0, m, _mm256_loadu_si256((const __m256i *)tail), q, c, v);
   }
 }
 
-/* weight rows o..o+nr-1 × x rows s0..s0+ns-1 (nr ≤ 4, ns ≤ 4: constants after inlining) -> y[s0+k, o+j]
- * (integer formats). Decode (4 × 1) reads its four rows one after the other, one stream: interleaved, the four rows'
- * streams ran 1.28-1.36x slower from DRAM (2 cores of an AMD EPYC, Zen 5, HB_SIMD=avx2 and avxvnni, int8 16384x2048,
- * 4096x2048, 1024x1024, in-process A/B); the integer sums are the same either way, so the bits are. */
+/* weight rows o..o+nr-1 × x rows s0..s0+ns-1 (nr = 4 with ns = 1, else nr = 1 with ns ≤ 4: constants after inlining)
+ * -> y[s0+k, o+j] (integer formats): the rows one after the other, one stream, each against the ns rows of x (its
+ * chunks unpacked once for them). Tiles of 4 or 2 weight rows read 32 bytes of each in turn, and those four or two
+ * streams ran 1.2-1.5x slower from DRAM (2 cores of an AMD EPYC, Zen 5, HB_SIMD=avx2 and avxvnni, int8 1024x1024 to
+ * 16384x2048 at S = 1-8, in-process A/B); the integer sums are the same either way, so the bits are. */
 TILE_TGT INL void TILE_NAME(tile)(const int fmt, const int nr, const int ns, const hb_q8 *m, int o, int s0) {
   const uint8_t *r = hb_q8_row(m, o);
   const int8_t *q = m->qx + (size_t)s0 * m->Ip;
   __m256i v[4][4];
-  for (int j = 0; j < nr; j++)
-    for (int k = 0; k < ns; k++) v[j][k] = _mm256_setzero_si256();
-  if (nr == 4 && ns == 1)
-    for (int j = 0; j < 4; j++) {
-      __m256i u[4][4];
-      u[0][0] = _mm256_setzero_si256();
-      TILE_NAME(sums)(fmt, 1, 1, m, r + j * m->rowb, q, u);
-      v[j][0] = u[0][0];
-    }
-  else TILE_NAME(sums)(fmt, nr, ns, m, r, q, v);
+  for (int j = 0; j < nr; j++) {   /* (a local accumulator: v[j] with j unknown would live in memory) */
+    __m256i u[4];
+    for (int k = 0; k < ns; k++) u[k] = _mm256_setzero_si256();
+    TILE_NAME(sums)(fmt, ns, m, r + j * m->rowb, q, u);
+    for (int k = 0; k < ns; k++) v[j][k] = u[k];
+  }
   const int O = m->O, off8 = fmt == HB_INT8 ? (TILE_VNNI ? 128 : 0) : fmt == HB_INT4 ? 8 : 2;
   float *y = m->y + (size_t)s0 * O + o;
   if (m->I > 32768) {   /* lane sums that could pass 2^31: 64-bit totals */
@@ -303,10 +279,10 @@ TILE_TGT INL void TILE_NAME(rows)(const int fmt, const hb_q8 *m, int lo, int hi)
     for (int s0 = 0; s0 < S; s0 += 4) {
       int o = o0;
       const int ns = S - s0 < 4 ? S - s0 : 4;
-      if (ns == 1) { TILES_(4, 1); TILES_(1, 1); }
-      else if (ns == 2) { TILES_(2, 2); TILES_(1, 2); }
-      else if (ns == 3) { TILES_(2, 3); TILES_(1, 3); }
-      else { TILES_(2, 4); TILES_(1, 4); }
+      if (ns == 1) { TILES_(4, 1); TILES_(1, 1); }   /* decode: four rows share the epilogue */
+      else if (ns == 2) TILES_(1, 2);
+      else if (ns == 3) TILES_(1, 3);
+      else TILES_(1, 4);
     }
   }
 }
