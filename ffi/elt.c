@@ -253,6 +253,23 @@ float hb_maxf(const float *x, int n) {
   return m;
 }
 
+/* the index `best = 0; if (x[j] > x[best]) best = j` finds (greedy decoding): hb_maxf's value, then the first element
+ * equal to it (0 when it is NaN: x[0] then; ±0 compare equal, and the scan keeps the first of them); blocks of 16
+ * compared without branches (vectorized), the block that holds it scanned */
+int hb_argmaxf(const float *x, int n) {
+  if (!x || n <= 0) return 0;
+  const float m = hb_maxf(x, n);
+  if (m != m) return 0;
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    int any = 0;
+    for (int j = 0; j < 16; j++) any |= x[i + j] == m;
+    if (any) break;
+  }
+  for (; i < n; i++) if (x[i] == m) return i;
+  return 0;
+}
+
 /* x[n] <- (float)((double)x[j] / d): softmax normalisation; IEEE division, so the same bits at every level */
 void hb_divd(float *x, int n, double d) {
   int i = 0;

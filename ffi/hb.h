@@ -150,12 +150,13 @@ static inline size_t hb_kv_row_bytes(int fmt, int W) {
 /* MLA cache rows of nseg segments: desc[3g] = address of segment g's first new cache row, desc[3g+1] = its first
  * batch row r0, desc[3g+2] = its rows n; row r of it = lat[r0+r] [kvr] ‖ kpe[(r0+r)·kpeRow ..] [dr], in fmt */
 void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const float *kpe, int kpeRow, int dr, int fmt);
-/* MLA's new cache rows from a = W_kva h [S, kvr + dr] (moe.c): lat = RMS(a's latents) (normw, eps), a's k_pe roped at
- * pos, then hb_kv_write (hb_copy_heads, hb_rmsnorm, hb_rope, hb_kv_write in one call); with ikdesc (NULL: none) the
- * indexer keys kI [S, hd] too: LayerNorm (lnw, lnb, lneps), RoPE of their first dr, rows written as hb_kv_write's f32 */
-void hb_mla_kv(int nseg, const double *desc, float *a, int S, int kvr, int dr, float *lat, const float *normw, float eps,
-               const int32_t *pos, double theta, int fmt, const double *ikdesc, float *kI, int hd, const float *lnw,
-               const float *lnb, float lneps);
+/* MLA's new cache rows from a = W_kva h [S, kvr + dr] (moe.c): first, given npre > 0, hb_matmul_many(exact, npre, pre,
+ * preI) (the layer's projections of h, a among them); lat = RMS(a's latents) (normw, eps), a's k_pe roped at pos, then
+ * hb_kv_write (hb_copy_heads, hb_rmsnorm, hb_rope, hb_kv_write in one call); with ikdesc (NULL: none) the indexer
+ * keys kI [S, hd] too: LayerNorm (lnw, lnb, lneps), RoPE of their first dr, rows written as hb_kv_write's f32 */
+void hb_mla_kv(int exact, int npre, const double *pre, int preI, int nseg, const double *desc, float *a, int S, int kvr,
+               int dr, float *lat, const float *normw, float eps, const int32_t *pos, double theta, int fmt,
+               const double *ikdesc, float *kI, int hd, const float *lnw, const float *lnb, float lneps);
 void hb_copy_heads(float *dst, int dRow, int dHead, const float *src, int sRow, int sHead, int S, int H, int n);
 /* one cache row of W values in fmt widened to f32 (exact for f16; q · scale for q8), on the calling thread */
 void hb_kv_widen(int fmt, const void *row, int W, float *dst);
@@ -178,25 +179,28 @@ void hb_moe_down(int exact, int nu, const int32_t *uni, const int32_t *off, cons
 int hb_moe_route(int S, int E, int K, const float *z, const float *bias, int nGroup, int topkGroup, int norm,
                  double scale, int32_t *experts, float *gates, int32_t *off, int32_t *rows, float *rgates,
                  int32_t *uni, int32_t *cnt);
-/* moe.c: a MoE layer's router and routed experts in one call when every chosen expert is live: p [HB_MOE_P] = E, K,
+/* moe.c: a MoE layer's router and routed experts in one call when every chosen expert is live: first, given npre > 0,
+ * hb_matmul_many(exact, npre, pre, preI) (the layer's router ‖ shared gate ‖ up, which writes z); p [HB_MOE_P] = E, K,
  * n_group, topk_group, norm, scale, D, F; hb_moe_route's arguments from z on; then expert e is live when ver[e] != 0
  * and row[e] == ver[e] (its table row packed from the weights its cache holds now); then hb_moe_up / hb_moe_down's.
  * Returns the union's size when it computed y, -2 - that size when it only routed (an expert not live), -1 as
  * hb_moe_route's -1 */
 #define HB_MOE_P 8
-int hb_moe_layer(int exact, int S, const double *p, const float *z, const float *bias, int32_t *experts, float *gates,
-                 int32_t *off, int32_t *rows, float *rgates, int32_t *uni, int32_t *cnt, const int32_t *ver,
-                 const int32_t *row, const double *tab, const float *x, float *hg, float *hu, float *ye, float *y,
-                 const double *shd, float *sg, const float *su, float *sy);
+int hb_moe_layer(int exact, int npre, const double *pre, int preI, int S, const double *p, const float *z,
+                 const float *bias, int32_t *experts, float *gates, int32_t *off, int32_t *rows, float *rgates,
+                 int32_t *uni, int32_t *cnt, const int32_t *ver, const int32_t *row, const double *tab, const float *x,
+                 float *hg, float *hu, float *ye, float *y, const double *shd, float *sg, const float *su, float *sy);
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
-void hb_add_rmsnorm(float *x, const float *a, const float *w, float *y, int S, int D, float eps);
+void hb_add_rmsnorm(int exact, int npre, const double *pre, int preI, float *x, const float *a, const float *w, float *y,
+                    int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);
 /* elt.c */
 void hb_swiglu(const float *g, const float *u, float *out, int n);
 void hb_expm(float *x, int n, float m);              /* x <- e^(x − m), elt.c's polynomial (same bits everywhere) */
 void hb_divd(float *x, int n, double d);            /* x <- (float)((double)x / d): softmax normalisation (elt.c) */
 float hb_maxf(const float *x, int n);                 /* max as a forward scan with > finds it (elt.c) */
+int hb_argmaxf(const float *x, int n);                /* that scan's index (elt.c): greedy decoding */
 void hb_add(float *y, const float *x, int n);
 void hb_axpy(float *y, float a, const float *x, int n);
 void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta);

@@ -134,10 +134,11 @@ void hb_kv_write(int nseg, const double *desc, const float *lat, int kvr, const 
  * the segments (desc as its). With ikdesc, the indexer's too (DSA full layers): kI [S, hd] <- LayerNorm(kI; lnw, lnb,
  * lneps), its first dr of each row roped at pos, then row r0 + r of segment g (ikdesc[3g..3g+2]: address of its cache
  * row pos0 (f32 rows of hd), r0, n) copied there, r < n. The same calls as made one by one: the same bits. */
-void hb_mla_kv(int nseg, const double *desc, float *a, int S, int kvr, int dr, float *lat, const float *normw, float eps,
-               const int32_t *pos, double theta, int fmt, const double *ikdesc, float *kI, int hd, const float *lnw,
-               const float *lnb, float lneps) {
-  if (!a || !lat || !normw || !pos || S <= 0 || kvr <= 0 || dr < 0) return;
+void hb_mla_kv(int exact, int npre, const double *pre, int preI, int nseg, const double *desc, float *a, int S, int kvr,
+               int dr, float *lat, const float *normw, float eps, const int32_t *pos, double theta, int fmt,
+               const double *ikdesc, float *kI, int hd, const float *lnw, const float *lnb, float lneps) {
+  if (!a || !lat || !normw || !pos || S <= 0 || kvr <= 0 || dr < 0 || (npre > 0 && !pre)) return;
+  if (npre > 0) hb_matmul_many(exact, npre, pre, preI);
   const int W = kvr + dr;
   hb_copy_heads(lat, kvr, 0, a, W, 0, S, 1, kvr);
   hb_rmsnorm(lat, normw, lat, S, kvr, eps);
@@ -257,12 +258,14 @@ void hb_moe_down(int exact, int nu, const int32_t *uni, const int32_t *off, cons
   if (shd) hb_add(y, sy, S * D);
 }
 
-/* route, then (every chosen expert live) up and down: the same calls as moe.ts makes one by one, so the same bits */
-int hb_moe_layer(int exact, int S, const double *p, const float *z, const float *bias, int32_t *experts, float *gates,
-                 int32_t *off, int32_t *rows, float *rgates, int32_t *uni, int32_t *cnt, const int32_t *ver,
-                 const int32_t *row, const double *tab, const float *x, float *hg, float *hu, float *ye, float *y,
-                 const double *shd, float *sg, const float *su, float *sy) {
-  if (!p || !off || !ver || !row) return -1;
+/* (the router's call,) route, then (every chosen expert live) up and down: the same calls as moe.ts makes one by one,
+ * so the same bits */
+int hb_moe_layer(int exact, int npre, const double *pre, int preI, int S, const double *p, const float *z,
+                 const float *bias, int32_t *experts, float *gates, int32_t *off, int32_t *rows, float *rgates,
+                 int32_t *uni, int32_t *cnt, const int32_t *ver, const int32_t *row, const double *tab, const float *x,
+                 float *hg, float *hu, float *ye, float *y, const double *shd, float *sg, const float *su, float *sy) {
+  if (!p || !off || !ver || !row || (npre > 0 && !pre)) return -1;
+  if (npre > 0) hb_matmul_many(exact, npre, pre, preI);
   const int E = (int)p[0], K = (int)p[1], D = (int)p[6], F = (int)p[7];
   const int nu = hb_moe_route(S, E, K, z, bias, (int)p[2], (int)p[3], (int)p[4], p[5], experts, gates, off, rows, rgates, uni, cnt);
   if (nu <= 0) return nu;

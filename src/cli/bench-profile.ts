@@ -69,11 +69,11 @@ class Kinds {
       sig = ((sym * 8 + fmt) * 2 ** 20 + F) * 2 ** 20 + D;
       moe = name === "hb_moe_up" ? `${name} ${FMT[fmt]} ${F}x${D} (gate, up)` : `${name} ${FMT[fmt]} ${D}x${F}`;
     }
-    // a MoE layer in one call (hb_moe_layer): its shape from the parameters (p: E, K, ..., D, F)
-    if (name === "hb_moe_layer" && a2 instanceof Float64Array) {
-      const E = a2[0], D = a2[6], F = a2[7];
+    // a MoE layer in one call (hb_moe_layer, the router's call first): its shape from the parameters (p: E, K, ..., D, F)
+    if (name === "hb_moe_layer" && a5 instanceof Float64Array) {
+      const E = a5[0], D = a5[6], F = a5[7];
       sig = ((sym * 1024 + E) * 2 ** 20 + F) * 2 ** 20 + D;
-      moe = `${name} ${E} experts ${F}x${D} (router, gate, up, down)`;
+      moe = `${name} ${E} experts ${F}x${D} (router, shared gate, up; gate, up, down)`;
     }
     if (mm) sig = ((sym * 8 + (a0 as number)) * 2 ** 20 + (a4 as number)) * 2 ** 20 + (a5 as number);
     else if (many) {

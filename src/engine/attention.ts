@@ -7,7 +7,7 @@
 import type { Config } from "../model/config.ts";
 import type { AttnWeights, Mat } from "../model/weights.ts";
 import { rowBytes } from "../model/formats.ts";
-import { attn, columnQuads, copyHeads, Fmt, type HeadsW, type KvSeg, mlaAbsorbed, mlaKv, type MlaSeg, packHeads, rope, Simd, simdLevel } from "../native/hb.ts";
+import { attn, columnQuads, copyHeads, Fmt, type HeadsW, type KvSeg, mlaAbsorbed, type MlaSeg, packHeads, rope, Simd, simdLevel } from "../native/hb.ts";
 import { mm, MmCall, mmMany, rowsOf, transposeF32 } from "./mat.ts";
 import { weightBytes } from "../native/mem.ts";
 import type { RunState } from "./state.ts";
@@ -80,7 +80,7 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
  * (hb_mla_absorbed).
  */
 export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: number, kvLayer: number,
-  segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook, k = S): void {
+  segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook, k = S, out = true): void {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, eps = cfg.rms_norm_eps, theta = cfg.rope_theta, Q = H * (dn + dr), W = kvr + dr;
   // projections of h = st.xb: a = W_kva h -> [S, kv_lora+dr] and on indexer layers kI = W_wk h (every row); W_qa h (or
@@ -93,16 +93,15 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     if (k === S) proj.set(st, [...kq.kW, ...kq.qW], st.xb, S, [...kq.kOut, ...kq.qOut], tag);
     else proj.set(st, kq.kW, st.xb, S, kq.kOut, tag);
   }
-  proj.run(st.exact);
   // cache row t = [RMS(a[:kv_lora]) ‖ RoPE(a[kv_lora:], t)]: both over every row of the batch at once (the
   // latents gathered into st.o_lat, free until the attention core), then every segment's rows written to its cache;
-  // on indexer layers the new rows' keys likewise (indexerKeys): one call (mlaKv)
+  // on indexer layers the new rows' keys likewise (indexerKeys): one call with the projections (mlaKv)
   const lat = st.o_lat;
   for (let i = 0; i < segs.length; i++) {
     const g = segs[i], d = kvSegs[i] ?? (kvSegs[i] = { cache: g.kv.kv[kvLayer], pos0: 0, r0: 0, n: 0, ik: null });
     d.cache = g.kv.kv[kvLayer]; d.pos0 = g.pos0; d.r0 = g.r0; d.n = g.n; d.ik = ix ? g.kv.ik[kvLayer] : null;
   }
-  mlaKv(kvSegs, segs.length, st.a, S, kvr, dr, lat, w.kv_a_norm, eps, st.pos, theta, ix ? indexerKeys(cfg, st, ix) : null);
+  proj.runMlaKv(st.exact, kvSegs, segs.length, st.a, S, kvr, dr, lat, w.kv_a_norm, eps, st.pos, theta, ix ? indexerKeys(cfg, st, ix) : null);
   if (k === 0) return;
   // the query rows
   let qs = segs, written = segs;
@@ -148,16 +147,25 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     mlaAbsorbed(st.exact, absSegs, nabs, H, dn, dr, dv, kvr, ab.ktp, ab.kmul, st.q, st.qcat,
       useSel ? st.sel : null, st.nsel, topk, cfg.attn_scale, st.o_lat, ab.vw, st.o);
   }
-  mm(w.o, st.o, k, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [k, D]
+  if (out) mm(w.o, st.o, k, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [k, D]
+}
+
+/** x [k, D] += W_o st.o (Attn(h) of attention(…, out = false)), then xb = RMS(x; norm): one call (W_o's descriptor
+ *  kept per layer) */
+export function attnResidual(st: RunState, w: AttnWeights, k: number, x: Float32Array, norm: Float32Array, xb: Float32Array,
+  D: number, eps: number): void {
+  const c = callsOf(w).o;
+  if (!c.fits(st, st.o, k)) c.set(st, [w.o], st.o, k, [st.ao]);
+  c.runAddRmsnorm(st.exact, x, st.ao, norm, xb, k, D, eps);
 }
 
 /** a layer's batched projection calls, their descriptors kept across steps (MmCall): all the projections of h, the
- *  key side's alone (rows skipped), q_b ‖ indexer wq_b */
-interface LayerCalls { all: MmCall; keys: MmCall; qb: MmCall }
+ *  key side's alone (rows skipped), q_b ‖ indexer wq_b, W_o */
+interface LayerCalls { all: MmCall; keys: MmCall; qb: MmCall; o: MmCall }
 const layerCalls = new WeakMap<AttnWeights, LayerCalls>();
 function callsOf(w: AttnWeights): LayerCalls {
   let c = layerCalls.get(w);
-  if (!c) layerCalls.set(w, c = { all: new MmCall(), keys: new MmCall(), qb: new MmCall() });
+  if (!c) layerCalls.set(w, c = { all: new MmCall(), keys: new MmCall(), qb: new MmCall(), o: new MmCall() });
   return c;
 }
 /** the projections of h: the key side's (kv_a, indexer wk) and the query side's (q_a or q_proj, indexer weights_proj) */

@@ -6,7 +6,7 @@
 import type { Layer } from "../model/weights.ts";
 import { add, addRmsnorm, convert, Conv, Fmt, rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
-import { attention, reserveNaive, type AttnMode, type KeyMode } from "./attention.ts";
+import { attention, attnResidual, reserveNaive, type AttnMode, type KeyMode } from "./attention.ts";
 import { mlp, moe } from "./moe.ts";
 import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
@@ -68,23 +68,27 @@ export function embedRow(E: Model["w"]["embed"], id: number, D: number, out: Flo
 /** One decoder layer over S rows of st.x: x += Attn(RMS(x)); x += FFN(RMS(x)). With k < S (the last layer,
  *  whose other rows no one reads) every row's keys are cached but the queries, the output and the FFN run only for
  *  rows st.keep[0..k) (ascending): they are moved to rows 0..k-1 and back, and the other rows keep the layer's input.
- *  Kept rows get the same bits either way. */
+ *  Kept rows get the same bits either way. normed: st.xb holds RMS(x; input_norm) already (the previous layer's
+ *  last add made it); next (with k = S): the norm weights of what reads x next (the next layer, the head), for the
+ *  last add to leave st.xb = RMS(x; next) in the same call (hb_add_rmsnorm: hb_add, then hb_rmsnorm: the same bits). */
 export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: number, segs: Segment[],
-  S: number, keys: KeyMode, opts: ForwardOpts, k = S): void {
+  S: number, keys: KeyMode, opts: ForwardOpts, k = S, normed = false, next: Float32Array | null = null): void {
   const D = m.cfg.hidden_size, eps = m.cfg.rms_norm_eps;
-  if (w.moe?.prefetch) pilot(m.cfg, st, w, st.x, S); // the likely experts start reading under the attention
-  rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
+  const piloted = !!w.moe?.prefetch;
+  if (piloted) pilot(m.cfg, st, w, st.x, S); // the likely experts start reading under the attention (it borrows st.xb)
+  if (!normed || piloted) rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
   opts.onPart?.(layer, "attn", S);
-  attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect, k);
-  opts.onPart?.(layer, "attn-end", S);
-  if (k === 0) return;
+  attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect, k, false);
+  if (k === 0) { opts.onPart?.(layer, "attn-end", S); return; }
   if (k < S) for (let i = 0; i < k; i++) st.x.copyWithin(i * D, st.keep[i] * D, (st.keep[i] + 1) * D); // keep[i] ≥ i
-  addRmsnorm(st.x, st.ao, w.post_norm, st.xb, k, D, eps); // x += Attn(RMS(x)); xb = RMS(x) (one call)
+  attnResidual(st, w.attn, k, st.x, w.post_norm, st.xb, D, eps); // x += W_o o (Attn(RMS(x))); xb = RMS(x) (one call)
+  opts.onPart?.(layer, "attn-end", S);
   opts.onPart?.(layer, "ffn", k);
   if (w.moe) moe(m.cfg, st, w.moe, st.xb, k, st.ao);
   else mlp(st, w.mlp!, st.xb, k, st.ao);
   opts.onPart?.(layer, "ffn-end", k);
-  add(st.x, st.ao, k * D);
+  if (next && k === S) addRmsnorm(st.x, st.ao, next, st.xb, S, D, eps);
+  else add(st.x, st.ao, k * D);
   if (k < S) for (let i = k - 1; i >= 0; i--) st.x.copyWithin(st.keep[i] * D, i * D, (i + 1) * D); // sources below stay unread
 }
 
@@ -94,10 +98,15 @@ export function keyMode(m: Model, i: number): KeyMode {
   return m.cfg.indexer_types[i] === "full" ? "full" : "shared";
 }
 
-/** Layers [lo, hi); the model's last layer runs its FFN only for the first `k` rows of st.keep (default all). */
-export function runLayers(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts, k = S): void {
-  const L = m.cfg.num_hidden_layers;
-  for (let i = lo; i < hi; i++) block(m, st, m.w.layers[i], i, i, segs, S, keyMode(m, i), opts, i === L - 1 ? k : S);
+/** Layers [lo, hi); the model's last layer runs its FFN only for the first `k` rows of st.keep (default all). Each
+ *  layer's last add also norms x for the next one (block's `next`); headNorm: for the head after layer hi - 1. */
+export function runLayers(m: Model, st: RunState, segs: Segment[], S: number, lo: number, hi: number, opts: ForwardOpts, k = S,
+  headNorm: Float32Array | null = null): void {
+  const L = m.cfg.num_hidden_layers, ls = m.w.layers;
+  for (let i = lo; i < hi; i++) {
+    const kk = i === L - 1 ? k : S, next = i + 1 < hi ? ls[i + 1].input_norm : headNorm;
+    block(m, st, ls[i], i, i, segs, S, keyMode(m, i), opts, kk, i > lo, next);
+  }
 }
 
 /** The rows `head(which)` reads, into st.keep (ascending); returns their count (S: every row). */
@@ -112,12 +121,26 @@ export function keptRows(st: RunState, segs: Segment[], S: number, which: "all" 
   return k;
 }
 
+/** Whether head(which) reads every row in place (logits row r from x row r): "all", or "last" where every segment
+ *  wants all its rows (decode: one row each) and the segments follow each other from row 0. */
+export function headInPlace(segs: Segment[], S: number, which: "all" | "last" | "none"): boolean {
+  if (which !== "last") return which === "all";
+  let k = 0;
+  for (const g of segs) {
+    const n = g.noLogits ? 0 : g.allLogits ? g.n : 1;
+    if (n !== g.n || g.r0 !== k) return false;
+    k += n;
+  }
+  return k === S;
+}
+
 /** logits rows = lm_head · RMS(x; norm) for the chosen rows, in batch order ("last": the last row of each
- *  segment, or all of its rows when it asks with `allLogits`, none with `noLogits`); returns how many rows were written. */
-export function head(m: Model, st: RunState, segs: Segment[], S: number, which: "all" | "last"): number {
+ *  segment, or all of its rows when it asks with `allLogits`, none with `noLogits`); returns how many rows were written.
+ *  normed: st.xb holds RMS(x; norm) of every row already (headInPlace; the last layer's add made it). */
+export function head(m: Model, st: RunState, segs: Segment[], S: number, which: "all" | "last", normed = false): number {
   const D = m.cfg.hidden_size;
-  if (which === "all") {
-    rmsnorm(st.x, m.w.norm, st.xb, S, D, m.cfg.rms_norm_eps);
+  if (which === "all" || normed) {
+    if (!normed) rmsnorm(st.x, m.w.norm, st.xb, S, D, m.cfg.rms_norm_eps);
     mm(m.w.lm_head, st.xb, S, st.logits, st.exact);
     return S;
   }
@@ -141,7 +164,8 @@ export function forward(m: Model, st: RunState, segs: Segment[], ids: ArrayLike<
   const L = m.cfg.num_hidden_layers, n = Math.min(opts.executor?.n ?? 0, L), which = opts.logits ?? "all";
   const k = opts.hidden ? S : keptRows(st, segs, S, which);
   if (n > 0) opts.executor!.run(m, st, segs, S, 0, n, opts, n === L ? k : S);
-  runLayers(m, st, segs, S, n, L, opts, k);
+  const normed = n < L && k === S && headInPlace(segs, S, which); // the last layer's add norms x for the head
+  runLayers(m, st, segs, S, n, L, opts, k, normed ? m.w.norm : null);
   for (const g of segs) { g.kv.len = g.pos0 + g.n; g.kv.wrote(g.pos0); }
-  return which === "none" ? 0 : head(m, st, segs, S, which);
+  return which === "none" ? 0 : head(m, st, segs, S, which, normed);
 }

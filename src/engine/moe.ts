@@ -43,39 +43,41 @@ const heads = new WeakMap<Moe, MmCall>(); // each layer's router ‖ shared gate
 export function moe(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array): void {
   const sh = w.shared;
   if (w.router.fmt !== Fmt.f32) throw new Error(`${w.router.name}: the router must be f32, not format ${w.router.fmt}`);
+  let c: MmCall | null = null;
   if (sh) {
-    let c = heads.get(w);
+    c = heads.get(w) ?? null;
     if (!c) heads.set(w, c = new MmCall());
     if (!c.fits(st, x, S)) c.set(st, [w.router, sh.gate, sh.up], x, S, [st.z, st.shg, st.shu]);
-    c.run(st.exact);
-  } else mm(w.router, x, S, st.z, true);
-  routed(cfg, st, w, x, S, y, sh, true);
+  }
+  routed(cfg, st, w, x, S, y, sh, c);
 }
 
 /**
  * y [S,D] = Σ_k g_k E_k(x) over the routed experts (streamed through w.resolve when it has one), then, given
- * `shared` (its gate / up already in st.shg / st.shu), + that expert's output (its down runs with the routed
- * ones when the widths match). zReady: the router logits are in st.z already.
+ * `shared` (its gate / up in st.shg / st.shu once `first` ran), + that expert's output (its down runs with the routed
+ * ones when the widths match). first: the call that writes the router logits st.z (and the shared gate / up; run
+ * inside moeLayer's call when that path is taken); null: the router alone, here.
  * A streamed Moe resolves the union first and hands experts out resident-first; outputs are still added in
  * ascending expert order, so results do not depend on the cache. When every chosen expert's weights are where its
  * table row was packed (w.ver), router and experts run in one call (moeLayer: the same calls, the same bits).
  */
 export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: number, y: Float32Array,
-  shared: Mlp | null = null, zReady = false): void {
+  shared: Mlp | null = null, first: MmCall | null = null): void {
   const D = cfg.hidden_size, E = cfg.n_routed_experts, K = cfg.num_experts_per_tok;
-  if (!zReady) mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
+  // (an opt-in quality policy, st.quality: fewer experts per row, quality.ts; absent: ffi/route.c's choice as trained)
+  const q = st.quality, one = !q && !!w.ver && !!w.account;
+  if (!first) mm(w.router, x, S, st.z, true); // [S, E], always exact (f32 router)
+  else if (!one) first.run(st.exact);
   // route each row; its (row, gate) pairs grouped by expert (rows ascending within each) and the union, in one call
   const off = st.moff, mrows = st.mrows, mgates = st.mgates;
-  // (an opt-in quality policy, st.quality: fewer experts per row, quality.ts; absent: ffi/route.c's choice as trained)
-  const q = st.quality;
   let nu: number;
   if (q) nu = groupRoutes(S, E, routePolicy(cfg, q, S, st.z, w.bias, st.mexp, st.mgate, st.mkept), st.mexp, st.mgate, st.mkept,
     off, mrows, mgates, st.muni, st.mcnt);
-  else if (w.ver && w.account) {
-    const t = tableOf(st, w), withShared = joinShared(t, shared) && shared!.down.O === D;
-    const r = moeLayer(st.exact, S, t.p, layerBufs(cfg, st, w, t, withShared), x, y);
+  else if (one) {
+    const t = tableOf(st, w), withShared = joinShared(t, shared) && shared!.down.O === D, b = layerBufs(cfg, st, w, t, withShared);
+    const r = first ? first.runMoeLayer(st.exact, S, t.p, b, x, y) : moeLayer(st.exact, S, t.p, b, x, y);
     if (r >= 0) {
-      w.account(st.muni, st.mcnt, r);
+      w.account!(st.muni, st.mcnt, r);
       if (shared && !withShared) sharedDown(st, shared, S, D, y, false);
       return;
     }

@@ -39,7 +39,7 @@ const symbols = {
   hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, HB_KV_* format)
   // MLA cache rows: (nseg, desc as hb_kv_write's, a, S, kvr, dr, lat, normw, eps, pos, theta, HB_KV_* format; the indexer's
   // keys: ikdesc | null, kI, hd, lnw, lnb, lneps)
-  hb_mla_kv: { args: [i32, ptr, ptr, i32, i32, i32, ptr, ptr, f32, ptr, f64, i32, ptr, ptr, i32, ptr, ptr, f32], returns: FFIType.void },
+  hb_mla_kv: { args: [i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, i32, ptr, ptr, f32, ptr, f64, i32, ptr, ptr, i32, ptr, ptr, f32], returns: FFIType.void },
   // a layer's absorbed attention: (exact, nrun, runs i32[2·nrun], H, dn, dr, dv, kvr, kt f64[5], kmul, q, qcat, nseg,
   // segs f64[4·nseg] as hb_attn_segs', sel, nsel, topk, scale, HB_KV_* format, o_lat, vw f64[4], o)
   hb_mla_absorbed: {
@@ -55,19 +55,20 @@ const symbols = {
   hb_moe_down: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32, i32, ptr, ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr], returns: FFIType.void },
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   // router and experts in one call: (exact, S, p f64[HB_MOE_P], hb_moe_route's from z, ver, row, tab, x, hg, hu, ye, y, shd, sg, su, sy)
-  hb_moe_layer: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
+  hb_moe_layer: { args: [i32, i32, ptr, i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
   hb_huge_alloc: { args: [i64], returns: ptr }, // (bytes) -> 2 MiB-aligned THP-advised mapping, null = refused (mem.c)
   hb_huge_free: { args: [ptr, ptr], returns: FFIType.void }, // its ArrayBuffer deallocator (ctx = bytes)
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
   hb_rmsnorm: { args: [ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
-  hb_add_rmsnorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void }, // x += a; y = RMS(x)·w
+  hb_add_rmsnorm: { args: [i32, i32, ptr, i32, ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void }, // x += a; y = RMS(x)·w
   // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
   hb_layernorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u (large n on the pool)
   hb_expm: { args: [ptr, i32, FFIType.f32], returns: FFIType.void }, // x[n] <- e^(x − m) (f32, one polynomial)
   hb_maxf: { args: [ptr, i32], returns: f32 }, // max of x[n] as a forward scan with > finds it (softmax; tests)
+  hb_argmaxf: { args: [ptr, i32], returns: i32 }, // that scan's index (greedy decoding)
   hb_add: { args: [ptr, ptr, i32], returns: FFIType.void }, // y[n] += x
   hb_axpy: { args: [ptr, f32, ptr, i32], returns: FFIType.void }, // y[n] += a·x
   // interleaved RoPE in place: x[s*rowStride + v*vecStride + 2j, 2j+1], j < dr/2, angle pos[s]·theta^(-2j/dr)
@@ -266,6 +267,22 @@ export class ManyBuilder {
       throw new Error("runMlaQ: buffers too small");
     hb().hb_mla_q(exact ? 1 : 0, this.n, this.desc, qa, normW, cq, S, qr, eps, q, H, dn, dr, pos, theta, qI, nh, hd);
   }
+  /** `mlaKv` preceded in the same call by every matrix added since reset() (rows of I elements: the layer's projections
+   *  of h, which write a and kI) */
+  runMlaKv(exact: boolean, I: number, segs: readonly KvSeg[], nseg: number, a: F32, S: number, kvr: number, dr: number, lat: F32,
+    normW: F32, eps: number, pos: Int32Array, theta: number, keys: IdxKeys | null): void {
+    mlaKv(segs, nseg, a, S, kvr, dr, lat, normW, eps, pos, theta, keys, exact, this.n, this.desc, I);
+  }
+  /** `addRmsnorm` preceded in the same call by every matrix added since reset() (rows of I elements: W_o, which
+   *  writes a) */
+  runAddRmsnorm(exact: boolean, I: number, x: F32, a: F32, w: F32, y: F32, S: number, D: number, eps: number): void {
+    addRmsnorm(x, a, w, y, S, D, eps, exact, this.n, this.desc, I);
+  }
+  /** `moeLayer` preceded in the same call by every matrix added since reset() (rows of I elements: the layer's router ‖
+   *  shared gate ‖ up, which write b.z) */
+  runMoeLayer(exact: boolean, I: number, S: number, p: Float64Array, b: MoeLayerBufs, x: F32, y: F32): number {
+    return moeLayer(exact, S, p, b, x, y, this.n, this.desc, I);
+  }
 }
 const many = new ManyBuilder(); // matmulMany's descriptor
 /** Weight bytes the matmul kernels have read since the last reset (reset: start counting again from 0). */
@@ -275,16 +292,23 @@ export const memBandwidth = (bytes: number, reps: number): number => hb().hb_mem
 /** the SIMD level in use (Simd's numbers: levels are ordered, so `simdLevel() >= Simd.avx512vnni` holds on AMX too) */
 export const simdLevel = (): number => Simd[String(hb().hb_simd_name()) as keyof typeof Simd];
 export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: number) => hb().hb_rmsnorm(x, w, y, S, D, eps);
-/** x [S, D] += a, then y = rmsnorm(x; w) (one call, the same bits as add then rmsnorm) */
-export function addRmsnorm(x: F32, a: F32, w: F32, y: F32, S: number, D: number, eps: number): void {
+/** x [S, D] += a, then y = rmsnorm(x; w) (one call, the same bits as add then rmsnorm). npre > 0: first, in the same
+ *  call, hb_matmul_many of the npre matrices of `pre` (rows of preI; ManyBuilder.runAddRmsnorm), which write a. */
+export function addRmsnorm(x: F32, a: F32, w: F32, y: F32, S: number, D: number, eps: number, exact = false, npre = 0,
+  pre: Float64Array | null = null, preI = 0): void {
   if (x.length < S * D || a.length < S * D || y.length < S * D || w.length < D) throw new Error(`addRmsnorm: buffers too small for ${S} rows of ${D}`);
-  hb().hb_add_rmsnorm(x, a, w, y, S, D, eps);
+  hb().hb_add_rmsnorm(exact ? 1 : 0, npre, pre, preI, x, a, w, y, S, D, eps);
 }
 export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
   hb().hb_layernorm(x, w, b, y, S, D, eps);
 /** x[n] <- e^(x − m) in f32 (the softmax numerators' exp: 0 below e^-87.3, NaN passes through) */
 export const expm = (x: F32, n: number, m: number) => hb().hb_expm(x, n, m);
 export const maxf = (x: F32, n: number): number => hb().hb_maxf(x, n);
+/** the index of maxf's value in x[0..n) as the forward scan finds it (0 when x[0] is NaN) */
+export const argmaxf = (x: F32, n: number): number => {
+  if (n < 1 || n > x.length) throw new RangeError(`argmaxf: ${n} elements of ${x.length}`);
+  return hb().hb_argmaxf(x, n);
+};
 export const swiglu = (g: F32, u: F32, out: F32, n: number) => hb().hb_swiglu(g, u, out, n);
 export const add = (y: F32, x: F32, n: number) => hb().hb_add(y, x, n);
 export const axpy = (y: F32, a: number, x: F32, n: number) => hb().hb_axpy(y, a, x, n);
@@ -351,9 +375,11 @@ export interface MoeLayerBufs {
  * A MoE layer in one call (ffi/moe.c hb_moe_layer): S rows of router logits b.z routed as `moeRouteGrouped`, then,
  * when every chosen expert e is live (b.ver[e] ≠ 0 and b.row[e] = b.ver[e]: its row of b.tab packed from the
  * weights held now), `moeUp` and `moeDown` into y [S, D]. Returns the union's size nu when y was computed, else ~nu
- * (negative: routed only, the caller brings the experts in).
+ * (negative: routed only, the caller brings the experts in). npre > 0: first, in the same call, hb_matmul_many of the
+ * npre matrices of `pre` (rows of preI; ManyBuilder.runMoeLayer), which write b.z.
  */
-export function moeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayerBufs, x: F32, y: F32): number {
+export function moeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayerBufs, x: F32, y: F32, npre = 0,
+  pre: Float64Array | null = null, preI = 0): number {
   const E = p[0], K = p[1], D = p[6], F = p[7], n = S * K;
   if (p.length < MOE_P || b.z.length < S * E || (b.bias && b.bias.length < E) || b.experts.length < n || b.gates.length < n ||
     b.off.length < E + 1 || b.rows.length < n || b.rgates.length < n || b.uni.length < E || b.cnt.length < E ||
@@ -361,7 +387,7 @@ export function moeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayer
     b.ye.length < n * D || x.length < S * D || y.length < S * D ||
     (b.shd && (b.shd.length < MANY_W || b.sg.length < S * F || b.su.length < S * F || b.sy.length < S * D)))
     throw new Error(`moeLayer: buffers too small for ${S} rows of ${E} experts, top ${K}, widths ${D} / ${F}`);
-  const r = hb().hb_moe_layer(exact ? 1 : 0, S, p, b.z, b.bias, b.experts, b.gates, b.off, b.rows, b.rgates, b.uni, b.cnt,
+  const r = hb().hb_moe_layer(exact ? 1 : 0, npre, pre, preI, S, p, b.z, b.bias, b.experts, b.gates, b.off, b.rows, b.rgates, b.uni, b.cnt,
     b.ver, b.row, b.tab, x, b.hg, b.hu, b.ye, y, b.shd, b.sg, b.su, b.sy);
   if (r === -1) throw badRoute(E, K, p[2], p[3]);
   return r >= 0 ? r : ~(-2 - r);
@@ -371,9 +397,12 @@ export interface IdxKeys { kI: F32; hd: number; w: F32; b: F32; eps: number }
 let ikDesc = new Float64Array(48);
 /** `kvWrite` of segs[0..nseg) preceded in the same call by lat [S, kvr] = RMS(a[:, :kvr]; normW, eps) (a copy) and
  *  RoPE of a[:, kvr:] [S, dr] in place at pos (MLA's cache rows from a = W_kva h [S, kvr + dr]); with keys, then
- *  keys.kI <- LayerNorm(kI) with its first dr roped at pos, row r0 + r of each segment into its ik at row pos0 + r */
+ *  keys.kI <- LayerNorm(kI) with its first dr roped at pos, row r0 + r of each segment into its ik at row pos0 + r.
+ *  npre > 0: first, in the same call, hb_matmul_many of the npre matrices of `pre` (rows of preI; ManyBuilder.runMlaKv),
+ *  which write a (and kI). */
 export function mlaKv(segs: readonly KvSeg[], nseg: number, a: F32, S: number, kvr: number, dr: number, lat: F32, normW: F32,
-  eps: number, pos: Int32Array, theta: number, keys: IdxKeys | null = null) {
+  eps: number, pos: Int32Array, theta: number, keys: IdxKeys | null = null, exact = false, npre = 0, pre: Float64Array | null = null,
+  preI = 0) {
   const t = kvDescOf(segs, nseg, kvr + dr);
   if (a.length < S * (kvr + dr) || lat.length < S * kvr || pos.length < S || normW.length < kvr) throw new Error("mlaKv: buffers too small");
   if (keys) {
@@ -387,7 +416,7 @@ export function mlaKv(segs: readonly KvSeg[], nseg: number, a: F32, S: number, k
       ikDesc[3 * i] = ptr_(ik) + 4 * g.pos0 * hd; ikDesc[3 * i + 1] = g.r0; ikDesc[3 * i + 2] = g.n;
     }
   }
-  hb().hb_mla_kv(nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t], keys ? ikDesc : null, keys?.kI ?? null,
+  hb().hb_mla_kv(exact ? 1 : 0, npre, pre, preI, nseg, kvDesc, a, S, kvr, dr, lat, normW, eps, pos, theta, KV_CODE[t], keys ? ikDesc : null, keys?.kI ?? null,
     keys?.hd ?? 0, keys?.w ?? null, keys?.b ?? null, keys?.eps ?? 0);
 }
 /** the packed HeadsW of `mlaAbsorbed` (fmt, gs, W, scales, cols addresses) */
