@@ -192,8 +192,7 @@ int hb_moe_layer(int exact, int npre, const double *pre, int preI, int S, const 
                  float *hg, float *hu, float *ye, float *y, const double *shd, float *sg, const float *su, float *sy);
 /* norm.c */
 void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float eps);
-void hb_add_rmsnorm(int exact, int npre, const double *pre, int preI, float *x, const float *a, const float *w, float *y,
-                    int S, int D, float eps);
+void hb_add_rmsnorm(float *x, const float *a, const float *w, float *y, int S, int D, float eps);
 void hb_layernorm(const float *x, const float *w, const float *b, float *y, int S, int D, float eps);
 /* elt.c */
 void hb_swiglu(const float *g, const float *u, float *out, int n);

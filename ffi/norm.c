@@ -126,11 +126,9 @@ void hb_rmsnorm(const float *x, const float *w, float *y, int S, int D, float ep
 }
 
 /* x [S, D] += a, then y = RMSNorm(x) · w: a residual add and the next norm in one call (hb_add, then hb_rmsnorm: the
- * same bits); first, given npre > 0, hb_matmul_many(exact, npre, pre, preI) (the attention's W_o, which writes a) */
-void hb_add_rmsnorm(int exact, int npre, const double *pre, int preI, float *x, const float *a, const float *w, float *y,
-                    int S, int D, float eps) {
-  if (!x || !a || S <= 0 || D <= 0 || (npre > 0 && !pre)) return;
-  if (npre > 0) hb_matmul_many(exact, npre, pre, preI);
+ * same bits) */
+void hb_add_rmsnorm(float *x, const float *a, const float *w, float *y, int S, int D, float eps) {
+  if (!x || !a || S <= 0 || D <= 0) return;
   hb_add(x, a, S * D);
   hb_rmsnorm(x, w, y, S, D, eps);
 }

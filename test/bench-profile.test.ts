@@ -33,8 +33,8 @@ test("kinds and the time between them add up to the step; symbols restored", () 
     const F = m.cfg.moe_intermediate_size, D = m.cfg.hidden_size; // the routed experts' calls, named by format and shape
     expect(kinds).toContain(`hb_moe_up f32 ${F}x${D} (gate, up)`);
     expect(kinds).toContain(`hb_moe_down f32 ${D}x${F}`);
-    // the first layer's input norm; per layer W_o, the attention's residual add and the FFN's norm in one call, then
-    // the FFN's residual add and the next layer's (the head's: every row gets logits) norm in one
+    // the first layer's input norm; per layer the attention's residual add and the FFN's norm in one call, then the
+    // FFN's residual add and the next layer's (the head's: every row gets logits) norm in one
     expect(p.rows.find((r) => r.kind === "hb_rmsnorm")!.calls).toBe(1);
     expect(p.rows.find((r) => r.kind === "hb_add_rmsnorm")!.calls).toBe(2 * m.cfg.num_hidden_layers);
     expect(p.rows.reduce((a, r) => a + r.beforeUs, 0)).toBeCloseTo(p.betweenUs, 6);

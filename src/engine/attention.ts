@@ -80,7 +80,7 @@ function absorbed(cfg: Config, kv_b: Mat): Absorbed {
  * (hb_mla_absorbed).
  */
 export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: number, kvLayer: number,
-  segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook, k = S, out = true): void {
+  segs: Segment[], S: number, keys: KeyMode, mode: AttnMode, hook?: SelectHook, k = S): void {
   const H = cfg.num_attention_heads, dn = cfg.qk_nope_head_dim, dr = cfg.qk_rope_head_dim, dv = cfg.v_head_dim;
   const kvr = cfg.kv_lora_rank, eps = cfg.rms_norm_eps, theta = cfg.rope_theta, Q = H * (dn + dr), W = kvr + dr;
   // projections of h = st.xb: a = W_kva h -> [S, kv_lora+dr] and on indexer layers kI = W_wk h (every row); W_qa h (or
@@ -147,25 +147,16 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     mlaAbsorbed(st.exact, absSegs, nabs, H, dn, dr, dv, kvr, ab.ktp, ab.kmul, st.q, st.qcat,
       useSel ? st.sel : null, st.nsel, topk, cfg.attn_scale, st.o_lat, ab.vw, st.o);
   }
-  if (out) mm(w.o, st.o, k, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [k, D]
-}
-
-/** x [k, D] += W_o st.o (Attn(h) of attention(…, out = false)), then xb = RMS(x; norm): one call (W_o's descriptor
- *  kept per layer) */
-export function attnResidual(st: RunState, w: AttnWeights, k: number, x: Float32Array, norm: Float32Array, xb: Float32Array,
-  D: number, eps: number): void {
-  const c = callsOf(w).o;
-  if (!c.fits(st, st.o, k)) c.set(st, [w.o], st.o, k, [st.ao]);
-  c.runAddRmsnorm(st.exact, x, st.ao, norm, xb, k, D, eps);
+  mm(w.o, st.o, k, st.ao, st.exact); // Attn(h) = W_o concat_h o_h -> [k, D]
 }
 
 /** a layer's batched projection calls, their descriptors kept across steps (MmCall): all the projections of h, the
- *  key side's alone (rows skipped), q_b ‖ indexer wq_b, W_o */
-interface LayerCalls { all: MmCall; keys: MmCall; qb: MmCall; o: MmCall }
+ *  key side's alone (rows skipped), q_b ‖ indexer wq_b */
+interface LayerCalls { all: MmCall; keys: MmCall; qb: MmCall }
 const layerCalls = new WeakMap<AttnWeights, LayerCalls>();
 function callsOf(w: AttnWeights): LayerCalls {
   let c = layerCalls.get(w);
-  if (!c) layerCalls.set(w, c = { all: new MmCall(), keys: new MmCall(), qb: new MmCall(), o: new MmCall() });
+  if (!c) layerCalls.set(w, c = { all: new MmCall(), keys: new MmCall(), qb: new MmCall() });
   return c;
 }
 /** the projections of h: the key side's (kv_a, indexer wk) and the query side's (q_a or q_proj, indexer weights_proj) */

@@ -6,7 +6,7 @@
 import type { Layer } from "../model/weights.ts";
 import { add, addRmsnorm, convert, Conv, Fmt, rmsnorm } from "../native/hb.ts";
 import { mm } from "./mat.ts";
-import { attention, attnResidual, reserveNaive, type AttnMode, type KeyMode } from "./attention.ts";
+import { attention, reserveNaive, type AttnMode, type KeyMode } from "./attention.ts";
 import { mlp, moe } from "./moe.ts";
 import type { Model } from "./model.ts";
 import type { RunState } from "./state.ts";
@@ -78,11 +78,11 @@ export function block(m: Model, st: RunState, w: Layer, layer: number, kvLayer: 
   if (piloted) pilot(m.cfg, st, w, st.x, S); // the likely experts start reading under the attention (it borrows st.xb)
   if (!normed || piloted) rmsnorm(st.x, w.input_norm, st.xb, S, D, eps);
   opts.onPart?.(layer, "attn", S);
-  attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect, k, false);
-  if (k === 0) { opts.onPart?.(layer, "attn-end", S); return; }
-  if (k < S) for (let i = 0; i < k; i++) st.x.copyWithin(i * D, st.keep[i] * D, (st.keep[i] + 1) * D); // keep[i] ≥ i
-  attnResidual(st, w.attn, k, st.x, w.post_norm, st.xb, D, eps); // x += W_o o (Attn(RMS(x))); xb = RMS(x) (one call)
+  attention(m.cfg, st, w.attn, layer, kvLayer, segs, S, keys, opts.attn ?? "auto", opts.onSelect, k);
   opts.onPart?.(layer, "attn-end", S);
+  if (k === 0) return;
+  if (k < S) for (let i = 0; i < k; i++) st.x.copyWithin(i * D, st.keep[i] * D, (st.keep[i] + 1) * D); // keep[i] ≥ i
+  addRmsnorm(st.x, st.ao, w.post_norm, st.xb, k, D, eps); // x += Attn(RMS(x)); xb = RMS(x) (one call)
   opts.onPart?.(layer, "ffn", k);
   if (w.moe) moe(m.cfg, st, w.moe, st.xb, k, st.ao);
   else mlp(st, w.mlp!, st.xb, k, st.ao);

@@ -67,10 +67,6 @@ export class MmCall {
     normW: Float32Array, eps: number, pos: Int32Array, theta: number, keys: IdxKeys | null): void {
     this.b.runMlaKv(exact, this.I, segs, nseg, a, S, kvr, dr, lat, normW, eps, pos, theta, keys);
   }
-  /** `addRmsnorm` with this call first, in one call (ManyBuilder.runAddRmsnorm) */
-  runAddRmsnorm(exact: boolean, x: Float32Array, a: Float32Array, w: Float32Array, y: Float32Array, S: number, D: number, eps: number): void {
-    this.b.runAddRmsnorm(exact, this.I, x, a, w, y, S, D, eps);
-  }
   /** `moeLayer` with this call first, in one call (ManyBuilder.runMoeLayer) */
   runMoeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayerBufs, x: Float32Array, y: Float32Array): number {
     return this.b.runMoeLayer(exact, this.I, S, p, b, x, y);

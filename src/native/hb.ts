@@ -62,7 +62,7 @@ const symbols = {
   hb_huge_free: { args: [ptr, ptr], returns: FFIType.void }, // its ArrayBuffer deallocator (ctx = bytes)
   // y [S,D] = x / sqrt(mean(x²)+eps) ⊙ w
   hb_rmsnorm: { args: [ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
-  hb_add_rmsnorm: { args: [i32, i32, ptr, i32, ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void }, // x += a; y = RMS(x)·w
+  hb_add_rmsnorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void }, // x += a; y = RMS(x)·w
   // y [S,D] = (x-mean)/sqrt(var+eps) ⊙ w + b
   hb_layernorm: { args: [ptr, ptr, ptr, ptr, i32, i32, f32], returns: FFIType.void },
   hb_swiglu: { args: [ptr, ptr, ptr, i32], returns: FFIType.void }, // out[n] = silu(g)·u (large n on the pool)
@@ -273,11 +273,6 @@ export class ManyBuilder {
     normW: F32, eps: number, pos: Int32Array, theta: number, keys: IdxKeys | null): void {
     mlaKv(segs, nseg, a, S, kvr, dr, lat, normW, eps, pos, theta, keys, exact, this.n, this.desc, I);
   }
-  /** `addRmsnorm` preceded in the same call by every matrix added since reset() (rows of I elements: W_o, which
-   *  writes a) */
-  runAddRmsnorm(exact: boolean, I: number, x: F32, a: F32, w: F32, y: F32, S: number, D: number, eps: number): void {
-    addRmsnorm(x, a, w, y, S, D, eps, exact, this.n, this.desc, I);
-  }
   /** `moeLayer` preceded in the same call by every matrix added since reset() (rows of I elements: the layer's router ‖
    *  shared gate ‖ up, which write b.z) */
   runMoeLayer(exact: boolean, I: number, S: number, p: Float64Array, b: MoeLayerBufs, x: F32, y: F32): number {
@@ -292,12 +287,10 @@ export const memBandwidth = (bytes: number, reps: number): number => hb().hb_mem
 /** the SIMD level in use (Simd's numbers: levels are ordered, so `simdLevel() >= Simd.avx512vnni` holds on AMX too) */
 export const simdLevel = (): number => Simd[String(hb().hb_simd_name()) as keyof typeof Simd];
 export const rmsnorm = (x: F32, w: F32, y: F32, S: number, D: number, eps: number) => hb().hb_rmsnorm(x, w, y, S, D, eps);
-/** x [S, D] += a, then y = rmsnorm(x; w) (one call, the same bits as add then rmsnorm). npre > 0: first, in the same
- *  call, hb_matmul_many of the npre matrices of `pre` (rows of preI; ManyBuilder.runAddRmsnorm), which write a. */
-export function addRmsnorm(x: F32, a: F32, w: F32, y: F32, S: number, D: number, eps: number, exact = false, npre = 0,
-  pre: Float64Array | null = null, preI = 0): void {
+/** x [S, D] += a, then y = rmsnorm(x; w) (one call, the same bits as add then rmsnorm) */
+export function addRmsnorm(x: F32, a: F32, w: F32, y: F32, S: number, D: number, eps: number): void {
   if (x.length < S * D || a.length < S * D || y.length < S * D || w.length < D) throw new Error(`addRmsnorm: buffers too small for ${S} rows of ${D}`);
-  hb().hb_add_rmsnorm(exact ? 1 : 0, npre, pre, preI, x, a, w, y, S, D, eps);
+  hb().hb_add_rmsnorm(x, a, w, y, S, D, eps);
 }
 export const layernorm = (x: F32, w: F32, b: F32, y: F32, S: number, D: number, eps: number) =>
   hb().hb_layernorm(x, w, b, y, S, D, eps);
