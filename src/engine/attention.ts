@@ -101,7 +101,8 @@ export function attention(cfg: Config, st: RunState, w: AttnWeights, layer: numb
     const g = segs[i], d = kvSegs[i] ?? (kvSegs[i] = { cache: g.kv.kv[kvLayer], pos0: 0, r0: 0, n: 0, ik: null });
     d.cache = g.kv.kv[kvLayer]; d.pos0 = g.pos0; d.r0 = g.r0; d.n = g.n; d.ik = ix ? g.kv.ik[kvLayer] : null;
   }
-  proj.runMlaKv(st.exact, kvSegs, segs.length, st.a, S, kvr, dr, lat, w.kv_a_norm, eps, st.pos, theta, ix ? indexerKeys(cfg, st, ix) : null);
+  proj.builder.runMlaKv(st.exact, cfg.hidden_size, kvSegs, segs.length, st.a, S, kvr, dr, lat, w.kv_a_norm, eps, st.pos, theta,
+    ix ? indexerKeys(cfg, st, ix) : null);
   if (k === 0) return;
   // the query rows
   let qs = segs, written = segs;

@@ -2,7 +2,7 @@
 // activations; fast: int8 activations for quantized weights), row slices (for per-head blocks of kv_b),
 // the dequantized transpose (for the absorbed MLA form) and MmCall, a batched call's descriptor kept across
 // steps. Stateless (an MmCall holds its own descriptor).
-import { type IdxKeys, type KvSeg, ManyBuilder, matmul, matmulMany, matmulQ8, type MoeLayerBufs } from "../native/hb.ts";
+import { ManyBuilder, matmul, matmulMany, matmulQ8 } from "../native/hb.ts";
 import { rowUnits, scalesPerRow } from "../model/formats.ts";
 import type { Mat } from "../model/weights.ts";
 import type { RunState } from "./state.ts";
@@ -62,16 +62,7 @@ export class MmCall {
     this.x = x; this.gen = st.gen; this.S = S; this.tag = tag; this.I = I;
   }
   run(exact: boolean): void { this.b.run(exact, this.I); }
-  /** `mlaKv` with this call first, in one call (ManyBuilder.runMlaKv) */
-  runMlaKv(exact: boolean, segs: readonly KvSeg[], nseg: number, a: Float32Array, S: number, kvr: number, dr: number, lat: Float32Array,
-    normW: Float32Array, eps: number, pos: Int32Array, theta: number, keys: IdxKeys | null): void {
-    this.b.runMlaKv(exact, this.I, segs, nseg, a, S, kvr, dr, lat, normW, eps, pos, theta, keys);
-  }
-  /** `moeLayer` with this call first, in one call (ManyBuilder.runMoeLayer) */
-  runMoeLayer(exact: boolean, S: number, p: Float64Array, b: MoeLayerBufs, x: Float32Array, y: Float32Array): number {
-    return this.b.runMoeLayer(exact, this.I, S, p, b, x, y);
-  }
-  /** its descriptor (for fused entries such as ManyBuilder.runMlaQ) */
+  /** its descriptor (for fused entries such as ManyBuilder.runMlaQ, runMlaKv, runMoeLayer) */
   get builder(): ManyBuilder { return this.b; }
 }
 

@@ -75,7 +75,7 @@ export function routed(cfg: Config, st: RunState, w: Moe, x: Float32Array, S: nu
     off, mrows, mgates, st.muni, st.mcnt);
   else if (one) {
     const t = tableOf(st, w), withShared = joinShared(t, shared) && shared!.down.O === D, b = layerBufs(cfg, st, w, t, withShared);
-    const r = first ? first.runMoeLayer(st.exact, S, t.p, b, x, y) : moeLayer(st.exact, S, t.p, b, x, y);
+    const r = first ? first.builder.runMoeLayer(st.exact, D, S, t.p, b, x, y) : moeLayer(st.exact, S, t.p, b, x, y);
     if (r >= 0) {
       w.account!(st.muni, st.mcnt, r);
       if (shared && !withShared) sharedDown(st, shared, S, D, y, false);

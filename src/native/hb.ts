@@ -37,8 +37,9 @@ const symbols = {
   hb_copy_heads: { args: [ptr, i32, i32, ptr, i32, i32, i32, i32, i32], returns: FFIType.void },
   hb_to_f16: { args: [ptr, ptr, i64], returns: FFIType.void }, // (f32 src, u16 dst, n)
   hb_kv_write: { args: [i32, ptr, ptr, i32, ptr, i32, i32, i32], returns: FFIType.void }, // (…, HB_KV_* format)
-  // MLA cache rows: (nseg, desc as hb_kv_write's, a, S, kvr, dr, lat, normw, eps, pos, theta, HB_KV_* format; the indexer's
-  // keys: ikdesc | null, kI, hd, lnw, lnb, lneps)
+  // MLA cache rows: (exact, npre, pre f64[MANY_DESC·npre] | null, preI: hb_matmul_many's, run first; nseg, desc as
+  // hb_kv_write's, a, S, kvr, dr, lat, normw, eps, pos, theta, HB_KV_* format; the indexer's keys: ikdesc | null, kI, hd,
+  // lnw, lnb, lneps)
   hb_mla_kv: { args: [i32, i32, ptr, i32, i32, ptr, ptr, i32, i32, i32, ptr, ptr, f32, ptr, f64, i32, ptr, ptr, i32, ptr, ptr, f32], returns: FFIType.void },
   // a layer's absorbed attention: (exact, nrun, runs i32[2·nrun], H, dn, dr, dv, kvr, kt f64[5], kmul, q, qcat, nseg,
   // segs f64[4·nseg] as hb_attn_segs', sel, nsel, topk, scale, HB_KV_* format, o_lat, vw f64[4], o)
@@ -54,7 +55,8 @@ const symbols = {
   // (exact, nu, uni, off, rows, gates, tab, D, F, n, hg, hu, ye, S, y, shared down packed | null, sg, su, sy)
   hb_moe_down: { args: [i32, i32, ptr, ptr, ptr, ptr, ptr, i32, i32, i32, ptr, ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr], returns: FFIType.void },
   hb_moe_route: { args: [i32, i32, i32, ptr, ptr, i32, i32, i32, FFIType.f64, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
-  // router and experts in one call: (exact, S, p f64[HB_MOE_P], hb_moe_route's from z, ver, row, tab, x, hg, hu, ye, y, shd, sg, su, sy)
+  // router and experts in one call: (exact, npre, pre, preI: hb_matmul_many's, run first; S, p f64[HB_MOE_P],
+  // hb_moe_route's from z, ver, row, tab, x, hg, hu, ye, y, shd, sg, su, sy)
   hb_moe_layer: { args: [i32, i32, ptr, i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr], returns: i32 },
   hb_wbytes: { args: [i32], returns: i64 }, // (reset) -> weight bytes read by matmuls since the last reset
   hb_membw: { args: [i64, i32], returns: f64 }, // (buffer bytes, reps) -> best read bandwidth in bytes/s, -1 = no memory
