@@ -1,8 +1,10 @@
 // serve's graceful drain (a `serve` child process on the glm-tiny fixture): the first SIGTERM refuses new requests
 // (503 + Retry-After), answers /health 503 "draining", lets a running stream finish and exits 0; a second SIGTERM
-// exits at once. The session key mirrored into X-Session-Id (in-process server). `cluster --balancer none`.
+// exits at once. The session key mirrored into X-Session-Id (in-process server). `cluster --balancer none`, and
+// `--balancer haproxy` (when installed) removing its configuration's folder when it stops.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { resolve } from "node:path";
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { post, spawnServe, startTiny } from "./server.helpers.ts";
@@ -78,5 +80,23 @@ describe.skipIf(!hasTiny)("cluster --balancer none", () => {
     expect(cfg).toContain(`bind 127.0.0.1:${port}`);
     expect(cfg).toContain(`server r1 127.0.0.1:${port + 1}`);
     expect(cfg).toContain("balance hdr(X-Session-Id)");
+  }, 30000);
+});
+
+describe.skipIf(!hasTiny || !Bun.which("haproxy"))("cluster --balancer haproxy", () => {
+  test("answers through HAProxy; on SIGTERM drains, exits 0 and removes its configuration's folder", async () => {
+    const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }), port = l.port;
+    l.stop(true);
+    const p = Bun.spawn(["bun", "src/cli.ts", "cluster", "--replicas", "1", "--model", TINY, "--host", "127.0.0.1", "--port", String(port), "--", "--slots", "1"],
+      { cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+    let up = false;
+    for (const t0 = Date.now(); !up && Date.now() - t0 < 20000; await Bun.sleep(100))
+      up = (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200;
+    expect(up).toBe(true);
+    p.kill("SIGTERM");
+    expect(await p.exited).toBe(0);
+    const log = await new Response(p.stderr).text(), file = /configuration: (\S+)\)/.exec(log)?.[1];
+    expect(file).toBeDefined();
+    expect(existsSync(dirname(file!))).toBe(false);
   }, 30000);
 });

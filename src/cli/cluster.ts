@@ -1,7 +1,7 @@
 // `hummingbird cluster`: N `serve` replicas on consecutive ports behind HAProxy (haproxy-config.ts) on one machine,
 // or, with --balancer none or no haproxy installed, the replicas and the configuration printed to run elsewhere.
 // A replica that dies is started again; SIGTERM / SIGINT drain the replicas, then stop HAProxy. State: the children.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -70,9 +70,10 @@ async function run(argv: string[]): Promise<number> {
     });
   };
   for (let i = 0; i < n; i++) start(i);
-  let front: Subprocess | null = null;
+  let front: Subprocess | null = null, cfgDir = "";
   if (balancer === "haproxy") {
-    const file = join(mkdtempSync(join(tmpdir(), "hb-cluster-")), "haproxy.cfg");
+    cfgDir = mkdtempSync(join(tmpdir(), "hb-cluster-"));
+    const file = join(cfgDir, "haproxy.cfg");
     writeFileSync(file, cfg);
     front = Bun.spawn(["haproxy", "-W", "-db", "-f", file], { stdin: "ignore", stdout: "inherit", stderr: "inherit" });
     log(`${n} replicas on 127.0.0.1:${port + 1}..${port + n}, HAProxy on ${host}:${port} (${balance}; configuration: ${file})`);
@@ -91,6 +92,7 @@ async function run(argv: string[]): Promise<number> {
   const codes = await Promise.all([...children.values()].map((p) => p.exited));
   front?.kill("SIGUSR1"); // (HAProxy's soft stop)
   await front?.exited;
+  if (cfgDir) rmSync(cfgDir, { recursive: true, force: true });
   return codes.every((c) => c === 0) ? 0 : 1;
 }
 

@@ -1,11 +1,11 @@
-// Generated test models (our own generator), cached per shape for the whole test run in a tmp dir.
-import { mkdtempSync, rmSync } from "node:fs";
+// Generated test models (our own generator), cached per shape for the whole test run in the run's tmp dir
+// (test/setup.ts removes it).
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeModel, type MakeModelOptions } from "../../src/model/make-model.ts";
 
 const root = mkdtempSync(join(tmpdir(), "hb-models-"));
-process.on("exit", () => rmSync(root, { recursive: true, force: true }));
 const made = new Map<string, string>();
 
 /** Directory of a generated model for these options (made once per process). */
