@@ -1,7 +1,8 @@
 // Hostile HTTP clients (issue 29, items 4, 5 and 9): idle kept-alive sockets are closed after --timeout and the
 // server still answers; requests beyond --max-connections get a clear 503; a stream that is quiet longer than the
 // timeout but makes progress is not cut; cross-site form posts (text/plain, no type) get 415; Host headers naming
-// another site get 403 (DNS rebinding); `bearer` in any case; a model not served is a 404; /apply-template shows tools.
+// another site get 403 (DNS rebinding); `bearer` in any case; a model not served is a 404; /apply-template shows tools;
+// stalled uploads hold at most the server's body budget (503, Retry-After, the connection closed past it).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { bodyRead, connectionBounds } from "../src/server/conn-bounds.ts";
@@ -112,6 +113,43 @@ describe.skipIf(!hasTiny)("hostile HTTP clients", () => {
     const j = (await (await post(s.url, "/apply-template", { messages: [{ role: "user", content: "Hi" }], tools })).json()) as any;
     expect(j.prompt).toContain("[tool get_weather]");
   });
+});
+
+describe.skipIf(!hasTiny)("request bodies being read, all together", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 1, maxBody: 64 * 1024, bodyBudget: 256 * 1024 }); });
+  afterAll(async () => { await s.stop(); });
+  /** a socket that declared a 64 KiB body and sent `n` bytes of it, then stalls */
+  const stall = async (n: number) => {
+    const sock = connect(s.port, "127.0.0.1");
+    let text = "";
+    sock.on("error", () => {});
+    sock.on("data", (d) => { text += d.toString(); });
+    await new Promise((r) => sock.once("connect", r));
+    sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024}\r\n\r\n`);
+    sock.write(" ".repeat(n));
+    return { sock, text: () => text };
+  };
+  const chat = () => post(s.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 2 });
+
+  test("past the budget an upload gets 503 too_many_body_bytes with Retry-After, closed; below it and after, served", async () => {
+    const held = await Promise.all(Array.from({ length: 4 }, () => stall(60 * 1024))); // 240 of 256 KiB held
+    await Bun.sleep(200);
+    expect((await chat()).status).toBe(200); // (a small body still fits)
+    const over = await stall(60 * 1024);
+    for (let i = 0; i < 50 && !over.text().includes("\r\n\r\n"); i++) await Bun.sleep(20);
+    expect(status(over.text())).toBe(503);
+    expect(over.text().toLowerCase()).toContain("retry-after: 1");
+    expect(over.text().toLowerCase()).toContain("connection: close");
+    expect(over.text()).toContain("too_many_body_bytes");
+    for (const x of [...held, over]) x.sock.destroy();
+    await Bun.sleep(200);
+    const again = await Promise.all(Array.from({ length: 4 }, () => stall(60 * 1024))); // the bytes came back
+    await Bun.sleep(200);
+    expect(again.every((x) => x.text() === "")).toBe(true);
+    for (const x of again) x.sock.destroy();
+    expect((await chat()).status).toBe(200);
+  }, 15000);
 });
 
 describe.skipIf(!hasTiny)("API key scheme", () => {

@@ -16,6 +16,7 @@ export interface HttpConfig {
   maxConnections?: number; // requests in progress at once, beyond: 503 (--max-connections; default DEFAULT_MAX_CONNECTIONS)
   allowedHosts?: string[]; // Host names answered besides the bound address and localhost ("*": any; --allowed-hosts)
   maxBody?: number;        // JSON body limit in bytes (default DEFAULT_MAX_BODY)
+  bodyBudget?: number;     // bytes of request bodies being read at once, all together (default BODY_BUDGET_BODIES × maxBody)
   maxRowValues?: number;   // values one /embedding response may carry under pooling none (tests lower it)
   acceptAnyModel?: boolean; // requests may name any `model` (--accept-any-model; default: another name is a 404)
   log?: (line: string) => void; // one line per finished request (serve: stderr unless --quiet)
@@ -33,7 +34,7 @@ const KEYS = {
     "kvBudgetRows", "loadDelayMs"],
   scheduler: ["slots", "ctx", "longCtx", "queue", "chunk", "draft", "schedulingPolicy", "cacheRam", "slotSavePath"],
   defaults: ["sampling", "generationConfig", "templateKwargs", "thinkBudget", "budgetMessage", "maxTokens", "seed", "pooling"],
-  http: ["host", "port", "tls", "apiKey", "cors", "ui", "timeout", "maxConnections", "allowedHosts", "maxBody", "maxRowValues",
+  http: ["host", "port", "tls", "apiKey", "cors", "ui", "timeout", "maxConnections", "allowedHosts", "maxBody", "bodyBudget", "maxRowValues",
     "acceptAnyModel", "log", "warn"],
 } as const satisfies { [K in keyof ServeConfig]: readonly (keyof ServeConfig[K])[] };
 // (a field added to a sub-object but not to KEYS fails to compile here)

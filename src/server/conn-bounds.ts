@@ -1,10 +1,12 @@
 // Connection bounds of the HTTP server: the idle timeout that closes silent clients (a kept-alive connection between
 // requests, a request body that stalls; Bun closes a connection that sends no complete request head within ~10 s by
 // itself), its lifting while the server works on a request (a quiet prefill, a long non-streamed generation, an SSE or
-// mux stream: progress is never cut), and the cap on requests in progress (503 and the connection closed beyond it).
-// State: per request, the hook that lifts its timeout once its body is read.
+// mux stream: progress is never cut), the cap on requests in progress (503 and the connection closed beyond it), and
+// the budget of request-body bytes being read by all requests together (readJson's buffers: 503, Retry-After and the
+// connection closed for the request that would pass it). State: the bytes held per server; per request, the hook that
+// lifts its timeout once its body is read and the bytes its body holds.
 import type { Server } from "bun";
-import { apiError, errorBody } from "./http-errors.ts";
+import { apiError, errorBody, type ApiError } from "./http-errors.ts";
 
 /** seconds a silent client keeps its connection (--timeout; vLLM keeps idle connections 5 s, llama-server 5 s idle
  *  and a 600 s read timeout; Bun's own default is 10) */
@@ -14,14 +16,38 @@ export const DEFAULT_MAX_CONNECTIONS = 1024;
 /** the largest idle timeout Bun.serve takes */
 export const MAX_IDLE_TIMEOUT = 255;
 
-const lift = new WeakMap<Request, () => void>();
+/** bytes of request bodies being read at once, all requests together, as multiples of one body's limit (a stalled
+ *  8 MiB upload held 8 MiB of the server's memory: 1024 of them, --max-connections' default, ~8 GiB) */
+export const BODY_BUDGET_BODIES = 64;
+
+interface Held { lift(): void; bytes: number; refused: boolean; pool: { used: number; limit: number } }
+const held = new WeakMap<Request, Held>();
 /** The request's body has been read: silence from now on is the server's own work, not a stalled client. */
-export function bodyRead(req: Request): void { lift.get(req)?.(); }
+export function bodyRead(req: Request): void { held.get(req)?.lift(); }
+/** n more bytes of the request's body are about to be kept: null, or the 503 (nothing kept) when that would take the
+ *  bodies being read past the server's budget */
+export function bodyBytes(req: Request, n: number): ApiError | null {
+  const h = held.get(req);
+  if (!h) return null;
+  if (h.pool.used + n > h.pool.limit) {
+    h.refused = true;
+    return apiError(503, `server busy: the request bodies being read hold this server's budget of ${h.pool.limit} bytes; retry later`,
+      null, "too_many_body_bytes");
+  }
+  h.pool.used += n; h.bytes += n;
+  return null;
+}
+/** The request no longer keeps its body's bytes (read and parsed, or given up). */
+export function bodyDone(req: Request): void {
+  const h = held.get(req);
+  if (h) { h.pool.used -= h.bytes; h.bytes = 0; }
+}
 
 export interface Bounds { idleTimeout: number; fetch(req: Request, srv: Server<unknown>, next: (r: Request) => Response | Promise<Response>): Promise<Response> }
 
-export function connectionBounds(timeout = DEFAULT_TIMEOUT, maxConnections = DEFAULT_MAX_CONNECTIONS): Bounds {
-  const idle = Math.min(Math.max(1, Math.round(timeout)), MAX_IDLE_TIMEOUT);
+/** bodyBudget: bytes of request bodies being read at once (bodyBytes) */
+export function connectionBounds(timeout = DEFAULT_TIMEOUT, maxConnections = DEFAULT_MAX_CONNECTIONS, bodyBudget = Infinity): Bounds {
+  const idle = Math.min(Math.max(1, Math.round(timeout)), MAX_IDLE_TIMEOUT), pool = { used: 0, limit: bodyBudget };
   return {
     idleTimeout: idle,
     async fetch(req, srv, next) {
@@ -30,9 +56,12 @@ export function connectionBounds(timeout = DEFAULT_TIMEOUT, maxConnections = DEF
           null, "too_many_connections")), { status: 503, headers: { "content-type": "application/json", connection: "close", "retry-after": "1" } });
       const set = (s: number) => { try { srv.timeout(req, s); } catch { /* the connection is gone */ } };
       // mux: a full-duplex session whose client may pause between frames; other bodies are read under the timeout
-      if (new URL(req.url).pathname === "/v1/mux") set(0); else lift.set(req, () => set(0));
+      const h: Held = { lift: () => set(0), bytes: 0, refused: false, pool };
+      held.set(req, h);
+      if (new URL(req.url).pathname === "/v1/mux") set(0);
       let res: Response;
-      try { res = await next(req); } catch (e) { set(idle); throw e; }
+      try { res = await next(req); } catch (e) { set(idle); throw e; } finally { bodyDone(req); }
+      if (h.refused) { res.headers.set("retry-after", "1"); res.headers.set("connection", "close"); }
       const ct = res.headers.get("content-type") ?? "";
       if (!res.body || !/^(text\/event-stream|application\/octet-stream)/.test(ct)) { set(idle); return res; }
       // a stream: quiet while it lasts (prefill, a slow model), the idle timeout again once it ends

@@ -3,7 +3,7 @@
 // (malformed JSON → 400). No state.
 import type { ErrorCode } from "../engine/serving/protocol.ts";
 import { depthError } from "./json-depth.ts";
-import { bodyRead } from "./conn-bounds.ts";
+import { bodyBytes, bodyDone, bodyRead } from "./conn-bounds.ts";
 import { noteBody } from "./affinity.ts";
 
 export interface ApiError { status: number; message: string; type: string; param: string | null; code: string | null }
@@ -57,8 +57,13 @@ export function fromWorker(code: ErrorCode, detail: string, promptField: string)
   }
 }
 
-/** Read and parse a JSON body of at most `limit` bytes. */
+/** Read and parse a JSON body of at most `limit` bytes, its bytes held against the server's budget while it is read
+ *  (conn-bounds.ts: beyond it, 503). */
 export async function readJson(req: Request, limit: number): Promise<{ ok: true; value: unknown } | { ok: false; error: ApiError }> {
+  try { return await readJsonHeld(req, limit); } finally { bodyDone(req); }
+}
+
+async function readJsonHeld(req: Request, limit: number): Promise<{ ok: true; value: unknown } | { ok: false; error: ApiError }> {
   const len = req.headers.get("content-length");
   if (len !== null && Number(len) > limit) return { ok: false, error: tooLarge(limit) };
   const chunks: Uint8Array[] = [];
@@ -71,6 +76,8 @@ export async function readJson(req: Request, limit: number): Promise<{ ok: true;
         if (done) break;
         size += value.length;
         if (size > limit) { r.cancel().catch(() => {}); return { ok: false, error: tooLarge(limit) }; }
+        const busy = bodyBytes(req, value.length);
+        if (busy) { r.cancel().catch(() => {}); return { ok: false, error: busy }; }
         chunks.push(value);
       }
     }

@@ -4,7 +4,7 @@
 import type { Hono } from "hono";
 import { EngineClient } from "./engine-client.ts";
 import { makeApp } from "./app.ts";
-import { connectionBounds } from "./conn-bounds.ts";
+import { BODY_BUDGET_BODIES, connectionBounds } from "./conn-bounds.ts";
 import { hostAllowList } from "./browser-guard.ts";
 import { Drain } from "./drain.ts";
 import { DEFAULT_MAX_BODY, type FlatServeConfig, serveConfig, type ServeConfig } from "./config.ts";
@@ -31,7 +31,8 @@ export function startServer(o: ServeConfig | ServeOptions): Server {
   const bound = http.host ?? "127.0.0.1";
   let app: Hono | null = null;
   const drain = new Drain();
-  const bounds = connectionBounds(http.timeout, http.maxConnections);
+  const maxBody = http.maxBody ?? DEFAULT_MAX_BODY;
+  const bounds = connectionBounds(http.timeout, http.maxConnections, http.bodyBudget ?? BODY_BUDGET_BODIES * maxBody);
   const server = Bun.serve({
     hostname: bound,
     port: http.port ?? 8080,
@@ -40,7 +41,7 @@ export function startServer(o: ServeConfig | ServeOptions): Server {
     fetch: (req, srv) => bounds.fetch(req, srv, (r) => app!.fetch(r)),
   });
   const engine = new EngineClient({ engine: c.engine, scheduler: c.scheduler, defaults: c.defaults }, http.log);
-  app = makeApp(engine, { http: { ...http, maxBody: http.maxBody ?? DEFAULT_MAX_BODY }, defaults: c.defaults,
+  app = makeApp(engine, { http: { ...http, maxBody }, defaults: c.defaults,
     schedulingPolicy: c.scheduler.schedulingPolicy, fingerprint: `hummingbird-${VERSION}`, drain, hosts: hostAllowList(bound, http.allowedHosts),
     unknownFields: new UnknownFields(http.warn ?? ((l) => void process.stderr.write(`hummingbird serve: ${l}\n`))) });
   const host = server.hostname!.includes(":") ? `[${server.hostname}]` : server.hostname;
