@@ -150,6 +150,33 @@ describe.skipIf(!hasTiny)("request bodies being read, all together", () => {
     for (const x of again) x.sock.destroy();
     expect((await chat()).status).toBe(200);
   }, 15000);
+
+  test("mux: a SUBMIT frame being read holds its bytes; past the budget ERROR 0 OVERLOADED and the stream closes", async () => {
+    const part = (id: number) => { // a 200 KB payload announced, 60 KiB of it sent
+      const m = new MuxClient(s.url);
+      m.send(`SUBMIT ${id} auto 200000 1 0 1\n`);
+      m.send(new Uint8Array(60 * 1024).fill(0x61));
+      return m;
+    };
+    const held = [1, 2, 3, 4].map(part);
+    await Bun.sleep(300);
+    expect(held.every((m) => !m.ended && m.frames.every((x) => x.words[0] === "READY"))).toBe(true);
+    const over = part(5);
+    const f = await over.waitFor((x) => x.words[0] === "ERROR");
+    expect(f.words.slice(0, 3)).toEqual(["ERROR", "0", "OVERLOADED"]);
+    expect(f.head).toContain("budget");
+    await over.done;
+    for (const m of held) m.ac.abort();
+    await Promise.all(held.map((m) => m.done));
+    await Bun.sleep(200);
+    const whole = new MuxClient(s.url); // the held bytes came back: a 100 KB frame is read whole (then judged by the engine)
+    whole.send(`SUBMIT 6 auto 100000 1 0 1\n`);
+    whole.send(new Uint8Array(100000).fill(0x61));
+    whole.send("\n");
+    const e = await whole.end(6);
+    whole.ac.abort();
+    expect(e.words.slice(0, 3)).toEqual(["ERROR", "6", "CONTEXT_EXCEEDED"]); // (its own answer, not the stream's ERROR 0)
+  }, 20000);
 });
 
 describe.skipIf(!hasTiny)("API key scheme", () => {

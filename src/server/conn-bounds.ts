@@ -4,7 +4,7 @@
 // mux stream: progress is never cut), the cap on requests in progress (503 and the connection closed beyond it), and
 // the budget of request-body bytes being read by all requests together (readJson's buffers: 503, Retry-After and the
 // connection closed for the request that would pass it). State: the bytes held per server; per request, the hook that
-// lifts its timeout once its body is read and the bytes its body holds.
+// lifts its timeout once its body is read and the bytes its body holds (mux: the frame being read).
 import type { Server } from "bun";
 import { apiError, errorBody, type ApiError } from "./http-errors.ts";
 
@@ -24,28 +24,25 @@ interface Held { lift(): void; bytes: number; refused: boolean; pool: { used: nu
 const held = new WeakMap<Request, Held>();
 /** The request's body has been read: silence from now on is the server's own work, not a stalled client. */
 export function bodyRead(req: Request): void { held.get(req)?.lift(); }
-/** n more bytes of the request's body are about to be kept: null, or the 503 (nothing kept) when that would take the
- *  bodies being read past the server's budget */
-export function bodyBytes(req: Request, n: number): ApiError | null {
+/** The request now keeps n bytes of its body (readJson's chunks; a mux frame being read): null, or the 503 (nothing more
+ *  kept) when that would take the bodies being read past the server's budget */
+export function bodyHold(req: Request, n: number): ApiError | null {
   const h = held.get(req);
   if (!h) return null;
-  if (h.pool.used + n > h.pool.limit) {
+  if (n > h.bytes && h.pool.used + n - h.bytes > h.pool.limit) {
     h.refused = true;
     return apiError(503, `server busy: the request bodies being read hold this server's budget of ${h.pool.limit} bytes; retry later`,
       null, "too_many_body_bytes");
   }
-  h.pool.used += n; h.bytes += n;
+  h.pool.used += n - h.bytes; h.bytes = n;
   return null;
 }
 /** The request no longer keeps its body's bytes (read and parsed, or given up). */
-export function bodyDone(req: Request): void {
-  const h = held.get(req);
-  if (h) { h.pool.used -= h.bytes; h.bytes = 0; }
-}
+export function bodyDone(req: Request): void { bodyHold(req, 0); }
 
 export interface Bounds { idleTimeout: number; fetch(req: Request, srv: Server<unknown>, next: (r: Request) => Response | Promise<Response>): Promise<Response> }
 
-/** bodyBudget: bytes of request bodies being read at once (bodyBytes) */
+/** bodyBudget: bytes of request bodies being read at once (bodyHold) */
 export function connectionBounds(timeout = DEFAULT_TIMEOUT, maxConnections = DEFAULT_MAX_CONNECTIONS, bodyBudget = Infinity): Bounds {
   const idle = Math.min(Math.max(1, Math.round(timeout)), MAX_IDLE_TIMEOUT), pool = { used: 0, limit: bodyBudget };
   return {

@@ -3,7 +3,7 @@
 // (malformed JSON → 400). No state.
 import type { ErrorCode } from "../engine/serving/protocol.ts";
 import { depthError } from "./json-depth.ts";
-import { bodyBytes, bodyDone, bodyRead } from "./conn-bounds.ts";
+import { bodyDone, bodyHold, bodyRead } from "./conn-bounds.ts";
 import { noteBody } from "./affinity.ts";
 
 export interface ApiError { status: number; message: string; type: string; param: string | null; code: string | null }
@@ -76,7 +76,7 @@ async function readJsonHeld(req: Request, limit: number): Promise<{ ok: true; va
         if (done) break;
         size += value.length;
         if (size > limit) { r.cancel().catch(() => {}); return { ok: false, error: tooLarge(limit) }; }
-        const busy = bodyBytes(req, value.length);
+        const busy = bodyHold(req, size);
         if (busy) { r.cancel().catch(() => {}); return { ok: false, error: busy }; }
         chunks.push(value);
       }

@@ -1,7 +1,9 @@
 // POST /v1/mux: the mux protocol over one streamed request body and one streamed response body
 // (full duplex). Reads the body incrementally into the frame parser; a disconnect (the request
-// aborts or the response stream is cancelled) cancels all of the stream's ids. State: per stream.
+// aborts or the response stream is cancelled) cancels all of the stream's ids; the frame being read holds its bytes
+// against the server's body budget (past it: ERROR 0 OVERLOADED, the stream closed). State: per stream.
 import type { EngineClient } from "./engine-client.ts";
+import { bodyDone, bodyHold } from "./conn-bounds.ts";
 import { MuxParser } from "./mux-parse.ts";
 import { MuxSession } from "./mux-session.ts";
 
@@ -33,11 +35,16 @@ async function pump(req: Request, session: MuxSession): Promise<void> {
       const { value, done } = await r.read();
       if (done) break;
       session.onFrames(parser.push(value));
-      if (parser.dead || session.closed) { r.cancel().catch(() => {}); return; }
+      // the frame being read counts against the server's budget of body bytes (conn-bounds.ts)
+      const busy = parser.dead ? null : bodyHold(req, parser.held);
+      if (busy) session.onFrames([{ kind: "busy", detail: busy.message }]);
+      if (parser.dead || session.closed || busy) { r.cancel().catch(() => {}); return; }
     }
   } catch {
     session.abort(); // the client went away mid-body
     return;
+  } finally {
+    bodyDone(req);
   }
   session.onFrames(parser.end());
   session.endInput();

@@ -26,7 +26,8 @@ export type MuxEvent =
   | SubmitFrame
   | { kind: "stop" | "cancel"; id: string }
   | { kind: "reject"; id: string; field: string; detail: string } // id "0" when it had no valid id
-  | { kind: "bad_frame"; detail: string };
+  | { kind: "bad_frame"; detail: string }
+  | { kind: "busy"; detail: string };  // (not the parser's: the server's body budget, mux-http.ts)
 
 const U64_MAX = (1n << 64n) - 1n;
 const RE_ID = /^[1-9][0-9]{0,19}$/;
@@ -65,6 +66,11 @@ export class MuxParser {
   private wantNl = false;              // the `\n` after the current block is next
   private read: Uint8Array[] = [];     // blocks of the pending SUBMIT read so far (kept ones)
   dead = false;
+
+  /** Bytes kept of the SUBMIT being read (its blocks so far). */
+  get held(): number {
+    return this.read.reduce((n, b) => n + b.length, 0) + (this.buf ? this.got : 0);
+  }
 
   /** Feed bytes; returns the complete frames they finish, in order. */
   push(chunk: Uint8Array): MuxEvent[] {

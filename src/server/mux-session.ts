@@ -73,6 +73,9 @@ export class MuxSession {
       case "bad_frame":
         this.write(errorFrame("0", "BAD_FRAME", ev.detail));
         return this.shutdown();
+      case "busy":
+        this.write(errorFrame("0", "OVERLOADED", ev.detail));
+        return this.shutdown();
       case "reject":
         return this.write(errorFrame(ev.id, "BAD_REQUEST", `${ev.field} ${ev.detail}`.trim()));
       case "stop":
