@@ -7,7 +7,7 @@
 // this tells a 3% change from noise, where separate runs differ by ±15%. Holds no state beyond the temp dir.
 // Usage: bun bench/ab.ts [--base REV | --a LIB] [--b LIB] [--shapes 0,1,2,3,4,5] [--rounds 40] [--block 8] [--json]
 //        (shapes: 0-3 the experts' decode / 8-stream / prefill calls, 4-6 an attention layer's dense calls at S = 1 / 8 / 128)
-//        (HB_THREADS=n: both pools' size)
+//        (HB_THREADS=n: both pools' size; HB_AB_WIDTHS=glm5: the shapes at GLM-5's widths, bench/expert-shapes.ts)
 import { dlopen, FFIType } from "bun:ffi";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

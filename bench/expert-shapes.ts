@@ -4,12 +4,16 @@
 // them, and the two calls the MoE layer makes (every gate ‖ up in one hb_matmul_many on its tokens' rows of the
 // hidden states, by index, then every down); and the
 // attention layer's dense int8 calls at S = 1 and 8 (the 8-stream step's other weight stream) and 128 (prefill).
+// HB_AB_WIDTHS=glm5: GLM-5's widths instead (hidden 6144, experts [2048, 6144] / [6144, 2048], 2 layers × 16 of
+// them, ~650 MB; the attention's q_a, kv_a, indexer, q_b and o_proj [6144, 16384], 6 layers, ~1 GB).
 // State: the weights, the activations and a seeded LCG (so two runs draw the same sequence of calls).
 import { ptr } from "bun:ffi";
 import { Fmt, MANY_DESC, type ManyMat } from "../src/native/hb.ts";
 import { weightBytes } from "../src/native/mem.ts";
 
-export const D = 1024, F = 512, E = 64, LAYERS = 7, K = 8;
+const glm5 = process.env.HB_AB_WIDTHS === "glm5";
+if (process.env.HB_AB_WIDTHS && !glm5) throw new Error(`HB_AB_WIDTHS=${process.env.HB_AB_WIDTHS}: only glm5 (or unset: the bench preset)`);
+export const D = glm5 ? 6144 : 1024, F = glm5 ? 2048 : 512, E = glm5 ? 16 : 64, LAYERS = glm5 ? 2 : 7, K = 8;
 
 let seed = 12345;
 const next = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0);
@@ -93,16 +97,16 @@ const layerOf = (tokens: Int32Array[]) => {
  * indexer wk ‖ weights_proj on h; q_b ‖ indexer wq_b on c_q; o_proj), at S rows (S = 8: an 8-stream decode step's
  * dense calls, which run ~1.4x one row's time). 24 layers' worth (~70 MB) cycled, so the weights come from memory.
  */
-const DL = 24;
+const DL = glm5 ? 6 : 24, QR = glm5 ? 2048 : 512, HV = glm5 ? 16384 : D; // q_lora_rank; heads × v_head_dim
 const i8 = (O: number, I: number): ManyMat => ({ fmt: Fmt.int8, data: bytes(O * I), scales: new Float32Array(O).fill(0.01), gs: 0, O });
-const denseLayers = Array.from({ length: DL }, () => ({
-  fromH: [i8(512, D), i8(288, D), i8(64, D), i8(8, D)], fromQ: [i8(1536, 512), i8(512, 512)], o: i8(D, D),
-}));
+const denseLayers = Array.from({ length: DL }, () => glm5
+  ? { fromH: [i8(2048, D), i8(576, D), i8(128, D), i8(32, D)], fromQ: [i8(16384, QR), i8(4096, QR)], o: i8(D, HV) }
+  : { fromH: [i8(512, D), i8(288, D), i8(64, D), i8(8, D)], fromQ: [i8(1536, QR), i8(512, QR)], o: i8(D, HV) });
 let dl = 0;
 function denseCalls(S: number) {
   const L = denseLayers[dl = (dl + 1) % DL], calls: Call[] = [];
   let bytes = 0, macs = 0, off = 0;
-  for (const [ws, I] of [[L.fromH, D], [L.fromQ, 512], [[L.o], D]] as const) {
+  for (const [ws, I] of [[L.fromH, D], [L.fromQ, QR], [[L.o], HV]] as const) {
     const desc = new Float64Array(MANY_DESC * ws.length);
     ws.forEach((w, k) => { put(desc, k, w, y.subarray(off), x, S); off += S * w.O; bytes += w.O * I + 4 * w.O; macs += S * w.O * I; });
     calls.push({ desc, n: ws.length, I });
