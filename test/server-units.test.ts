@@ -35,6 +35,51 @@ describe("StopMatcher", () => {
     expect(m.push("xabc")).toBe("x");
     expect(new StopMatcher([]).push("anything")).toBe("anything");
   });
+  test("agrees with a direct search of held text + delta on random streams (overlapping, self-similar stops)", () => {
+    // the reference: the whole held text searched again on every delta (the matcher's first form)
+    class Direct {
+      held = ""; stopped = false; matched: string | null = null;
+      constructor(readonly stops: string[]) {}
+      push(d: string): string {
+        if (this.stopped) return "";
+        const s = this.held + d;
+        let cut = -1;
+        for (const st of this.stops) { const at = s.indexOf(st); if (at >= 0 && (cut < 0 || at < cut)) { cut = at; this.matched = st; } }
+        if (cut >= 0) { this.stopped = true; this.held = ""; return s.slice(0, cut); }
+        let keep = 0;
+        for (const st of this.stops) for (let k = Math.min(st.length - 1, s.length); k > keep; k--) if (s.endsWith(st.slice(0, k))) { keep = k; break; }
+        this.held = s.slice(s.length - keep);
+        return s.slice(0, s.length - keep);
+      }
+      flush() { const h = this.held; this.held = ""; return this.stopped ? "" : h; }
+    }
+    let seed = 11;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % n;
+    const word = (n: number) => Array.from({ length: n }, () => "ab😀"[rnd(3)]).join("");
+    let stoppedRuns = 0;
+    for (let run = 0; run < 400; run++) {
+      const stops = Array.from({ length: 1 + rnd(3) }, () => word(1 + rnd(6)));
+      const a = new StopMatcher(stops), b = new Direct(stops);
+      for (let k = 0; k < 30; k++) {
+        const d = word(rnd(5));
+        expect(a.push(d)).toBe(b.push(d));
+      }
+      expect(a.flush()).toBe(b.flush());
+      expect([a.stopped, a.matched]).toEqual([b.stopped, b.matched]);
+      if (a.stopped) stoppedRuns++;
+    }
+    expect(stoppedRuns).toBeGreaterThan(100); // (both outcomes were exercised)
+    expect(stoppedRuns).toBeLessThan(400);
+  });
+  test("hostile: a held run of 512K characters broken by one delta is answered at once, held text released", () => {
+    // (searching the held text again on every delta took O(held²): 117 ms at 65,536 held characters, seconds here)
+    const L = 1 << 19, n = 511, m = new StopMatcher(["a".repeat(L)]); // n × 1024 a's: L − 1024
+    let out = "";
+    for (let i = 0; i < n; i++) out += m.push("a".repeat(1024));
+    expect(out).toBe("");
+    expect(m.push("c")).toHaveLength(n * 1024 + 1);
+    expect(m.stopped).toBe(false);
+  }, 5000);
 });
 
 describe("ThinkSplit", () => {
