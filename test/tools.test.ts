@@ -10,7 +10,7 @@ import OpenAI from "openai";
 import { loadTokenizer, TextCodec } from "../src/model/tokenizer.ts";
 import { Detok, thinkIds } from "../src/engine/serving/detok.ts";
 import type { Server } from "../src/server/server.ts";
-import { forcedCalls, forcedSchema, parseGlmCall, templateArguments, ToolCallStream, type Tool, type ToolCall } from "../src/server/tools.ts";
+import { forcedCalls, forcedSchema, glmArgs, parseGlmCall, templateArguments, ToolCallStream, type Tool, type ToolCall } from "../src/server/tools.ts";
 import { hasTiny, TINY } from "./helpers/fixture.ts";
 import { post, sseData, startTiny } from "./server.helpers.ts";
 
@@ -30,6 +30,37 @@ describe("GLM tool calls", () => {
     expect(JSON.parse(c.function.arguments)).toEqual(ARGS);
     expect(JSON.parse(parseGlmCall("no_args\n", TOOLS).function.arguments)).toEqual({});
   });
+
+  test("a body's arguments are the regex's matches (random bodies, malformed ones included)", () => {
+    const ARG = /<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)<\/arg_value>/g; // the definition (backtracks)
+    const atoms = ["<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", " ", "\n", "\u3000", "k", "v", "<", "/",
+      "<arg_key>k</arg_key>\n<arg_value>v</arg_value>", "<arg_key>k", "</arg_key> <arg_value>", "v</arg_value>"];
+    let seed = 5, both = 0;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) % n;
+    for (let t = 0; t < 3000; t++) {
+      const body = Array.from({ length: rnd(24) }, () => atoms[rnd(atoms.length)]).join("");
+      const want = [...body.matchAll(ARG)].map((m): [string, string] => [m[1], m[2]]);
+      expect(glmArgs(body)).toEqual(want);
+      if (want.length > 1) both++;
+    }
+    expect(both).toBeGreaterThan(20); // (bodies with several arguments were drawn)
+  });
+
+  test("hostile: 16,000 unclosed arguments (512,001 characters) parse at once, as no arguments", () => {
+    // (the regex took 6.3 s of the HTTP thread for 1,000 of them, 205 s for 4,000)
+    const body = "f" + "<arg_key>a</arg_key><arg_value>x".repeat(16000);
+    expect(glmArgs(body)).toEqual([]);
+    expect(JSON.parse(parseGlmCall(body, TOOLS).function.arguments)).toEqual({});
+  }, 5000);
+
+  test("a call cut by the limit loses its unfinished tag as /<[^>]*$/ would cut it; 200,000 \"<\" at once", () => {
+    const cut = (body: string) => { const s = new ToolCallStream(TOOLS); s.push(`<tool_call>${body}`); const c = s.cutCall()!.function; return [c.name, c.arguments]; };
+    const ref = (body: string) => { const c = parseGlmCall(body.replace(/<[^>]*$/, ""), TOOLS).function; return [c.name, c.arguments]; };
+    for (const body of ["get_weather<arg_key>city</arg_key><arg_value>\"P\"</arg_value><arg_ke", "get_weather<a<b", "get_weather<x>y<",
+      "get_weather", "get_weather<arg_key>days</arg_key><arg_value>3</arg_value>"]) expect(cut(body)).toEqual(ref(body));
+    const long = "note" + "<".repeat(200000) + ">x"; // (the regex: 5 s at 80,000; a ">" follows, so nothing is cut)
+    expect(cut(long)).toEqual([long, "{}"]);
+  }, 5000);
 
   test("the stream gives the same content and calls however the text is cut; unfinished calls stay text", () => {
     const text = `Let me check. ${CALL}${CALL.replace("get_weather", "set_unit")} done <tool_`;
