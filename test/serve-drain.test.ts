@@ -64,38 +64,35 @@ describe.skipIf(!hasTiny)("serve: the session key mirrored for balancers", () =>
   });
 });
 
+/** `cluster` (1 replica of the fixture) on a free port with `args`, once /health answers 200 on port + `at`; then SIGTERM'd:
+ *  its exit code and output */
+async function clusterRun(args: string[], at: number) {
+  const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }), port = l.port;
+  l.stop(true);
+  const p = Bun.spawn(["bun", "src/cli.ts", "cluster", "--replicas", "1", "--model", TINY, ...args, "--port", String(port), "--", "--slots", "1"],
+    { cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
+  let up = false;
+  for (const t0 = Date.now(); !up && Date.now() - t0 < 20000; await Bun.sleep(100))
+    up = (await fetch(`http://127.0.0.1:${port + at}/health`).catch(() => null))?.status === 200;
+  p.kill("SIGTERM");
+  const code = await p.exited;
+  return { up, code, port, stdout: await new Response(p.stdout).text(), stderr: await new Response(p.stderr).text() };
+}
+
 describe.skipIf(!hasTiny)("cluster --balancer none", () => {
   test("starts the replicas, prints their HAProxy configuration, drains them on SIGTERM", async () => {
-    const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }), port = l.port;
-    l.stop(true);
-    const p = Bun.spawn(["bun", "src/cli.ts", "cluster", "--replicas", "1", "--model", TINY, "--balancer", "none", "--port", String(port), "--", "--slots", "1"],
-      { cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
-    let up = false;
-    for (const t0 = Date.now(); !up && Date.now() - t0 < 20000; await Bun.sleep(100))
-      up = (await fetch(`http://127.0.0.1:${port + 1}/health`).catch(() => null))?.status === 200;
-    expect(up).toBe(true);
-    p.kill("SIGTERM");
-    expect(await p.exited).toBe(0);
-    const cfg = await new Response(p.stdout).text();
-    expect(cfg).toContain(`bind 127.0.0.1:${port}`);
-    expect(cfg).toContain(`server r1 127.0.0.1:${port + 1}`);
-    expect(cfg).toContain("balance hdr(X-Session-Id)");
+    const r = await clusterRun(["--balancer", "none"], 1);
+    expect([r.up, r.code]).toEqual([true, 0]);
+    expect(r.stdout).toContain(`bind 127.0.0.1:${r.port}`);
+    expect(r.stdout).toContain(`server r1 127.0.0.1:${r.port + 1}`);
+    expect(r.stdout).toContain("balance hdr(X-Session-Id)");
   }, 30000);
 });
 
 describe.skipIf(!hasTiny || !Bun.which("haproxy"))("cluster --balancer haproxy", () => {
   test("answers through HAProxy; on SIGTERM drains, exits 0 and removes its configuration's folder", async () => {
-    const l = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } }), port = l.port;
-    l.stop(true);
-    const p = Bun.spawn(["bun", "src/cli.ts", "cluster", "--replicas", "1", "--model", TINY, "--host", "127.0.0.1", "--port", String(port), "--", "--slots", "1"],
-      { cwd: resolve(import.meta.dir, ".."), stdout: "pipe", stderr: "pipe" });
-    let up = false;
-    for (const t0 = Date.now(); !up && Date.now() - t0 < 20000; await Bun.sleep(100))
-      up = (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200;
-    expect(up).toBe(true);
-    p.kill("SIGTERM");
-    expect(await p.exited).toBe(0);
-    const log = await new Response(p.stderr).text(), file = /configuration: (\S+)\)/.exec(log)?.[1];
+    const r = await clusterRun(["--host", "127.0.0.1"], 0), file = /configuration: (\S+)\)/.exec(r.stderr)?.[1];
+    expect([r.up, r.code]).toEqual([true, 0]);
     expect(file).toBeDefined();
     expect(existsSync(dirname(file!))).toBe(false);
   }, 30000);
