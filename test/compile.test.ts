@@ -15,7 +15,7 @@ test("compiled binary: serve --stdio with the embedded demo model, without Bun o
   try {
     const pre = Bun.spawnSync({ cmd: ["bun", "src/device/vulkan/build.ts", "--spirv-pack"], cwd: root, stdout: "pipe", stderr: "pipe" }); // as `bun run compile`
     expect(pre.exitCode, pre.stderr.toString()).toBe(0);
-    const b = Bun.spawnSync({ cmd: ["bun", "build", "--compile", "src/bin.ts", "src/engine/serving/worker.ts", "--outfile", bin], cwd: root, stderr: "pipe" });
+    const b = Bun.spawnSync({ cmd: ["bun", "build", "--compile", "src/bin.ts", "src/engine/serving/worker.ts", "src/engine/serving/tokenizer-worker.ts", "--outfile", bin], cwd: root, stderr: "pipe" });
     expect(b.exitCode).toBe(0);
     const env = { PATH: "/nonexistent", HOME: dir, XDG_CACHE_HOME: join(dir, "cache") };
     const r = Bun.spawnSync({ cmd: [bin, "serve", "--stdio"], cwd: dir, env, stdin: Buffer.from("SUBMIT 1 auto 4 8 0 1\nThe \n"), stdout: "pipe", stderr: "pipe" });

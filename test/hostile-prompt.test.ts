@@ -11,6 +11,8 @@ import { parseIdList } from "../src/server/mux-parse.ts";
 import type { Server } from "../src/server/server.ts";
 import { TINY } from "./helpers/fixture.ts";
 import { muxOnce, startTiny } from "./server.helpers.ts";
+import { ASYNC_PROMPT_BYTES, TokenizerLink } from "../src/engine/serving/tokenizer-link.ts";
+import { promptIds } from "../src/engine/serving/prepare.ts";
 
 const BIG = "hello world ".repeat((8 << 20) / 12 - 100); // 8 MiB (less room for the JSON around it): ~5.6M tokens; tokenizing it took 17 s and +547 MB here
 const codec = loadTokenizer(TINY), json = JSON.parse(readFileSync(`${TINY}/tokenizer.json`, "utf8"));
@@ -107,6 +109,37 @@ describe("a server with a 4096-token context", () => {
     expect(during).toBeGreaterThan(3);  // the stream went on meanwhile
     expect(gap).toBeLessThan(3000);     // the HTTP thread reads the 32 MiB of JSON; before: 4 × 17 s
     expect(process.memoryUsage().rss - rss0).toBeLessThan(600e6); // before: +547 MB in the tokenizer for each
+  });
+
+  test("prompts over 64 KiB go to the tokenizer's worker: the same ids, the same refusals, cancellable meanwhile", async () => {
+    const fits = "<|begin_of_image|>".repeat(3700); // 66,600 bytes, 3,700 tokens (one each)
+    expect(fits.length).toBeGreaterThan(ASYNC_PROMPT_BYTES);
+    const r = await timed("/v1/completions", { prompt: fits, max_tokens: 1, return_token_ids: true });
+    expect(r.status).toBe(200);
+    expect(r.j.choices[0].prompt_token_ids ?? r.j.prompt_token_ids).toEqual(codec.encode(fits));
+    const over = await timed("/v1/chat/completions", { messages: [{ role: "user", content: "hello world ".repeat(6000) }], max_tokens: 1 });
+    expect(over.j.error.message).toMatch(/^messages: the prompt has \d+ tokens; the context limit per slot is 4096$/);
+    const t = await timed("/tokenize", { prompt: fits });
+    expect(t.j.tokens).toEqual(codec.encode(fits));
+    const frames = await muxOnce(s.url, `SUBMIT 7 auto ${fits.length} 4 0 1\n${fits}\nCANCEL 7\n`);
+    expect(frames.map((f) => f.head).join("\n")).toMatch(/^ERROR 7 CANCELLED/m);
+  });
+
+  test("the tokenizer's worker gives promptIds' answers; it takes only prompts over ASYNC_PROMPT_BYTES", async () => {
+    const logs: string[] = [], link = new TokenizerLink({ dir: TINY, vocab: 512, ctx: 4096 }, (l) => logs.push(l));
+    for (let i = 0; i < 200 && !link.usable; i++) await Bun.sleep(25);
+    expect(link.usable).toBe(true);
+    const req = (prompt: any) => ({ prompt, max_tokens: 1 } as any);
+    expect(link.wants(req({ kind: "text", text: "x".repeat(ASYNC_PROMPT_BYTES) }))).toBe(true);
+    expect(link.wants(req({ kind: "text", text: "x".repeat(ASYNC_PROMPT_BYTES - 100) }))).toBe(false);
+    expect(link.wants(req({ kind: "ids", ids: Array(ASYNC_PROMPT_BYTES).fill(1) }))).toBe(false);
+    for (const prompt of [{ kind: "text", text: "hello world ".repeat(6000) }, { kind: "text", text: "<|begin_of_image|>".repeat(3700) },
+      { kind: "chat", messages: [{ role: "user", content: "hi ".repeat(30000) }] }, { kind: "parts", parts: [5, "ab".repeat(40000), 7] }]) {
+      const got = await new Promise((res) => link.prompt(1, req(prompt), res));
+      expect(got).toEqual(promptIds(prompt as any, codec, 512, 4096));
+    }
+    expect(logs).toEqual([]);
+    link.close();
   });
 
   test("truncate_prompt_tokens: long prompts within ctx × 18 bytes are cut exactly; longer ones refused unread", async () => {

@@ -16,7 +16,7 @@ import type { Segment } from "../batch.ts";
 import type { KvDtype } from "../../native/hb.ts";
 import type { TextCodec } from "../../model/tokenizer.ts";
 import type { ThinkIds } from "./detok.ts";
-import { logprobsOf, promptIds } from "./prepare.ts";
+import { logprobsOf, promptIds, type Prepared } from "./prepare.ts";
 import { Drafter, type DraftOptions, NO_DRAFT } from "./drafter.ts";
 import { type Job, JobMaker, type Slot, toFeed } from "./job.ts";
 import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
@@ -109,7 +109,11 @@ export class Scheduler {
   }
 
   submit(rid: number, req: GenRequest): void {
-    const p = promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx, req.truncate);
+    this.submitPrepared(rid, req, promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx, req.truncate));
+  }
+
+  /** submit with the prompt's ids already made (prepare.ts promptIds: large prompts, by the tokenizer's worker) */
+  submitPrepared(rid: number, req: GenRequest, p: Prepared): void {
     if (!p.ok) return this.emit({ t: "error", rid, code: p.code, detail: p.detail });
     if (req.max_tokens_field && (req.max_tokens ?? 0) > this.o.ctx - p.ids.length) // (vLLM's 400: the prompt and max_tokens pass the context)
       return this.emit({ t: "error", rid, code: "MAX_TOKENS_EXCEEDED", detail: `${p.ids.length} ${this.o.ctx} ${req.max_tokens} ${req.max_tokens_field}` });

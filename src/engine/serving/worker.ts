@@ -2,14 +2,16 @@
 // queue) and runs its steps off the HTTP thread. Messages (protocol.ts) are handled between steps,
 // so a cancel frees its slot within one step. Posts `ready` (or `fatal`), request events and stats.
 // Grammars of constrained requests are compiled here (Scheduler → GrammarCache, an LRU by text); slot files
-// (POST /slots/{id}) are saved and restored here too, on idle slots.
+// (POST /slots/{id}) are saved and restored here too, on idle slots. Large prompts and tokenize calls go to the
+// tokenizer's worker (tokenizer-link.ts) while the steps go on.
 import { basename } from "node:path";
 import { loadModel, type Model } from "../model.ts";
 import { loadTokenizer } from "../../model/tokenizer.ts";
-import type { FromWorker, ToWorker } from "./protocol.ts";
+import type { FromWorker, GenRequest, ToWorker } from "./protocol.ts";
 import { chunkOf, queueOf, type WorkerConfig } from "./config.ts";
 import { Scheduler, stepRows } from "./scheduler.ts";
 import { tokenizeCall } from "./tokenize-call.ts";
+import { TokenizerLink } from "./tokenizer-link.ts";
 import { slotCall } from "./slot-call.ts";
 import type { TextCodec } from "../../model/tokenizer.ts";
 import { attachExperts, warmExperts, type ExpertStore } from "../experts/index.ts";
@@ -29,6 +31,8 @@ let slotCtx = 0; // the slots' context: a restored file holds at most this many 
 let store: ExpertStore | null = null;
 let running = false;
 let lastStats = 0;
+let tok: TokenizerLink | null = null;
+const tokenizing = new Map<number, { req: GenRequest; stop: boolean }>(); // submitted, their ids still being made
 
 function post(ev: FromWorker): void {
   self.postMessage(ev);
@@ -91,6 +95,7 @@ async function init({ engine: e, scheduler: sc, defaults: d }: WorkerConfig): Pr
       kvDtype: e.kvDtype, thinkBudget: d.thinkBudget, budgetMessage: d.budgetMessage, cacheRam: sc.cacheRam, schedulingPolicy: sc.schedulingPolicy,
       maxTokens: d.maxTokens, seed: d.seed }, post);
     if (sched.drafter) log(sched.drafter.describe());
+    tok = new TokenizerLink({ dir: e.dir, chatTemplate: e.chatTemplate, vocab: m.cfg.vocab_size, ctx }, log);
     // before `ready` (/health 503 "loading" meanwhile): the experts the cache will hold, so the first requests read none
     const fits = store.plan?.fits ?? false;
     warmExperts(store, { warm: e.warmup ?? fits, why: e.warmup === false ? "--no-warmup" : "the cache does not fit the RAM budget", log });
@@ -107,7 +112,13 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   if (msg.t === "call") {
     try {
       if (!codec || !sched || !model) throw new Error("the model is not loaded");
-      const c = msg.call;
+      const c = msg.call, rid = msg.rid;
+      if (c.op !== "slot" && tok?.usable)
+        return tok.call(rid, c, (r) => {
+          if (r) return post({ t: "reply", rid, ...r });
+          try { post({ t: "reply", rid, ok: true, value: tokenizeCall(c, codec!, vocab) }); }
+          catch (e) { post({ t: "reply", rid, ok: false, detail: e instanceof Error ? e.message : String(e) }); }
+        });
       const value = c.op === "slot" ? slotCall(c, model, sched.slots.map((s) => ({ sess: s.sess, busy: s.job !== null })), slotSavePath, slotCtx)
         : tokenizeCall(c, codec, vocab);
       if (c.op === "slot") postStats(true); // /slots shows the slot's new length by the time the reply arrives
@@ -120,8 +131,12 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
     return;
   }
   try {
-    if (msg.t === "submit") sched.submit(msg.rid, msg.req);
+    const waiting = tokenizing.get(msg.rid);
+    if (msg.t === "submit" && tok?.wants(msg.req)) submitLarge(msg.rid, msg.req);
+    else if (msg.t === "submit") sched.submit(msg.rid, msg.req);
+    else if (msg.t === "cancel" && waiting) { tokenizing.delete(msg.rid); post({ t: "error", rid: msg.rid, code: "CANCELLED", detail: "" }); }
     else if (msg.t === "cancel") sched.cancel(msg.rid);
+    else if (msg.t === "stop" && waiting) waiting.stop = true; // (stopped once queued, as a queued job is)
     else if (msg.t === "stop") sched.stop(msg.rid);
   } catch (err) {
     if ("rid" in msg) post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) });
@@ -129,3 +144,20 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   postStats(true);
   void loop();
 };
+
+/** A prompt too large to tokenize between two steps: by the tokenizer's worker, then submitted with its ids. */
+function submitLarge(rid: number, req: GenRequest): void {
+  tokenizing.set(rid, { req, stop: false });
+  tok!.prompt(rid, req, (p) => {
+    const w = tokenizing.get(rid);
+    if (!w || !sched) return; // cancelled meanwhile
+    tokenizing.delete(rid);
+    try {
+      if (p) sched.submitPrepared(rid, req, p);
+      else sched.submit(rid, req); // (the helper died: here, as small prompts are)
+      if (w.stop) sched.stop(rid);
+    } catch (err) { post({ t: "error", rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) }); }
+    postStats(true);
+    void loop();
+  });
+}
