@@ -125,6 +125,23 @@ describe("a server with a 4096-token context", () => {
     expect(frames.map((f) => f.head).join("\n")).toMatch(/^ERROR 7 CANCELLED/m);
   });
 
+  test("a large prompt the queue has no room for is refused before it is tokenized (429 overloaded)", async () => {
+    const t = await startTiny({ slots: 1, queue: 1 });
+    const ac = new AbortController(), stream = () => fetch(`${t.url}/v1/completions`, { method: "POST", signal: ac.signal,
+      headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "The", max_tokens: 3000, ignore_eos: true, stream: true }) });
+    try {
+      const running = await stream(), waiting = stream(); // the slot's, then the queue's one place
+      await running.body!.getReader().read();
+      await Bun.sleep(100);
+      const r = await fetch(`${t.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "<|begin_of_image|>".repeat(3700), max_tokens: 1 }) });
+      expect(r.status).toBe(429);
+      expect(((await r.json()) as any).error.message).toBe("server overloaded: all 1 slots busy and 1 requests waiting");
+      ac.abort();
+      await waiting.catch(() => {});
+    } finally { await t.stop(); }
+  });
+
   test("the tokenizer's worker gives promptIds' answers; it takes only prompts over ASYNC_PROMPT_BYTES", async () => {
     const logs: string[] = [], link = new TokenizerLink({ dir: TINY, vocab: 512, ctx: 4096 }, (l) => logs.push(l));
     for (let i = 0; i < 200 && !link.usable; i++) await Bun.sleep(25);

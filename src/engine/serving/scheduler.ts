@@ -112,6 +112,13 @@ export class Scheduler {
     this.submitPrepared(rid, req, promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx, req.truncate));
   }
 
+  /** Why the queue has no room for req (OVERLOADED's detail; `coming`: requests about to join it), or null. */
+  overloaded(req: GenRequest, coming = 0): string | null {
+    if (req.slot !== "auto" || req.joined) return null;
+    const waiting = this.queue.length + coming;
+    return waiting >= this.o.queue + this.slots.filter((s) => !s.job).length ? `all ${this.slots.length} slots busy and ${waiting} requests waiting` : null;
+  }
+
   /** submit with the prompt's ids already made (prepare.ts promptIds: large prompts, by the tokenizer's worker) */
   submitPrepared(rid: number, req: GenRequest, p: Prepared): void {
     if (!p.ok) return this.emit({ t: "error", rid, code: p.code, detail: p.detail });
@@ -121,8 +128,9 @@ export class Scheduler {
       const s = this.slots[req.slot];
       if (!s) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: `slot ${req.slot} is outside [0, ${this.slots.length})` });
       if (s.job) return this.emit({ t: "error", rid, code: "SLOT_BUSY", detail: `slot ${req.slot} is busy` });
-    } else if (!req.joined && this.queue.length >= this.o.queue + this.slots.filter((s) => !s.job).length) {
-      return this.emit({ t: "error", rid, code: "OVERLOADED", detail: `all ${this.slots.length} slots busy and ${this.queue.length} requests waiting` });
+    } else {
+      const full = this.overloaded(req);
+      if (full) return this.emit({ t: "error", rid, code: "OVERLOADED", detail: full });
     }
     const j = this.maker.make(rid, req, p.ids);
     if ("detail" in j) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: j.detail });

@@ -145,8 +145,11 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   void loop();
 };
 
-/** A prompt too large to tokenize between two steps: by the tokenizer's worker, then submitted with its ids. */
+/** A prompt too large to tokenize between two steps: by the tokenizer's worker, then submitted with its ids. One the
+ *  queue has no room for (those being tokenized counted in) is refused first, so the helper's backlog stays bounded. */
 function submitLarge(rid: number, req: GenRequest): void {
+  const full = sched!.overloaded(req, tokenizing.size);
+  if (full) return post({ t: "error", rid, code: "OVERLOADED", detail: full });
   tokenizing.set(rid, { req, stop: false });
   tok!.prompt(rid, req, (p) => {
     const w = tokenizing.get(rid);
