@@ -2,8 +2,8 @@
 // end the output), stop_token_ids (more ids that do, not emitted), min_tokens (end and stop ids banned and stop
 // strings not looked for until that many tokens are out); logit_bias makes the model pick the id in question at
 // every step, so each rule decides alone how long the output is. Also vLLM's include_stop_str_in_output,
-// allowed_token_ids, bad_words, truncate_prompt_tokens and skip_special_tokens. Ids outside the vocabulary are refused naming
-// the field.
+// allowed_token_ids, bad_words, truncate_prompt_tokens and skip_special_tokens. Ids outside the vocabulary, and stop strings
+// past 4096 characters, are refused naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -59,6 +59,17 @@ describe.skipIf(!hasTiny)("serve: ignore_eos, stop_token_ids, min_tokens", () =>
     const held = await run({ stop: [word], min_tokens: 12 }); // the stop string falls inside the first 12 tokens
     expect(held.j.choices[0].text).toBe(text);
     expect(held.n).toBe(12);
+  });
+
+  test("stop strings of more than 4096 characters are refused naming the field, on every route that takes them", async () => {
+    const long = "x".repeat(4097);
+    for (const [path, body] of [["/v1/completions", { prompt: "Hi", stop: long }], ["/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }], stop: ["a", long] }],
+      ["/completion", { prompt: "Hi", stop: [long] }], ["/v1/messages", { model: "x", max_tokens: 4, messages: [{ role: "user", content: "Hi" }], stop_sequences: [long] }]] as const) {
+      const r = await post(s.url, path, body), text = await r.text();
+      expect([path, r.status]).toEqual([path, 400]);
+      expect(text).toContain("stop strings are at most 4096 characters");
+    }
+    expect((await run({ stop: "x".repeat(4096) })).status).toBe(200);
   });
 
   test("include_stop_str_in_output: the matched stop string ends the text, streamed too", async () => {

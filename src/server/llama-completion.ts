@@ -8,7 +8,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, timings, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
-import { budgetFields, budgetOf, llamaSamplers, MAX_PROMPTS, nullish, oneBudget, penaltiesOf, samplersOf, stoppingOf } from "./schemas.ts";
+import { budgetFields, budgetOf, llamaSamplers, MAX_PROMPTS, nullish, oneBudget, penaltiesOf, samplersOf, StopString, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 
@@ -28,7 +28,7 @@ const LlamaCompletion = z.object({
   top_p: nullish(z.number().gt(0).max(1)),
   min_p: nullish(z.number().min(0).max(1)),
   seed: nullish(z.int().min(-1).max(2 ** 53)),
-  stop: nullish(z.array(z.string().min(1, "stop strings must not be empty")).max(16)),
+  stop: nullish(z.array(StopString).max(16)),
   stream: nullish(z.boolean()),
   id_slot: nullish(z.int().min(-1)),
   cache_prompt: nullish(z.boolean()),

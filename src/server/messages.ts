@@ -7,7 +7,7 @@ import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { fromWorker, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "../engine/serving/protocol.ts";
-import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
+import { grammarAs, nullish, StopString, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
@@ -33,7 +33,7 @@ export const MessagesRequest = z.object({
   max_tokens: z.int().min(1, "must be ≥ 1"),
   messages: z.array(z.object({ role: z.enum(["user", "assistant"]), content: Content })).min(1),
   system: nullish(z.union([z.string(), z.array(TextBlock)])),
-  stop_sequences: nullish(z.array(z.string().min(1)).max(16)),
+  stop_sequences: nullish(z.array(StopString).max(16)),
   temperature: nullish(z.number().min(0).max(2)),
   top_p: nullish(z.number().gt(0).max(1)),
   top_k: nullish(z.int().min(0)),

@@ -11,6 +11,9 @@ import { DRY_BREAKERS, penaltiesOff, type PenaltyParams } from "../engine/penalt
 import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, type ToolChoice } from "./tools.ts";
 
 export const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
+/** one stop string: not empty, at most MAX_STOP characters (the held-back text and the matcher's tables are bounded by it) */
+export const MAX_STOP = 4096;
+export const StopString = z.string().min(1, "stop strings must not be empty").max(MAX_STOP, `stop strings are at most ${MAX_STOP} characters`);
 const unsupported = (what: string) => z.unknown().refine(() => false, { message: `${what} is not supported` });
 /** llama-server's sampler fields: locally typical sampling, XTC, mirostat, top-n-sigma and dynamic temperature
  *  (engine/sampler.ts), DRY and the penalty window (engine/penalties.ts) */
@@ -68,7 +71,7 @@ const sampling = {
   min_p: nullish(z.number().min(0).max(1)),
   top_k: nullish(z.int().min(-1)), // -1 or 0: off (vLLM's and llama.cpp's spellings of "all tokens")
   seed: nullish(z.int().min(-(2 ** 53)).max(2 ** 53)),
-  stop: nullish(z.union([z.string().min(1), z.array(z.string().min(1, "stop strings must not be empty")).max(16)])),
+  stop: nullish(z.union([StopString, z.array(StopString).max(16)])),
   stream: nullish(z.boolean()),
   stream_options: nullish(z.object({ include_usage: nullish(z.boolean()), continuous_usage_stats: nullish(z.boolean()) })), // (the latter vLLM's)
   n: nullish(z.int().min(1).max(16)),
