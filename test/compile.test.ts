@@ -1,5 +1,5 @@
 // The single binary (`bun run compile`): built into a temp dir, it runs with no Bun on PATH, serves
-// the embedded demo model when no --model is given (mux over stdio), generates from it (also without --model, and
+// the embedded demo model when no --model is given (mux over stdio; the tokenizer's worker starts), generates from it (also without --model, and
 // unpacked into $TMPDIR where the cache cannot be written) and chats with it,
 // and (where a Vulkan device is) runs the Vulkan chain from its embedded shim and SPIR-V, glslc off PATH.
 import { expect, test } from "bun:test";
@@ -23,6 +23,7 @@ test("compiled binary: serve --stdio with the embedded demo model, without Bun o
     expect(out.startsWith("READY glm-demo-int8 ")).toBe(true);
     expect(out).toMatch(/\nDONE 1 length 8 /);
     expect(r.stderr.toString()).toContain("EMBEDDED DEMO MODEL");
+    expect(r.stderr.toString()).not.toContain("tokenizer worker:"); // (its worker started: a binary without it says so here)
     const g = Bun.spawnSync({ cmd: [bin, "generate", "--model", join(root, "models/glm-demo-int8"), "--prompt", "The ", "--max-tokens", "12", "--exact"], cwd: dir, env, stdout: "pipe" });
     expect(g.exitCode).toBe(0);
     expect(g.stdout.toString()).toStartWith("entire\nspreted the carp"); // the demo README greedy sample (exact mode)
