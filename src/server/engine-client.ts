@@ -4,6 +4,7 @@
 // callbacks, the latest worker stats, the totals, the histograms and the live requests' start times.
 import type { Call, FinishReason, FromWorker, GenRequest, ReadyInfo, ReqEvent, Stats, ToWorker } from "../engine/serving/protocol.ts";
 import type { WorkerConfig } from "../engine/serving/config.ts";
+import { workerSpec } from "../engine/serving/worker-spec.ts";
 
 export type Reply = { ok: true; value: unknown } | { ok: false; detail: string };
 
@@ -60,10 +61,8 @@ export class EngineClient {
     let ok!: (i: ReadyInfo) => void, fail!: (e: Error) => void;
     this.ready = new Promise((a, b) => { ok = a; fail = b; });
     this.ready.catch(() => {}); // observed through `state`; callers that await it handle it
-    // In a `bun build --compile` binary (worker.ts listed as an extra entrypoint) modules live under
-    // /$bunfs/root/ named relative to src/; the worker gets the env as it is now (bin.ts sets HB_LIB).
-    const spec = import.meta.url.includes("$bunfs") ? "./engine/serving/worker.ts" : new URL("../engine/serving/worker.ts", import.meta.url).href;
-    this.worker = new Worker(spec, { env: { ...process.env } } as Bun.WorkerOptions);
+    // the worker gets the env as it is now (bin.ts sets HB_LIB)
+    this.worker = new Worker(workerSpec("worker.ts"), { env: { ...process.env } } as Bun.WorkerOptions);
     this.worker.onmessage = (e: MessageEvent<FromWorker>) => this.onMessage(e.data, ok, fail);
     this.worker.onerror = (e) => {
       const msg = `engine worker crashed: ${e.message}`;

@@ -5,6 +5,7 @@
 import type { Call, GenRequest } from "./protocol.ts";
 import type { Prepared } from "./prepare.ts";
 import type { FromTokenizer, ToTokenizer } from "./tokenizer-worker.ts";
+import { workerSpec } from "./worker-spec.ts";
 
 /** prompts (their JSON) above this many bytes are tokenized off the engine's thread (~50-100 ms of encoding) */
 export const ASYNC_PROMPT_BYTES = 64 * 1024;
@@ -19,9 +20,7 @@ export class TokenizerLink {
   private readonly calls = new Map<number, (r: CallReply | null) => void>();
 
   constructor(init: Omit<Extract<ToTokenizer, { t: "init" }>, "t">, private readonly log: (s: string) => void) {
-    // in a `bun build --compile` binary (tokenizer-worker.ts listed as an entrypoint) modules live under /$bunfs/root/
-    const spec = import.meta.url.includes("$bunfs") ? "./engine/serving/tokenizer-worker.ts" : new URL("./tokenizer-worker.ts", import.meta.url).href;
-    this.w = new Worker(spec);
+    this.w = new Worker(workerSpec("tokenizer-worker.ts"));
     this.w.onmessage = (e: MessageEvent<FromTokenizer>) => this.onMessage(e.data);
     this.w.onerror = (e) => this.fail(e.message);
     this.w.postMessage({ t: "init", ...init } satisfies ToTokenizer);
