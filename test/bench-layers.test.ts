@@ -33,6 +33,8 @@ test("per-layer parts add up to the step; structure; symbols restored", () => {
   const off = (runs: LayerRun[]) => Math.max(...runs.map((r) => Math.abs(sum(r) + r.restUs - r.stepUs) / r.stepUs));
   let runs = perLayer(m, { contexts: [64, 300], steps: 16, warmup: 8, prefill: 24 });
   for (let t = 0; t < 2 && off(runs) > 0.35; t++) runs = perLayer(m, { contexts: [64, 300], steps: 16, warmup: 8, prefill: 24 });
+  const bad = off(runs) >= 0.35 || runs.some((r) => r.restUs < 0 || r.layers.some((x) => x.kind === "moe" && x.routedUs <= 0));
+  if (bad) console.error("bench-layers: off", off(runs).toFixed(3), JSON.stringify(runs.map((r) => ({ step: r.stepUs, rest: r.restUs, layers: r.layers }))));
   expect(runs.map((r) => [r.mode, r.ctx])).toEqual([["prefill", 24], ["decode", 64], ["decode", 300]]);
   for (const r of runs) {
     expect(r.layers.map((x) => x.layer)).toEqual([...Array(L).keys()]);
