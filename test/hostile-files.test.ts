@@ -80,6 +80,11 @@ describe.skipIf(!hasTiny)("hostile model directories", () => {
       broken("wrong-shape", (d) => writeFileSync(join(d, "config.json"), JSON.stringify({ ...cfg, vocab_size: cfg.vocab_size + 8 }))),
       broken("bad-config", (d) => writeFileSync(join(d, "config.json"), JSON.stringify({ ...cfg, hidden_size: -1 }))),
       broken("bad-tokenizer", (d) => writeFileSync(join(d, "tokenizer.json"), "{ not json")),
+      broken("backtracking-regex", (d) => {
+        const t = JSON.parse(readFileSync(join(d, "tokenizer.json"), "utf8"));
+        t.pre_tokenizer.pretokenizers[0].pattern.Regex = `(a+)+$|${t.pre_tokenizer.pretokenizers[0].pattern.Regex}`;
+        writeFileSync(join(d, "tokenizer.json"), JSON.stringify(t));
+      }),
     ];
     for (const d of dirs) {
       let served: unknown = null, inspected: unknown = null;
@@ -88,6 +93,7 @@ describe.skipIf(!hasTiny)("hostile model directories", () => {
       expect([d, !!served]).toEqual([d, true]);
       expect([d, !!inspected]).toEqual([d, true]);
       if (d.endsWith("bad-template")) expect((inspected as Error).message).toContain(join(d, "tokenizer_config.json"));
+      if (d.endsWith("backtracking-regex")) expect((inspected as Error).message).toContain(`${join(d, "tokenizer.json")}: pre_tokenizer`);
     }
     expect(() => inspectModel(TINY)).not.toThrow();
   });

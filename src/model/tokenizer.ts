@@ -10,6 +10,7 @@ import { TokenVocab } from "./vocab.ts";
 import { ModelError } from "./errors.ts";
 import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";
+import { auditRegexes, findRegexes, type Components } from "./tokenizer-audit.ts";
 
 const utf8 = new TextEncoder();
 
@@ -62,6 +63,12 @@ export class TextCodec {
   minTokens(text: string): number {
     const most = this.maxTokenBytes;
     return most === null ? 0 : Math.ceil(Buffer.byteLength(text, "utf8") / most);
+  }
+
+  /** the tokenizer's normalizer, pre-tokenizer and decoder (tokenizer-audit.ts times them) */
+  get components(): Components {
+    const t = this.tok as unknown as Components;
+    return { normalizer: t.normalizer ?? null, pre_tokenizer: t.pre_tokenizer ?? null, decoder: t.decoder ?? null };
   }
 
   encode(text: string): number[] {
@@ -162,11 +169,15 @@ function readJson(dir: string, name: string): Record<string, unknown> {
   catch (e) { throw new ModelError((e as Error).message, { file: p }); }
 }
 
-/** The codec of model directory `dir`; `chatTemplate` (the text of a template) replaces its own chat template. */
-export function loadTokenizer(dir: string, chatTemplate?: string): TextCodec {
+/** The codec of model directory `dir`; `chatTemplate` (the text of a template) replaces its own chat template.
+ *  audit: time its regexes (tokenizer-audit.ts); false only where this process's parent has just done it. */
+export function loadTokenizer(dir: string, chatTemplate?: string, audit = true): TextCodec {
   if (!existsSync(join(dir, "tokenizer.json"))) throw new ModelError("missing", { file: join(dir, "tokenizer.json") });
   const cfg = existsSync(join(dir, "tokenizer_config.json")) ? readJson(dir, "tokenizer_config.json") : {};
-  return new TextCodec(readJson(dir, "tokenizer.json"), cfg, chatTemplate, join(dir, "tokenizer_config.json"));
+  const json = readJson(dir, "tokenizer.json"), found = findRegexes(json, join(dir, "tokenizer.json"));
+  const codec = new TextCodec(json, cfg, chatTemplate, join(dir, "tokenizer_config.json"));
+  if (audit) auditRegexes(codec.components, found, join(dir, "tokenizer.json"));
+  return codec;
 }
 
 /** The text of a chat template file, parsed once so that a syntax error names the file (a ModelError). */

@@ -1,0 +1,103 @@
+// Hostile regexes in tokenizer.json. The normalizer's, pre-tokenizer's and decoder's `Regex` patterns run in
+// JavaScript's backtracking engine (through @huggingface/tokenizers) on every prompt: one with nested or
+// overlapping quantifiers takes polynomial or exponential time in its input (`a*a*a*b|` before the fixture's split
+// pattern: a prompt of 8,000 `a` took 25 s of the engine's thread). At load each component holding a Regex is
+// timed on probes: units (a base set and the patterns' own literal characters and runs) repeated along a ladder of
+// lengths up to 4,096 characters, with and without a foreign last character. A time over 3x a linear growth from
+// either of the two rungs before (+2 ms), or over 20 us a character, confirmed by the best of five, refuses the
+// file naming the component. A probe, not a proof (docs/security.md). Holds the components already audited in
+// this process (by their JSON).
+import { ModelError } from "./errors.ts";
+
+/** a Regex pattern longer than this is refused before it is compiled (the longest known are a few hundred) */
+export const MAX_REGEX = 16384;
+const PARTS = ["normalizer", "pre_tokenizer", "decoder"] as const;
+type Part = (typeof PARTS)[number];
+/** the tokenizer's callable components (null: absent) */
+export type Components = Record<Part, ((x: never) => unknown) | null>;
+
+// short rungs close together (an exponential shows between them), long ones 4x apart (a quadratic shows)
+const LADDER = [4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64, 256, 1024, 4096];
+const FACTOR = 3, SLACK_MS = 2, PER_CHAR_MS = 0.02, MAX_UNITS = 48, CONFIRM = 5;
+const BASE = [" ", "\n", "\r", "\t", "a", "A", "0", "!", "'", ".", "é", "中", "😀", "\u00a0", "ab", "a ", " a", "\r\n", "a1", "'s"];
+const done = new Set<string>();
+
+/** The Regex patterns of each component (an explicit stack: a deeply nested component cannot overflow it);
+ *  a pattern over MAX_REGEX characters is a ModelError naming its path. */
+export function findRegexes(json: unknown, file: string): Map<Part, string[]> {
+  const out = new Map<Part, string[]>();
+  const root = json as Record<string, unknown>;
+  for (const part of PARTS) {
+    const stack: [unknown, string][] = [[root?.[part], part]];
+    while (stack.length) {
+      const [v, path] = stack.pop()!;
+      if (v === null || typeof v !== "object") continue;
+      for (const [k, x] of Object.entries(v)) {
+        if (k === "Regex" && typeof x === "string") {
+          if (x.length > MAX_REGEX) throw new ModelError(`a Regex of ${x.length} characters, over the ${MAX_REGEX} allowed`, { file, field: `${path}.Regex` });
+          out.set(part, [...(out.get(part) ?? []), x]);
+        } else stack.push([x, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`]);
+      }
+    }
+  }
+  return out;
+}
+
+/** probe units: the base set, then each pattern's literal characters and runs of them (escapes of letters and
+ *  digits are classes, skipped with a \p{…}'s braces; escaped punctuation is literal) */
+export function probeUnits(patterns: string[]): string[] {
+  const set = new Set(BASE);
+  for (const p of patterns) {
+    let run = "";
+    const flush = () => { if (run.length > 1) set.add(run.slice(0, 8)); run = ""; };
+    for (let i = 0; i < p.length && set.size < MAX_UNITS; i++) {
+      let c = p[i];
+      if (c === "\\") {
+        c = p[++i] ?? "";
+        if (/[A-Za-z0-9]/.test(c)) { flush(); if ((c === "p" || c === "P") && p[i + 1] === "{") i = Math.max(i, p.indexOf("}", i)); continue; }
+      } else if ("()[]{}|*+?^$.-,:=!<".includes(c)) { flush(); continue; }
+      set.add(c); run += c;
+    }
+    flush();
+  }
+  return [...set].slice(0, MAX_UNITS);
+}
+
+const timed = (f: (s: string) => unknown, s: string) => {
+  const t = performance.now();
+  try { f(s); } catch { /* a probe the component rejects costs what it cost */ }
+  return performance.now() - t;
+};
+const best = (f: (s: string) => unknown, s: string, t: number) => { for (let i = 1; i < CONFIRM; i++) t = Math.min(t, timed(f, s)); return t; };
+
+/** Time each component that holds a Regex on the probes; a super-linear one is a ModelError naming it. */
+export function auditRegexes(c: Components, found: Map<Part, string[]>, file: string): void {
+  for (const [part, patterns] of found) {
+    const fn = c[part], key = `${part}\0${patterns.join("\0")}`;
+    if (!fn || done.has(key)) continue;
+    const f = part === "decoder" ? (s: string) => (fn as (t: string[]) => unknown)([s]) : fn as (s: string) => unknown;
+    for (const unit of probeUnits(patterns))
+      for (const end of ["", "\u0001"]) {
+        const rungs: { n: number; s: string; t: number }[] = [];   // the probe's rungs so far
+        for (const n of LADDER) {
+          const s = unit.repeat(Math.ceil(n / unit.length)) + end;
+          // why t is too long after the last two rungs (a quadratic with a small constant shows against the one
+          // 16x shorter) or for its length (null: it is not)
+          const over = (t: number) => {
+            for (const r of rungs.slice(-2)) if (t > FACTOR * (n / r.n) * r.t + SLACK_MS) return `${r.t.toFixed(2)} ms on ${r.n}`;
+            return n >= 1024 && t > n * PER_CHAR_MS ? `over ${1000 * PER_CHAR_MS} us a character` : null;
+          };
+          let t = timed(f, s);
+          if (over(t)) {   // confirm: the best of five of every rung involved
+            for (const r of rungs.slice(-2)) r.t = best(f, r.s, r.t);
+            if (t < 200) t = best(f, s, t);   // (a longer one is no scheduling hiccup)
+            const why = over(t);
+            if (why) throw new ModelError(`takes ${t.toFixed(1)} ms on ${n} characters of ${JSON.stringify(unit)}` +
+              `${end ? " and one other" : ""} (${why}): a regex that backtracks super-linearly, refused`, { file, field: part });
+          }
+          rungs.push({ n, s, t });
+        }
+      }
+    done.add(key);
+  }
+}

@@ -1,0 +1,81 @@
+// Hostile regexes in tokenizer.json (src/model/tokenizer-audit.ts): the generated and demo tokenizers load; patterns
+// that backtrack exponentially or polynomially, in the pre-tokenizer, a normalizer or a decoder, are refused at load
+// within seconds, naming the file and the component (before, a 1,000-character prompt took the engine's thread for
+// seconds to minutes); a pattern too long is refused before it is compiled, naming its path.
+import { afterAll, describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { genModel } from "./helpers/models.ts";
+import { demoModelDir } from "../src/model/demo.ts";
+import { loadTokenizer } from "../src/model/tokenizer.ts";
+import { findRegexes, MAX_REGEX, probeUnits } from "../src/model/tokenizer-audit.ts";
+import { ModelError } from "../src/model/errors.ts";
+
+const gen = genModel({ preset: "tiny", seed: 5 });
+const root = mkdtempSync(join(tmpdir(), "hb-tok-audit-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const base = JSON.parse(readFileSync(join(gen, "tokenizer.json"), "utf8"));
+const split = base.pre_tokenizer.pretokenizers[0].pattern.Regex as string;
+let n = 0;
+/** a copy of the generated model directory whose tokenizer.json is `change`d; loadTokenizer's error (null: loaded) and ms */
+function load(change: (j: any) => void): { err: ModelError | null; ms: number } {
+  const d = join(root, `d${n++}`), j = structuredClone(base);
+  cpSync(gen, d, { recursive: true });
+  change(j);
+  writeFileSync(join(d, "tokenizer.json"), JSON.stringify(j));
+  const t = performance.now();
+  try { loadTokenizer(d); return { err: null, ms: performance.now() - t }; } catch (e) { return { err: e as ModelError, ms: performance.now() - t }; }
+}
+const pre = (p: string) => (j: any) => { j.pre_tokenizer.pretokenizers[0].pattern.Regex = p; };
+
+describe("tokenizer regex audit", () => {
+  test("the generated and the demo tokenizers load; their patterns are timed", () => {
+    expect(load(() => {}).err).toBeNull();
+    expect(() => loadTokenizer(demoModelDir())).not.toThrow();
+    expect(findRegexes(base, "t").get("pre_tokenizer")).toEqual([split]);
+  });
+
+  // the bad branch first: a prompt of its characters reaches it at every position
+  const BAD: [string, string][] = [
+    ["exponential (nested quantifiers, an anchor)", "(a+)+$|"],
+    ["exponential (a quantified empty loop)", "(\\s*)*x|"],
+    ["cubic", "a*a*a*b|"],
+    ["cubic on a literal run", "(xyz)*(xyz)*(xyz)*w|"],
+    ["quadratic (overlapping quantifiers)", "\\s*\\s*[\\r\\n]|"],
+    ["exponential alternation", "(?:'s|'s)*q|"],
+  ];
+  for (const [name, bad] of BAD)
+    test(`refused: ${name} ${JSON.stringify(bad)}`, () => {
+      const { err, ms } = load(pre(bad + split));
+      expect(err).toBeInstanceOf(ModelError);
+      expect(err!.message).toContain("tokenizer.json: pre_tokenizer: ");
+      expect(err!.message).toContain("backtracks super-linearly");
+      expect(ms).toBeLessThan(10_000);
+    }, 30_000);
+
+  test("a normalizer's and a decoder's Replace patterns are audited too", () => {
+    const rep = (p: string) => ({ type: "Replace", pattern: { Regex: p }, content: "" });
+    const nz = load((j) => { j.normalizer = { type: "Sequence", normalizers: [rep("(a+)+$")] }; });
+    expect(nz.err?.field).toBe("normalizer");
+    const dec = load((j) => { j.decoder = { type: "Sequence", decoders: [rep("a*a*a*b"), j.decoder] }; });
+    expect(dec.err?.field).toBe("decoder");
+    expect(load((j) => { j.normalizer = { type: "Sequence", normalizers: [rep("\\s+")] }; }).err).toBeNull();
+  }, 30_000);
+
+  test("a pattern over the cap is refused before it is compiled, naming its path", () => {
+    const { err, ms } = load(pre("a|".repeat(MAX_REGEX)));
+    expect(err?.field).toBe("pre_tokenizer.pretokenizers[0].pattern.Regex");
+    expect(err?.message).toContain(`over the ${MAX_REGEX} allowed`);
+    expect(ms).toBeLessThan(2000);
+  });
+
+  test("probe units: the base set, the pattern's literal characters and runs; class escapes skipped", () => {
+    const u = probeUnits(["(xyz)+\\p{Lu}\\.q"]);
+    expect(u).toContain("xyz");
+    expect(u).toContain(".q");
+    expect(u).toContain(" ");
+    expect(u).not.toContain("L");
+    expect(u).not.toContain("Lu");
+  });
+});
