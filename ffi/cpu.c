@@ -5,8 +5,10 @@
  * x86: AMX (with AVX-512 VNNI, the tile state granted by Linux) / AVX-512 F+BW+VL(+VNNI) / AVX2+FMA+F16C(+AVX-VNNI) /
  * scalar via __builtin_cpu_supports (which also checks that the OS saves the vector state). Levels are ordered; a
  * CPU with AVX-512 but without AVX-VNNI (Ice Lake, Cascade Lake) capped at the AVX-VNNI level gets AVX2. aarch64:
- * NEON (dotprod noted in hb_cpu_dotprod). */
+ * NEON (dotprod noted in hb_cpu_dotprod). Also the calling thread's CPU clock (timings that a busy machine's
+ * scheduling must not skew: tokenizer-audit.ts). */
 #include "hb.h"
+#include <time.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,12 @@ int hb_simd_level(void) {
 }
 
 const char *hb_simd_name(void) { return names[hb_simd_level()]; }
+
+double hb_thread_cpu_us(void) {
+  struct timespec t;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return -1.0;
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
 
 int hb_simd_force(int want) {
   int b = best(), l;

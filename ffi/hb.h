@@ -39,6 +39,7 @@ int hb_simd_level(void);                   /* level in use */
 const char *hb_simd_name(void);
 int hb_simd_force(int best);               /* 0 = force scalar, 1 = best available;
                                               HB_AVX2.. = cap at that level (tests); returns level */
+double hb_thread_cpu_us(void);             /* the calling thread's CPU time (us; time descheduled not counted) */
 
 /* how far ahead of their loads the weight-streaming kernels prefetch (bytes): 6144 streamed int8 matrices
  * from memory 5-11% faster than 4096 or 8192 at 2 threads (int4g experts: the same within noise) */

@@ -20,6 +20,7 @@ const symbols = {
   hb_nthreads: { args: [], returns: i32 },
   hb_simd_name: { args: [], returns: cstring }, // "amx" | "avx512vnni" | "avx512" | "avxvnni" | "avx2" | "neon" | "scalar"
   hb_simd_force: { args: [i32], returns: i32 }, // 0 scalar, 1 best available; returns level in use
+  hb_thread_cpu_us: { args: [], returns: f64 }, // the calling thread's CPU time (us; -1: no such clock)
   // W [O,I] (fmt) · x [S,I] -> y [S,O]; scales/gs only for quantized fmts (null/0 otherwise)
   hb_matmul: { args: [i32, ptr, ptr, i32, i32, i32, ptr, i32, ptr], returns: FFIType.void },
   // the same in fast mode: x rows quantized to int8 (absmax/127), integer dot products (fmts 1-4;
