@@ -245,6 +245,7 @@ describe("generate's sampling flags", () => {
     const { demoModelDir } = await import("../src/model/demo.ts");
     const gen = async (...a: string[]) => {
       const r = await cli("generate", "--model", demoModelDir(), "--ids", "5,6,7,8", "--max-tokens", "1", "--json", "--draft", "off", ...a);
+      if (r.code !== 0) console.error("generate", a.join(" "), "->", r.code, r.err);
       expect(r.code).toBe(0);
       return JSON.parse(r.out).gen_ids[0] as number;
     };

@@ -1,12 +1,13 @@
 // Hostile regexes in tokenizer.json. The normalizer's, pre-tokenizer's and decoder's `Regex` patterns run in
 // JavaScript's backtracking engine (through @huggingface/tokenizers) on every prompt: one with nested or
 // overlapping quantifiers takes polynomial or exponential time in its input (`a*a*a*b|` before the fixture's split
-// pattern: a prompt of 8,000 `a` took 25 s of the engine's thread). At load each component holding a Regex is
-// timed on probes: units (a base set and the patterns' own literal characters and runs) repeated along a ladder of
-// lengths up to 4,096 characters, with and without a foreign last character. A time (the thread's CPU time) over 3x
-// a linear growth from either of the two rungs before (+3 ms), or over 20 us a character, confirmed twice by the best
-// of five, refuses the file naming the component. A probe, not a proof (docs/security.md). Holds the components
-// already audited in this process (by their JSON).
+// pattern: a prompt of 8,000 `a` took 25 s of the engine's thread). At load the RegExps that each component holding
+// a Regex compiled are timed alone, scanning probes as a split does: units (a base set and the patterns' own literal
+// characters and runs) repeated along a ladder of lengths up to 4,096 characters, with and without a foreign last
+// character. A time (the thread's CPU time; the scan allocates nothing) over 3x a linear growth from either of the
+// two rungs before (+3 ms), or over 20 us a character, confirmed twice by the best of five, refuses the file naming
+// the component and the pattern. A probe, not a proof (docs/security.md). Holds the components already audited in
+// this process (by their JSON).
 import { ModelError } from "./errors.ts";
 import { hb } from "../native/hb.ts";
 
@@ -14,8 +15,8 @@ import { hb } from "../native/hb.ts";
 export const MAX_REGEX = 16384;
 const PARTS = ["normalizer", "pre_tokenizer", "decoder"] as const;
 type Part = (typeof PARTS)[number];
-/** the tokenizer's callable components (null: absent) */
-export type Components = Record<Part, ((x: never) => unknown) | null>;
+/** the tokenizer's components (null: absent) */
+export type Components = Record<Part, unknown>;
 
 // short rungs close together (an exponential shows between them), long ones 4x apart (a quadratic shows)
 const LADDER = [4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64, 256, 1024, 4096];
@@ -64,50 +65,73 @@ export function probeUnits(patterns: string[]): string[] {
   return [...set].slice(0, MAX_UNITS);
 }
 
+/** The RegExps a component holds (its own and its parts', e.g. a Sequence's Split): the ones the library compiled
+ *  from the file's patterns, and its fixed ones. A bounded walk of own properties (added_tokens skipped). */
+export function regexesOf(component: unknown): RegExp[] {
+  const out = new Map<string, RegExp>(), seen = new Set<object>(), stack = [component];
+  while (stack.length && seen.size < 10_000) {
+    const v = stack.pop();
+    if (v === null || (typeof v !== "object" && typeof v !== "function") || seen.has(v)) continue;
+    seen.add(v);
+    if (v instanceof RegExp) { out.set(`${v.flags}/${v.source}`, v); continue; }
+    for (const [k, x] of Object.entries(v)) if (k !== "added_tokens") stack.push(x);
+  }
+  return [...out.values()];
+}
+
 /** ms of this thread's CPU time (a busy machine's scheduling must not look like backtracking), else of the wall */
+let now: (() => number) | null = null;
 const clock = (): (() => number) => {
   const L = hb();
   return L.hb_thread_cpu_us() >= 0 ? () => L.hb_thread_cpu_us() / 1000 : () => performance.now();
 };
-let now: (() => number) | null = null;
-const timed = (f: (s: string) => unknown, s: string) => {
+/** ms to scan s with re the way a split or a replaceAll does (every match in turn; test() allocates nothing, so no
+ *  collection lands in the timing) */
+function scan(re: RegExp, s: string): number {
   now ??= clock();
   const t = now();
-  try { f(s); } catch { /* a probe the component rejects costs what it cost */ }
+  re.lastIndex = 0;
+  for (let last = -1; re.test(s);) {
+    if (re.lastIndex === last) re.lastIndex++; // an empty match: step on, as matchAll does
+    last = re.lastIndex;
+  }
   return now() - t;
-};
-const best = (f: (s: string) => unknown, s: string, t: number) => { for (let i = 1; i < CONFIRM; i++) t = Math.min(t, timed(f, s)); return t; };
+}
+const best = (re: RegExp, s: string, t: number) => { for (let i = 1; i < CONFIRM; i++) t = Math.min(t, scan(re, s)); return t; };
 
-/** Time each component that holds a Regex on the probes; a super-linear one is a ModelError naming it. */
+/** Time the regexes of each component that holds a Regex of the file on the probes; a super-linear one is a
+ *  ModelError naming the component and the pattern. */
 export function auditRegexes(c: Components, found: Map<Part, string[]>, file: string): void {
   for (const [part, patterns] of found) {
-    const fn = c[part], key = `${part}\0${patterns.join("\0")}`;
-    if (!fn || done.has(key)) continue;
-    const f = part === "decoder" ? (s: string) => (fn as (t: string[]) => unknown)([s]) : fn as (s: string) => unknown;
-    for (const unit of probeUnits(patterns))
-      for (const end of ["", "\u0001"]) {
-        const rungs: { n: number; s: string; t: number }[] = [];   // the probe's rungs so far
-        for (const n of LADDER) {
-          const s = unit.repeat(Math.ceil(n / unit.length)) + end;
-          // why t is too long after the last two rungs (a quadratic with a small constant shows against the one
-          // 16x shorter) or for its length (null: it is not)
-          const over = (t: number) => {
-            for (const r of rungs.slice(-2)) if (t > FACTOR * (n / r.n) * r.t + SLACK_MS) return `${r.t.toFixed(2)} ms on ${r.n}`;
-            return n >= 1024 && t > n * PER_CHAR_MS ? `over ${1000 * PER_CHAR_MS} us a character` : null;
-          };
-          let t = timed(f, s), why = over(t);
-          // confirm twice (a collection between): the best of five of every rung involved (one over 200 ms is no hiccup)
-          for (let round = 0; round < 2 && why; round++) {
-            if (round) Bun.gc(true);
-            for (const r of rungs.slice(-2)) r.t = best(f, r.s, round ? Infinity : r.t);
-            if (t < 200) t = best(f, s, round ? Infinity : t);
-            why = over(t);
+    const key = `${part}\0${patterns.join("\0")}`;
+    if (!c[part] || done.has(key)) continue;
+    for (const compiled of regexesOf(c[part])) {
+      const re = new RegExp(compiled.source, compiled.flags.replace(/[gy]/g, "") + "g");
+      for (const unit of probeUnits([...patterns, re.source]))
+        for (const end of ["", "\u0001"]) {
+          const rungs: { n: number; s: string; t: number }[] = [];   // the probe's rungs so far
+          for (const n of LADDER) {
+            const s = unit.repeat(Math.ceil(n / unit.length)) + end;
+            // why t is too long after the last two rungs (a quadratic with a small constant shows against the one
+            // 16x shorter) or for its length (null: it is not)
+            const over = (t: number) => {
+              for (const r of rungs.slice(-2)) if (t > FACTOR * (n / r.n) * r.t + SLACK_MS) return `${r.t.toFixed(2)} ms on ${r.n}`;
+              return n >= 1024 && t > n * PER_CHAR_MS ? `over ${1000 * PER_CHAR_MS} us a character` : null;
+            };
+            let t = scan(re, s), why = over(t);
+            // confirm twice: the best of five of every rung involved (one over 200 ms is no hiccup)
+            for (let round = 0; round < 2 && why; round++) {
+              for (const r of rungs.slice(-2)) r.t = best(re, r.s, round ? Infinity : r.t);
+              if (t < 200) t = best(re, s, round ? Infinity : t);
+              why = over(t);
+            }
+            if (why) throw new ModelError(`/${re.source.slice(0, 60)}${re.source.length > 60 ? "…" : ""}/ takes ${t.toFixed(1)} ms on ` +
+              `${n} characters of ${JSON.stringify(unit)}${end ? " and one other" : ""} (${why}): it backtracks super-linearly, refused`,
+              { file, field: part });
+            rungs.push({ n, s, t });
           }
-          if (why) throw new ModelError(`takes ${t.toFixed(1)} ms on ${n} characters of ${JSON.stringify(unit)}` +
-            `${end ? " and one other" : ""} (${why}): a regex that backtracks super-linearly, refused`, { file, field: part });
-          rungs.push({ n, s, t });
         }
-      }
+    }
     done.add(key);
   }
 }
