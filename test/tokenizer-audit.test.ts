@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { genModel } from "./helpers/models.ts";
 import { demoModelDir } from "../src/model/demo.ts";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
-import { findRegexes, MAX_REGEX, probeUnits } from "../src/model/tokenizer-audit.ts";
+import { findRegexes, MAX_PATTERNS, MAX_REGEX, probeUnits } from "../src/model/tokenizer-audit.ts";
 import { ModelError } from "../src/model/errors.ts";
 
 const gen = genModel({ preset: "tiny", seed: 5 });
@@ -63,11 +63,14 @@ describe("tokenizer regex audit", () => {
     expect(load((j) => { j.normalizer = { type: "Sequence", normalizers: [rep("\\s+")] }; }).err).toBeNull();
   }, 30_000);
 
-  test("a pattern over the cap is refused before it is compiled, naming its path", () => {
+  test("a pattern over the cap, or one pattern too many, is refused before it is compiled, naming its path", () => {
     const { err, ms } = load(pre("a|".repeat(MAX_REGEX)));
     expect(err?.field).toBe("pre_tokenizer.pretokenizers[0].pattern.Regex");
     expect(err?.message).toContain(`over the ${MAX_REGEX} allowed`);
     expect(ms).toBeLessThan(2000);
+    const many = load((j) => { j.normalizer = { type: "Sequence", normalizers: Array.from({ length: MAX_PATTERNS + 1 }, () => ({ type: "Replace", pattern: { Regex: "x" }, content: "" })) }; });
+    expect(many.err?.field).toMatch(/^normalizer\.normalizers\[\d+\]\.pattern\.Regex$/);
+    expect(many.err?.message).toContain(`over ${MAX_PATTERNS} Regex patterns`);
   });
 
   test("probe units: the base set, the pattern's literal characters and runs; class escapes skipped", () => {

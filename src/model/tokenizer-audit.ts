@@ -11,8 +11,9 @@
 import { ModelError } from "./errors.ts";
 import { hb } from "../native/hb.ts";
 
-/** a Regex pattern longer than this is refused before it is compiled (the longest known are a few hundred) */
-export const MAX_REGEX = 16384;
+/** a Regex pattern longer than this, or more patterns than this in one file, are refused before they are compiled
+ *  (known tokenizers have one to three, of a few hundred characters) */
+export const MAX_REGEX = 16384, MAX_PATTERNS = 64;
 const PARTS = ["normalizer", "pre_tokenizer", "decoder"] as const;
 type Part = (typeof PARTS)[number];
 /** the tokenizer's components (null: absent) */
@@ -25,10 +26,11 @@ const BASE = [" ", "\n", "\r", "\t", "a", "A", "0", "!", "'", ".", "é", "中", 
 const done = new Set<string>();
 
 /** The Regex patterns of each component (an explicit stack: a deeply nested component cannot overflow it);
- *  a pattern over MAX_REGEX characters is a ModelError naming its path. */
+ *  a pattern over MAX_REGEX characters, or one past MAX_PATTERNS, is a ModelError naming its path. */
 export function findRegexes(json: unknown, file: string): Map<Part, string[]> {
   const out = new Map<Part, string[]>();
   const root = json as Record<string, unknown>;
+  let count = 0;
   for (const part of PARTS) {
     const stack: [unknown, string][] = [[root?.[part], part]];
     while (stack.length) {
@@ -37,7 +39,8 @@ export function findRegexes(json: unknown, file: string): Map<Part, string[]> {
       for (const [k, x] of Object.entries(v)) {
         if (k === "Regex" && typeof x === "string") {
           if (x.length > MAX_REGEX) throw new ModelError(`a Regex of ${x.length} characters, over the ${MAX_REGEX} allowed`, { file, field: `${path}.Regex` });
-          out.set(part, [...(out.get(part) ?? []), x]);
+          if (++count > MAX_PATTERNS) throw new ModelError(`over ${MAX_PATTERNS} Regex patterns`, { file, field: `${path}.Regex` });
+          out.set(part, out.get(part) ?? []).get(part)!.push(x);
         } else stack.push([x, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`]);
       }
     }
