@@ -6,8 +6,8 @@ import { closeSync, constants as C, existsSync, fstatSync, openSync, readFileSyn
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
-import { TokenVocab } from "./vocab.ts";
-import { ModelError } from "./errors.ts";
+import { TokenizerJson, TokenVocab } from "./vocab.ts";
+import { fromZod, ModelError } from "./errors.ts";
 import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";
 import { auditRegexes, findRegexes, type Components } from "./tokenizer-audit.ts";
@@ -174,9 +174,15 @@ function readJson(dir: string, name: string): Record<string, unknown> {
 export function loadTokenizer(dir: string, chatTemplate?: string, audit = true): TextCodec {
   if (!existsSync(join(dir, "tokenizer.json"))) throw new ModelError("missing", { file: join(dir, "tokenizer.json") });
   const cfg = existsSync(join(dir, "tokenizer_config.json")) ? readJson(dir, "tokenizer_config.json") : {};
-  const json = readJson(dir, "tokenizer.json"), found = findRegexes(json, join(dir, "tokenizer.json"));
-  const codec = new TextCodec(json, cfg, chatTemplate, join(dir, "tokenizer_config.json"));
-  if (audit) auditRegexes(codec.components, found, join(dir, "tokenizer.json"));
+  const file = join(dir, "tokenizer.json"), json = readJson(dir, "tokenizer.json");
+  const shape = TokenizerJson.safeParse(json);
+  if (!shape.success) throw fromZod(shape.error, { file });
+  const found = findRegexes(json, file);
+  let codec: TextCodec;
+  try { codec = new TextCodec(json, cfg, chatTemplate, join(dir, "tokenizer_config.json")); } catch (e) {
+    throw e instanceof ModelError ? e : new ModelError(`does not load: ${(e as Error).message}`, { file }, { cause: e });
+  }
+  if (audit) auditRegexes(codec.components, found, file);
   return codec;
 }
 

@@ -31,13 +31,20 @@ function unicodeToByte(): Map<number, number> {
   return m;
 }
 
-const TokenizerJson = z.looseObject({
-  added_tokens: z.array(z.looseObject({ id: z.number().int().nonnegative(), content: z.string(), special: z.boolean().optional() })).optional(),
-  pre_tokenizer: z.unknown().optional(),
-  decoder: z.unknown().optional(),
+/** token ids past this are refused (the largest vocabularies known hold ~256K tokens) */
+export const MAX_TOKEN_ID = 2 ** 24;
+const Id = z.number().int().nonnegative().max(MAX_TOKEN_ID - 1);
+const Part = z.looseObject({ type: z.string() }).nullish(); // (a component's own fields: the library's to check)
+/** The shapes of tokenizer.json that @huggingface/tokenizers reads without checking them (a wrong one was a
+ *  TypeError naming nothing) and that TokenVocab reads. */
+export const TokenizerJson = z.looseObject({
+  added_tokens: z.array(z.looseObject({ id: Id, content: z.string(), special: z.boolean().optional(), lstrip: z.boolean().optional(),
+    rstrip: z.boolean().optional(), normalized: z.boolean().optional(), single_word: z.boolean().optional() })).optional(),
+  normalizer: Part, pre_tokenizer: Part, decoder: Part, post_processor: Part,
   model: z.looseObject({
-    type: z.string().optional(),
-    vocab: z.union([z.record(z.string(), z.number().int().nonnegative()), z.array(z.tuple([z.string(), z.number()]))]),
+    type: z.enum(["BPE", "WordPiece", "Unigram"]).optional(), // (absent: the library infers it from the vocab)
+    vocab: z.union([z.record(z.string(), Id), z.array(z.tuple([z.string(), z.number()])).max(MAX_TOKEN_ID)]),
+    merges: z.array(z.union([z.string(), z.tuple([z.string(), z.string()])])).optional(),
     byte_fallback: z.boolean().nullish(),
   }),
 });

@@ -1,7 +1,9 @@
-// Hostile regexes in tokenizer.json (src/model/tokenizer-audit.ts): the generated and demo tokenizers load; patterns
-// that backtrack exponentially or polynomially, in the pre-tokenizer, a normalizer or a decoder, are refused at load
-// within seconds, naming the file and the component (before, a 1,000-character prompt took the engine's thread for
-// seconds to minutes); a pattern too long is refused before it is compiled, naming its path.
+// Hostile tokenizer.json files. Shapes @huggingface/tokenizers reads without checking (a bad one was a TypeError
+// naming nothing) are ModelErrors naming the file and the field. Regexes (src/model/tokenizer-audit.ts): the generated
+// and demo tokenizers load; patterns that backtrack exponentially or polynomially, in the pre-tokenizer, a normalizer
+// or a decoder, are refused at load within seconds, naming the file and the component (before, a 1,000-character
+// prompt took the engine's thread for seconds to minutes); a pattern too long, or too many, are refused before they
+// are compiled, naming the path.
 import { afterAll, describe, expect, test } from "bun:test";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,6 +30,34 @@ function load(change: (j: any) => void): { err: ModelError | null; ms: number } 
   try { loadTokenizer(d); return { err: null, ms: performance.now() - t }; } catch (e) { return { err: e as ModelError, ms: performance.now() - t }; }
 }
 const pre = (p: string) => (j: any) => { j.pre_tokenizer.pretokenizers[0].pattern.Regex = p; };
+
+describe("tokenizer.json shapes", () => {
+  const CASES: [string, (j: any) => void, string][] = [
+    ["no model", (j) => { delete j.model; }, "model"],
+    ["an unknown model type", (j) => { j.model.type = "Bogus"; }, "model.type"],
+    ["a vocab that is a number", (j) => { j.model.vocab = 5; }, "model.vocab"],
+    ["a token id past 2^24", (j) => { j.model.vocab = { a: 1e12 }; }, "model.vocab.a"],
+    ["merges that are a string", (j) => { j.model.merges = "x"; }, "model.merges"],
+    ["a merge that is a number", (j) => { j.model.merges = [5]; }, "model.merges[0]"],
+    ["added_tokens that are a number", (j) => { j.added_tokens = 7; }, "added_tokens"],
+    ["an added token without content", (j) => { j.added_tokens = [{ id: 3 }]; }, "added_tokens[0].content"],
+    ["a decoder whose type is a number", (j) => { j.decoder = { type: 5 }; }, "decoder.type"],
+  ];
+  for (const [name, change, field] of CASES)
+    test(`${name}: a ModelError naming ${field}`, () => {
+      const { err } = load(change);
+      expect(err).toBeInstanceOf(ModelError);
+      expect(err!.field).toBe(field);
+      expect(err!.message).toContain("tokenizer.json: ");
+    });
+  test("what the library refuses (an unknown pre-tokenizer, a regex that does not compile) names the file", () => {
+    for (const change of [(j: any) => { j.pre_tokenizer = { type: "Nope" }; }, pre("((")]) {
+      const { err } = load(change);
+      expect(err).toBeInstanceOf(ModelError);
+      expect(err!.message).toMatch(/tokenizer\.json: does not load: /);
+    }
+  });
+});
 
 describe("tokenizer regex audit", () => {
   test("the generated and the demo tokenizers load; their patterns are timed", () => {
