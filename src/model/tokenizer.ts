@@ -1,8 +1,8 @@
 // Text <-> ids for a model directory: tokenizer.json through @huggingface/tokenizers, the chat
-// template of tokenizer_config.json through @huggingface/jinja, a streaming decoder that never
+// template (chat-template.ts finds it) through @huggingface/jinja, a streaming decoder that never
 // emits half a UTF-8 character, and each token's raw bytes (through the grammar engine's TokenVocab).
-// Holds the parsed tokenizer, the compiled template and the TokenVocabs built from it.
-import { closeSync, constants as C, existsSync, fstatSync, openSync, readFileSync } from "node:fs";
+// Holds the parsed tokenizer, the compiled templates and the TokenVocabs built from it.
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
@@ -11,6 +11,7 @@ import { fromZod, ModelError } from "./errors.ts";
 import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";
 import { auditRegexes, findRegexes, type Components } from "./tokenizer-audit.ts";
+import { modelTemplates, pickTemplates, readModelFile, type ChatTemplates } from "./chat-template.ts";
 
 const utf8 = new TextEncoder();
 
@@ -25,6 +26,7 @@ export interface ChatMessage {
 export class TextCodec {
   private tok: Tokenizer;
   private template: Template | null;
+  private toolTemplate: Template | null; // for requests with tools (a "tool_use" named template; null: the template)
   /** the chat template's source (null: none) */
   readonly templateText: string | null;
   /** the id of tokenizer_config.json's eos_token, when it names a token */
@@ -32,15 +34,22 @@ export class TextCodec {
   private vocabs = new Map<string, TokenVocab>();
   private byteVocab: TokenVocab | null | undefined; // undefined: not tried yet; null: unsupported tokenizer
 
-  /** chatTemplate: a Jinja chat template used instead of tokenizer_config.json's (`--chat-template FILE`); configFile:
-   *  where tokenizerConfig came from (a template that does not parse is a ModelError naming it) */
-  constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, chatTemplate?: string, configFile = "tokenizer_config.json") {
+  /** chatTemplate: the text of a Jinja chat template used instead of the model's (`--chat-template FILE`), or the
+   *  model's as modelTemplates found them; absent: tokenizer_config.json's (configFile: where it came from). A
+   *  template that does not parse is a ModelError naming its file. */
+  constructor(private readonly tokenizerJson: unknown, tokenizerConfig: Record<string, unknown>, chatTemplate?: string | ChatTemplates,
+    configFile = "tokenizer_config.json") {
     this.tok = new Tokenizer(tokenizerJson as object, tokenizerConfig as object);
-    const t = chatTemplate ?? tokenizerConfig.chat_template;
-    this.templateText = typeof t === "string" ? t : null;
-    try { this.template = this.templateText === null ? null : new Template(this.templateText); } catch (e) {
-      throw new ModelError(`does not parse: ${(e as Error).message}`, { file: chatTemplate !== undefined ? "--chat-template" : configFile, field: "chat_template" });
-    }
+    const t = typeof chatTemplate === "string" ? { text: chatTemplate, toolUse: null, file: "--chat-template" }
+      : chatTemplate ?? pickTemplates(tokenizerConfig.chat_template, configFile);
+    this.templateText = t.text;
+    const compile = (text: string | null) => {
+      try { return text === null ? null : new Template(text); } catch (e) {
+        throw new ModelError(`does not parse: ${(e as Error).message}`, { file: t.file, field: "chat_template" });
+      }
+    };
+    this.template = compile(t.text);
+    this.toolTemplate = compile(t.toolUse);
     const eos = tokenizerConfig.eos_token;
     const name = typeof eos === "string" ? eos : typeof (eos as { content?: unknown })?.content === "string" ? (eos as { content: string }).content : null;
     this.eosId = name === null ? null : this.tok.token_to_id(name) ?? null;
@@ -119,13 +128,14 @@ export class TextCodec {
    *  template's own default holds; `tools` as OpenAI sends them;
    *  `kwargs`: more template variables, as chat_template_kwargs gives them). */
   chat(messages: ChatMessage[], opts: { enableThinking?: boolean; addGenerationPrompt?: boolean; tools?: unknown[]; kwargs?: Record<string, unknown> } = {}): string {
-    if (!this.template) throw new ModelError("no chat template", { file: "tokenizer_config.json", field: "chat_template" });
+    if (!this.template) throw new ModelError("no chat template (none in chat_template.jinja, chat_template.json or tokenizer_config.json)", { field: "chat_template" });
     const items = {
       ...opts.kwargs, messages, add_generation_prompt: opts.addGenerationPrompt ?? true,
       ...(opts.enableThinking !== undefined ? { enable_thinking: opts.enableThinking } : {}),
       ...(opts.tools?.length ? { tools: opts.tools } : {}),
     };
-    return renderBudgeted(this.template, items, JSON.stringify(items).length); // (a looping template is stopped: template-budget.ts)
+    const template = (opts.tools?.length && this.toolTemplate) || this.template;
+    return renderBudgeted(template, items, JSON.stringify(items).length); // (a looping template is stopped: template-budget.ts)
   }
 
   /**
@@ -154,17 +164,7 @@ export class TextCodec {
 export const MAX_TOKENIZER_FILE = 256 << 20;
 
 function readJson(dir: string, name: string): Record<string, unknown> {
-  const p = join(dir, name);
-  let text: string;
-  try {
-    const fd = openSync(p, C.O_RDONLY | C.O_NONBLOCK); // (a FIFO opens at once and is refused below)
-    try {
-      const st = fstatSync(fd);
-      if (!st.isFile()) throw new ModelError("not a regular file", { file: p });
-      if (st.size > MAX_TOKENIZER_FILE) throw new ModelError(`file is ${st.size} bytes, over the ${MAX_TOKENIZER_FILE}-byte limit`, { file: p });
-      text = readFileSync(fd, "utf8");
-    } finally { closeSync(fd); }
-  } catch (e) { throw e instanceof ModelError ? e : new ModelError((e as Error).message, { file: p }); }
+  const p = join(dir, name), text = readModelFile(p, MAX_TOKENIZER_FILE);
   try { return JSON.parse(text); }
   catch (e) { throw new ModelError((e as Error).message, { file: p }); }
 }
@@ -179,7 +179,7 @@ export function loadTokenizer(dir: string, chatTemplate?: string, audit = true):
   if (!shape.success) throw fromZod(shape.error, { file });
   const found = findRegexes(json, file);
   let codec: TextCodec;
-  try { codec = new TextCodec(json, cfg, chatTemplate, join(dir, "tokenizer_config.json")); } catch (e) {
+  try { codec = new TextCodec(json, cfg, chatTemplate ?? modelTemplates(dir, cfg)); } catch (e) {
     throw e instanceof ModelError ? e : new ModelError(`does not load: ${(e as Error).message}`, { file }, { cause: e });
   }
   if (audit) auditRegexes(codec.components, found, file);
