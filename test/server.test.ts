@@ -313,7 +313,9 @@ describe.skipIf(!hasTiny)("serve: limits", () => {
       // one runs, one waits (queue 1), the third is refused; the waiting one answers once admitted
       const res = await Promise.all([0, 1, 2].map(() => fetch(`${s.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body, signal: ac.signal })));
       expect(res.map((r) => r.status).sort()).toEqual([200, 200, 429]);
-      expect((await res.find((r) => r.status === 429)!.json() as any).error.code).toBe("overloaded");
+      const full = res.find((r) => r.status === 429)!;
+      expect(full.headers.get("retry-after")).toBe("1"); // (the OpenAI SDKs wait that long before their retry)
+      expect((await full.json() as any).error.code).toBe("overloaded");
       // llama-server's /slots?fail_on_no_slot=1: 503 while the one slot is busy, 200 once it is free again
       const noSlot = await fetch(`${s.url}/slots?fail_on_no_slot=1`);
       expect(noSlot.status).toBe(503);
