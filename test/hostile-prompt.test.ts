@@ -13,6 +13,10 @@ import { TINY } from "./helpers/fixture.ts";
 import { muxOnce, startTiny } from "./server.helpers.ts";
 import { ASYNC_PROMPT_BYTES, TokenizerLink } from "../src/engine/serving/tokenizer-link.ts";
 import { promptIds } from "../src/engine/serving/prepare.ts";
+import { Scheduler } from "../src/engine/serving/scheduler.ts";
+import type { FromWorker, GenRequest } from "../src/engine/serving/protocol.ts";
+import { loadModel } from "../src/engine/model.ts";
+import { genModel } from "./helpers/models.ts";
 
 const BIG = "hello world ".repeat((8 << 20) / 12 - 100); // 8 MiB (less room for the JSON around it): ~5.6M tokens; tokenizing it took 17 s and +547 MB here
 const codec = loadTokenizer(TINY), json = JSON.parse(readFileSync(`${TINY}/tokenizer.json`, "utf8"));
@@ -111,7 +115,7 @@ describe("a server with a 4096-token context", () => {
     expect(process.memoryUsage().rss - rss0).toBeLessThan(600e6); // before: +547 MB in the tokenizer for each
   });
 
-  test("prompts over 64 KiB go to the tokenizer's worker: the same ids, the same refusals, cancellable meanwhile", async () => {
+  test("prompts over ASYNC_PROMPT_BYTES (4 KiB) go to the tokenizer's worker: the same ids, the same refusals, cancellable meanwhile", async () => {
     const fits = "<|begin_of_image|>".repeat(3700); // 66,600 bytes, 3,700 tokens (one each)
     expect(fits.length).toBeGreaterThan(ASYNC_PROMPT_BYTES);
     const r = await timed("/v1/completions", { prompt: fits, max_tokens: 1, return_token_ids: true });
@@ -140,6 +144,25 @@ describe("a server with a 4096-token context", () => {
       ac.abort();
       await waiting.catch(() => {});
     } finally { await t.stop(); }
+  });
+
+  test("a small prompt the queue has no room for is refused before it is encoded on the engine's thread", () => {
+    const dir = genModel({ preset: "tiny", seed: 4 }), tok = loadTokenizer(dir), errors: string[] = [];
+    let encoded = 0;
+    const encode = tok.encode.bind(tok);
+    tok.encode = (t: string) => { encoded++; return encode(t); };
+    const s = new Scheduler(loadModel(dir), tok, { slots: 1, ctx: 256, queue: 1, chunk: 32 }, (e: FromWorker) => { if (e.t === "error") errors.push(`${e.rid} ${e.code}`); });
+    const req = (text: string): GenRequest => ({ prompt: { kind: "text", text }, slot: "auto", max_tokens: 50, temperature: 0, top_p: 1, min_p: 0,
+      top_k: 0, stop: [], ignore_eos: true });
+    s.submit(1, req("hello")); // the slot's
+    s.step();
+    let before = encoded;
+    s.submit(2, req("hello there")); // the queue's one place
+    expect(encoded).toBeGreaterThan(before);
+    before = encoded;
+    s.submit(3, req("the quick brown fox ".repeat(150)));
+    expect(errors).toEqual(["3 OVERLOADED"]);
+    expect(encoded).toBe(before); // before: encoded first (a 60 KiB prompt: ~20-50 ms of every stream's time), then refused
   });
 
   test("the tokenizer's worker gives promptIds' answers; it takes only prompts over ASYNC_PROMPT_BYTES", async () => {

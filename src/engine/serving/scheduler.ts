@@ -109,6 +109,8 @@ export class Scheduler {
   }
 
   submit(rid: number, req: GenRequest): void {
+    const full = this.overloaded(req); // (before the prompt is encoded on this thread: a full queue refuses at once)
+    if (full) return this.emit({ t: "error", rid, code: "OVERLOADED", detail: full });
     this.submitPrepared(rid, req, promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx, req.truncate));
   }
 
