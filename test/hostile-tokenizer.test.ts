@@ -50,6 +50,18 @@ describe("tokenizer.json shapes", () => {
       expect(err!.field).toBe(field);
       expect(err!.message).toContain("tokenizer.json: ");
     });
+  test("a tokenizer.json or tokenizer_config.json that is not a JSON object names its file", () => {
+    for (const [f, text] of [["tokenizer.json", "null"], ["tokenizer_config.json", "[1]"], ["tokenizer_config.json", "7"]]) {
+      const d = join(root, `d${n++}`);
+      cpSync(gen, d, { recursive: true });
+      writeFileSync(join(d, f), text);
+      let err: unknown = null;
+      try { loadTokenizer(d); } catch (e) { err = e; }
+      expect(err).toBeInstanceOf(ModelError);
+      expect((err as Error).message).toBe(`${join(d, f)}: not a JSON object`);
+    }
+  });
+
   test("what the library refuses (an unknown pre-tokenizer, a regex that does not compile) names the file", () => {
     for (const change of [(j: any) => { j.pre_tokenizer = { type: "Nope" }; }, pre("((")]) {
       const { err } = load(change);

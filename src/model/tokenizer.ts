@@ -165,8 +165,10 @@ export const MAX_TOKENIZER_FILE = 256 << 20;
 
 function readJson(dir: string, name: string): Record<string, unknown> {
   const p = join(dir, name), text = readModelFile(p, MAX_TOKENIZER_FILE);
-  try { return JSON.parse(text); }
-  catch (e) { throw new ModelError((e as Error).message, { file: p }); }
+  let v: unknown;
+  try { v = JSON.parse(text); } catch (e) { throw new ModelError((e as Error).message, { file: p }); }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new ModelError("not a JSON object", { file: p });
+  return v as Record<string, unknown>;
 }
 
 /** The codec of model directory `dir`; `chatTemplate` (the text of a template) replaces its own chat template.
