@@ -66,6 +66,8 @@ describe("chat template sources", () => {
     expect([e.file?.endsWith("chat_template.jinja"), e.field, e.message.includes("does not parse")]).toEqual([true, "chat_template", true]);
     e = bad(dir(T("C"), { "chat_template.json": "{ nope" }));
     expect(e.file?.endsWith("chat_template.json")).toBe(true);
+    e = bad(dir(T("C"), { "chat_template.json": "null" }));
+    expect([e.file?.endsWith("chat_template.json"), e.detail]).toEqual([true, "not a JSON object"]);
     e = bad(dir(T("C"), { "chat_template.jinja": "x".repeat(MAX_TEMPLATE_FILE + 1) }));
     expect(e.message).toContain("-byte limit");
     const f = dir(T("C"));

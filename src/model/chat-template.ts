@@ -48,7 +48,8 @@ export function modelTemplates(dir: string, tokenizerConfig: Record<string, unkn
   if (existsSync(json)) {
     let v: unknown;
     try { v = JSON.parse(readModelFile(json, MAX_TEMPLATE_FILE)); } catch (e) { throw e instanceof ModelError ? e : new ModelError((e as Error).message, { file: json }); }
-    return pickTemplates((v as { chat_template?: unknown } | null)?.chat_template, json);
+    if (v === null || typeof v !== "object" || Array.isArray(v)) throw new ModelError("not a JSON object", { file: json });
+    return pickTemplates((v as { chat_template?: unknown }).chat_template, json);
   }
   return pickTemplates(tokenizerConfig.chat_template, join(dir, "tokenizer_config.json"));
 }
