@@ -165,6 +165,19 @@ describe("a server with a 4096-token context", () => {
     expect(encoded).toBe(before); // before: encoded first (a 60 KiB prompt: ~20-50 ms of every stream's time), then refused
   });
 
+  test("a prompt of megabytes does not hold a smaller one queued behind it: two helpers, by size", async () => {
+    const link = new TokenizerLink({ dir: TINY, vocab: 512, ctx: 1 << 20 }, () => {}), order: string[] = [];
+    for (let i = 0; i < 200 && link.up < 2; i++) await Bun.sleep(25);
+    expect(link.up).toBe(2);
+    const req = (text: string) => ({ prompt: { kind: "text", text }, max_tokens: 1 } as any);
+    link.prompt(1, req("hello world ".repeat(100_000)), () => order.push("1.2 MB")); // ~2 s of encoding
+    await Bun.sleep(50);
+    link.prompt(2, req("hello world ".repeat(1000)), (p) => { order.push("12 KB"); expect(p?.ok).toBe(true); });
+    for (let i = 0; i < 800 && order.length < 2; i++) await Bun.sleep(25);
+    expect(order).toEqual(["12 KB", "1.2 MB"]); // before (one helper): the other way round, ~2 s later
+    link.close();
+  }, 30_000);
+
   test("the tokenizer's worker gives promptIds' answers; it takes only prompts over ASYNC_PROMPT_BYTES", async () => {
     const logs: string[] = [], link = new TokenizerLink({ dir: TINY, vocab: 512, ctx: 4096 }, (l) => logs.push(l));
     for (let i = 0; i < 200 && !link.usable; i++) await Bun.sleep(25);

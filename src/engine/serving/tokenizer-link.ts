@@ -1,7 +1,9 @@
-// The engine worker's handle on the tokenizer's worker (tokenizer-worker.ts): prompts of more than ASYNC_PROMPT_BYTES
+// The engine worker's handle on the tokenizer's workers (tokenizer-worker.ts): prompts of more than ASYNC_PROMPT_BYTES
 // and every tokenize / detokenize / template call go there, answered by callback; smaller prompts stay on the engine's
-// thread (no message round trip for them). Until the helper is up, or if it cannot start, `usable` is false and the
-// caller does the work itself. State: the helper, whether it is up, the callbacks waiting on it.
+// thread (no message round trip for them). Two helpers: one for what is at most LARGE_PROMPT_BYTES, one for what is
+// larger, so that a prompt of megabytes (seconds of encoding) never holds the smaller ones queued behind it. Until a
+// helper is up, or if it cannot start, its work goes to the other, or (neither up) the caller does it itself. State:
+// the helpers, whether each is up, the callbacks waiting on each.
 import type { Call, GenRequest } from "./protocol.ts";
 import type { Prepared } from "./prepare.ts";
 import type { FromTokenizer, ToTokenizer } from "./tokenizer-worker.ts";
@@ -10,38 +12,34 @@ import { workerSpec } from "./worker-spec.ts";
 /** prompts (their JSON) above this many bytes are tokenized off the engine's thread: 4 KiB costs it ~1-3 ms of
  *  encoding (64 KiB, the bound before: ~50-100 ms, every stream stalled meanwhile) */
 export const ASYNC_PROMPT_BYTES = 4 * 1024;
+/** prompts and calls above this many bytes go to the second helper (up to 2.3 MB at a 128k context: ~2 s) */
+export const LARGE_PROMPT_BYTES = 64 * 1024;
 
 export type CallReply = { ok: true; value: unknown } | { ok: false; detail: string };
+type Init = Omit<Extract<ToTokenizer, { t: "init" }>, "t">;
 
-export class TokenizerLink {
+/** one tokenizer worker and the callbacks waiting on it */
+class Helper {
   private readonly w: Worker;
   private up = false;
   private dead = false;
   private readonly prompts = new Map<number, (p: Prepared | null) => void>();
   private readonly calls = new Map<number, (r: CallReply | null) => void>();
 
-  constructor(init: Omit<Extract<ToTokenizer, { t: "init" }>, "t">, private readonly log: (s: string) => void) {
+  constructor(init: Init, private readonly log: (s: string) => void) {
     this.w = new Worker(workerSpec("tokenizer-worker.ts"));
     this.w.onmessage = (e: MessageEvent<FromTokenizer>) => this.onMessage(e.data);
     this.w.onerror = (e) => this.fail(e.message);
     this.w.postMessage({ t: "init", ...init } satisfies ToTokenizer);
   }
 
-  /** whether work may be handed to the helper now */
   get usable(): boolean { return this.up && !this.dead; }
 
-  /** Whether this request's prompt is tokenized by the helper (large text, helper up). */
-  wants(req: GenRequest): boolean {
-    return this.usable && req.prompt.kind !== "ids" && JSON.stringify(req.prompt).length > ASYNC_PROMPT_BYTES;
-  }
-
-  /** the prompt's ids (null: the helper died first; the caller does it itself) */
   prompt(rid: number, req: GenRequest, done: (p: Prepared | null) => void): void {
     this.prompts.set(rid, done);
     this.w.postMessage({ t: "prompt", rid, prompt: req.prompt, truncate: req.truncate } satisfies ToTokenizer);
   }
 
-  /** a tokenize / detokenize / template call's reply (null: the helper died first) */
   call(rid: number, call: Exclude<Call, { op: "slot" }>, done: (r: CallReply | null) => void): void {
     this.calls.set(rid, done);
     this.w.postMessage({ t: "call", rid, call } satisfies ToTokenizer);
@@ -58,14 +56,61 @@ export class TokenizerLink {
 
   close(): void { this.dead = true; this.w.terminate(); }
 
-  /** the helper is gone: what waits on it is handed back (null), later work stays on the engine's thread */
+  /** the helper is gone: what waits on it is handed back (null: the caller does it itself) */
   private fail(why: string): void {
     if (this.dead) return;
     this.dead = true;
-    this.log(`tokenizer worker: ${why}; tokenizing on the engine's thread`);
+    this.log(`tokenizer worker: ${why}; its work goes to the other one, or to the engine's thread`);
     for (const f of this.prompts.values()) f(null);
     for (const f of this.calls.values()) f(null);
     this.prompts.clear(); this.calls.clear();
     this.w.terminate();
   }
+}
+
+export class TokenizerLink {
+  private readonly lanes: [Helper, Helper]; // up to LARGE_PROMPT_BYTES, larger
+  private readonly bytes = new WeakMap<GenRequest, number>(); // each prompt's JSON length, measured once
+
+  constructor(init: Init, log: (s: string) => void) {
+    this.lanes = [new Helper(init, log), new Helper(init, log)];
+  }
+
+  /** whether work may be handed to a helper now */
+  get usable(): boolean { return this.lanes[0].usable || this.lanes[1].usable; }
+  /** how many helpers are up (tests) */
+  get up(): number { return this.lanes.filter((h) => h.usable).length; }
+
+  /** the helper for work of n bytes (its own lane's, else the other one; null: neither is up) */
+  private lane(n: number): Helper | null {
+    const [small, large] = n > LARGE_PROMPT_BYTES ? [this.lanes[1], this.lanes[0]] : this.lanes;
+    return small.usable ? small : large.usable ? large : null;
+  }
+
+  private size(req: GenRequest): number {
+    let n = this.bytes.get(req);
+    if (n === undefined) this.bytes.set(req, n = JSON.stringify(req.prompt).length);
+    return n;
+  }
+
+  /** Whether this request's prompt is tokenized by a helper (large text, a helper up). */
+  wants(req: GenRequest): boolean {
+    return this.usable && req.prompt.kind !== "ids" && this.size(req) > ASYNC_PROMPT_BYTES;
+  }
+
+  /** the prompt's ids (null: the helpers died first; the caller does it itself) */
+  prompt(rid: number, req: GenRequest, done: (p: Prepared | null) => void): void {
+    const h = this.lane(this.size(req));
+    if (h) h.prompt(rid, req, done);
+    else done(null);
+  }
+
+  /** a tokenize / detokenize / template call's reply (null: the helpers died first) */
+  call(rid: number, call: Exclude<Call, { op: "slot" }>, done: (r: CallReply | null) => void): void {
+    const h = this.lane(JSON.stringify(call).length);
+    if (h) h.call(rid, call, done);
+    else done(null);
+  }
+
+  close(): void { for (const h of this.lanes) h.close(); }
 }
