@@ -155,4 +155,21 @@ describe.skipIf(!hasTiny)("serve: /v1/messages", () => {
     await bad({ messages: turns, max_tokens: 4 }, {}, 401, "authentication_error", "x-api-key");
     await bad({ messages: turns, max_tokens: 4 }, { "x-api-key": "wrong" }, 401, "authentication_error", "API key");
   });
+
+  test("a full queue: 429 rate_limit_error with Retry-After, as the chat route's", async () => {
+    const t = await startTiny({ slots: 1, queue: 1 });
+    const ac = new AbortController(), long = () => fetch(`${t.url}/v1/completions`, { method: "POST", signal: ac.signal,
+      headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "The", max_tokens: 3000, ignore_eos: true, stream: true }) });
+    try {
+      const running = await long(), waiting = long().catch(() => null); // the slot's, then the queue's one place
+      await running.body!.getReader().read();
+      await Bun.sleep(100);
+      const res = await post(t.url, "/v1/messages", { messages: turns, max_tokens: 4 }, {});
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(((await res.json()) as any).error.type).toBe("rate_limit_error");
+      ac.abort();
+      await waiting;
+    } finally { await t.stop(); }
+  });
 });
