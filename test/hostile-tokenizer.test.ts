@@ -96,6 +96,13 @@ describe("tokenizer regex audit", () => {
       expect(ms).toBeLessThan(10_000);
     }, 30_000);
 
+  test("HB_TOKENIZER_AUDIT=0 loads what the audit refuses (the error says so)", () => {
+    const { err } = load(pre("(a+)+$|" + split));
+    expect(err?.message).toContain("HB_TOKENIZER_AUDIT=0 loads it anyway");
+    process.env.HB_TOKENIZER_AUDIT = "0";
+    try { expect(load(pre("(a+)+$|" + split)).err).toBeNull(); } finally { delete process.env.HB_TOKENIZER_AUDIT; }
+  });
+
   test("a normalizer's and a decoder's Replace patterns are audited too", () => {
     const rep = (p: string) => ({ type: "Replace", pattern: { Regex: p }, content: "" });
     const nz = load((j) => { j.normalizer = { type: "Sequence", normalizers: [rep("(a+)+$")] }; });
