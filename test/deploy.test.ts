@@ -82,10 +82,13 @@ function lintCompose(text: string): string[] {
 
 const haproxy = Bun.which("haproxy");
 if (!haproxy) console.warn("[skip] haproxy is not installed: deploy/haproxy.cfg is not checked by haproxy -c");
+/** haproxy -c on cfg; a failure is printed (CI saw one valid config refused once, its output not shown) */
 const check = (cfg: string) => {
   const f = join(mkdtempSync(join(tmpdir(), "hb-deploy-")), "haproxy.cfg");
   writeFileSync(f, cfg);
-  return Bun.spawnSync([haproxy!, "-c", "-f", f], { stderr: "pipe", stdout: "pipe" });
+  const r = Bun.spawnSync([haproxy!, "-c", "-f", f], { stderr: "pipe", stdout: "pipe" });
+  if (r.exitCode !== 0) console.error(`haproxy -c exit ${r.exitCode}:\n${r.stdout.toString()}${r.stderr.toString()}`);
+  return r;
 };
 
 describe("deploy/", () => {
