@@ -1,10 +1,11 @@
 // Connection bounds of the HTTP server: the idle timeout that closes silent clients (a kept-alive connection between
 // requests, a request body that stalls; Bun closes a connection that sends no complete request head within ~10 s by
-// itself), its lifting while the server works on a request (a quiet prefill, a long non-streamed generation, an SSE or
-// mux stream: progress is never cut), the cap on requests in progress (503 and the connection closed beyond it), and
-// the budget of request-body bytes being read by all requests together (readJson's buffers: 503, Retry-After and the
-// connection closed for the request that would pass it). State: the bytes held per server; per request, the hook that
-// lifts its timeout once its body is read and the bytes its body holds (mux: the frame being read).
+// itself), its lifting while the server works on a request (a quiet prefill, a long non-streamed generation, an SSE
+// or mux stream: progress is never cut), the cap on requests in progress (503 and the connection closed beyond it),
+// the budget of request-body bytes being read by all requests together (readJson's buffers: 503 and the connection
+// closed for the request that would pass it), and Retry-After on every 429 and 503. State: the bytes held per server;
+// per request, the hook that lifts its timeout once its body is read and the bytes its body holds (mux: the frame
+// being read).
 import type { Server } from "bun";
 import { apiError, errorBody, type ApiError } from "./http-errors.ts";
 
@@ -58,7 +59,10 @@ export function connectionBounds(timeout = DEFAULT_TIMEOUT, maxConnections = DEF
       if (new URL(req.url).pathname === "/v1/mux") set(0);
       let res: Response;
       try { res = await next(req); } catch (e) { set(idle); throw e; } finally { bodyDone(req); }
-      if (h.refused) { res.headers.set("retry-after", "1"); res.headers.set("connection", "close"); }
+      if (h.refused) res.headers.set("connection", "close");
+      // a 429 or 503 of any route (the queue full, the server busy or loading) says when to come back: the OpenAI and
+      // Anthropic SDKs wait Retry-After before their retry
+      if ((res.status === 429 || res.status === 503) && !res.headers.has("retry-after")) res.headers.set("retry-after", "1");
       const ct = res.headers.get("content-type") ?? "";
       if (!res.body || !/^(text\/event-stream|application\/octet-stream)/.test(ct)) { set(idle); return res; }
       // a stream: quiet while it lasts (prefill, a slow model), the idle timeout again once it ends

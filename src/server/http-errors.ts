@@ -25,12 +25,8 @@ export function errorBody(e: ApiError): string {
   return JSON.stringify(errorJson(e));
 }
 
-/** A 429 or 503 (the queue full, the server busy) says when to come back: Retry-After (the OpenAI and Anthropic SDKs
- *  wait that long before their retry). */
-export const retryAfter = (status: number): Record<string, string> => (status === 429 || status === 503 ? { "retry-after": "1" } : {});
-
 export function errorResponse(e: ApiError): Response {
-  return new Response(errorBody(e), { status: e.status, headers: { "content-type": "application/json", ...retryAfter(e.status) } });
+  return new Response(errorBody(e), { status: e.status, headers: { "content-type": "application/json" } });
 }
 
 /** A worker error as an API error; `promptField` is the request field that holds the prompt. */

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
-import { fromWorker, retryAfter, type ApiError } from "./http-errors.ts";
+import { fromWorker, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { grammarAs, nullish, StopString, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
@@ -53,7 +53,7 @@ type MessagesRequest = z.infer<typeof MessagesRequest>;
 
 const ERROR_TYPES: Record<number, string> = { 400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error" };
 export const anthropicError = (e: ApiError) => ({ type: "error", error: { type: ERROR_TYPES[e.status] ?? "api_error", message: e.message } });
-const errorResponse = (e: ApiError) => Response.json(anthropicError(e), { status: e.status, headers: retryAfter(e.status) });
+const errorResponse = (e: ApiError) => Response.json(anthropicError(e), { status: e.status });
 const text = (c: string | { type?: string; text?: string }[] | null | undefined) =>
   c == null ? "" : typeof c === "string" ? c : c.map((b) => (b.type === "text" || b.type === undefined ? b.text ?? "" : "")).join("");
 
