@@ -110,21 +110,20 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.t === "init") return void init(msg.config);
   if (msg.t === "call") {
-    try {
-      if (!codec || !sched || !model) throw new Error("the model is not loaded");
-      const c = msg.call, rid = msg.rid;
-      if (c.op !== "slot" && tok?.usable)
-        return tok.call(rid, c, (r) => {
-          if (r) return post({ t: "reply", rid, ...r });
-          try { post({ t: "reply", rid, ok: true, value: tokenizeCall(c, codec!, vocab) }); }
-          catch (e) { post({ t: "reply", rid, ok: false, detail: e instanceof Error ? e.message : String(e) }); }
-        });
-      const value = c.op === "slot" ? slotCall(c, model, sched.slots.map((s) => ({ sess: s.sess, busy: s.job !== null })), slotSavePath, slotCtx)
-        : tokenizeCall(c, codec, vocab);
-      if (c.op === "slot") postStats(true); // /slots shows the slot's new length by the time the reply arrives
-      post({ t: "reply", rid: msg.rid, ok: true, value });
-    } catch (e) { post({ t: "reply", rid: msg.rid, ok: false, detail: e instanceof Error ? e.message : String(e) }); }
-    return;
+    const c = msg.call, rid = msg.rid;
+    /** the reply of what `value` computes, or its error */
+    const answer = (value: () => unknown) => {
+      try { post({ t: "reply", rid, ok: true, value: value() }); }
+      catch (e) { post({ t: "reply", rid, ok: false, detail: e instanceof Error ? e.message : String(e) }); }
+    };
+    if (!codec || !sched || !model) return post({ t: "reply", rid, ok: false, detail: "the model is not loaded" });
+    if (c.op === "slot") return answer(() => {
+      const v = slotCall(c, model!, sched!.slots.map((s) => ({ sess: s.sess, busy: s.job !== null })), slotSavePath, slotCtx);
+      postStats(true); // /slots shows the slot's new length by the time the reply arrives
+      return v;
+    });
+    if (!tok?.usable) return answer(() => tokenizeCall(c, codec!, vocab));
+    return tok.call(rid, c, (r) => (r ? post({ t: "reply", rid, ...r }) : answer(() => tokenizeCall(c, codec!, vocab)))); // (null: the helpers died)
   }
   if (!sched) {
     if (msg.t === "submit") post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: "the model is not loaded" });
