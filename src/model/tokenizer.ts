@@ -6,8 +6,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
-import { TokenizerJson, TokenVocab } from "./vocab.ts";
-import { fromZod, ModelError } from "./errors.ts";
+import { tokenizerShape, TokenVocab } from "./vocab.ts";
+import { ModelError } from "./errors.ts";
 import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";
 import { auditRegexes, findRegexes, type Components } from "./tokenizer-audit.ts";
@@ -172,20 +172,19 @@ function readJson(dir: string, name: string): Record<string, unknown> {
 }
 
 /** The codec of model directory `dir`; `chatTemplate` (the text of a template) replaces its own chat template.
- *  audit: time its regexes (tokenizer-audit.ts); false only where this process's parent has just done it
- *  (HB_TOKENIZER_AUDIT=0 skips it: a tokenizer one trusts that the audit refuses). */
-export function loadTokenizer(dir: string, chatTemplate?: string, audit = true): TextCodec {
+ *  check: tokenizer.json's shapes and its regexes (tokenizer-audit.ts; HB_TOKENIZER_AUDIT=0 skips the timing: a
+ *  tokenizer one trusts that the audit refuses); false only where this process's parent has just checked them. */
+export function loadTokenizer(dir: string, chatTemplate?: string, check = true): TextCodec {
   if (!existsSync(join(dir, "tokenizer.json"))) throw new ModelError("missing", { file: join(dir, "tokenizer.json") });
   const cfg = existsSync(join(dir, "tokenizer_config.json")) ? readJson(dir, "tokenizer_config.json") : {};
   const file = join(dir, "tokenizer.json"), json = readJson(dir, "tokenizer.json");
-  const shape = TokenizerJson.safeParse(json);
-  if (!shape.success) throw fromZod(shape.error, { file });
-  const found = findRegexes(json, file);
+  if (check) tokenizerShape(json, file);
+  const found = check ? findRegexes(json, file) : null;
   let codec: TextCodec;
   try { codec = new TextCodec(json, cfg, chatTemplate ?? modelTemplates(dir, cfg)); } catch (e) {
     throw e instanceof ModelError ? e : new ModelError(`does not load: ${(e as Error).message}`, { file }, { cause: e });
   }
-  if (audit && process.env.HB_TOKENIZER_AUDIT !== "0") auditRegexes(codec.components, found, file);
+  if (found && process.env.HB_TOKENIZER_AUDIT !== "0") auditRegexes(codec.components, found, file);
   return codec;
 }
 

@@ -37,7 +37,7 @@ const Id = z.number().int().nonnegative().max(MAX_TOKEN_ID - 1);
 const Part = z.looseObject({ type: z.string() }).nullish(); // (a component's own fields: the library's to check)
 /** The shapes of tokenizer.json that @huggingface/tokenizers reads without checking them (a wrong one was a
  *  TypeError naming nothing) and that TokenVocab reads. */
-export const TokenizerJson = z.looseObject({
+const TokenizerJson = z.looseObject({
   added_tokens: z.array(z.looseObject({ id: Id, content: z.string(), special: z.boolean().optional(), lstrip: z.boolean().optional(),
     rstrip: z.boolean().optional(), normalized: z.boolean().optional(), single_word: z.boolean().optional() })).optional(),
   normalizer: Part, pre_tokenizer: Part, decoder: Part, post_processor: Part,
@@ -48,6 +48,17 @@ export const TokenizerJson = z.looseObject({
     byte_fallback: z.boolean().nullish(),
   }),
 });
+
+type TokenizerShape = z.infer<typeof TokenizerJson>;
+const shaped = new WeakSet<object>(); // the parsed files already checked (loadTokenizer's, then TokenVocab's reading)
+/** json checked against TokenizerJson once per parsed object (~0.3 s at GLM-5's vocabulary): a ModelError naming the field */
+export function tokenizerShape(json: unknown, file: string): TokenizerShape {
+  if (typeof json === "object" && json !== null && shaped.has(json)) return json as TokenizerShape;
+  const r = TokenizerJson.safeParse(json);
+  if (!r.success) throw fromZod(r.error, { file });
+  shaped.add(json as object);
+  return json as TokenizerShape; // (the schema has no defaults or transforms: the file's object is its value)
+}
 
 export class TokenVocab {
   readonly size: number;
@@ -65,10 +76,7 @@ export class TokenVocab {
 
   /** From a parsed HF `tokenizer.json`. `eosIds`: the model's stop ids (allowed once the grammar is complete). */
   static fromTokenizerJson(json: unknown, opts: { eosIds?: readonly number[]; file?: string } = {}): TokenVocab {
-    const file = opts.file ?? "tokenizer.json";
-    const r = TokenizerJson.safeParse(json);
-    if (!r.success) throw fromZod(r.error, { file });
-    const t = r.data;
+    const file = opts.file ?? "tokenizer.json", t = tokenizerShape(json, file);
     const entries: [string, number][] = Array.isArray(t.model.vocab) ? t.model.vocab.map(([s], i) => [s, i]) : Object.entries(t.model.vocab);
     const kinds = JSON.stringify([t.pre_tokenizer ?? null, t.decoder ?? null]);
     const byteLevel = kinds.includes('"ByteLevel"');

@@ -29,7 +29,7 @@ self.onmessage = (e: MessageEvent<ToTokenizer>) => {
   const m = e.data;
   if (m.t === "init") {
     try {
-      codec = loadTokenizer(m.dir, m.chatTemplate, false); // (the engine worker that starts this one has audited it)
+      codec = loadTokenizer(m.dir, m.chatTemplate, false); // (the engine worker that starts this one has checked it)
       vocab = m.vocab; ctx = m.ctx;
       post({ t: "ready" });
     } catch (err) { post({ t: "failed", message: (err as Error).message }); }
