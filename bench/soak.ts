@@ -1,14 +1,15 @@
 // Soak: a `serve` child process (the embedded demo model unless --model) under mixed normal and hostile traffic on
 // loopback for --seconds (default 600). Normal clients loop short chat completions (half streamed) and record their
 // latency; one hostile client cycles through the attacks of issue 29 (ambiguous grammars, huge and deep schemas, a
-// 7 MiB prompt, idle and slow sockets, cross-site content types, foreign Host headers, bad mux frames, slot-file
-// escapes, oversized Responses tools, truncated bodies). Reports requests served, normal p50/p99 latency, the attacks'
+// 7 MiB prompt, idle and slow sockets, streams whose clients never read, cross-site content types, foreign Host
+// headers, bad mux frames, slot-file escapes, oversized Responses tools, truncated bodies). Reports requests served, normal p50/p99 latency, the attacks'
 // status counts, the server's peak RSS (VmHWM) and whether it still answers. Bounded: every request has a deadline
 // and the run stops itself. State: counters of this run only.
 // Usage: bun bench/soak.ts [--seconds 600] [--normal 2] [--model DIR]
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect } from "node:net";
 import { parseArgs } from "node:util";
 import { spawnServe } from "../test/server.helpers.ts";
 
@@ -74,6 +75,27 @@ const attacks: Record<string, () => Promise<number>> = {
     await Bun.sleep(3000);
     for (const s of socks) s?.end();
     return socks.filter(Boolean).length;
+  },
+  non_readers: async () => { // 8 long streams whose clients stop reading: held, then reset 10 s (the timeout) after their
+    // buffers filled (a client that reads again before is not dropped: hence 25 s)
+    const body = JSON.stringify({ messages: [{ role: "user", content: "Tell me a long story." }], max_tokens: 4000, logprobs: true,
+      top_logprobs: 20, ignore_eos: true, stream: true });
+    const socks = Array.from({ length: 8 }, () => {
+      const s = connect(port, "127.0.0.1");
+      s.on("error", () => {});
+      s.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      s.pause();
+      return s;
+    });
+    await Bun.sleep(25000);
+    const reset = await Promise.all(socks.map((s) => new Promise<boolean>((res) => { // resumed: reset, or still open after 3 s
+      let r = false;
+      s.on("error", () => { r = true; });
+      s.once("close", () => res(r));
+      s.resume();
+      setTimeout(() => s.destroy(), 3000);
+    })));
+    return reset.filter(Boolean).length; // connections the server reset
   },
   slow_headers: async () => { // a request whose headers trickle in, one byte every 100 ms for 5 s
     const s = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {}, error() {} } });

@@ -105,7 +105,9 @@ ${LAUNCH_HELP}
                    and while its request body stalls (default 10; vLLM keeps idle connections 5 s, llama-server's
                    --timeout is a 600 s read timeout; above 255, Bun's limit, idle connections get 255). Never while
                    the server works: a quiet prefill, a long generation or a stream is not cut. A connection that
-                   sends no complete request head within ~10 s is closed regardless
+                   sends no complete request head within ~10 s is closed regardless. A stream's client that takes
+                   none of its output for S seconds is dropped (its requests cancelled, the connection reset); past
+                   512 KiB of unread output its requests pause, and after 1 s yield their slots to waiting ones
   --max-connections N  requests in progress at once (streams and mux sessions included; default 1024): beyond,
                    503 {"code": "too_many_connections"} and the connection is closed
   --allowed-hosts H  the Host headers answered besides the bound address and localhost (comma-separated names or

@@ -141,13 +141,13 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
     const chunk = (choices: object[], p?: Progress, d?: Done) => ({ ...base, object: "chat.completion.chunk", choices,
       ...(withUsage ? { usage: running && p ? usageSoFar(p) : null } : {}), ...(d && runs.length === 1 ? { timings: timings(d) } : {}) });
-    return sseResponse(async (send) => {
+    return sseResponse(req, async (send) => {
       send({ ...chunk(runs.map((_, i) => ({ index: i, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }))), ...promptIds });
       const r = await streamChoices(runs, views, abandon, (c, p, d) => send(chunk(c, p, d)));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "messages"))); return false; }
       if (withUsage) send({ ...base, object: "chat.completion.chunk", choices: [], usage: usageAll(r) });
       return true;
-    }, abandon);
+    }, started);
   }
 
   const r = await collectChoices(runs, views, abandon);

@@ -107,14 +107,14 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
 
   if (data.stream) {
     const withUsage = data.stream_options?.include_usage === true, running = withUsage && data.stream_options?.continuous_usage_stats === true;
-    return sseResponse(async (send) => {
+    return sseResponse(req, async (send) => {
       const r = await streamChoices(runs, views, abandon,
         (choices, p, d) => send({ ...base, choices, ...(withUsage ? { usage: running ? usageSoFar(p, data.n ?? 1) : null } : {}),
           ...(d && runs.length === 1 ? { timings: timings(d) } : {}) }));
       if (!Array.isArray(r)) { send(errorJson(fromWorker(r.code, r.detail, "prompt"))); return false; }
       if (withUsage) send({ ...base, choices: [], usage: usageAll(r, data.n ?? 1) });
       return true;
-    }, abandon);
+    }, started);
   }
 
   const r = await collectChoices(runs, views, abandon);

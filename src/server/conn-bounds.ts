@@ -3,7 +3,8 @@
 // itself), its lifting while the server works on a request (a quiet prefill, a long non-streamed generation, an SSE
 // or mux stream: progress is never cut), the cap on requests in progress (503 and the connection closed beyond it),
 // the budget of request-body bytes being read by all requests together (readJson's buffers: 503 and the connection
-// closed for the request that would pass it), and Retry-After on every 429 and 503. State: the bytes held per server;
+// closed for the request that would pass it), Retry-After on every 429 and 503, and the idle timeout streams use for
+// a client that stops reading (stallMs: out-flow.ts). State: the bytes held per server;
 // per request, the hook that lifts its timeout once its body is read and the bytes its body holds (mux: the frame
 // being read).
 import type { Server } from "bun";
@@ -21,8 +22,11 @@ export const MAX_IDLE_TIMEOUT = 255;
  *  8 MiB upload held 8 MiB of the server's memory: 1024 of them, --max-connections' default, ~8 GiB) */
 export const BODY_BUDGET_BODIES = 64;
 
-interface Held { lift(): void; bytes: number; refused: boolean; pool: { used: number; limit: number } }
+interface Held { lift(): void; bytes: number; refused: boolean; pool: { used: number; limit: number }; idle: number }
 const held = new WeakMap<Request, Held>();
+/** ms the request's client may take none of a stream's waiting bytes before it is dropped (out-flow.ts): the
+ *  server's idle timeout (DEFAULT_TIMEOUT for a request that did not come through connectionBounds) */
+export const stallMs = (req: Request): number => 1000 * (held.get(req)?.idle ?? DEFAULT_TIMEOUT);
 /** The request's body has been read: silence from now on is the server's own work, not a stalled client. */
 export function bodyRead(req: Request): void { held.get(req)?.lift(); }
 /** The request now keeps n bytes of its body (readJson's chunks; a mux frame being read): null, or the 503 (nothing more
@@ -54,7 +58,7 @@ export function connectionBounds(timeout = DEFAULT_TIMEOUT, maxConnections = DEF
           null, "too_many_connections")), { status: 503, headers: { "content-type": "application/json", connection: "close", "retry-after": "1" } });
       const set = (s: number) => { try { srv.timeout(req, s); } catch { /* the connection is gone */ } };
       // mux: a full-duplex session whose client may pause between frames; other bodies are read under the timeout
-      const h: Held = { lift: () => set(0), bytes: 0, refused: false, pool };
+      const h: Held = { lift: () => set(0), bytes: 0, refused: false, pool, idle };
       held.set(req, h);
       if (new URL(req.url).pathname === "/v1/mux") set(0);
       let res: Response;

@@ -12,6 +12,8 @@ export interface Handle {
   rid: number;
   cancel(): void;
   stop(): void;
+  /** on: its client is not taking its output, so the engine stops decoding it (out-flow.ts); off: it goes on */
+  hold(on: boolean): void;
 }
 
 export interface Totals {
@@ -130,7 +132,7 @@ export class EngineClient {
     this.totals.requests++;
     if (this.state === "failed") {
       queueMicrotask(() => on({ t: "error", rid, code: "INTERNAL", detail: this.error }));
-      return { rid, cancel: () => {}, stop: () => {} };
+      return { rid, cancel: () => {}, stop: () => {}, hold: () => {} };
     }
     this.subs.set(rid, on);
     this.started.set(rid, { t0: performance.now(), first: false });
@@ -139,6 +141,7 @@ export class EngineClient {
       rid,
       cancel: () => { if (this.subs.has(rid)) this.send({ t: "cancel", rid }); },
       stop: () => { if (this.subs.has(rid)) this.send({ t: "stop", rid }); },
+      hold: (on) => { if (this.subs.has(rid)) this.send({ t: "hold", rid, on }); },
     };
   }
 

@@ -1,7 +1,9 @@
 // Plumbing shared by the OpenAI routes: a request's events as an awaitable queue (abandoned when the
-// client goes away), the SSE response (`data: {json}` lines, then `data: [DONE]`), response ids and
-// the usage object. State: one queue per request.
+// client goes away), the SSE response (`data: {json}` lines, then `data: [DONE]`; its flow bounded by out-flow.ts),
+// response ids and the usage object. State: one queue per request.
 import type { EngineClient, Handle } from "./engine-client.ts";
+import { type FlowOwner, OutFlow } from "./out-flow.ts";
+import { stallMs } from "./conn-bounds.ts";
 import type { GenRequest, PromptTok, ReqEvent } from "../engine/serving/protocol.ts";
 
 export class EventQueue {
@@ -23,7 +25,7 @@ export class EventQueue {
   }
 }
 
-export interface Running { q: EventQueue; h: Handle; abandon(): void }
+export interface Running extends FlowOwner { q: EventQueue; h: Handle }
 
 /** Submit and queue the events; a client abort (signal) abandons (cancels) the request. */
 export function run(engine: EngineClient, req: GenRequest, signal: AbortSignal): Running {
@@ -35,44 +37,39 @@ export function run(engine: EngineClient, req: GenRequest, signal: AbortSignal):
   };
   if (signal.aborted) abandon();
   else signal.addEventListener("abort", abandon, { once: true });
-  return { q, h, abandon };
+  return { q, h, abandon, hold: (on) => h.hold(on) };
 }
 
 const enc = new TextEncoder();
 
 /**
- * An SSE response: `produce` sends JSON objects (each one `data:` line) and returns when done; then
+ * An SSE response to `req`: `produce` sends JSON objects (each one `data:` line) and returns when done; then
  * `data: [DONE]` closes the stream unless `produce` returned false (after an error event). style "named"
  * (Anthropic's Messages, OpenAI's Responses): each data line after `event: <its type>`, no [DONE]; "plain"
  * (llama-server's /completion): no [DONE].
- * A client disconnect calls `onCancel`.
+ * `owner`'s requests are held while the client is not reading, and abandoned when it goes away or stalls (out-flow.ts).
  */
-export function sseResponse(produce: (send: (obj: unknown) => void) => Promise<boolean>, onCancel: () => void, style: "openai" | "named" | "plain" = "openai"): Response {
-  let closed = false;
-  const body = new ReadableStream<Uint8Array>({
-    async start(ctl) {
-      // named events (Anthropic's, the Responses API's): `event: <type>` before the data line, no [DONE] at the end
-      const send = (obj: unknown) => {
-        if (closed) return;
-        const name = style === "named" ? `event: ${(obj as { type: string }).type}\n` : "";
-        ctl.enqueue(enc.encode(`${name}data: ${JSON.stringify(obj)}\n\n`));
-      };
-      try {
-        const ok = await produce(send);
-        if (!closed && ok && style === "openai") ctl.enqueue(enc.encode("data: [DONE]\n\n"));
-      } catch (e) {
-        const message = `internal error: ${(e as Error).message}`;
-        send(style === "named" ? { type: "error", error: { type: "api_error", message } }
-          : { error: { message, type: "server_error", param: null, code: "internal_error" } });
-      }
-      if (!closed) { closed = true; ctl.close(); }
-    },
-    cancel() {
-      closed = true;
-      onCancel();
-    },
-  });
-  return new Response(body, {
+export function sseResponse(req: Request, produce: (send: (obj: unknown) => void) => Promise<boolean>, owner: FlowOwner,
+  style: "openai" | "named" | "plain" = "openai"): Response {
+  const flow = new OutFlow(owner, stallMs(req));
+  // named events (Anthropic's, the Responses API's): `event: <type>` before the data line, no [DONE] at the end
+  const send = (obj: unknown) => {
+    if (flow.closed) return;
+    const name = style === "named" ? `event: ${(obj as { type: string }).type}\n` : "";
+    flow.write(enc.encode(`${name}data: ${JSON.stringify(obj)}\n\n`));
+  };
+  void (async () => {
+    try {
+      const ok = await produce(send);
+      if (ok && style === "openai") flow.write(enc.encode("data: [DONE]\n\n"));
+    } catch (e) {
+      const message = `internal error: ${(e as Error).message}`;
+      send(style === "named" ? { type: "error", error: { type: "api_error", message } }
+        : { error: { message, type: "server_error", param: null, code: "internal_error" } });
+    }
+    flow.close();
+  })();
+  return new Response(flow.stream, {
     headers: { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" },
   });
 }

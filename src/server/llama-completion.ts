@@ -122,11 +122,11 @@ export async function llamaCompletion(req: Request, engine: EngineClient, o: Rou
   const views = runs.map(() => new LlamaChoice(engine.info!.model, data.stop ?? [], data.n_probs ?? 0)), many = runs.length > 1;
   const shaped = (c: object) => { if (many) return c; const { index: _, ...rest } = c as { index: number }; return rest; };
   if (data.stream) {
-    return sseResponse(async (send) => {
+    return sseResponse(req, async (send) => {
       const r = await streamChoices(runs, views, abandon, (choices) => { for (const c of choices) send(shaped(c)); });
       if (!Array.isArray(r)) send(errorJson(fromWorker(r.code, r.detail, "prompt")));
       return Array.isArray(r);
-    }, abandon, "plain");
+    }, started, "plain");
   }
   const r = await collectChoices(runs, views, abandon);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));

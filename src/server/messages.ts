@@ -161,7 +161,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
   const called = () => blocks.some((bk) => bk[0] === "tool_use");
 
   if (b.stream) {
-    return sseResponse(async (send) => {
+    return sseResponse(req, async (send) => {
       const d = await drive(send, (a) => send({ type: "message_start", message: { id, type: "message", role: "assistant", model, content: [],
         stop_reason: null, stop_sequence: null, usage: { input_tokens: a.prompt_tokens, output_tokens: 0, cache_read_input_tokens: a.cached_tokens } } }));
       if (d.t === "error") { send(anthropicError(fromWorker(d.code, d.detail, "messages"))); return false; }
@@ -169,7 +169,7 @@ export async function messages(req: Request, engine: EngineClient, o: RouteOptio
       send({ type: "message_delta", delta: { stop_reason: stopReason(d, called()), stop_sequence: d.stop_text ?? null }, usage: { output_tokens: d.emitted } });
       send({ type: "message_stop" });
       return true;
-    }, r.abandon, "named");
+    }, r, "named");
   }
   const d = await drive(() => {});
   if (d.t === "error") return errorResponse(fromWorker(d.code, d.detail, "messages"));

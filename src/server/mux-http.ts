@@ -1,29 +1,21 @@
 // POST /v1/mux: the mux protocol over one streamed request body and one streamed response body
 // (full duplex). Reads the body incrementally into the frame parser; a disconnect (the request
 // aborts or the response stream is cancelled) cancels all of the stream's ids; the frame being read holds its bytes
-// against the server's body budget (past it: ERROR 0 OVERLOADED, the stream closed). State: per stream.
+// against the server's body budget (past it: ERROR 0 OVERLOADED, the stream closed); the output's flow is bounded
+// (out-flow.ts). State: per stream.
 import type { EngineClient } from "./engine-client.ts";
-import { bodyDone, bodyHold } from "./conn-bounds.ts";
+import { bodyDone, bodyHold, stallMs } from "./conn-bounds.ts";
+import { OutFlow } from "./out-flow.ts";
 import { MuxParser } from "./mux-parse.ts";
 import { MuxSession } from "./mux-session.ts";
 
 export function muxHttp(req: Request, engine: EngineClient): Response {
-  let ctl!: ReadableStreamDefaultController<Uint8Array>;
-  let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    try { ctl.close(); } catch { /* already closed */ }
-  };
-  const out = new ReadableStream<Uint8Array>({
-    start(c) { ctl = c; },
-    cancel() { ended = true; session.abort(); },
-  });
-  const write = (b: Uint8Array) => { if (!ended) ctl.enqueue(b); };
-  const session = new MuxSession(engine, write, end);
-  req.signal.addEventListener("abort", () => { session.abort(); end(); }, { once: true });
+  // the session's ids are held while the client is not reading, and cancelled when it stalls (out-flow.ts)
+  const flow = new OutFlow({ hold: (on) => session.hold(on), abandon: () => session.abort() }, stallMs(req));
+  const session = new MuxSession(engine, (b) => flow.write(b), () => flow.close());
+  req.signal.addEventListener("abort", () => { session.abort(); flow.close(); }, { once: true });
   void pump(req, session);
-  return new Response(out, { headers: { "content-type": "application/octet-stream", "cache-control": "no-cache" } });
+  return new Response(flow.stream, { headers: { "content-type": "application/octet-stream", "cache-control": "no-cache" } });
 }
 
 async function pump(req: Request, session: MuxSession): Promise<void> {

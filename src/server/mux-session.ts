@@ -2,7 +2,8 @@
 // events into server frames. DATA frames carry each token's raw bytes (a multi-byte character may be
 // split across frames); a `grammar=<bytes>` block constrains the output (BAD_REQUEST grammar when it
 // is not UTF-8 or does not compile). State: the live ids of this stream and their engine handles,
-// whether the input has ended, and frames that arrived before READY could be sent (the model was loading).
+// whether the input has ended, whether the client is reading (held: out-flow.ts), and frames that arrived before READY
+// could be sent (the model was loading).
 import type { EngineClient, Handle } from "./engine-client.ts";
 import { acceptFrame, dataFrame, doneFrame, errorFrame, readyFrame } from "./mux-frames.ts";
 import { parseIdList, type MuxEvent, type SubmitFrame } from "./mux-parse.ts";
@@ -13,6 +14,7 @@ export class MuxSession {
   private live = new Map<string, Handle>();
   private early: MuxEvent[] | null = [];   // null once READY was written
   private inputEnded = false;
+  private held = false;   // the client is not taking the output: every live id's decoding paused
   closed = false;
 
   constructor(private engine: EngineClient, private write: (b: Uint8Array) => void, private close: () => void) {
@@ -46,6 +48,13 @@ export class MuxSession {
   endInput(): void {
     this.inputEnded = true;
     if (!this.early) this.maybeEnd();
+  }
+
+  /** The client is not taking the stream's output (on) or takes it again (off): every live id, and those submitted
+   *  meanwhile, held or let go on. */
+  hold(on: boolean): void {
+    this.held = on;
+    for (const h of this.live.values()) h.hold(on);
   }
 
   /** The client went away: cancel everything, write nothing more. */
@@ -109,7 +118,9 @@ export class MuxSession {
       min_p: f.min_p ?? 0, top_k: 0, seed: f.seed, logprobs: f.logprobs, stop: [],
       ...(gbnf !== undefined ? { grammar: { gbnf, field: "grammar" } } : {}),
     };
-    this.live.set(f.id, this.engine.submit(req, (e) => this.onEvent(f.id, e)));
+    const h = this.engine.submit(req, (e) => this.onEvent(f.id, e));
+    this.live.set(f.id, h);
+    if (this.held) h.hold(true);
   }
 
   private onEvent(id: string, e: ReqEvent): void {

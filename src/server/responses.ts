@@ -191,7 +191,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
   };
 
   if (b.stream) {
-    return sseResponse(async (send) => {
+    return sseResponse(req, async (send) => {
       const emit = (ev: object) => send({ ...ev, sequence_number: seq++ });
       emit({ type: "response.created", response: response("in_progress", null) });
       emit({ type: "response.in_progress", response: response("in_progress", null) });
@@ -200,7 +200,7 @@ export async function responses(req: Request, engine: EngineClient, o: RouteOpti
       if (items.length) closeItem(emit);
       emit({ type: `response.${status(d)}`, response: keep(d) });
       return true;
-    }, r.abandon, "named");
+    }, r, "named");
   }
   const d = await drive(() => {});
   if (d.t === "error") return errorResponse(fromWorker(d.code, d.detail, "input"));

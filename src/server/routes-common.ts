@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import { basename } from "node:path";
 import type { EngineClient } from "./engine-client.ts";
+import type { FlowOwner } from "./out-flow.ts";
 import { run, type Running } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker, readJson, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "../engine/serving/protocol.ts";
@@ -75,7 +76,7 @@ export function priorityRefused(b: { priority?: number | null }, o: RouteOptions
 
 /** One choice of a request: its generation request, its events (`first` already taken from the queue). */
 export interface Run { gen: GenRequest; r: Running; first: ReqEvent }
-export interface Started<T> { data: T; runs: Run[]; abandon(): void }
+export interface Started<T> extends FlowOwner { data: T; runs: Run[] }
 
 /**
  * Read and validate the body, resolve its grammar, submit the `n` choices of each of its prompts (seed + i each
@@ -115,5 +116,5 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0] 
     abandon();
     return errorResponse(fromWorker(failed.code, failed.detail, promptField));
   }
-  return { data: p.data, runs: gens.map((g, i) => ({ gen: g, r: rs[i], first: firsts[i] })), abandon };
+  return { data: p.data, runs: gens.map((g, i) => ({ gen: g, r: rs[i], first: firsts[i] })), abandon, hold: (on) => { for (const r of rs) r.hold(on); } };
 }

@@ -37,6 +37,7 @@ export function startServer(o: ServeConfig | ServeOptions): Server {
     hostname: bound,
     port: http.port ?? 8080,
     idleTimeout: bounds.idleTimeout, // (lifted while a request is worked on: streams may stay quiet during prefill)
+    development: false, // no error pages with stacks for clients, and a stream dropped for a stalled client (out-flow.ts) not logged as a crash
     ...(http.tls ? { tls: http.tls } : {}),
     fetch: (req, srv) => bounds.fetch(req, srv, (r) => app!.fetch(r)),
   });

@@ -27,6 +27,8 @@ export interface Job {
   pool: Pooler | null;      // an embedding request's pooling (null: a generation)
   resume: number[] | null;  // preempted while decoding: the history to prefill again (prompt + output fed), then on
                             // with `next` (null: not preempted, or back in a slot)
+  held: number;             // since when its client has not been taking its output (performance.now(); 0: it is):
+                            // not decoded, and after the scheduler's holdGraceMs its slot goes to a waiting job
   tAdmit: number; tFirst: number; tLast: number; // (performance.now(): admitted, prefill done, last token)
 }
 
@@ -48,7 +50,7 @@ export class JobMaker {
     const p = this.rules.make(rid, req, ids);
     if ("detail" in p) return p;
     return {
-      rid, req, ids, p, state: "queued", slot: null, fed: 0, cached: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0, resume: null,
+      rid, req, ids, p, state: "queued", slot: null, fed: 0, cached: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0, resume: null, held: 0,
       drafts: p.sampler.stateful ? null : this.drafter?.forJob(p.sampler) ?? null, // (mirostat: each draw moves the next distribution)
       plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
       pool: req.embed ? new Pooler(this.m, req.embed.pooling, ids.length) : null,

@@ -107,7 +107,8 @@ export type ToWorker =
   | { t: "call"; rid: number; call: Call }
   | { t: "submit"; rid: number; req: GenRequest }
   | { t: "cancel"; rid: number }
-  | { t: "stop"; rid: number };
+  | { t: "stop"; rid: number }
+  | { t: "hold"; rid: number; on: boolean }; // its client is not reading (on) / reads again (off): scheduler.ts hold
 
 /** Events of one request, in order: queued?, accept, tok*, then exactly one done or error. */
 export type ReqEvent =

@@ -35,10 +35,14 @@ export interface SchedOptions {
   cacheRam?: number;     // bytes of the host-memory prompt cache (0 / absent: none)
   schedulingPolicy?: SchedulingPolicy; // priority: a more urgent waiting job takes the slot of the least urgent running one (see above)
   maxTokens?: number;    // max tokens of requests that name none (absent: the rest of the context)
+  holdGraceMs?: number;  // how long a held job keeps its slot while others wait (default HOLD_GRACE_MS)
   seed?: number;         // requests without a seed: seed + rid (absent: random)
 }
 
 const PREALLOC = 8192;
+/** ms a job whose client is not reading keeps its slot while another job waits for one: such a client costs at most
+ *  one prefill of its history again a second, what sending a new request a second costs */
+export const HOLD_GRACE_MS = 1000;
 /** prompt tokens another slot must hold beyond this slot's own prefix for its rows to be copied (under this, the
  *  MTP head's rebuild of the copied rows could cost more than prefilling them) */
 const COPY_MIN = 16;
@@ -65,6 +69,9 @@ const utf8 = new TextEncoder();
  *   than the least urgent running one (the latest admitted among equals) takes its slot; that job goes back to the
  *   queue ahead of its class. One in its prefill starts again; one decoding keeps its state and on readmission
  *   prefills its history again, then goes on with its pending token: the same tokens as if never preempted.
+ * - Holds (server/out-flow.ts: a client not taking its stream's output): a held job is not decoded (its prefill goes
+ *   on); held for holdGraceMs while another job waits and no slot is free, it is preempted as above (whatever the
+ *   policy), and waits in the queue until it is let go on. Its output is the same as if never held.
  */
 export class Scheduler {
   readonly slots: Slot[];
@@ -104,8 +111,15 @@ export class Scheduler {
     this.think = this.maker.think;
   }
 
+  /** whether a step would run anything or admit anyone (held jobs wait for their clients) */
   hasWork(): boolean {
-    return this.running.length > 0 || this.queue.length > 0;
+    return this.running.some((j) => !j.held || j.state !== "decode") || this.queue.some((j) => !j.held);
+  }
+
+  /** Pause (on) or resume (off) decoding rid: its client is not taking its output (see the class comment). */
+  hold(rid: number, on: boolean): void {
+    const j = this.jobs.get(rid);
+    if (j && on !== (j.held > 0)) j.held = on ? performance.now() : 0;
   }
 
   submit(rid: number, req: GenRequest): void {
@@ -161,12 +175,13 @@ export class Scheduler {
     if (j) this.finish(j, "stopped");
   }
 
-  /** Admit what fits, then one forward over the ragged batch and one sampling round. */
-  step(): void {
+  /** Admit what fits, then one forward over the ragged batch and one sampling round; false when there was nothing to
+   *  run (every running job held, a waiting one not yet let in). */
+  step(): boolean {
     this.admitQueued();
     const segs: Segment[] = [], ids: number[] = [], who: Job[] = [], drafts: Draft[] = [];
     for (const j of this.running) {
-      if (j.state !== "decode") continue;
+      if (j.state !== "decode" || j.held) continue;
       const kv = j.slot!.sess.kv, d = j.drafts ? this.drafter!.propose(j.drafts, j.slot!.sess, j.next, j.p.inForce, j.p.limit - j.p.emitted - 1) : NO_DRAFT;
       segs.push({ kv, r0: ids.length, n: 1 + d.tokens.length, pos0: kv.len, allLogits: d.tokens.length > 0 });
       ids.push(j.next, ...d.tokens);
@@ -186,13 +201,13 @@ export class Scheduler {
       drafts.push(NO_DRAFT);
       budget -= n;
     }
-    if (segs.length === 0) return;
+    if (segs.length === 0) return false;
     const V = this.m.cfg.vocab_size, D = this.m.cfg.hidden_size, mtp = this.o.draft?.kind === "mtp";
     try { // every row's hidden state for the MTP head and pooling, else the last layer's FFN only where sampled
       forward(this.m, this.st, segs, ids, { ...this.o.forward, logits: "last", hidden: mtp || who.some((j) => j.pool), attn: this.o.attn ?? "absorbed" });
     } catch (e) {
       for (const j of who) this.fail(j, e);
-      return;
+      return true;
     }
     if (mtp) segs.forEach((g, k) => who[k].slot!.sess.record(this.st.x.subarray(g.r0 * D), g.pos0, g.n)); // MTP input
     const absorb: Job[] = [];
@@ -234,6 +249,7 @@ export class Scheduler {
     for (const j of absorb) {
       try { j.slot?.sess.mtpAbsorb(); } catch (e) { this.fail(j, e); }
     }
+    return true;
   }
 
   /** How j's logprobs name tokens: their text, or `token_id:ID` (vLLM's return_tokens_as_token_ids) */
@@ -275,12 +291,17 @@ export class Scheduler {
   private admitQueued(): void {
     const later: Job[] = [];
     while (this.queue.length > 0) {
+      if (this.queue[0].held) { later.push(this.queue.shift()!); continue; } // its client is not reading: it waits
       let free = this.slots.filter((s) => !s.job);
       if (free.length === 0) {
-        const v = this.o.schedulingPolicy === "priority" && !this.awaitsDonor(this.queue[0]) ? this.victimFor(this.queue[0]) : null;
+        const v = this.awaitsDonor(this.queue[0]) ? null
+          : this.heldVictim() ?? (this.o.schedulingPolicy === "priority" ? this.victimFor(this.queue[0]) : null);
         if (!v) break;
         free = [v.slot!];
+        const j = this.queue.shift()!; // (before its victim goes back into the queue: a held one of its class goes ahead)
         this.preempt(v);
+        this.admit(j, free[0]);
+        continue;
       }
       const j = this.queue.shift()!;
       if (this.awaitsDonor(j)) { later.push(j); continue; }
@@ -302,6 +323,15 @@ export class Scheduler {
     for (const r of this.running)
       if (r.req.slot === "auto" && (!v || (r.req.priority ?? 0) >= (v.req.priority ?? 0))) v = r;
     return v && (v.req.priority ?? 0) > (j.req.priority ?? 0) ? v : null;
+  }
+
+  /** The decoding job held longest, if held at least holdGraceMs, on a slot of the pool (a waiting job may take it). */
+  private heldVictim(): Job | null {
+    const before = performance.now() - (this.o.holdGraceMs ?? HOLD_GRACE_MS);
+    let v: Job | null = null;
+    for (const r of this.running)
+      if (r.held && r.held <= before && r.state === "decode" && r.req.slot === "auto" && (!v || r.held < v.held)) v = r;
+    return v;
   }
 
   /** Send running job v back to the queue, ahead of its priority class (see the header); its slot is free. */

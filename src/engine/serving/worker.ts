@@ -32,7 +32,7 @@ let store: ExpertStore | null = null;
 let running = false;
 let lastStats = 0;
 let tok: TokenizerLink | null = null;
-const tokenizing = new Map<number, { req: GenRequest; stop: boolean }>(); // submitted, their ids still being made
+const tokenizing = new Map<number, { req: GenRequest; stop: boolean; held: boolean }>(); // submitted, their ids still being made
 
 function post(ev: FromWorker): void {
   self.postMessage(ev);
@@ -50,16 +50,17 @@ function postStats(force: boolean): void {
 
 /**
  * Run scheduler steps while there is work, yielding to the event loop after each one (a promise on
- * setImmediate: messages are delivered between steps; a callback chain of setImmediate starves them).
+ * setImmediate: messages are delivered between steps; a callback chain of setImmediate starves them). A step that ran
+ * nothing (every running job held by its client, a waiting one not yet let in: scheduler.ts) waits 20 ms instead.
  */
 async function loop(): Promise<void> {
   if (running || !sched) return;
   running = true;
   try {
     while (sched.hasWork()) {
-      sched.step();
+      const ran = sched.step();
       postStats(!sched.hasWork());
-      await new Promise<void>((res) => setImmediate(res));
+      await new Promise<void>((res) => (ran ? setImmediate(res) : setTimeout(res, 20)));
     }
   } finally {
     running = false;
@@ -137,6 +138,8 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
     else if (msg.t === "cancel") sched.cancel(msg.rid);
     else if (msg.t === "stop" && waiting) waiting.stop = true; // (stopped once queued, as a queued job is)
     else if (msg.t === "stop") sched.stop(msg.rid);
+    else if (msg.t === "hold" && waiting) waiting.held = msg.on;
+    else if (msg.t === "hold") sched.hold(msg.rid, msg.on);
   } catch (err) {
     if ("rid" in msg) post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) });
   }
@@ -149,7 +152,7 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
 function submitLarge(rid: number, req: GenRequest): void {
   const full = sched!.overloaded(req, tokenizing.size);
   if (full) return post({ t: "error", rid, code: "OVERLOADED", detail: full });
-  tokenizing.set(rid, { req, stop: false });
+  tokenizing.set(rid, { req, stop: false, held: false });
   tok!.prompt(rid, req, (p) => {
     const w = tokenizing.get(rid);
     if (!w || !sched) return; // cancelled meanwhile
@@ -158,6 +161,7 @@ function submitLarge(rid: number, req: GenRequest): void {
       if (p) sched.submitPrepared(rid, req, p);
       else sched.submit(rid, req); // (the helper died: here, as small prompts are)
       if (w.stop) sched.stop(rid);
+      if (w.held) sched.hold(rid, true);
     } catch (err) { post({ t: "error", rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) }); }
     postStats(true);
     void loop();
