@@ -1,8 +1,7 @@
 // Flow control of a streamed response (SSE, the mux): the bytes written that the client has not taken yet. Past
 // HOLD_BYTES the response's requests are held (the engine stops decoding them and, a second later, lets a waiting
-// request take their slots: scheduler.ts) until the connection takes them; a client that takes
-// nothing for the server's idle timeout (--timeout) while bytes wait for it is dropped: its requests cancelled, the
-// connection reset. Before, a client that stopped reading kept all its stream's output in the server's memory for
+// request take their slots: scheduler.ts) until the connection takes them; a client that takes nothing for the
+// server's idle timeout (--timeout) while bytes wait for it is dropped: its requests cancelled, the connection reset. Before, a client that stopped reading kept all its stream's output in the server's memory for
 // as long as it kept the connection open (docs/security.md). State: per stream, the bytes waiting (in write order),
 // whether its requests are held, and the stall clock.
 
