@@ -111,8 +111,10 @@ describe("slow readers through the server (--timeout 1, one slot)", () => {
 
   test("a stalled SSE client is held, another is served on the slot meanwhile, and the stalled one is reset", async () => {
     const t = s.engine.totals, gen0 = t.generated_tokens, failed0 = t.failed;
+    const dropped = async () => Number(/^hummingbird_stalled_clients_dropped_total (\d+)$/m.exec(await (await fetch(`${s.url}/metrics`)).text())?.[1]);
+    const dropped0 = await dropped();
     const sock = stalled("/v1/chat/completions", chat);
-    expect(await waitFor(() => s.engine.stats.slots[0]?.rid !== undefined, 5000)).toBe(true);
+    expect(await waitFor(() => s.engine.stats.held === 1, 8000)).toBe(true); // (/metrics: hummingbird_requests_held)
     const t0 = performance.now();
     const r = await fetch(`${s.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" },
       body: JSON.stringify({ prompt: [30, 31], max_tokens: 4, ignore_eos: true }) });
@@ -124,6 +126,7 @@ describe("slow readers through the server (--timeout 1, one slot)", () => {
     expect(t.generated_tokens - gen0 - 4).toBeLessThan(MAX);
     const got = await drain(sock);
     expect(got.reset).toBe(true);
+    expect(await dropped()).toBe(dropped0 + 1);
     console.log(`the other client waited ${waited.toFixed(0)} ms; the stalled one got ${got.bytes} bytes before the reset`);
   }, 20_000);
 

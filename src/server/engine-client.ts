@@ -43,7 +43,7 @@ export class EngineClient {
   info: ReadyInfo | null = null;
   error = "";
   readonly ready: Promise<ReadyInfo>;
-  stats: Stats = { busy: 0, queue: 0, decode_tok_s: 0, drafted: 0, accepted: 0, slots: [], preemptions: 0 };
+  stats: Stats = { busy: 0, queue: 0, decode_tok_s: 0, drafted: 0, accepted: 0, slots: [], preemptions: 0, held: 0 };
   readonly totals: Totals = { requests: 0, finished: 0, failed: 0, prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0 };
   /** the finished requests by why they ended (vLLM's request_success_total{finished_reason}) */
   readonly finishedBy: Record<FinishReason, number> = { stop: 0, length: 0, stopped: 0 };

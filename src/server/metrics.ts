@@ -3,6 +3,7 @@
 // cache); then the same figures under vLLM's names (with its model_name label) and llama-server's, so dashboards
 // built for either read this server. No state of its own.
 import { Histogram, type EngineClient } from "./engine-client.ts";
+import { flowTotals } from "./out-flow.ts";
 
 /** KV rows in use over all slots, and that as a share of every slot's context rows; `running`: only the rows of slots
  *  running a request (vLLM's meaning: an idle slot's kept conversation is free to reuse, as vLLM's cached blocks are) */
@@ -31,7 +32,9 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("queue_depth", "gauge", "requests waiting for a slot", s.queue);
   metric("slots_busy", "gauge", "slots running a request", s.busy);
   metric("slots_total", "gauge", "KV slots", engine.info?.slots ?? 0);
-  metric("preemptions_total", "counter", "running requests sent back to the queue for a more urgent one", s.preemptions);
+  metric("preemptions_total", "counter", "running requests sent back to the queue for a more urgent one, or for a waiting one while their client was not reading", s.preemptions);
+  metric("requests_held", "gauge", "requests paused because their client is not reading their stream", s.held);
+  metric("stalled_clients_dropped_total", "counter", "streams reset because their client read nothing for --timeout", flowTotals.dropped);
   metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
   const q = engine.info?.quality ?? null; // the opt-in quality policies (0: off, the model as trained)
   metric("experts_per_token", "gauge", "routed experts run per token under --experts-per-token (0: off, the model's own)", q?.expertsPerToken ?? 0);

@@ -9,6 +9,9 @@
  *  such chunk: 1,024 connections, ~1 GiB at the very most) */
 export const HOLD_BYTES = 512 * 1024;
 
+/** streams dropped for a stalled client, in this process (/metrics) */
+export const flowTotals = { dropped: 0 };
+
 /** The requests behind a stream: held while its client does not read, abandoned when it stalls or goes away. */
 export interface FlowOwner { hold(on: boolean): void; abandon(): void }
 
@@ -96,6 +99,7 @@ export class OutFlow {
     if (now - this.since < this.stallMs) return;
     // the client took none of the bytes waiting for it for the whole timeout: drop it (its requests, the connection)
     const owner = this.owner, n = this.bytes;
+    flowTotals.dropped++;
     this.dead = true;
     this.q = [];
     this.bytes = 0;

@@ -91,7 +91,9 @@ export interface Stats {
   drafted: number;         // draft tokens verified (speculative decoding), since start
   accepted: number;        // of which kept
   slots: SlotInfo[];
-  preemptions: number;     // running requests sent back to the queue for a more urgent one, since start
+  preemptions: number;     // running requests sent back to the queue for a more urgent one (or a waiting one while their
+                           // client was not reading), since start
+  held: number;            // requests paused because their client is not reading their stream (out-flow.ts)
   promptCache?: { bytes: number; budget: number; entries: number; hits: number; evicted: number }; // --cache-ram (absent: off)
 }
 

@@ -447,7 +447,8 @@ export class Scheduler {
       return j ? { ...base, rid: j.rid, prompt_tokens: j.ids.length, cached_tokens: j.cached, emitted: j.p.emitted } : base;
     });
     const c = this.cache;
-    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafter?.drafted ?? 0, accepted: this.drafter?.accepted ?? 0, slots, preemptions: this.preemptions,
+    const held = this.running.filter((j) => j.held).length + this.queue.filter((j) => j.held).length;
+    return { busy: this.running.length, queue: this.queue.length, decode_tok_s: this.tokS, drafted: this.drafter?.drafted ?? 0, accepted: this.drafter?.accepted ?? 0, slots, preemptions: this.preemptions, held,
       ...(c ? { promptCache: { bytes: c.bytes, budget: c.budget, entries: c.size, hits: c.hits, evicted: c.evicted } } : {}) };
   }
 }
