@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { loadTokenizer } from "../src/model/tokenizer.ts";
 import { maxTokenBytes } from "../src/model/token-bound.ts";
 import { parseIdList } from "../src/server/mux-parse.ts";
-import type { Server } from "../src/server/server.ts";
+import { startServer, type Server } from "../src/server/server.ts";
 import { TINY } from "./helpers/fixture.ts";
 import { muxOnce, startTiny } from "./server.helpers.ts";
 import { ASYNC_PROMPT_BYTES, TokenizerLink } from "../src/engine/serving/tokenizer-link.ts";
@@ -228,4 +228,38 @@ describe("a server with a 4096-token context", () => {
     expect(head(2)).toBe("ERROR 2 CONTEXT_EXCEEDED 1100000 4096");
     expect(head(3)).toBe(`ERROR 3 BAD_REQUEST payload ids=1 expects comma-separated token ids: byte ${ids.length + 1} is "x", not a digit`);
   });
+});
+
+describe("a request's n choices of one prompt (a generated model at a 65,536-token context)", () => {
+  let s: Server;
+  beforeAll(async () => {
+    s = startServer({ dir: genModel({ preset: "tiny", seed: 4 }), slots: 2, port: 0, host: "127.0.0.1", acceptAnyModel: true, ctx: 65536, longCtx: true });
+    await s.engine.ready;
+  });
+  afterAll(async () => { await s.stop(); });
+  const post = (body: unknown) => fetch(`${s.url}/v1/completions`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+
+  test("tokenize it once: 16 choices of a 300 KiB prompt are refused by its count about as fast as one", async () => {
+    const big = "the quick brown fox jumps over the lazy dog. ".repeat(7000); // 308 KB, ~196k tokens: ~0.2 s to encode here
+    const timed = async (n: number) => {
+      const t0 = performance.now(), r = await post({ prompt: big, max_tokens: 1, n });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(/the prompt has 19\d{4} tokens; the context limit per slot is 65536/);
+      return performance.now() - t0;
+    };
+    const one = await timed(1), sixteen = await timed(16);
+    console.log(`n = 1: ${one.toFixed(0)} ms, n = 16: ${sixteen.toFixed(0)} ms`);
+    expect(sixteen).toBeLessThan(2 * one + 300); // before: encoded once per choice (~5.5× one's time, and every large prompt waited)
+  }, 30_000);
+
+  test("the choices that share one encoding get the same prompt and answer alike", async () => {
+    const r = await post({ prompt: "the quick brown fox jumps over the lazy dog. ".repeat(200), max_tokens: 6, n: 4, temperature: 0, ignore_eos: true });
+    expect(r.status).toBe(200);
+    const j = (await r.json()) as { choices: { text: string }[]; usage: { prompt_tokens: number; completion_tokens: number } };
+    expect(j.usage.completion_tokens).toBe(24);
+    expect(new Set(j.choices.map((c) => c.text)).size).toBe(1); // greedy: one answer
+    const one = (await (await post({ prompt: "the quick brown fox jumps over the lazy dog. ".repeat(200), max_tokens: 6, temperature: 0, ignore_eos: true })).json()) as typeof j;
+    expect(j.usage.prompt_tokens).toBe(one.usage.prompt_tokens); // (counted once per prompt)
+    expect(j.choices[0].text).toBe(one.choices[0].text);
+  }, 30_000);
 });

@@ -108,7 +108,9 @@ export async function startGeneration<T extends Parameters<typeof grammarOf>[0] 
   // every choice after the first joins it in the queue (a batch is not refused for its own size: ≤ MAX_CHOICES)
   const gens = perPrompt.flatMap((gen) => Array.from({ length: n }, (_, i) => (i > 0 && gen.seed !== undefined ? { ...gen, seed: gen.seed + i } : gen)))
     .map((g, k) => (k > 0 ? { ...g, joined: true } : g));
-  const rs = gens.map((g) => run(engine, g, req.signal));
+  // a prompt's later choices take its first choice's ids (tokenized once, not n times: worker.ts)
+  const rs: Running[] = [];
+  gens.forEach((g, k) => rs.push(run(engine, k % n > 0 ? { ...g, share: rs[k - 1].h.rid } : g, req.signal)));
   const abandon = () => { for (const r of rs) r.abandon(); };
   const firsts = await Promise.all(rs.map((r) => r.q.next()));
   const failed = firsts.find((e) => e.t === "error");

@@ -38,6 +38,8 @@ export interface GenRequest {
   penalties?: PenaltyParams; // presence / frequency / repetition penalties and logit_bias (engine/penalties.ts)
   keepSpecial?: boolean;   // special tokens stay in the text (tool calls: GLM's <tool_call> tags are special)
   joined?: boolean;        // a later choice of a request whose first one was accepted: queued even past the queue limit
+  share?: number;          // the rid of the submission just before, a choice of the same prompt (n > 1): its prompt ids
+                           // are used, not made again (worker.ts)
   ignore_eos?: boolean;    // the model's end ids do not end the output (they are generated like any token)
   stop_ids?: number[];     // more token ids that end it (not emitted)
   min_tokens?: number;     // end and stop ids are banned until this many tokens are out

@@ -122,10 +122,16 @@ export class Scheduler {
     if (j && on !== (j.held > 0)) j.held = on ? performance.now() : 0;
   }
 
-  submit(rid: number, req: GenRequest): void {
+  /** Encode req's prompt and submit it; returns its ids, or the refusal (a full queue: before they were made) */
+  submit(rid: number, req: GenRequest): Prepared {
     const full = this.overloaded(req); // (before the prompt is encoded on this thread: a full queue refuses at once)
-    if (full) return this.emit({ t: "error", rid, code: "OVERLOADED", detail: full });
-    this.submitPrepared(rid, req, promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx, req.truncate));
+    if (full) {
+      this.emit({ t: "error", rid, code: "OVERLOADED", detail: full });
+      return { ok: false, code: "OVERLOADED", detail: full };
+    }
+    const p = promptIds(req.prompt, this.codec, this.m.cfg.vocab_size, this.o.ctx, req.truncate);
+    this.submitPrepared(rid, req, p);
+    return p;
   }
 
   /** Why the queue has no room for req (OVERLOADED's detail; `coming`: requests about to join it), or null. */

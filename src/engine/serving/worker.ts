@@ -10,6 +10,7 @@ import { loadTokenizer } from "../../model/tokenizer.ts";
 import type { FromWorker, GenRequest, ToWorker } from "./protocol.ts";
 import { chunkOf, queueOf, type WorkerConfig } from "./config.ts";
 import { Scheduler, stepRows } from "./scheduler.ts";
+import { promptIds, type Prepared } from "./prepare.ts";
 import { tokenizeCall } from "./tokenize-call.ts";
 import { TokenizerLink } from "./tokenizer-link.ts";
 import { slotCall } from "./slot-call.ts";
@@ -132,8 +133,7 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   }
   try {
     const waiting = tokenizing.get(msg.rid);
-    if (msg.t === "submit" && tok?.wants(msg.req)) submitLarge(msg.rid, msg.req);
-    else if (msg.t === "submit") sched.submit(msg.rid, msg.req);
+    if (msg.t === "submit") submit(msg.rid, msg.req);
     else if (msg.t === "cancel" && waiting) { tokenizing.delete(msg.rid); post({ t: "error", rid: msg.rid, code: "CANCELLED", detail: "" }); }
     else if (msg.t === "cancel") sched.cancel(msg.rid);
     else if (msg.t === "stop" && waiting) waiting.stop = true; // (stopped once queued, as a queued job is)
@@ -147,23 +147,50 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   void loop();
 };
 
-/** A prompt too large to tokenize between two steps: by the tokenizer's worker, then submitted with its ids. One the
- *  queue has no room for (those being tokenized counted in) is refused first, so the helper's backlog stays bounded. */
-function submitLarge(rid: number, req: GenRequest): void {
+/** The prompt ids of a prompt's choices (GenRequest.share: n choices tokenize it once, not n times; a 128-choice
+ *  request of a 2 MB prompt kept the helper busy for 128 tokenizations). `p` null while the helper makes them;
+ *  `then`: the choices waiting for them. */
+interface Shared { p: Prepared | null; then: ((p: Prepared) => void)[] }
+let last: { rid: number; ids: Shared } | null = null; // the latest submission's
+
+function submit(rid: number, req: GenRequest): void {
+  const from = req.share !== undefined && last?.rid === req.share ? last.ids : null, ids: Shared = from ?? { p: null, then: [] };
+  last = { rid, ids };
+  if (from) { // a later choice of the prompt just submitted: its ids (or its refusal), now or once made
+    tokenizing.set(rid, { req, stop: false, held: false });
+    if (from.p) made(rid, req, from.p);
+    else from.then.push((p) => made(rid, req, p));
+    return;
+  }
+  const done = (p: Prepared) => { ids.p = p; for (const f of ids.then.splice(0)) f(p); };
+  if (!tok?.wants(req)) {
+    done(sched!.submit(rid, req));
+    return;
+  }
+  // too large to tokenize between two steps: by the tokenizer's helper, then submitted with its ids. One the queue has
+  // no room for (those being tokenized counted in) is refused first, so the helper's backlog stays bounded.
   const full = sched!.overloaded(req, tokenizing.size);
-  if (full) return post({ t: "error", rid, code: "OVERLOADED", detail: full });
+  if (full) {
+    post({ t: "error", rid, code: "OVERLOADED", detail: full });
+    done({ ok: false, code: "OVERLOADED", detail: full });
+    return;
+  }
   tokenizing.set(rid, { req, stop: false, held: false });
-  tok!.prompt(rid, req, (p) => {
-    const w = tokenizing.get(rid);
-    if (!w || !sched) return; // cancelled meanwhile
-    tokenizing.delete(rid);
-    try {
-      if (p) sched.submitPrepared(rid, req, p);
-      else sched.submit(rid, req); // (the helper died: here, as small prompts are)
-      if (w.stop) sched.stop(rid);
-      if (w.held) sched.hold(rid, true);
-    } catch (err) { post({ t: "error", rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) }); }
-    postStats(true);
-    void loop();
-  });
+  // (the helper died: made here, as small prompts are)
+  tok.prompt(rid, req, (p) => done(made(rid, req, p ?? promptIds(req.prompt, codec!, vocab, slotCtx, req.truncate))));
+}
+
+/** Submit rid, whose ids were made meanwhile (unless it was cancelled meanwhile); returns them. */
+function made(rid: number, req: GenRequest, p: Prepared): Prepared {
+  const w = tokenizing.get(rid);
+  if (!w || !sched) return p;
+  tokenizing.delete(rid);
+  try {
+    sched.submitPrepared(rid, req, p);
+    if (w.stop) sched.stop(rid);
+    if (w.held) sched.hold(rid, true);
+  } catch (err) { post({ t: "error", rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) }); }
+  postStats(true);
+  void loop();
+  return p;
 }
