@@ -147,9 +147,9 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   void loop();
 };
 
-/** The prompt ids of a prompt's choices (GenRequest.share: n choices tokenize it once, not n times; a 128-choice
- *  request of a 2 MB prompt kept the helper busy for 128 tokenizations). `p` null while the helper makes them;
- *  `then`: the choices waiting for them. */
+/** The prompt ids of a prompt's choices (GenRequest.share: n choices tokenize it once, not n times; 16 choices of a
+ *  2 MB prompt kept the helper busy for 16 tokenizations). `p` null while the helper makes them; `then`: the choices
+ *  waiting for them. */
 interface Shared { p: Prepared | null; then: ((p: Prepared) => void)[] }
 let last: { rid: number; ids: Shared } | null = null; // the latest submission's
 
