@@ -3,7 +3,7 @@
 // so a cancel frees its slot within one step. Posts `ready` (or `fatal`), request events and stats.
 // Grammars of constrained requests are compiled here (Scheduler → GrammarCache, an LRU by text); slot files
 // (POST /slots/{id}) are saved and restored here too, on idle slots. Large prompts and tokenize calls go to the
-// tokenizer's worker (tokenizer-link.ts) while the steps go on.
+// tokenizer's worker (tokenizer-link.ts) while the steps go on; a request's n choices of one prompt share one encoding.
 import { basename } from "node:path";
 import { loadModel, type Model } from "../model.ts";
 import { loadTokenizer } from "../../model/tokenizer.ts";
