@@ -36,7 +36,7 @@ export interface ExpertOptions {
   kvDtype?: KvDtype;
   /** whether sessions keep the main residual's rows (MTP drafting; default true: reserved) */
   hiddenRows?: boolean;
-  /** more bytes reserved beside the sessions' KV (a server's host-memory prompt cache, --cache-ram) */
+  /** more bytes reserved beside the sessions' KV (a server's host-memory prompt cache, --cache-ram; its tokenizer helpers) */
   extraBytes?: number;
   /** streaming buffers shared by the layers (default min(8, max(2, top-k))) */
   workingSlabs?: number;

@@ -8,12 +8,26 @@ import type { Call, GenRequest } from "./protocol.ts";
 import type { Prepared } from "./prepare.ts";
 import type { FromTokenizer, ToTokenizer } from "./tokenizer-worker.ts";
 import { workerSpec } from "./worker-spec.ts";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { MiB } from "../experts/budget.ts";
 
 /** prompts (their JSON) above this many bytes are tokenized off the engine's thread: 4 KiB costs it ~1-3 ms of
  *  encoding (64 KiB, the bound before: ~50-100 ms, every stream stalled meanwhile) */
 export const ASYNC_PROMPT_BYTES = 4 * 1024;
 /** prompts and calls above this many bytes go to the second helper (up to 2.3 MB at a 128k context: ~2 s) */
 export const LARGE_PROMPT_BYTES = 64 * 1024;
+
+/** RAM the two helpers take, for the expert cache's plan (made before they start): each a Bun Worker and its copy of the
+ *  tokenizer. RSS measured 0.5 s after both were up and had encoded a prompt (their JSON parse's garbage not yet
+ *  collected: the peak; test/tokenizer-helpers.test.ts): +50-52 MiB for a tiny preset's 24 KB tokenizer.json, +131-134
+ *  MiB for a 4.2 MiB one (65,536 tokens), +213 MiB for a 10.2 MiB one (154,880 tokens; 131 a second later). Reserved:
+ *  40 MiB and 16 bytes a byte of tokenizer.json each, 1.5-1.9× those peaks. */
+export function helpersBytes(dir: string): number {
+  let json = 0;
+  try { json = statSync(join(dir, "tokenizer.json")).size; } catch { /* loading the tokenizer names what is wrong */ }
+  return 2 * (40 * MiB + 16 * json);
+}
 
 export type CallReply = { ok: true; value: unknown } | { ok: false; detail: string };
 type Init = Omit<Extract<ToTokenizer, { t: "init" }>, "t">;

@@ -12,7 +12,7 @@ import { chunkOf, queueOf, type WorkerConfig } from "./config.ts";
 import { Scheduler, stepRows } from "./scheduler.ts";
 import { promptIds, type Prepared } from "./prepare.ts";
 import { tokenizeCall } from "./tokenize-call.ts";
-import { TokenizerLink } from "./tokenizer-link.ts";
+import { helpersBytes, TokenizerLink } from "./tokenizer-link.ts";
 import { slotCall } from "./slot-call.ts";
 import type { TextCodec } from "../../model/tokenizer.ts";
 import { attachExperts, warmExperts, type ExpertStore } from "../experts/index.ts";
@@ -87,7 +87,7 @@ async function init({ engine: e, scheduler: sc, defaults: d }: WorkerConfig): Pr
     const quality = activePolicy(e.quality), why = quality && policyError(quality, m.cfg.num_experts_per_tok); // (--experts-per-token, --router-top-p)
     if (why) throw new Error(why);
     store = attachExperts(m, { ...e.experts, ctx, rows: stepRows({ chunk, slots: sc.slots, draft: sc.draft }), sessions: sc.slots, kvDtype: e.kvDtype,
-      hiddenRows: sc.draft?.kind === "mtp", extraBytes: sc.cacheRam ?? 0, log }); // (the slots record hidden rows only to draft with the MTP head)
+      hiddenRows: sc.draft?.kind === "mtp", extraBytes: (sc.cacheRam ?? 0) + helpersBytes(e.dir), log }); // (the slots record hidden rows only to draft with the MTP head; the tokenizer's helpers start after the plan)
     // an f16 / q8 cache runs on the CPU path only: the device chain's attention reads f32 rows
     if (small && (e.device === "vulkan" || e.device === "webgpu")) throw new Error(`--kv-cache-dtype ${e.kvDtype} runs on the CPU path only (--device cpu or auto)`);
     const dev = openDevice(m, small ? "cpu" : e.device ?? "auto", { layers: e.deviceLayers, kvBudgetRows: e.kvBudgetRows });
