@@ -37,6 +37,23 @@ describe("usage file", () => {
     expect(loadUsage(join(root, "none"), "fp")).toBeNull();
   });
 
+  test("it sits in the model's directory: a FIFO there is refused, not waited on; a file over 16 MiB is not read", () => {
+    const dir = join(root, "hostile"), p = join(dir, USAGE_FILE), warns: string[] = [];
+    mkdirSync(dir, { recursive: true });
+    expect(Bun.spawnSync({ cmd: ["mkfifo", p] }).exitCode).toBe(0);
+    const t0 = performance.now();
+    expect(loadUsage(p, "fp", (w) => warns.push(w))).toBeNull(); // before: readFileSync blocked for ever (serve never ready)
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(warns).toEqual([`${p}: ignoring an unreadable usage file (not a regular file)`]);
+    saveUsage(p, u(2)); // the FIFO replaced by the file, as any old usage file is
+    expect(loadUsage(p, "fp")).toEqual(u(2));
+    rmSync(p);
+    writeFileSync(p, ""); // sparse: 17 MiB claimed, nothing read
+    Bun.spawnSync({ cmd: ["truncate", "-s", `${17 << 20}`, p] });
+    expect(loadUsage(p, "fp", (w) => warns.push(w))).toBeNull();
+    expect(warns[1]).toBe(`${p}: ignoring an unreadable usage file (file is ${17 << 20} bytes, over the ${16 << 20}-byte limit)`);
+  });
+
   test("a writer killed mid-write leaves the old file valid", async () => {
     const p = join(root, "crash", USAGE_FILE);
     saveUsage(p, u(1));

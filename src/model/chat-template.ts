@@ -2,30 +2,17 @@
 // 4.47+ writes the template there, not into tokenizer_config.json), else `chat_template.json`'s `chat_template`,
 // else tokenizer_config.json's. Each may be a string or a list of named templates ({name, template}): "default"
 // (else the first) is the template, "tool_use" the one for requests with tools, as transformers' apply_chat_template
-// picks them. Also the bounded reader of a model directory's small files. Holds no state.
-import { closeSync, constants as C, existsSync, fstatSync, openSync, readFileSync } from "node:fs";
+// picks them. Holds no state.
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { fromZod, ModelError } from "./errors.ts";
+import { fromZod, ModelError, readModelFile } from "./errors.ts";
 
 /** a model's chat templates: the one used, the one for requests with tools (null: the same), and the file they came from */
 export interface ChatTemplates { text: string | null; toolUse: string | null; file: string }
 
 /** a chat template file is read whole: at most this many bytes (the largest known are ~20 KB) */
 export const MAX_TEMPLATE_FILE = 4 << 20;
-
-/** The text of regular file p, at most max bytes (a FIFO opens at once and is refused, not waited on). */
-export function readModelFile(p: string, max: number): string {
-  try {
-    const fd = openSync(p, C.O_RDONLY | C.O_NONBLOCK);
-    try {
-      const st = fstatSync(fd);
-      if (!st.isFile()) throw new ModelError("not a regular file", { file: p });
-      if (st.size > max) throw new ModelError(`file is ${st.size} bytes, over the ${max}-byte limit`, { file: p });
-      return readFileSync(fd, "utf8");
-    } finally { closeSync(fd); }
-  } catch (e) { throw e instanceof ModelError ? e : new ModelError((e as Error).message, { file: p }); }
-}
 
 const Named = z.array(z.looseObject({ name: z.string(), template: z.string() })).min(1);
 const One = z.string().nullish();

@@ -107,19 +107,29 @@ export function findDuplicateKey(text: string): string[] | null {
   return null;
 }
 
-/** Read and parse a small JSON file (size-capped; duplicate keys rejected). Errors name the file. */
-export function readJsonFile(file: string, maxBytes: number): unknown {
-  let text: string;
+/** The text of regular file `file`, at most maxBytes: a FIFO or device is refused, not waited on (opened without
+ *  blocking, judged by fstat), and a file that grows meanwhile is read to the size it had. Errors name the file. */
+export function readModelFile(file: string, maxBytes: number): string {
   try {
-    const st = fs.statSync(file);
-    if (!st.isFile()) throw new ModelError("not a regular file", { file });
-    const size = st.size;
-    if (size > maxBytes) throw new ModelError(`file is ${size} bytes, over the ${maxBytes}-byte limit`, { file });
-    text = fs.readFileSync(file, "utf8");
+    const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    try {
+      const st = fs.fstatSync(fd);
+      if (!st.isFile()) throw new ModelError("not a regular file", { file });
+      if (st.size > maxBytes) throw new ModelError(`file is ${st.size} bytes, over the ${maxBytes}-byte limit`, { file });
+      const b = Buffer.allocUnsafe(st.size);
+      let n = 0;
+      for (let r; n < b.length && (r = fs.readSync(fd, b, n, b.length - n, n)) > 0;) n += r;
+      return b.toString("utf8", 0, n);
+    } finally { fs.closeSync(fd); }
   } catch (e) {
     if (e instanceof ModelError) throw e;
     throw new ModelError(`cannot read: ${(e as Error).message}`, { file }, { cause: e });
   }
+}
+
+/** Read and parse a small JSON file (size-capped; duplicate keys rejected). Errors name the file. */
+export function readJsonFile(file: string, maxBytes: number): unknown {
+  const text = readModelFile(file, maxBytes);
   let raw: unknown;
   try {
     raw = JSON.parse(text);

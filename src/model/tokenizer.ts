@@ -6,12 +6,12 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
-import { tokenizerShape, TokenVocab } from "./vocab.ts";
-import { ModelError } from "./errors.ts";
+import { MAX_TOKENIZER_FILE, tokenizerShape, TokenVocab } from "./vocab.ts";
+import { ModelError, readModelFile } from "./errors.ts";
 import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";
 import { auditRegexes, findRegexes, type Components } from "./tokenizer-audit.ts";
-import { modelTemplates, pickTemplates, readModelFile, type ChatTemplates } from "./chat-template.ts";
+import { modelTemplates, pickTemplates, type ChatTemplates } from "./chat-template.ts";
 
 const utf8 = new TextEncoder();
 
@@ -160,8 +160,6 @@ export class TextCodec {
   }
 }
 
-/** tokenizer.json and tokenizer_config.json are read whole: at most this many bytes (the largest known are ~35 MB) */
-export const MAX_TOKENIZER_FILE = 256 << 20;
 
 function readJson(dir: string, name: string): Record<string, unknown> {
   const p = join(dir, name), text = readModelFile(p, MAX_TOKENIZER_FILE);

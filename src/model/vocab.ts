@@ -4,10 +4,9 @@
 // `<0xHH>` byte fallback) are understood. Special added tokens have no bytes: the grammar never
 // allows them, except the end ids (`eosIds`) once the grammar is complete. Holds the decoded
 // bytes and the lazily built trie.
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { ModelError, fromZod } from "./errors.ts";
+import { ModelError, fromZod, readModelFile } from "./errors.ts";
 
 export interface Trie {
   n: number; // nodes; node 0 is the root (empty prefix), nodes 1..n-1 in preorder
@@ -109,12 +108,15 @@ export class TokenVocab {
   }
 }
 
+/** tokenizer.json and tokenizer_config.json are read whole: at most this many bytes (the largest known are ~35 MB) */
+export const MAX_TOKENIZER_FILE = 256 << 20;
+
 /** `loadTokenVocab(modelDir, cfg.stop_ids)`: reads `<dir>/tokenizer.json`. */
 export function loadTokenVocab(dir: string, eosIds: readonly number[]): TokenVocab {
-  const file = join(dir, "tokenizer.json");
+  const file = join(dir, "tokenizer.json"), text = readModelFile(file, MAX_TOKENIZER_FILE);
   let json: unknown;
-  try { json = JSON.parse(readFileSync(file, "utf8")); }
-  catch (e) { throw new ModelError(`cannot read: ${(e as Error).message}`, { file }); }
+  try { json = JSON.parse(text); }
+  catch (e) { throw new ModelError(`not valid JSON (${(e as Error).message})`, { file }); }
   return TokenVocab.fromTokenizerJson(json, { eosIds, file });
 }
 

@@ -4,13 +4,16 @@
 // keyed by the model path. Written atomically: a unique tmp file, fsync, rename (a crash mid-write leaves the old
 // file valid). A fingerprint (experts, MoE layers, expert bytes) guards against a different model.
 // Stateless beyond the file.
-import { accessSync, closeSync, constants, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, fsyncSync, mkdirSync, openSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { z } from "zod";
+import { type ModelError, readModelFile } from "../../model/errors.ts";
 
 export const USAGE_FILE = ".hb_usage";
+/** the largest usage file read (GLM-5's: 75 layers × 256 experts, ~150 KB) */
+export const MAX_USAGE_FILE = 16 << 20;
 
 export interface Usage {
   version: 1;
@@ -57,8 +60,9 @@ export function usagePath(dir: string): string {
 export function loadUsage(path: string, fingerprint: string, warn: (msg: string) => void = () => {}): Usage | null {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
-  } catch {
+    text = readModelFile(path, MAX_USAGE_FILE); // (it sits in the model's directory: a FIFO or a huge file there is refused)
+  } catch (e) {
+    if (((e as Error).cause as NodeJS.ErrnoException | undefined)?.code !== "ENOENT") warn(`${path}: ignoring an unreadable usage file (${(e as ModelError).detail ?? (e as Error).message})`);
     return null;
   }
   let raw: unknown;
@@ -94,7 +98,7 @@ export function saveUsage(path: string, u: Usage, hooks: SaveHooks = {}): void {
   for (const [k, v] of Object.entries(u.layers)) layers[k] = v.map(round);
   const body = Buffer.from(JSON.stringify({ version: 1, fingerprint: u.fingerprint, tokens: round(u.tokens), layers, updated: new Date().toISOString() }));
   const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const fd = openSync(tmp, "w", 0o644);
+  const fd = openSync(tmp, "wx", 0o644); // (a fresh file: never through a link planted at its name)
   try {
     const half = body.byteLength >> 1;
     writeAll(fd, body.subarray(0, half));
