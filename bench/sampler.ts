@@ -1,9 +1,12 @@
 // Micro-benchmark of token sampling (mitata): Sampler.sample over a vocabulary of the bench preset's size
 // (8192) and GLM-5's (154880), greedy and with the usual filters, on logits shaped like a language model's
-// (a few likely tokens, a long tail) and on a flat worst case. Reports ms per sampled token. Holds no state.
+// (a few likely tokens, a long tail) and on a flat worst case; then the logit processors whose cost grows with the
+// context (llama.cpp's penalty window over all of it, DRY) at 4k and 128k tokens, on varied text and on one token
+// repeated (DRY's worst case). Reports ms per sampled token. Holds no state.
 // Usage: bun bench/sampler.ts
 import { bench, do_not_optimize, group, run } from "mitata";
 import { Rng, Sampler, type SamplingParams } from "../src/engine/sampler.ts";
+import { DRY_BREAKERS, Penalties, type PenaltyParams } from "../src/engine/penalties.ts";
 
 const r = new Rng(1);
 const shaped = (V: number) => Float32Array.from({ length: V }, (_, i) => (i % 997 === 0 ? 10 : 0) + (r.next() - 0.5) * 6);
@@ -25,5 +28,18 @@ for (const V of [8192, 154880])
       }
     });
   }
+
+const dry: PenaltyParams = { dry: { multiplier: 0.8, base: 1.75, allowed: 2, lastN: -1, breakers: DRY_BREAKERS } };
+for (const n of [4096, 131072]) {
+  const varied = Array.from({ length: n }, (_, i) => (i * 7919 + (i >> 3)) % 30000), same = new Array<number>(n).fill(42);
+  const l = new Float32Array(154880);
+  group(`penalties over a ${n}-token context, V=154880`, () => {
+    for (const [name, p, ctx] of [["window -1 (repeat_last_n), varied", { repetition: 1.1, window: -1 }, varied],
+      ["DRY, varied", dry, varied], ["DRY, one token repeated", dry, same]] as const) {
+      const pen = new Penalties(p, ctx);
+      bench(name, () => { pen.apply(l); pen.accept(ctx[n - 1]); pen.rollback(pen.mark() - 1); });
+    }
+  });
+}
 
 await run();

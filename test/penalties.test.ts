@@ -139,7 +139,7 @@ describe("DRY", () => {
     expect(after([5, 5, 5, 5], dry())).toEqual([0, 0, 0, 0, 0, -2, 0, 0]); // 5 5 5 then 5: the longest run, 3
   });
 
-  test("equals the brute-force definition on random sequences, and accept / rollback keep the sequence", () => {
+  test("equals the brute-force definition on random sequences, short and long, and accept / rollback keep the sequence", () => {
     let seed = 7;
     const rnd = (k: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) % k;
     for (let round = 0; round < 300; round++) {
@@ -149,6 +149,15 @@ describe("DRY", () => {
       const got = after(seq, d, brk, V), want = Array.from({ length: V }, (_, t) => Math.fround(-dryReference(seq, t, d, brk)));
       if (got.some((g, t) => Math.abs(g - want[t]) > 1e-4 * Math.max(1, Math.abs(want[t]))))
         throw new Error(`seq ${seq} ${JSON.stringify(d)} breakers ${[...brk]}: ${got} vs ${want}`);
+    }
+    // long repeats (past DRY_MAX, and enough of them that the runs are found by the Z-function, not one by one)
+    for (let round = 0; round < 40; round++) {
+      const V = 2 + rnd(3), n = 200 + rnd(1200), unit = Array.from({ length: 1 + rnd(5) }, () => rnd(V));
+      const seq = Array.from({ length: n }, (_, k) => (rnd(50) === 0 ? rnd(V) : unit[k % unit.length]));
+      const d = dry({ allowed: rnd(4), lastN: rnd(3) === 0 ? 100 + rnd(400) : -1 }), brk = new Set(rnd(3) === 0 ? [rnd(V)] : []);
+      const got = after(seq, d, brk, V), want = Array.from({ length: V }, (_, t) => Math.fround(-dryReference(seq, t, d, brk)));
+      if (got.some((g, t) => Math.abs(g - want[t]) > 1e-4 * Math.max(1, Math.abs(want[t]))))
+        throw new Error(`round ${round}: ${JSON.stringify(d)} breakers ${[...brk]}: ${got} vs ${want}`);
     }
     const p = new Penalties({ dry: dry() }, [1, 2, 3, 4, 1, 2]), l0 = new Float32Array(8), l1 = new Float32Array(8);
     p.apply(l0);
