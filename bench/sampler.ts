@@ -1,5 +1,5 @@
 // Micro-benchmark of token sampling (mitata): Sampler.sample over a vocabulary of the bench preset's size
-// (8192) and GLM-5's (154880), greedy and with the usual filters, on logits shaped like a language model's
+// (8192) and GLM-5's (154880), greedy, with the usual filters and with llama-server's others, on logits shaped like a language model's
 // (a few likely tokens, a long tail) and on a flat worst case; then the logit processors whose cost grows with the
 // context (llama.cpp's penalty window over all of it, DRY) at 4k and 128k tokens, on varied text and on one token
 // repeated (DRY's worst case). Reports ms per sampled token. Holds no state.
@@ -16,6 +16,13 @@ const params: [string, SamplingParams][] = [
   ["T=1 (no filter)", { temperature: 1 }],
   ["T=0.7 top-k 40 top-p 0.95 min-p 0.05", { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05 }],
   ["T=1 top-p 0.9", { temperature: 1, top_p: 0.9 }],
+  // llama-server's others (opt-in per request)
+  ["typical_p 0.9", { temperature: 1, typical_p: 0.9 }],
+  ["xtc 0.5 / 0.1", { temperature: 1, xtc_probability: 0.5, xtc_threshold: 0.1 }],
+  ["mirostat 1", { temperature: 1, mirostat: 1, mirostat_tau: 5, mirostat_eta: 0.1 }],
+  ["mirostat 2", { temperature: 1, mirostat: 2, mirostat_tau: 5, mirostat_eta: 0.1 }],
+  ["top_n_sigma 1", { temperature: 1, top_n_sigma: 1 }],
+  ["dynatemp 0.5", { temperature: 1, dynatemp_range: 0.5, dynatemp_exponent: 1 }],
 ];
 
 for (const V of [8192, 154880])

@@ -3,6 +3,7 @@
 // by speculative decoding.
 import { describe, expect, test } from "bun:test";
 import { argmax, Rng, Sampler, type SamplingParams } from "../src/engine/sampler.ts";
+import { mirostat } from "../src/engine/samplers.ts";
 import { hb, Simd } from "../src/native/hb.ts";
 
 function logits(n: number, seed: number): Float32Array {
@@ -234,6 +235,20 @@ describe("Sampler", () => {
     const d = new Sampler({ temperature: 1, mirostat: 1, mirostat_tau: 5 }).dense(l);
     expect(d.filter((x) => x > 0).length).toBe(k);
     expect(d.slice(0, k).every((x, i) => i === 0 || x <= d[i - 1])).toBe(true); // the top k
+  });
+
+  test("mirostat v1 over its sorted candidates equals the definition over the whole sorted vocabulary", () => {
+    const r = new Rng(5);
+    for (const V of [150, 5000, 40000])
+      for (const shape of ["zipf", "flat", "peaked"]) {
+        const l = Float32Array.from({ length: V }, (_, i) => shape === "zipf" ? -1.1 * Math.log(i + 1) + (r.next() - 0.5) * 0.2
+          : shape === "flat" ? (r.next() - 0.5) * 0.5 : (i % 97 === 0 ? 8 : 0) + (r.next() - 0.5) * 4);
+        const q = new Sampler({ temperature: 1 }).dense(l); // the whole distribution, as mirostat reads it
+        const ids = Int32Array.from({ length: V }, (_, i) => i).sort((a, b) => q[b] - q[a] || a - b);
+        const want = mirostat({ ids, probs: Float64Array.from(ids, (i) => q[i]), n: V }, 1, 10, V), dense = new Float64Array(V);
+        for (let j = 0; j < want.n; j++) dense[want.ids[j]] = want.probs[j];
+        expect(Array.from(new Sampler({ temperature: 1, mirostat: 1, mirostat_tau: 5 }).dense(l))).toEqual(Array.from(dense));
+      }
   });
 
   test("every combination of the samplers: a distribution over unmasked ids summing to 1, and draws from it", () => {

@@ -52,18 +52,21 @@ export function xtc(d: Dist, P: number, threshold: number, select: Dist = d): Di
 export function mirostat(d: Dist, version: 1 | 2, mu: number, V: number): Dist {
   let keep = 1;
   if (version === 2) while (keep < d.n && -Math.log2(d.probs[keep]) <= mu) keep++;
-  else {
-    let tb = 0, tt = 0;
-    for (let i = 0; i + 1 < Math.min(100, d.n); i++) {
-      const t = Math.log((i + 2) / (i + 1)), b = Math.log(d.probs[i] / d.probs[i + 1]);
-      tb += t * b; tt += t * t;
-    }
-    const s = tt > 0 ? tb / tt : 1, e = s - 1, k = ((e * 2 ** mu) / (1 - V ** -e)) ** (1 / s);
-    keep = Number.isFinite(k) ? Math.min(d.n, Math.max(1, Math.floor(k))) : d.n;
-  }
+  else keep = Math.min(d.n, mirostatK(d.probs.subarray(0, d.n), mu, V));
   let sum = 0;
   for (let j = 0; j < keep; j++) sum += d.probs[j];
   return { ids: d.ids.slice(0, keep), probs: Float64Array.from(d.probs.subarray(0, keep), (p) => p / sum), n: keep };
+}
+
+/** mirostat v1's k from the top 100 of probs (in descending order; at least 1, V when the estimate is not finite) */
+export function mirostatK(probs: Float64Array, mu: number, V: number): number {
+  let tb = 0, tt = 0;
+  for (let i = 0; i + 1 < Math.min(100, probs.length); i++) {
+    const t = Math.log((i + 2) / (i + 1)), b = Math.log(probs[i] / probs[i + 1]);
+    tb += t * b; tt += t * t;
+  }
+  const s = tt > 0 ? tb / tt : 1, e = s - 1, k = ((e * 2 ** mu) / (1 - V ** -e)) ** (1 / s);
+  return Number.isFinite(k) ? Math.max(1, Math.floor(k)) : V;
 }
 
 /** mirostat's learning rule after drawing a token of probability p (in the truncated distribution) */
