@@ -251,6 +251,21 @@ describe("Sampler", () => {
       }
   });
 
+  test("dynamic temperature's draws (computed without the distribution) are the draws from its distribution", () => {
+    const r = new Rng(8), V = 3000;
+    const shapes = [Float32Array.from({ length: V }, (_, i) => -1.1 * Math.log(i + 1) + (r.next() - 0.5)),
+      Float32Array.from({ length: V }, () => (r.next() - 0.5) * 4), Float32Array.from({ length: V }, (_, i) => (i === 7 ? 0 : -Infinity))];
+    for (const p of [{ temperature: 1, dynatemp_range: 0.5 }, { temperature: 0.3, dynatemp_range: 0.5, dynatemp_exponent: 2 }]) {
+      const a = new Sampler({ ...p, seed: 3 }), b = new Sampler({ ...p, seed: 3 });
+      for (let k = 0; k < 60; k++) {
+        const l = shapes[k % shapes.length], d = b.distribution(l);
+        let u = b.random(), j = 0; // (the reference draw: one uniform walked down the distribution in its order)
+        for (; j < d.n - 1; j++) { u -= d.probs[j]; if (u < 0) break; }
+        expect(a.sample(l)).toBe(d.ids[j]);
+      }
+    }
+  });
+
   test("every combination of the samplers: a distribution over unmasked ids summing to 1, and draws from it", () => {
     const r = new Rng(77), pick = <T,>(a: T[]) => a[Math.floor(r.next() * a.length)];
     for (let round = 0; round < 400; round++) {
