@@ -176,6 +176,16 @@ describe("Sampler", () => {
     return out;
   }
 
+  test("typical_p over a large vocabulary keeps exactly the definition's tokens", () => {
+    const r = new Rng(34), V = 40000;
+    for (const f of [() => (r.next() - 0.5) * 2, (i: number) => (i % 997 === 0 ? 10 : 0) + (r.next() - 0.5) * 6, () => Math.floor(r.next() * 3)])
+      for (const t of [0.2, 0.9, 0.999]) {
+        const l = Float32Array.from({ length: V }, (_, i) => f(i)), want = referenceTypicalXtc(new Sampler({ temperature: 1 }).distribution(l), V, { typical_p: t });
+        const got = new Sampler({ temperature: 1, typical_p: t }).dense(l);
+        for (let i = 0; i < V; i++) if (Math.abs(got[i] - want[i]) > 1e-12 || (got[i] > 0) !== (want[i] > 0)) throw new Error(`t=${t} token ${i}: ${got[i]} vs ${want[i]}`);
+      }
+  });
+
   test("typical_p and XTC equal their definitions on flat, spread, peaked, tied and masked logits, with the other filters", () => {
     const r = new Rng(33);
     const shapes: ((i: number) => number)[] = [() => (r.next() - 0.5) * 2, () => (r.next() - 0.5) * 16, (i) => (i % 97 === 0 ? 6 : 0) + r.next() * 3,
