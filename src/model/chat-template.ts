@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { fromZod, ModelError, readModelFile } from "./errors.ts";
+import { fromZod, readJsonObject, readModelFile } from "./errors.ts";
 
 /** a model's chat templates: the one used, the one for requests with tools (null: the same), and the file they came from */
 export interface ChatTemplates { text: string | null; toolUse: string | null; file: string }
@@ -32,11 +32,6 @@ export function pickTemplates(value: unknown, file: string): ChatTemplates {
 export function modelTemplates(dir: string, tokenizerConfig: Record<string, unknown>): ChatTemplates {
   const jinja = join(dir, "chat_template.jinja"), json = join(dir, "chat_template.json");
   if (existsSync(jinja)) return { text: readModelFile(jinja, MAX_TEMPLATE_FILE), toolUse: null, file: jinja };
-  if (existsSync(json)) {
-    let v: unknown;
-    try { v = JSON.parse(readModelFile(json, MAX_TEMPLATE_FILE)); } catch (e) { throw e instanceof ModelError ? e : new ModelError((e as Error).message, { file: json }); }
-    if (v === null || typeof v !== "object" || Array.isArray(v)) throw new ModelError("not a JSON object", { file: json });
-    return pickTemplates((v as { chat_template?: unknown }).chat_template, json);
-  }
+  if (existsSync(json)) return pickTemplates(readJsonObject(json, MAX_TEMPLATE_FILE).chat_template, json);
   return pickTemplates(tokenizerConfig.chat_template, join(dir, "tokenizer_config.json"));
 }

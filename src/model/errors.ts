@@ -127,6 +127,16 @@ export function readModelFile(file: string, maxBytes: number): string {
   }
 }
 
+/** A model file holding one JSON object (tokenizer.json, tokenizer_config.json, chat_template.json), read by
+ *  readModelFile and parsed; errors name the file. */
+export function readJsonObject(file: string, maxBytes: number): Record<string, unknown> {
+  const text = readModelFile(file, maxBytes);
+  let v: unknown;
+  try { v = JSON.parse(text); } catch (e) { throw new ModelError((e as Error).message, { file }); }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new ModelError("not a JSON object", { file });
+  return v as Record<string, unknown>;
+}
+
 /** Read and parse a small JSON file (size-capped; duplicate keys rejected). Errors name the file. */
 export function readJsonFile(file: string, maxBytes: number): unknown {
   const text = readModelFile(file, maxBytes);

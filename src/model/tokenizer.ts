@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
 import { MAX_TOKENIZER_FILE, tokenizerShape, TokenVocab } from "./vocab.ts";
-import { ModelError, readModelFile } from "./errors.ts";
+import { ModelError, readJsonObject } from "./errors.ts";
 import { renderBudgeted } from "./template-budget.ts";
 import { maxTokenBytes } from "./token-bound.ts";
 import { auditRegexes, findRegexes, type Components } from "./tokenizer-audit.ts";
@@ -160,22 +160,13 @@ export class TextCodec {
   }
 }
 
-
-function readJson(dir: string, name: string): Record<string, unknown> {
-  const p = join(dir, name), text = readModelFile(p, MAX_TOKENIZER_FILE);
-  let v: unknown;
-  try { v = JSON.parse(text); } catch (e) { throw new ModelError((e as Error).message, { file: p }); }
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new ModelError("not a JSON object", { file: p });
-  return v as Record<string, unknown>;
-}
-
 /** The codec of model directory `dir`; `chatTemplate` (the text of a template) replaces its own chat template.
  *  check: tokenizer.json's shapes and its regexes (tokenizer-audit.ts; HB_TOKENIZER_AUDIT=0 skips the timing: a
  *  tokenizer one trusts that the audit refuses); false only where this process's parent has just checked them. */
 export function loadTokenizer(dir: string, chatTemplate?: string, check = true): TextCodec {
   if (!existsSync(join(dir, "tokenizer.json"))) throw new ModelError("missing", { file: join(dir, "tokenizer.json") });
-  const cfg = existsSync(join(dir, "tokenizer_config.json")) ? readJson(dir, "tokenizer_config.json") : {};
-  const file = join(dir, "tokenizer.json"), json = readJson(dir, "tokenizer.json");
+  const config = join(dir, "tokenizer_config.json"), cfg = existsSync(config) ? readJsonObject(config, MAX_TOKENIZER_FILE) : {};
+  const file = join(dir, "tokenizer.json"), json = readJsonObject(file, MAX_TOKENIZER_FILE);
   if (check) tokenizerShape(json, file);
   const found = check ? findRegexes(json, file) : null;
   let codec: TextCodec;
