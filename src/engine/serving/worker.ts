@@ -177,10 +177,15 @@ function submit(rid: number, req: GenRequest): void {
   }
   tokenizing.set(rid, { req, stop: false, held: false });
   // (the helper died: made here, as small prompts are)
-  tok.prompt(rid, req, (p) => done(made(rid, req, p ?? promptIds(req.prompt, codec!, vocab, slotCtx, req.truncate))));
+  tok.prompt(rid, req, (p) => {
+    done(made(rid, req, p ?? promptIds(req.prompt, codec!, vocab, slotCtx, req.truncate))); // (and the choices waiting)
+    postStats(true);
+    void loop();
+  });
 }
 
-/** Submit rid, whose ids were made meanwhile (unless it was cancelled meanwhile); returns them. */
+/** Submit rid, whose ids were made meanwhile (unless it was cancelled meanwhile); returns them. (Stats and the loop:
+ *  the caller's, once for all the choices it submits.) */
 function made(rid: number, req: GenRequest, p: Prepared): Prepared {
   const w = tokenizing.get(rid);
   if (!w || !sched) return p;
@@ -190,7 +195,5 @@ function made(rid: number, req: GenRequest, p: Prepared): Prepared {
     if (w.stop) sched.stop(rid);
     if (w.held) sched.hold(rid, true);
   } catch (err) { post({ t: "error", rid, code: "INTERNAL", detail: err instanceof Error ? err.message : String(err) }); }
-  postStats(true);
-  void loop();
   return p;
 }
