@@ -4,9 +4,8 @@
 // or mux stream: progress is never cut), the cap on requests in progress (503 and the connection closed beyond it),
 // the budget of request-body bytes being read by all requests together (readJson's buffers: 503 and the connection
 // closed for the request that would pass it), Retry-After on every 429 and 503, and the idle timeout streams use for
-// a client that stops reading (stallMs: out-flow.ts). State: the bytes held per server;
-// per request, the hook that lifts its timeout once its body is read and the bytes its body holds (mux: the frame
-// being read).
+// a client that stops reading (stallMs: out-flow.ts). State: the bytes held per server; per request, the hook that
+// lifts its timeout once its body is read, the bytes its body holds (mux: the frame being read) and the timeout.
 import type { Server } from "bun";
 import { apiError, errorBody, type ApiError } from "./http-errors.ts";
 
