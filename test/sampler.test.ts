@@ -106,6 +106,10 @@ describe("Sampler", () => {
     expect(p({ typical_p: 0.5 })).toEqual(r([0, 0.6, 0.4, 0]));
     expect(p({ typical_p: 0.3 })).toEqual(r([0, 1, 0, 0]));
     expect(p({ typical_p: 1 })).toEqual(r([0.4, 0.3, 0.2, 0.1]));
+    // p = 1/8 ×4, 1/2: H = 2 ln 2, every score ln 2; min-p orders them 1/2 first, but ties go to the lower ids
+    const tied = (o: object) => Array.from(new Sampler({ temperature: 1, ...o }).dense(Float32Array.of(0, 0, 0, 0, Math.log(4))), (x) => +x.toFixed(9));
+    expect(tied({ typical_p: 0.3, min_p: 0.01 })).toEqual(r([1 / 3, 1 / 3, 1 / 3, 0, 0]));
+    expect(tied({ typical_p: 0.6, min_p: 0.01 })).toEqual(r([0.125, 0.125, 0.125, 0.125, 0.5]));
     // XTC: 0.4 and 0.3 pass 0.25, so the more probable of them goes: (1 − P)·p + P·[0, 0.3, 0.2, 0.1] / 0.6
     expect(p({ xtc_probability: 1, xtc_threshold: 0.25 })).toEqual(r([0, 0.5, 1 / 3, 1 / 6]));
     expect(p({ xtc_probability: 0.5, xtc_threshold: 0.25 })).toEqual(r([0.2, 0.4, 0.1 + 1 / 6, 0.05 + 1 / 12]));
@@ -178,7 +182,9 @@ describe("Sampler", () => {
 
   test("typical_p over a large vocabulary keeps exactly the definition's tokens", () => {
     const r = new Rng(34), V = 40000;
-    for (const f of [() => (r.next() - 0.5) * 2, (i: number) => (i % 997 === 0 ? 10 : 0) + (r.next() - 0.5) * 6, () => Math.floor(r.next() * 3)])
+    // (equal logits: every score tied, the lowest ids kept; 2^-k steps: scores exactly mirrored around H)
+    for (const f of [() => (r.next() - 0.5) * 2, (i: number) => (i % 997 === 0 ? 10 : 0) + (r.next() - 0.5) * 6, () => Math.floor(r.next() * 3),
+      () => 0, (i: number) => (V - i) % 5 * Math.LN2])
       for (const t of [0.2, 0.9, 0.999]) {
         const l = Float32Array.from({ length: V }, (_, i) => f(i)), want = referenceTypicalXtc(new Sampler({ temperature: 1 }).distribution(l), V, { typical_p: t });
         const got = new Sampler({ temperature: 1, typical_p: t }).dense(l);

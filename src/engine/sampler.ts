@@ -98,11 +98,18 @@ export class Sampler {
     const last = this.params.temperature_last === true && T > 0 && (T !== 1 || dyn) && !(this.unfiltered(logits.length) && t >= 1 && x <= 0);
     if (dyn && !last && T > 0) T = this.dynTemp(this.filtered(logits, 1, true)); // from the whole T = 1 distribution
     let d = this.filtered(logits, last ? 1 : T);
-    if (d.n <= 1) return d;
+    if (d.n <= 1) return this.own(d);
     if (t < 1) d = typical(d, t);
     if (last && dyn) T = this.dynTemp(d); // from what the filters kept
     const dT = !last ? d : T > 0 ? withTemperature(d, T) : { ids: d.ids.slice(0, 1), probs: Float64Array.of(1), n: 1 };
-    return x > 0 && dT.n > 1 ? xtc(dT, x, this.params.xtc_threshold ?? 0.1, d) : dT;
+    return this.own(x > 0 && dT.n > 1 ? xtc(dT, x, this.params.xtc_threshold ?? 0.1, d) : dT);
+  }
+
+  /** d with copies of the arrays that are this sampler's scratch (`filtered` builds an unfiltered distribution there:
+   *  two arrays of the vocabulary a token were most of typical_p's time once its sort was gone) */
+  private own(d: Dist): Dist {
+    const mine = (a: ArrayBufferView) => a.buffer === this.idx.buffer || a.buffer === this.keys.buffer;
+    return { ids: mine(d.ids) ? d.ids.slice() : d.ids, probs: mine(d.probs) ? d.probs.slice() : d.probs, n: d.n };
   }
 
   /**
@@ -173,7 +180,7 @@ export class Sampler {
     if (bare || this.unfiltered(V)) { // nothing filtered: every token that can be drawn, in id order
       let n = 0, total = 0;
       for (let i = 0; i < V; i++) if (p[i] > 0) { idx[n++] = i; total += p[i]; }
-      const ids = idx.slice(0, n), probs = new Float64Array(n);
+      const ids = idx.subarray(0, n), probs = this.keys.subarray(0, n); // (views: `distribution` copies what it keeps)
       for (let j = 0; j < n; j++) probs[j] = p[ids[j]] / total;
       return { ids, probs, n };
     }
