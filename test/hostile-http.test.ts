@@ -2,10 +2,14 @@
 // server still answers; requests beyond --max-connections get a clear 503; a stream that is quiet longer than the
 // timeout but makes progress is not cut; cross-site form posts (text/plain, no type) get 415; Host headers naming
 // another site get 403 (DNS rebinding); `bearer` in any case; a model not served is a 404; /apply-template shows tools;
-// stalled uploads hold at most the server's body budget (503, Retry-After, the connection closed past it).
+// stalled uploads hold at most the server's body budget (503, Retry-After, the connection closed past it); past the
+// connection cap an idle mux session makes room; a body trickled a byte at a time is cut.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
-import { bodyRead, connectionBounds } from "../src/server/conn-bounds.ts";
+import { bodyRead, connectionBounds, idleStream, IDLE_STREAM_GRACE_MS } from "../src/server/conn-bounds.ts";
+import type { EngineClient } from "../src/server/engine-client.ts";
+import { MuxSession } from "../src/server/mux-session.ts";
+import type { ReqEvent } from "../src/engine/serving/protocol.ts";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
 import { MuxClient, post, startTiny, submit, TOOL_TURNS_TEMPLATE } from "./server.helpers.ts";
@@ -59,6 +63,41 @@ describe.skipIf(!hasTiny)("hostile HTTP clients", () => {
     await Bun.sleep(100);
     expect((await fetch(`${s.url}/health`)).status).toBe(200);
   });
+
+  test("past --max-connections the mux session idle longest is closed (ERROR 0 OVERLOADED) and the newcomer served", async () => {
+    // 40 mux sessions without live ids hold every connection; one of them generates first (its id ends: idle again)
+    const ms = Array.from({ length: 40 }, () => new MuxClient(s.url));
+    await Promise.all(ms.map((m) => m.waitFor((f) => f.words[0] === "READY")));
+    ms[7].send(submit(1, "Once upon", 2));
+    await ms[7].end(1);
+    await Bun.sleep(1100); // (idle past the grace)
+    const r = await fetch(`${s.url}/health`);
+    expect(r.status).toBe(200); // before: 503 too_many_connections for as long as the sessions stayed
+    const closed = ms.filter((m) => m.frames.some((f) => f.words[0] === "ERROR" && f.words[2] === "OVERLOADED"));
+    expect(closed.length).toBe(1);
+    expect(closed[0]).not.toBe(ms[7]); // (idle since its id ended, later than the others)
+    const err = closed[0].frames.find((f) => f.words[0] === "ERROR")!;
+    expect(err.words[1]).toBe("0");
+    expect(err.head).toContain("--max-connections");
+    await closed[0].done; // its stream ended
+    expect((await (await fetch(`${s.url}/metrics`)).text())).toMatch(/hummingbird_idle_sessions_closed_total [1-9]/);
+    for (const m of ms) m.ac.abort();
+    await Promise.all(ms.map((m) => m.done));
+  }, 20000);
+
+  test("a request body trickled a byte at a time is cut after the timeout (Bun's ~16 KiB/s rule); the server answers", async () => {
+    const sock = connect(s.port, "127.0.0.1");
+    sock.on("error", () => {});
+    const t0 = performance.now(), closed = new Promise<number>((r) => sock.once("close", () => r(performance.now() - t0)));
+    await new Promise((r) => sock.once("connect", r));
+    sock.write("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+    const drip = setInterval(() => sock.write(" "), 300); // never silent for the 1 s timeout
+    const at = await Promise.race([closed, Bun.sleep(9000).then(() => Infinity)]);
+    clearInterval(drip);
+    sock.destroy();
+    expect(at).toBeLessThan(9000); // (the timeout at its ~4 s granularity)
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+  }, 15000);
 
   test("a mux stream quiet for longer than the timeout is not cut and then generates", async () => {
     const m = new MuxClient(s.url, { "content-type": "application/octet-stream" });
@@ -208,3 +247,36 @@ test("a stream quiet for longer than the idle timeout (a slow prefill) is not cu
     expect(performance.now() - t).toBeLessThan(6000);
   } finally { srv.stop(true); }
 }, 15000);
+
+test("past the cap the stream idle longest (and past the grace) is closed, one per request; none idle: 503", async () => {
+  const b = connectionBounds(1, 2), now = performance.now();
+  const srv = (pending: number) => ({ pendingRequests: pending, timeout() {} }) as never;
+  const closed: string[] = [];
+  const stream = (name: string, since: number | null) => ({ since: () => since, close: () => { closed.push(name); } });
+  const streams = [stream("working", null), stream("fresh", now), stream("old", now - 5000), stream("older", now - 9000)];
+  for (const x of streams) await b.fetch(new Request("http://h/v1/mux", { method: "POST" }), srv(1), (r) => { idleStream(r, x); return new Response("ok"); });
+  const over = () => b.fetch(new Request("http://h/health"), srv(3), () => new Response("served"));
+  expect(await (await over()).text()).toBe("served");
+  expect(closed).toEqual(["older"]);
+  expect(await (await over()).text()).toBe("served");
+  expect((await over()).status).toBe(503); // "fresh" is inside its grace, "working" has work
+  expect(closed).toEqual(["older", "old"]);
+});
+
+test("a mux session is idle only after READY and while it has no live ids, since its last id ended", async () => {
+  let on: ((e: ReqEvent) => void) | null = null;
+  const info = { model: "m", slots: 1, ctx: 64 };
+  const engine = { ready: Promise.resolve(info), info, submit: (_: unknown, f: (e: ReqEvent) => void) => { on = f; return { hold() {}, stop() {}, cancel() {} }; }, abandon() {} };
+  const m = new MuxSession(engine as unknown as EngineClient, () => {}, () => {});
+  expect(m.idleSince).toBeNull(); // before READY
+  await Bun.sleep(0);
+  const t0 = m.idleSince!;
+  expect(t0).toBeLessThanOrEqual(performance.now());
+  m.onFrames([{ kind: "submit", id: "1", slot: "auto", payload: new TextEncoder().encode("hi"), max_tokens: 1, temperature: 0, top_p: 1 } as never]);
+  expect(m.idleSince).toBeNull();
+  await Bun.sleep(IDLE_STREAM_GRACE_MS / 100);
+  on!({ t: "done", bytes: new Uint8Array(0), reason: "length", emitted: 1, prompt_tokens: 1, cached_tokens: 0, decode_tok_s: 0 } as never);
+  expect(m.idleSince!).toBeGreaterThan(t0);
+  m.abort();
+  expect(m.idleSince).toBeNull();
+});

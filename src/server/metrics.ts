@@ -4,6 +4,7 @@
 // built for either read this server. No state of its own.
 import { Histogram, type EngineClient } from "./engine-client.ts";
 import { flowTotals } from "./out-flow.ts";
+import { boundsTotals } from "./conn-bounds.ts";
 
 /** KV rows in use over all slots, and that as a share of every slot's context rows; `running`: only the rows of slots
  *  running a request (vLLM's meaning: an idle slot's kept conversation is free to reuse, as vLLM's cached blocks are) */
@@ -35,6 +36,7 @@ export function metricsText(engine: EngineClient, httpRequests: number): string 
   metric("preemptions_total", "counter", "running requests sent back to the queue for a more urgent one, or for a waiting one while their client was not reading", s.preemptions);
   metric("requests_held", "gauge", "requests paused because their client is not reading their stream", s.held);
   metric("stalled_clients_dropped_total", "counter", "streams reset because their client read nothing for --timeout", flowTotals.dropped);
+  metric("idle_sessions_closed_total", "counter", "mux sessions without live ids closed to make room past --max-connections", boundsTotals.idleStreamsClosed);
   metric("model_loaded", "gauge", "1 when the model is loaded", engine.state === "ready" ? 1 : 0);
   const q = engine.info?.quality ?? null; // the opt-in quality policies (0: off, the model as trained)
   metric("experts_per_token", "gauge", "routed experts run per token under --experts-per-token (0: off, the model's own)", q?.expertsPerToken ?? 0);

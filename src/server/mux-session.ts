@@ -2,8 +2,8 @@
 // events into server frames. DATA frames carry each token's raw bytes (a multi-byte character may be
 // split across frames); a `grammar=<bytes>` block constrains the output (BAD_REQUEST grammar when it
 // is not UTF-8 or does not compile). State: the live ids of this stream and their engine handles,
-// whether the input has ended, whether the client is reading (held: out-flow.ts), and frames that arrived before READY
-// could be sent (the model was loading).
+// whether the input has ended, whether the client is reading (held: out-flow.ts), when its last id ended, and frames
+// that arrived before READY could be sent (the model was loading).
 import type { EngineClient, Handle } from "./engine-client.ts";
 import { acceptFrame, dataFrame, doneFrame, errorFrame, readyFrame } from "./mux-frames.ts";
 import { parseIdList, type MuxEvent, type SubmitFrame } from "./mux-parse.ts";
@@ -15,7 +15,14 @@ export class MuxSession {
   private early: MuxEvent[] | null = [];   // null once READY was written
   private inputEnded = false;
   private held = false;   // the client is not taking the output: every live id's decoding paused
+  private freeSince = performance.now(); // when its last live id ended (or it began)
   closed = false;
+
+  /** when its work last ended; null before READY, while it has live ids, or once closed: a session idle for a while
+   *  may be closed to make room for another connection (conn-bounds.ts) */
+  get idleSince(): number | null {
+    return this.closed || this.early !== null || this.live.size > 0 ? null : this.freeSince;
+  }
 
   constructor(private engine: EngineClient, private write: (b: Uint8Array) => void, private close: () => void) {
     engine.ready.then(
@@ -141,6 +148,7 @@ export class MuxSession {
       default: return;
     }
     this.live.delete(id);
+    if (this.live.size === 0) this.freeSince = performance.now();
     this.maybeEnd();
   }
 }
