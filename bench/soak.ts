@@ -1,10 +1,11 @@
 // Soak: a `serve` child process (the embedded demo model unless --model) under mixed normal and hostile traffic on
 // loopback for --seconds (default 600). Normal clients loop short chat completions (half streamed) and record their
 // latency; one hostile client cycles through the attacks of issue 29 (ambiguous grammars, huge and deep schemas, a
-// 7 MiB prompt, idle and slow sockets, streams whose clients never read, cross-site content types, foreign Host
-// headers, bad mux frames, slot-file escapes, oversized Responses tools, truncated bodies). Reports requests served, normal p50/p99 latency, the attacks'
-// status counts, the server's peak RSS (VmHWM) and whether it still answers. Bounded: every request has a deadline
-// and the run stops itself. State: counters of this run only.
+// 7 MiB prompt, idle and slow sockets, idle mux sessions filling the connection cap, streams whose clients never read,
+// cross-site content types, foreign Host headers, bad mux frames, slot-file escapes, oversized Responses tools,
+// truncated bodies). Reports requests served, normal p50/p99 latency, the attacks' status counts, the server's peak
+// RSS (VmHWM) and whether it still answers. Bounded: every request has a deadline and the run stops itself. State:
+// counters of this run only.
 // Usage: bun bench/soak.ts [--seconds 600] [--normal 2] [--model DIR]
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,7 +20,9 @@ const saves = mkdtempSync(join(tmpdir(), "hb-soak-"));
 const outside = join(mkdtempSync(join(tmpdir(), "hb-soak-outside-")), "victim");
 writeFileSync(outside, "precious\n");
 symlinkSync(outside, join(saves, "planted")); // a save must not write through it
-const srv = await spawnServe([...(values.model ? ["--model", values.model] : []), "--slots", "4", "--slot-save-path", saves, "--quiet"]);
+const MAX_CONNECTIONS = 64; // (small, so that idle_mux fills it)
+const srv = await spawnServe([...(values.model ? ["--model", values.model] : []), "--slots", "4", "--slot-save-path", saves, "--quiet",
+  "--max-connections", String(MAX_CONNECTIONS)]);
 const url = srv.url, port = Number(new URL(url).port), end = Date.now() + seconds * 1000;
 const cpu = (await Bun.file("/proc/cpuinfo").text()).match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown CPU";
 
@@ -96,6 +99,18 @@ const attacks: Record<string, () => Promise<number>> = {
       setTimeout(() => s.destroy(), 3000);
     })));
     return reset.filter(Boolean).length; // connections the server reset
+  },
+  idle_mux: async () => { // mux sessions left without work, as many as the connection cap: the server closes the ones
+    // idle longest to serve newcomers (the normal clients) — how many it closed within 5 s
+    const socks = await Promise.all(Array.from({ length: MAX_CONNECTIONS }, async () => {
+      const got = { text: "" };
+      const s = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data(_, d) { got.text += d.toString(); }, error() {} } }).catch(() => null);
+      s?.write("POST /v1/mux HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/octet-stream\r\ntransfer-encoding: chunked\r\n\r\n");
+      return { s, got };
+    }));
+    await Bun.sleep(5000);
+    for (const x of socks) x.s?.end();
+    return socks.filter((x) => x.got.text.includes("ERROR 0 OVERLOADED")).length;
   },
   slow_headers: async () => { // a request whose headers trickle in, one byte every 100 ms for 5 s
     const s = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {}, error() {} } });

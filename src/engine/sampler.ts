@@ -254,7 +254,7 @@ export class Sampler {
     for (let i = 0; i < V; i++) if (p[i] > 0) { all += p[i]; if (p[i] >= tau) idx[n++] = i; }
     this.mass = all;
     // (the mass a little over topP's: sums in another order differ by rounding; falling short, `filtered` lowers tau)
-    if (n > 1024 && (n > 2 * k || topP < 1)) n = this.topBuckets(n, k, Math.min(all, topP * all * (1 + 1e-9)));
+    if (n > 1024 && (n > 2 * k || topP < 1)) n = this.topBuckets(n, k, topP < 1 ? Math.min(all, topP * all * (1 + 1e-9)) : Infinity);
     if (V <= 1 << 20) { // key = (~bits(p)) · 2^20 + id: exact in a double, ascending = p down, then id up
       for (let j = 0; j < n; j++) keys[j] = (0xffffffff - bits[idx[j]]) * 1048576 + idx[j];
       const s = keys.subarray(0, n).sort();
