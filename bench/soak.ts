@@ -34,15 +34,17 @@ const post = (path: string, body: unknown, headers: Record<string, string> = jso
 // ---- normal traffic: short chats, latency recorded
 const lat: number[] = [];
 let normalFailed = 0;
+const failedHow = new Map<string, number>(); // status or error name → count
+const failed = (how: string) => { normalFailed++; failedHow.set(how, (failedHow.get(how) ?? 0) + 1); };
 async function normalClient(k: number): Promise<void> {
   for (let i = 0; Date.now() < end; i++) {
     const stream = i % 2 === 1, t0 = performance.now();
     try {
       const r = await post("/v1/chat/completions", { messages: [{ role: "user", content: `Tell me about the sea, part ${k}.${i}` }],
         max_tokens: 8, temperature: 0, stream });
-      await r.text();
-      if (r.ok) lat.push(performance.now() - t0); else normalFailed++;
-    } catch { normalFailed++; }
+      const text = await r.text();
+      if (r.ok) lat.push(performance.now() - t0); else failed(`${r.status} ${/"code":"(\w+)"/.exec(text)?.[1] ?? ""}`.trim());
+    } catch (e) { failed((e as Error).name); }
   }
 }
 
@@ -144,7 +146,7 @@ lat.sort((x, y) => x - y);
 const q = (p: number) => lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))].toFixed(0) : "-";
 const attacksSent = [...outcomes.values()].reduce((s, m) => s + [...m.values()].reduce((x, y) => x + y, 0), 0);
 console.log(`soak on ${cpu}: ${((Date.now() - t0) / 1000).toFixed(0)} s, ${clients} normal clients + 1 hostile`);
-console.log(`normal requests served ${lat.length}, failed ${normalFailed}; latency p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
+console.log(`normal requests served ${lat.length}, failed ${normalFailed}${normalFailed ? ` (${[...failedHow].map(([k, v]) => `${k}×${v}`).join(" ")})` : ""}; latency p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
 console.log(`hostile requests ${attacksSent}; server peak RSS ${rss.toFixed(0)} MiB; after: /health ${health}, chat ${after}; file behind the planted link intact: ${intact}`);
 for (const [name, m] of outcomes) console.log(`  ${name.padEnd(18)} ${[...m].map(([k, v]) => `${k}×${v}`).join(" ")}`);
 process.exit(health === 200 && after === 200 && intact ? 0 : 1);

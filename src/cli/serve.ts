@@ -110,7 +110,7 @@ ${LAUNCH_HELP}
                    512 KiB of unread output its requests pause, and after 1 s yield their slots to waiting ones.
                    A request body that comes slower than ~16 KiB/s is cut after S seconds (Bun's rule)
   --max-connections N  requests in progress at once (streams and mux sessions included; default 1024): beyond,
-                   the mux session without live ids for longest (1 s at least) is closed to make room (ERROR 0
+                   the mux session without live ids for longest is closed to make room (ERROR 0
                    OVERLOADED), else 503 {"code": "too_many_connections"} and the connection is closed
   --allowed-hosts H  the Host headers answered besides the bound address and localhost (comma-separated names or
                    addresses; * = any). Default: any when bound to 0.0.0.0 / :: (as vLLM), else only those: a page
