@@ -63,7 +63,8 @@ class ChatChoice implements ChoiceView {
   private content = "";
   private reasoning = "";
   private readonly calls: ToolCall[] = [];
-  private readonly lps: ReturnType<typeof lpEntry>[] = [];
+  private readonly lps: ReturnType<typeof lpEntry>[] = []; // (for `final`: none kept while streaming)
+  streaming?: boolean;
   /** vLLM's prompt_logprobs, once the prompt is prefilled (pk: how many alternatives; undefined: not asked) */
   plp: ReturnType<typeof promptLogprobs> | undefined;
 
@@ -103,7 +104,7 @@ class ChatChoice implements ChoiceView {
     }
     if (!this.wantLp) return objs;
     const lp = lpEntry(e);
-    this.lps.push(lp);
+    if (!this.streaming) this.lps.push(lp);
     if (objs.length === 0) objs.push({ delta: {}, logprobs: null, finish_reason: null });
     (objs[0] as { logprobs: unknown }).logprobs = { content: [lp] };
     return objs;
@@ -150,7 +151,7 @@ export async function chatCompletions(req: Request, engine: EngineClient, o: Rou
     }, started);
   }
 
-  const r = await collectChoices(runs, views, abandon);
+  const r = await collectChoices(runs, views, abandon, o.http.maxReplyBytes);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "messages"));
   return Response.json({ ...base, object: "chat.completion", choices: r.choices, usage: usageAll(r.dones),
     ...(runs.length === 1 ? { timings: timings(r.dones[0]) } : {}), // (llama-server's)

@@ -44,8 +44,9 @@ const emptyLp = (): Lp => ({ tokens: [], token_logprobs: [], top_logprobs: [], t
 /** One choice: text with think tags written out, legacy logprobs. */
 class TextChoice implements ChoiceView {
   private text = "";
-  private readonly lp = emptyLp();
+  private readonly lp = emptyLp(); // (for `final`: none kept while streaming)
   private plp: ReturnType<typeof promptLogprobs> | undefined;
+  streaming?: boolean;
   private firstSent = false;
   /** k: logprobs' alternatives; pk: prompt_logprobs' (undefined: not asked); ids: return_token_ids (null: not asked) */
   constructor(private readonly wantLp: boolean, private readonly k = 0, private readonly pk?: number, private readonly ids: TokenIds | null = null) {}
@@ -69,7 +70,7 @@ class TextChoice implements ChoiceView {
       for (const t of e.toks) {
         const top = t.top && t.top.slice(0, this.k);
         addLp(lp, t.tt, t.lp, top, at);
-        addLp(this.lp, t.tt, t.lp, top, at);
+        if (!this.streaming) addLp(this.lp, t.tt, t.lp, top, at);
         at += t.tt.length;
       }
     }
@@ -80,7 +81,7 @@ class TextChoice implements ChoiceView {
   onTok(e: Tok): object[] {
     const text = literalText(e);
     let lp: Lp | null = null;
-    if (this.wantLp) for (const l of [(lp = emptyLp()), this.lp]) addLp(l, e.tt ?? "", e.lp ?? 0, e.top, this.text.length);
+    if (this.wantLp) for (const l of this.streaming ? [(lp = emptyLp())] : [(lp = emptyLp()), this.lp]) addLp(l, e.tt ?? "", e.lp ?? 0, e.top, this.text.length);
     this.text += text;
     this.ids?.push(e.id);
     return this.withIds(text || lp ? [{ text, logprobs: lp, finish_reason: null }] : []);
@@ -117,7 +118,7 @@ export async function completions(req: Request, engine: EngineClient, o: RouteOp
     }, started);
   }
 
-  const r = await collectChoices(runs, views, abandon);
+  const r = await collectChoices(runs, views, abandon, o.http.maxReplyBytes);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));
   return Response.json({ ...base, choices: r.choices, usage: usageAll(r.dones, data.n ?? 1), ...(runs.length === 1 ? { timings: timings(r.dones[0]) } : {}) });
 }

@@ -18,6 +18,7 @@ export interface HttpConfig {
   maxBody?: number;        // JSON body limit in bytes (default DEFAULT_MAX_BODY)
   bodyBudget?: number;     // bytes of request bodies being read at once, all together (default BODY_BUDGET_BODIES × maxBody)
   maxRowValues?: number;   // values one /embedding response may carry under pooling none (tests lower it)
+  maxReplyBytes?: number;  // bytes a reply collected whole may reach (gen-stream.ts MAX_REPLY_BYTES; tests lower it)
   acceptAnyModel?: boolean; // requests may name any `model` (--accept-any-model; default: another name is a 404)
   log?: (line: string) => void; // one line per finished request (serve: stderr unless --quiet)
   warn?: (line: string) => void; // the unknown fields of requests, each named once (default: stderr)
@@ -34,7 +35,7 @@ const KEYS = {
     "kvBudgetRows", "loadDelayMs"],
   scheduler: ["slots", "ctx", "longCtx", "queue", "chunk", "draft", "schedulingPolicy", "cacheRam", "slotSavePath"],
   defaults: ["sampling", "generationConfig", "templateKwargs", "thinkBudget", "budgetMessage", "maxTokens", "seed", "pooling"],
-  http: ["host", "port", "tls", "apiKey", "cors", "ui", "timeout", "maxConnections", "allowedHosts", "maxBody", "bodyBudget", "maxRowValues",
+  http: ["host", "port", "tls", "apiKey", "cors", "ui", "timeout", "maxConnections", "allowedHosts", "maxBody", "bodyBudget", "maxRowValues", "maxReplyBytes",
     "acceptAnyModel", "log", "warn"],
 } as const satisfies { [K in keyof ServeConfig]: readonly (keyof ServeConfig[K])[] };
 // (a field added to a sub-object but not to KEYS fails to compile here)

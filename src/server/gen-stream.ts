@@ -1,6 +1,7 @@
 // Plumbing shared by the OpenAI routes: a request's events as an awaitable queue (abandoned when the
 // client goes away), the SSE response (`data: {json}` lines, then `data: [DONE]`; its flow bounded by out-flow.ts),
-// response ids and the usage object. State: one queue per request.
+// the choices streamed or collected whole (a whole reply's size bounded: MAX_REPLY_BYTES), response ids and the usage
+// object. State: one queue per request.
 import type { EngineClient, Handle } from "./engine-client.ts";
 import { type FlowOwner, OutFlow } from "./out-flow.ts";
 import { stallMs } from "./conn-bounds.ts";
@@ -133,6 +134,9 @@ interface ChoiceRun { r: Running; first: ReqEvent }
 
 /** What a route makes of one choice's events (choice objects without their index). */
 export interface ChoiceView {
+  /** set by streamChoices: the choice is sent as it comes, so nothing is kept for `final` (a stream of 100k tokens with
+   *  top_logprobs 20 kept ~350 MB of entries on the HTTP thread until it ended) */
+  streaming?: boolean;
   onAccept?(e: Extract<ReqEvent, { t: "accept" }>): void;
   /** the stream's choice objects for the echoed prompt */
   onPrompt?(e: Extract<ReqEvent, { t: "prompt" }>): object[];
@@ -163,13 +167,32 @@ export function usageSoFar(p: Progress, n = p.prompt.length) {
   return { prompt_tokens: prompt, completion_tokens: c, total_tokens: prompt + c, prompt_tokens_details: { cached_tokens: cached } };
 }
 
-/** Feed each choice's events to its view until done; the first error abandons the rest and is returned. */
+/** bytes a reply collected whole may reach (its JSON, estimated as its events come: replyBytes); past them the request
+ *  ends with a 400 that asks for a stream. Its entries take ~2.3× that on the heap: 64 MiB is ~43k tokens with
+ *  top_logprobs 20, where n = 16 choices at a 128k context could ask for 2M (~7 GB of entries). */
+export const MAX_REPLY_BYTES = 64 << 20;
+
+/** a token's or an echoed prompt's share of a whole reply's JSON, estimated (its text, its logprobs' entries) */
+function replyBytes(e: ReqEvent): number {
+  const entries = (top: { text: string }[] | null | undefined) => (top ?? []).reduce((a, t) => a + 48 + t.text.length, 0);
+  if (e.t === "tok") return 16 + e.text.length + (e.lp === undefined ? 0 : 48 + (e.tt?.length ?? 0) + entries(e.top));
+  if (e.t === "prompt") return e.text.length + (e.toks ?? []).reduce((a, t) => a + 48 + t.tt.length + entries(t.top), 0);
+  return 0;
+}
+
+/** Feed each choice's events to its view until done; the first error abandons the rest and is returned. `budget`: the
+ *  bytes the reply may still take (replyBytes), when collected whole. */
 async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
-  emit: (i: number, objs: object[], done?: Done) => void, progress?: Progress): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  emit: (i: number, objs: object[], done?: Done) => void, progress?: Progress, budget?: { left: number; max: number }): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
   let failed: Extract<ReqEvent, { t: "error" }> | null = null;
   const dones = await Promise.all(runs.map(async (run, i) => {
     for (let e = run.first; ; e = await run.r.q.next()) {
       if (failed) return null;
+      if (budget && (budget.left -= replyBytes(e)) < 0) {
+        failed = { t: "error", rid: e.rid, code: "BAD_REQUEST", detail: `reply passed ${budget.max} bytes: stream it (stream: true), or ask for fewer tokens, choices or logprobs` };
+        abandon();
+        return null;
+      }
       if (e.t === "accept") { views[i].onAccept?.(e); if (progress) { progress.prompt[i] = e.prompt_tokens; progress.cached[i] = e.cached_tokens; } }
       else if (e.t === "prompt") emit(i, views[i].onPrompt?.(e) ?? []);
       else if (e.t === "tok") { if (progress) progress.emitted[i]++; emit(i, views[i].onTok(e)); }
@@ -185,13 +208,14 @@ async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void
 export function streamChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
   send: (choices: object[], progress: Progress, done?: Done) => void): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
   const progress: Progress = { prompt: runs.map(() => 0), cached: runs.map(() => 0), emitted: runs.map(() => 0) };
+  for (const v of views) v.streaming = true;
   return drive(runs, views, abandon, (i, objs, done) => objs.forEach((c, k) => send([{ index: i, ...c }], progress, k === objs.length - 1 ? done : undefined)), progress);
 }
 
-/** Every choice whole, in index order (or the first error). */
-export async function collectChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void):
+/** Every choice whole, in index order (or the first error; past maxBytes of reply, estimated, a BAD_REQUEST). */
+export async function collectChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void, maxBytes = MAX_REPLY_BYTES):
   Promise<{ choices: object[]; dones: Done[] } | Extract<ReqEvent, { t: "error" }>> {
-  const r = await drive(runs, views, abandon, () => {});
+  const r = await drive(runs, views, abandon, () => {}, undefined, { left: maxBytes, max: maxBytes });
   return Array.isArray(r) ? { choices: r.map((d, i) => ({ index: i, ...views[i].final(d) })), dones: r } : r;
 }
 

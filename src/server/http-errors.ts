@@ -36,6 +36,7 @@ export function fromWorker(code: ErrorCode, detail: string, promptField: string)
       // details that start with a request field name it ("slot 3 is outside ...", "grammar line 1, ...")
       const first = detail.split(" ")[0];
       if (first === "slot") return apiError(400, detail, "slot", "invalid_value");
+      if (first === "reply") return apiError(400, detail, "stream", "reply_too_large"); // (gen-stream.ts: MAX_REPLY_BYTES)
       if (first === "grammar" || /^(response_format|guided_|structured_outputs|json_schema$)/.test(first)) return apiError(400, `${first}: ${detail.slice(first.length + 1)}`, first, "invalid_value");
       return apiError(400, detail, promptField, "invalid_value");
     }

@@ -86,13 +86,14 @@ const probEntry = (e: Tok) => ({
 class LlamaChoice implements ChoiceView {
   private content = "";
   private slot = -1;
-  private readonly probs: ReturnType<typeof probEntry>[] = [];
+  private readonly probs: ReturnType<typeof probEntry>[] = []; // (for `final`: none kept while streaming)
+  streaming?: boolean;
   constructor(private readonly model: string, private readonly stops: string[], private readonly nProbs: number) {}
   onAccept(e: Extract<ReqEvent, { t: "accept" }>): void { this.slot = e.slot; }
   onTok(e: Tok): object[] {
     const text = literalText(e), p = this.nProbs ? [probEntry(e)] : null;
     this.content += text;
-    if (p) this.probs.push(p[0]);
+    if (p && !this.streaming) this.probs.push(p[0]);
     // every token (text "" while a character is incomplete)
     return [{ content: text, stop: false, id_slot: this.slot, tokens: [e.id], ...(p ? { completion_probabilities: p } : {}) }];
   }
@@ -128,7 +129,7 @@ export async function llamaCompletion(req: Request, engine: EngineClient, o: Rou
       return Array.isArray(r);
     }, started, "plain");
   }
-  const r = await collectChoices(runs, views, abandon);
+  const r = await collectChoices(runs, views, abandon, o.http.maxReplyBytes);
   if ("t" in r) return errorResponse(fromWorker(r.code, r.detail, "prompt"));
   return Response.json(many ? r.choices : shaped(r.choices[0]));
 }

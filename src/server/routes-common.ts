@@ -16,8 +16,9 @@ import type { UnknownFields } from "./unknown-fields.ts";
 
 export interface RouteOptions {
   /** maxBody: bytes of a JSON body (413 above); maxRowValues: values one /embedding response may carry under pooling
-   *  none (default MAX_ROW_VALUES); acceptAnyModel: a request may name any `model` (else one not served is a 404) */
-  http: Pick<HttpConfig, "maxRowValues" | "acceptAnyModel"> & { maxBody: number };
+   *  none (default MAX_ROW_VALUES); maxReplyBytes: bytes a reply collected whole may reach (default MAX_REPLY_BYTES);
+   *  acceptAnyModel: a request may name any `model` (else one not served is a 404) */
+  http: Pick<HttpConfig, "maxRowValues" | "maxReplyBytes" | "acceptAnyModel"> & { maxBody: number };
   defaults: RequestDefaults; // what a request that names none gets (sampling, template variables, pooling, ...)
   schedulingPolicy?: SchedulingPolicy; // priority: requests may name a priority (else one is refused)
   fingerprint: string;    // system_fingerprint of responses
