@@ -1,9 +1,11 @@
 // Replies the server builds in memory: one collected whole (not streamed) is bounded by its estimated JSON bytes
 // (gen-stream.ts MAX_REPLY_BYTES, lowered here): past it the request ends with a 400 naming `stream`, on chat,
 // completions and llama-server's /completion, while the same request streamed is served in full; a streamed choice
-// keeps nothing for a whole reply (streamChoices marks its views).
+// keeps nothing for a whole reply (streamChoices marks its views); a prompt's logprobs (echo, prompt_logprobs) past
+// MAX_PROMPT_LOGPROB_ENTRIES are refused before the prefill, naming the field.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { collectChoices, EventQueue, streamChoices, type ChoiceView, type Running } from "../src/server/gen-stream.ts";
+import { MAX_PROMPT_LOGPROB_ENTRIES } from "../src/engine/serving/scheduler.ts";
 import type { ReqEvent } from "../src/engine/serving/protocol.ts";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
@@ -34,6 +36,28 @@ describe.skipIf(!hasTiny)("a reply collected whole", () => {
     expect(text.match(/"top_logprobs":\[\{/g)?.length).toBe(100);
     expect(text).toContain("data: [DONE]");
   });
+});
+
+describe.skipIf(!hasTiny)("a prompt's logprobs", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 1, ctx: 65536, longCtx: true }); });
+  afterAll(async () => { await s.stop(); });
+
+  test("past MAX_PROMPT_LOGPROB_ENTRIES (a 7k-token prompt, 20 alternatives) a 400 naming the field, before any prefill", async () => {
+    const prompt = "hello world ".repeat(900);
+    const n = ((await (await post(s.url, "/tokenize", { content: prompt })).json()) as { tokens: number[] }).tokens.length;
+    expect(n * 21).toBeGreaterThan(MAX_PROMPT_LOGPROB_ENTRIES);
+    for (const [extra, field] of [[{ prompt_logprobs: 20 }, "prompt_logprobs"], [{ echo: true, logprobs: 20 }, "logprobs"]] as const) {
+      const t0 = performance.now(), r = await post(s.url, "/v1/completions", { prompt, max_tokens: 1, ...extra });
+      expect(r.status).toBe(400); // before: 200 (28k tokens: after 5.8 s, a 38 MiB body, the server's RSS +593 MiB)
+      const e = ((await r.json()) as any).error;
+      expect(e.param).toBe(field);
+      expect(e.message).toContain(`${n * 21} entries`);
+      expect(performance.now() - t0).toBeLessThan(5000);
+    }
+    const ok = await post(s.url, "/v1/completions", { prompt: "hello world ".repeat(20), max_tokens: 1, prompt_logprobs: 20 });
+    expect(ok.status).toBe(200);
+  }, 30000);
 });
 
 test("streamChoices marks its views streaming (they keep nothing for a whole reply); collectChoices does not", async () => {

@@ -168,9 +168,9 @@ export function usageSoFar(p: Progress, n = p.prompt.length) {
 }
 
 /** bytes a reply collected whole may reach (its JSON, estimated as its events come: replyBytes); past them the request
- *  ends with a 400 that asks for a stream. Its entries take ~2.3× that on the heap: 64 MiB is ~43k tokens with
+ *  ends with a 400 that asks for a stream. Its entries take ~2.3× that on the heap: 32 MiB is ~21k tokens with
  *  top_logprobs 20, where n = 16 choices at a 128k context could ask for 2M (~7 GB of entries). */
-export const MAX_REPLY_BYTES = 64 << 20;
+export const MAX_REPLY_BYTES = 32 << 20;
 
 /** a token's or an echoed prompt's share of a whole reply's JSON, estimated (its text, its logprobs' entries) */
 function replyBytes(e: ReqEvent): number {

@@ -37,7 +37,7 @@ export function fromWorker(code: ErrorCode, detail: string, promptField: string)
       const first = detail.split(" ")[0];
       if (first === "slot") return apiError(400, detail, "slot", "invalid_value");
       if (first === "reply") return apiError(400, detail, "stream", "reply_too_large"); // (gen-stream.ts: MAX_REPLY_BYTES)
-      if (first === "grammar" || /^(response_format|guided_|structured_outputs|json_schema$)/.test(first)) return apiError(400, `${first}: ${detail.slice(first.length + 1)}`, first, "invalid_value");
+      if (first === "grammar" || /^(response_format|guided_|structured_outputs|json_schema$|prompt_logprobs$|logprobs$)/.test(first)) return apiError(400, `${first}: ${detail.slice(first.length + 1)}`, first, "invalid_value");
       return apiError(400, detail, promptField, "invalid_value");
     }
     case "EMPTY_PROMPT": return apiError(400, `${promptField}: the prompt is empty (no tokens)`, promptField, "empty_prompt");

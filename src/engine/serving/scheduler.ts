@@ -73,6 +73,18 @@ const utf8 = new TextEncoder();
  *   on); held for holdGraceMs while another job waits and no slot is free, it is preempted as above (whatever the
  *   policy), and waits in the queue until it is let go on. Its output is the same as if never held.
  */
+/** entries (a prompt token's logprob or one of its alternatives) an echoed prompt's logprobs or vLLM's prompt_logprobs
+ *  may hold: all are made in the engine's worker, copied to the HTTP side and sent in one JSON body, ~1 KB of the
+ *  server's memory each at their peak (a 28k-token prompt with 20 alternatives: RSS +593 MiB); past it the request is
+ *  refused before its prefill. 2^17: at 20 alternatives 6,241 prompt tokens, at 5 21,845, at 0 a 128k context's. */
+export const MAX_PROMPT_LOGPROB_ENTRIES = 1 << 17;
+
+/** the entries req's prompt logprobs would hold for a prompt of n tokens (0: none asked) */
+export function promptLogprobEntries(req: GenRequest, n: number): number {
+  if (!((req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined)) return 0;
+  return n * (1 + Math.max(req.logprobs ?? 0, req.prompt_logprobs ?? 0)); // (the alternatives: scheduler.promptLogprobs' k)
+}
+
 export class Scheduler {
   readonly slots: Slot[];
   private queue: Job[] = [];
@@ -146,6 +158,12 @@ export class Scheduler {
     if (!p.ok) return this.emit({ t: "error", rid, code: p.code, detail: p.detail });
     if (req.max_tokens_field && (req.max_tokens ?? 0) > this.o.ctx - p.ids.length) // (vLLM's 400: the prompt and max_tokens pass the context)
       return this.emit({ t: "error", rid, code: "MAX_TOKENS_EXCEEDED", detail: `${p.ids.length} ${this.o.ctx} ${req.max_tokens} ${req.max_tokens_field}` });
+    const plp = promptLogprobEntries(req, p.ids.length);
+    if (plp > MAX_PROMPT_LOGPROB_ENTRIES) {
+      const field = req.prompt_logprobs !== undefined ? "prompt_logprobs" : "logprobs";
+      return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: `${field} ${p.ids.length} prompt tokens with ${plp / p.ids.length - 1} alternatives `
+        + `each are ${plp} entries, past the ${MAX_PROMPT_LOGPROB_ENTRIES} one reply may hold: ask for fewer alternatives or a shorter prompt` });
+    }
     if (req.slot !== "auto") {
       const s = this.slots[req.slot];
       if (!s) return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: `slot ${req.slot} is outside [0, ${this.slots.length})` });
