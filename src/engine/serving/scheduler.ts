@@ -47,6 +47,17 @@ export const HOLD_GRACE_MS = 1000;
  *  MTP head's rebuild of the copied rows could cost more than prefilling them) */
 const COPY_MIN = 16;
 const utf8 = new TextEncoder();
+/** entries (a prompt token's logprob or one of its alternatives) an echoed prompt's logprobs or vLLM's prompt_logprobs
+ *  may hold: all are made in the engine's worker, copied to the HTTP side and sent in one JSON body, ~1 KB of the
+ *  server's memory each at their peak (a 28k-token prompt with 20 alternatives: RSS +593 MiB); past it the request is
+ *  refused before its prefill. 2^17: at 20 alternatives 6,241 prompt tokens, at 5 21,845, at 0 a 128k context's. */
+export const MAX_PROMPT_LOGPROB_ENTRIES = 1 << 17;
+
+/** the entries req's prompt logprobs would hold for a prompt of n tokens (0: none asked) */
+export function promptLogprobEntries(req: GenRequest, n: number): number {
+  if (!((req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined)) return 0;
+  return n * (1 + Math.max(req.logprobs ?? 0, req.prompt_logprobs ?? 0)); // (the alternatives: scheduler.promptLogprobs' k)
+}
 
 /**
  * The rules of a step, in the order they apply:
@@ -73,18 +84,6 @@ const utf8 = new TextEncoder();
  *   on); held for holdGraceMs while another job waits and no slot is free, it is preempted as above (whatever the
  *   policy), and waits in the queue until it is let go on. Its output is the same as if never held.
  */
-/** entries (a prompt token's logprob or one of its alternatives) an echoed prompt's logprobs or vLLM's prompt_logprobs
- *  may hold: all are made in the engine's worker, copied to the HTTP side and sent in one JSON body, ~1 KB of the
- *  server's memory each at their peak (a 28k-token prompt with 20 alternatives: RSS +593 MiB); past it the request is
- *  refused before its prefill. 2^17: at 20 alternatives 6,241 prompt tokens, at 5 21,845, at 0 a 128k context's. */
-export const MAX_PROMPT_LOGPROB_ENTRIES = 1 << 17;
-
-/** the entries req's prompt logprobs would hold for a prompt of n tokens (0: none asked) */
-export function promptLogprobEntries(req: GenRequest, n: number): number {
-  if (!((req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined)) return 0;
-  return n * (1 + Math.max(req.logprobs ?? 0, req.prompt_logprobs ?? 0)); // (the alternatives: scheduler.promptLogprobs' k)
-}
-
 export class Scheduler {
   readonly slots: Slot[];
   private queue: Job[] = [];
