@@ -201,6 +201,7 @@ void hb_expm(float *x, int n, float m);              /* x <- e^(x − m), elt.c'
 void hb_divd(float *x, int n, double d);            /* x <- (float)((double)x / d): softmax normalisation (elt.c) */
 float hb_maxf(const float *x, int n);                 /* max as a forward scan with > finds it (elt.c) */
 int hb_argmaxf(const float *x, int n);                /* that scan's index (elt.c): greedy decoding */
+void hb_sort_u64(uint64_t *keys, uint64_t *tmp, int n); /* keys [n] ascending, tmp [n] scratch (sort.c; the sampler's) */
 void hb_add(float *y, const float *x, int n);
 void hb_axpy(float *y, float a, const float *x, int n);
 void hb_rope(float *x, int S, int rowStride, int nvec, int vecStride, int dr, const int32_t *pos, double theta);

@@ -72,6 +72,7 @@ const symbols = {
   hb_expm: { args: [ptr, i32, FFIType.f32], returns: FFIType.void }, // x[n] <- e^(x − m) (f32, one polynomial)
   hb_maxf: { args: [ptr, i32], returns: f32 }, // max of x[n] as a forward scan with > finds it (softmax; tests)
   hb_argmaxf: { args: [ptr, i32], returns: i32 }, // that scan's index (greedy decoding)
+  hb_sort_u64: { args: [ptr, ptr, i32], returns: FFIType.void }, // (keys [n], tmp [n], n): keys ascending as u64
   hb_add: { args: [ptr, ptr, i32], returns: FFIType.void }, // y[n] += x
   hb_axpy: { args: [ptr, f32, ptr, i32], returns: FFIType.void }, // y[n] += a·x
   // interleaved RoPE in place: x[s*rowStride + v*vecStride + 2j, 2j+1], j < dr/2, angle pos[s]·theta^(-2j/dr)
@@ -304,6 +305,11 @@ export const maxf = (x: F32, n: number): number => hb().hb_maxf(x, n);
 export const argmaxf = (x: F32, n: number): number => {
   if (n < 1 || n > x.length) throw new RangeError(`argmaxf: ${n} elements of ${x.length}`);
   return hb().hb_argmaxf(x, n);
+};
+/** keys[0..n) ascending by their bit patterns (for non-negative doubles: by value), tmp [n] scratch (sort.c) */
+export const sortKeys = (keys: Float64Array, tmp: Float64Array, n: number): void => {
+  if (n < 0 || n > keys.length || n > tmp.length) throw new RangeError(`sortKeys: ${n} keys of ${keys.length} (scratch ${tmp.length})`);
+  hb().hb_sort_u64(keys, tmp, n);
 };
 export const swiglu = (g: F32, u: F32, out: F32, n: number) => hb().hb_swiglu(g, u, out, n);
 export const add = (y: F32, x: F32, n: number) => hb().hb_add(y, x, n);
