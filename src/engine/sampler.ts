@@ -146,9 +146,11 @@ export class Sampler {
     const V = logits.length, p = this.weights(logits), v2 = this.params.mirostat === 2;
     let total = 0;
     for (let i = 0; i < V; i++) if (p[i] > 0) total += p[i];
-    const dist = (ids: Int32Array) => {
+    const dist = (ids: Int32Array) => { // (mirostat copies what it keeps out of this sampler's scratch)
       if (ids.length === 0) throw new Error(NO_TOKEN);
-      return mirostat({ ids: ids.slice(), probs: Float64Array.from(ids, (i) => p[i] / total), n: ids.length }, v2 ? 2 : 1, this.mu, V);
+      const probs = new Float64Array(ids.length);
+      for (let j = 0; j < ids.length; j++) probs[j] = p[ids[j]] / total;
+      return mirostat({ ids, probs, n: ids.length }, v2 ? 2 : 1, this.mu, V);
     };
     // v2 keeps only tokens of p ≥ 2^−mu: sort just those (a hair below, for rounding; the top one always)
     if (v2) return dist(this.sorted(V, Math.min(1, 0.999 * 2 ** -this.mu * total)));

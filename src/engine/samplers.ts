@@ -94,7 +94,9 @@ export function mirostat(d: Dist, version: 1 | 2, mu: number, V: number): Dist {
   else keep = Math.min(d.n, mirostatK(d.probs.subarray(0, d.n), mu, V));
   let sum = 0;
   for (let j = 0; j < keep; j++) sum += d.probs[j];
-  return { ids: d.ids.slice(0, keep), probs: Float64Array.from(d.probs.subarray(0, keep), (p) => p / sum), n: keep };
+  const probs = new Float64Array(keep);
+  for (let j = 0; j < keep; j++) probs[j] = d.probs[j] / sum;
+  return { ids: d.ids.slice(0, keep), probs, n: keep };
 }
 
 /** mirostat v1's k from the top 100 of probs (in descending order; at least 1, V when the estimate is not finite) */
