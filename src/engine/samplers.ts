@@ -117,7 +117,8 @@ export const mirostatMu = (mu: number, p: number, tau: number, eta: number): num
 export function withTemperature(d: Dist, T: number): Dist {
   let max = 0;
   for (let j = 0; j < d.n; j++) max = Math.max(max, d.probs[j]);
-  const probs = Float64Array.from(d.probs.subarray(0, d.n), (p) => Math.exp((Math.log(p) - Math.log(max)) / T));
+  const probs = new Float64Array(d.n), lm = Math.log(max);
+  for (let j = 0; j < d.n; j++) probs[j] = Math.exp((Math.log(d.probs[j]) - lm) / T);
   let sum = 0;
   for (const p of probs) sum += p;
   for (let j = 0; j < d.n; j++) probs[j] /= sum;
