@@ -2,7 +2,8 @@
 // (gen-stream.ts MAX_REPLY_BYTES, lowered here): past it the request ends with a 400 naming `stream`, on chat,
 // completions and llama-server's /completion, while the same request streamed is served in full; a streamed choice
 // keeps nothing for a whole reply (streamChoices marks its views); a prompt's logprobs (echo, prompt_logprobs) past
-// MAX_PROMPT_LOGPROB_ENTRIES are refused before the prefill, naming the field.
+// MAX_PROMPT_LOGPROB_ENTRIES are refused before the prefill, naming the field, and so is an /embedding input whose
+// token vectors (pooling none) would pass the response's bound.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { collectChoices, EventQueue, streamChoices, type ChoiceView, type Running } from "../src/server/gen-stream.ts";
 import { MAX_PROMPT_LOGPROB_ENTRIES } from "../src/engine/serving/scheduler.ts";
@@ -58,6 +59,20 @@ describe.skipIf(!hasTiny)("a prompt's logprobs", () => {
     const ok = await post(s.url, "/v1/completions", { prompt: "hello world ".repeat(20), max_tokens: 1, prompt_logprobs: 20 });
     expect(ok.status).toBe(200);
   }, 30000);
+});
+
+describe.skipIf(!hasTiny)("token vectors (pooling none)", () => {
+  let s: Server;
+  beforeAll(async () => { s = await startTiny({ slots: 1, ctx: 65536, longCtx: true, pooling: "none", maxRowValues: 30 * 64 }); });
+  afterAll(async () => { await s.stop(); });
+
+  test("an input whose rows pass the response's bound is refused when queued, before its prefill", async () => {
+    const t0 = performance.now(), r = await post(s.url, "/embedding", { content: "hello world ".repeat(7000) }); // (~56k tokens)
+    expect(r.status).toBe(400);
+    expect(((await r.json()) as any).error.message).toMatch(/^content: past 1920 values/);
+    expect(performance.now() - t0).toBeLessThan(1500); // before: refused after its prefill, 6.0 s here
+    expect((await post(s.url, "/embedding", { content: "hello" })).status).toBe(200);
+  }, 20000);
 });
 
 test("streamChoices marks its views streaming (they keep nothing for a whole reply); collectChoices does not", async () => {

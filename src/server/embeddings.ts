@@ -41,7 +41,9 @@ const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byte
 type Embedded = { ok: true; out: { v: Float32Array; tokens: number }[] } | { ok: false; res: Response };
 
 /** Every input's embedding, in order (each a prompt in the queue, the first leading the others); a failure (or more
- *  than `limit` values in all) names `field` (or `field.i` when `many`) and abandons the rest. */
+ *  than `limit` values in all) names `field` (or `field.i` when `many`) and abandons the rest. Under pooling none an
+ *  input's rows are counted when it is queued, before its prefill: one 128k-token input at GLM-5's width is 3.2 GB of
+ *  them, made and copied before the count at its end refused it. */
 async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inputs: PromptSpec[], norm: number,
   b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean, limit = Infinity): Promise<Embedded> {
   let budget = limit; // values the vectors may hold in all
@@ -53,18 +55,27 @@ async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inp
   }));
   const rs = gens.map((g) => run(engine, g, req.signal));
   const abandon = () => { for (const x of rs) x.abandon(); };
-  const out: { v: Float32Array; tokens: number }[] = [];
+  const out: { v: Float32Array; tokens: number }[] = [], D = engine.info!.hidden;
+  const past = (i: number) => {
+    abandon();
+    return { ok: false as const, res: errorResponse(apiError(400, `${many ? `${field}.${i}` : field}: past ${limit} values of token vectors in one response (pooling none): send fewer or shorter inputs`, field, "invalid_value")) };
+  };
+  // each input's first event (queued, or its refusal) before any is read further: under pooling none, the values
+  // their rows will hold, refused before the prefills
+  const first: ReqEvent[] = [];
+  let rows = 0;
+  for (const [i, x] of rs.entries()) {
+    const e = (first[i] = await x.q.next());
+    if (e.t === "queued" && embed.pooling === "none" && (rows += e.prompt_tokens * D) > limit) return past(i);
+  }
   for (const [i, x] of rs.entries()) {
     let v: Float32Array | null = null;
-    for (let e: ReqEvent = await x.q.next(); ; e = await x.q.next()) {
+    for (let e: ReqEvent = first[i]; ; e = await x.q.next()) {
       if (e.t === "embedding") v = e.data;
       else if (e.t === "error") { abandon(); return { ok: false, res: errorResponse(fromWorker(e.code, e.detail, many ? `${field}.${i}` : field)) }; }
       else if (e.t === "done") {
         if (!v) { abandon(); return { ok: false, res: errorResponse(apiError(500, `internal error: input ${i} ended without an embedding`, null, "internal_error")) }; }
-        if ((budget -= v.length) < 0) {
-          abandon();
-          return { ok: false, res: errorResponse(apiError(400, `${many ? `${field}.${i}` : field}: past ${limit} values of token vectors in one response (pooling none): send fewer or shorter inputs`, field, "invalid_value")) };
-        }
+        if ((budget -= v.length) < 0) return past(i);
         out.push({ v, tokens: e.prompt_tokens });
         break;
       }
