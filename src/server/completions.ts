@@ -81,7 +81,10 @@ class TextChoice implements ChoiceView {
   onTok(e: Tok): object[] {
     const text = literalText(e);
     let lp: Lp | null = null;
-    if (this.wantLp) for (const l of this.streaming ? [(lp = emptyLp())] : [(lp = emptyLp()), this.lp]) addLp(l, e.tt ?? "", e.lp ?? 0, e.top, this.text.length);
+    if (this.wantLp) {
+      addLp((lp = emptyLp()), e.tt ?? "", e.lp ?? 0, e.top, this.text.length);
+      if (!this.streaming) addLp(this.lp, e.tt ?? "", e.lp ?? 0, e.top, this.text.length);
+    }
     this.text += text;
     this.ids?.push(e.id);
     return this.withIds(text || lp ? [{ text, logprobs: lp, finish_reason: null }] : []);

@@ -41,12 +41,11 @@ const base64Of = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byte
 type Embedded = { ok: true; out: { v: Float32Array; tokens: number }[] } | { ok: false; res: Response };
 
 /** Every input's embedding, in order (each a prompt in the queue, the first leading the others); a failure (or more
- *  than `limit` values in all) names `field` (or `field.i` when `many`) and abandons the rest. Under pooling none an
- *  input's rows are counted when it is queued, before its prefill: one 128k-token input at GLM-5's width is 3.2 GB of
- *  them, made and copied before the count at its end refused it. */
+ *  than `limit` values in all) names `field` (or `field.i` when `many`) and abandons the rest. An input's values (one
+ *  vector, or under pooling none one a prompt token) are counted when it is queued, before its prefill: one 128k-token
+ *  input at GLM-5's width is 3.2 GB of rows, which were made and copied before a count at its end refused them. */
 async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inputs: PromptSpec[], norm: number,
   b: { truncate_prompt_tokens?: number | null; priority?: number | null }, field: string, many: boolean, limit = Infinity): Promise<Embedded> {
-  let budget = limit; // values the vectors may hold in all
   const embed = { pooling: o.defaults.pooling ?? "last" as Pooling, norm };
   const gens: GenRequest[] = inputs.map((prompt, i) => ({
     prompt, slot: "auto", max_tokens: 0, temperature: 0, top_p: 1, min_p: 0, top_k: 0, stop: [], embed,
@@ -56,17 +55,15 @@ async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inp
   const rs = gens.map((g) => run(engine, g, req.signal));
   const abandon = () => { for (const x of rs) x.abandon(); };
   const out: { v: Float32Array; tokens: number }[] = [], D = engine.info!.hidden;
-  const past = (i: number) => {
-    abandon();
-    return { ok: false as const, res: errorResponse(apiError(400, `${many ? `${field}.${i}` : field}: past ${limit} values of token vectors in one response (pooling none): send fewer or shorter inputs`, field, "invalid_value")) };
-  };
-  // each input's first event (queued, or its refusal) before any is read further: under pooling none, the values
-  // their rows will hold, refused before the prefills
+  // each input's first event (queued, or its refusal) before any is read further: the values they will hold
   const first: ReqEvent[] = [];
-  let rows = 0;
+  let values = 0;
   for (const [i, x] of rs.entries()) {
     const e = (first[i] = await x.q.next());
-    if (e.t === "queued" && embed.pooling === "none" && (rows += e.prompt_tokens * D) > limit) return past(i);
+    if (e.t === "queued" && (values += (embed.pooling === "none" ? e.prompt_tokens : 1) * D) > limit) {
+      abandon();
+      return { ok: false, res: errorResponse(apiError(400, `${many ? `${field}.${i}` : field}: past ${limit} values of token vectors in one response (pooling none): send fewer or shorter inputs`, field, "invalid_value")) };
+    }
   }
   for (const [i, x] of rs.entries()) {
     let v: Float32Array | null = null;
@@ -75,7 +72,6 @@ async function embedAll(req: Request, engine: EngineClient, o: RouteOptions, inp
       else if (e.t === "error") { abandon(); return { ok: false, res: errorResponse(fromWorker(e.code, e.detail, many ? `${field}.${i}` : field)) }; }
       else if (e.t === "done") {
         if (!v) { abandon(); return { ok: false, res: errorResponse(apiError(500, `internal error: input ${i} ended without an embedding`, null, "internal_error")) }; }
-        if ((budget -= v.length) < 0) return past(i);
         out.push({ v, tokens: e.prompt_tokens });
         break;
       }

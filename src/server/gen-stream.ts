@@ -180,16 +180,16 @@ function replyBytes(e: ReqEvent): number {
   return 0;
 }
 
-/** Feed each choice's events to its view until done; the first error abandons the rest and is returned. `budget`: the
- *  bytes the reply may still take (replyBytes), when collected whole. */
+/** Feed each choice's events to its view until done; the first error abandons the rest and is returned. `maxBytes`:
+ *  what the reply may take (replyBytes, all choices together), when collected whole. */
 async function drive(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void,
-  emit: (i: number, objs: object[], done?: Done) => void, progress?: Progress, budget?: { left: number; max: number }): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
-  let failed: Extract<ReqEvent, { t: "error" }> | null = null;
+  emit: (i: number, objs: object[], done?: Done) => void, progress?: Progress, maxBytes = Infinity): Promise<Done[] | Extract<ReqEvent, { t: "error" }>> {
+  let failed: Extract<ReqEvent, { t: "error" }> | null = null, bytes = 0;
   const dones = await Promise.all(runs.map(async (run, i) => {
     for (let e = run.first; ; e = await run.r.q.next()) {
       if (failed) return null;
-      if (budget && (budget.left -= replyBytes(e)) < 0) {
-        failed = { t: "error", rid: e.rid, code: "BAD_REQUEST", detail: `reply passed ${budget.max} bytes: stream it (stream: true), or ask for fewer tokens, choices or logprobs` };
+      if (maxBytes < Infinity && (bytes += replyBytes(e)) > maxBytes) {
+        failed = { t: "error", rid: e.rid, code: "BAD_REQUEST", detail: `reply passed ${maxBytes} bytes: stream it (stream: true), or ask for fewer tokens, choices or logprobs` };
         abandon();
         return null;
       }
@@ -215,7 +215,7 @@ export function streamChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: (
 /** Every choice whole, in index order (or the first error; past maxBytes of reply, estimated, a BAD_REQUEST). */
 export async function collectChoices(runs: ChoiceRun[], views: ChoiceView[], abandon: () => void, maxBytes = MAX_REPLY_BYTES):
   Promise<{ choices: object[]; dones: Done[] } | Extract<ReqEvent, { t: "error" }>> {
-  const r = await drive(runs, views, abandon, () => {}, undefined, { left: maxBytes, max: maxBytes });
+  const r = await drive(runs, views, abandon, () => {}, undefined, maxBytes);
   return Array.isArray(r) ? { choices: r.map((d, i) => ({ index: i, ...views[i].final(d) })), dones: r } : r;
 }
 

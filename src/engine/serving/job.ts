@@ -32,6 +32,11 @@ export interface Job {
   tAdmit: number; tFirst: number; tLast: number; // (performance.now(): admitted, prefill done, last token)
 }
 
+/** The alternatives each prompt token's logprob entry carries (echo with logprobs, or vLLM's prompt_logprobs: the
+ *  larger), or null when req asks for none. */
+export const promptLpK = (req: GenRequest): number | null =>
+  (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? Math.max(req.logprobs ?? 0, req.prompt_logprobs ?? 0) : null;
+
 /** The tokens j's prefill feeds: its prompt, or after a preemption its history (prompt and output so far). */
 export const toFeed = (j: Job): number[] => j.resume ?? j.ids;
 
@@ -52,7 +57,7 @@ export class JobMaker {
     return {
       rid, req, ids, p, state: "queued", slot: null, fed: 0, cached: 0, next: -1, tAdmit: 0, tFirst: 0, tLast: 0, resume: null, held: 0,
       drafts: p.sampler.stateful ? null : this.drafter?.forJob(p.sampler) ?? null, // (mirostat: each draw moves the next distribution)
-      plp: (req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined ? [] : null,
+      plp: promptLpK(req) === null ? null : [],
       pool: req.embed ? new Pooler(this.m, req.embed.pooling, ids.length) : null,
     };
   }

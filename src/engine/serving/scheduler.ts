@@ -18,7 +18,7 @@ import type { TextCodec } from "../../model/tokenizer.ts";
 import type { ThinkIds } from "./detok.ts";
 import { logprobsOf, promptIds, type Prepared } from "./prepare.ts";
 import { Drafter, type DraftOptions, NO_DRAFT } from "./drafter.ts";
-import { type Job, JobMaker, type Slot, toFeed } from "./job.ts";
+import { type Job, JobMaker, promptLpK, type Slot, toFeed } from "./job.ts";
 import type { FinishReason, FromWorker, GenRequest, SlotInfo, Stats } from "./protocol.ts";
 import type { SchedulingPolicy } from "./config.ts";
 
@@ -52,12 +52,6 @@ const utf8 = new TextEncoder();
  *  server's memory each at their peak (a 28k-token prompt with 20 alternatives: RSS +593 MiB); past it the request is
  *  refused before its prefill. 2^17: at 20 alternatives 6,241 prompt tokens, at 5 21,845, at 0 a 128k context's. */
 export const MAX_PROMPT_LOGPROB_ENTRIES = 1 << 17;
-
-/** the entries req's prompt logprobs would hold for a prompt of n tokens (0: none asked) */
-export function promptLogprobEntries(req: GenRequest, n: number): number {
-  if (!((req.echo && req.logprobs !== undefined) || req.prompt_logprobs !== undefined)) return 0;
-  return n * (1 + Math.max(req.logprobs ?? 0, req.prompt_logprobs ?? 0)); // (the alternatives: scheduler.promptLogprobs' k)
-}
 
 /**
  * The rules of a step, in the order they apply:
@@ -157,10 +151,10 @@ export class Scheduler {
     if (!p.ok) return this.emit({ t: "error", rid, code: p.code, detail: p.detail });
     if (req.max_tokens_field && (req.max_tokens ?? 0) > this.o.ctx - p.ids.length) // (vLLM's 400: the prompt and max_tokens pass the context)
       return this.emit({ t: "error", rid, code: "MAX_TOKENS_EXCEEDED", detail: `${p.ids.length} ${this.o.ctx} ${req.max_tokens} ${req.max_tokens_field}` });
-    const plp = promptLogprobEntries(req, p.ids.length);
+    const k = promptLpK(req), plp = k === null ? 0 : p.ids.length * (1 + k);
     if (plp > MAX_PROMPT_LOGPROB_ENTRIES) {
       const field = req.prompt_logprobs !== undefined ? "prompt_logprobs" : "logprobs";
-      return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: `${field} ${p.ids.length} prompt tokens with ${plp / p.ids.length - 1} alternatives `
+      return this.emit({ t: "error", rid, code: "BAD_REQUEST", detail: `${field} ${p.ids.length} prompt tokens with ${k} alternatives `
         + `each are ${plp} entries, past the ${MAX_PROMPT_LOGPROB_ENTRIES} one reply may hold: ask for fewer alternatives or a shorter prompt` });
     }
     if (req.slot !== "auto") {
@@ -282,7 +276,7 @@ export class Scheduler {
 
   /** Prompt logprobs of a prefill chunk of j (n rows from logits row `at`): row r predicts prompt token fed + r + 1. */
   private promptLogprobs(j: Job, at: number, n: number): void {
-    const V = this.m.cfg.vocab_size, k = Math.max(j.req.logprobs ?? 0, j.req.prompt_logprobs ?? 0), text = this.lpText(j);
+    const V = this.m.cfg.vocab_size, k = promptLpK(j.req) ?? 0, text = this.lpText(j);
     if (j.fed === 0) j.plp!.push({ id: j.ids[0], tt: text(j.ids[0]), lp: null, top: null });
     for (let r = 0; r < n && j.fed + r + 1 < j.ids.length; r++) {
       const id = j.ids[j.fed + r + 1], e = logprobsOf(this.st.logits.subarray((at + r) * V, (at + r + 1) * V), id, k, text);
