@@ -132,7 +132,7 @@ export function readModelFile(file: string, maxBytes: number): string {
 export function readJsonObject(file: string, maxBytes: number): Record<string, unknown> {
   const text = readModelFile(file, maxBytes);
   let v: unknown;
-  try { v = JSON.parse(text); } catch (e) { throw new ModelError((e as Error).message, { file }); }
+  try { v = JSON.parse(text); } catch (e) { throw new ModelError(`not valid JSON (${(e as Error).message})`, { file }); }
   if (v === null || typeof v !== "object" || Array.isArray(v)) throw new ModelError("not a JSON object", { file });
   return v as Record<string, unknown>;
 }

@@ -6,7 +6,7 @@
 // bytes and the lazily built trie.
 import { join } from "node:path";
 import { z } from "zod";
-import { ModelError, fromZod, readModelFile } from "./errors.ts";
+import { ModelError, fromZod, readJsonObject } from "./errors.ts";
 
 export interface Trie {
   n: number; // nodes; node 0 is the root (empty prefix), nodes 1..n-1 in preorder
@@ -113,11 +113,8 @@ export const MAX_TOKENIZER_FILE = 256 << 20;
 
 /** `loadTokenVocab(modelDir, cfg.stop_ids)`: reads `<dir>/tokenizer.json`. */
 export function loadTokenVocab(dir: string, eosIds: readonly number[]): TokenVocab {
-  const file = join(dir, "tokenizer.json"), text = readModelFile(file, MAX_TOKENIZER_FILE);
-  let json: unknown;
-  try { json = JSON.parse(text); }
-  catch (e) { throw new ModelError(`not valid JSON (${(e as Error).message})`, { file }); }
-  return TokenVocab.fromTokenizerJson(json, { eosIds, file });
+  const file = join(dir, "tokenizer.json");
+  return TokenVocab.fromTokenizerJson(readJsonObject(file, MAX_TOKENIZER_FILE), { eosIds, file });
 }
 
 function cmp(a: Uint8Array, b: Uint8Array): number {
