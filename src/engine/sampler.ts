@@ -66,6 +66,7 @@ export class Sampler {
   private p: Float32Array = new Float32Array(0);     // [V] e^((l − max)/T)
   private bits: Uint32Array = new Uint32Array(0);    // the same memory: p's bit patterns (sort keys)
   private keys: Float64Array = new Float64Array(0);  // [V] packed (p, id) sort keys (u64 in f64 storage; also scratch)
+  private words: Uint32Array = new Uint32Array(0);   // the same memory: the keys' 32-bit halves
   private tmp: Float64Array = new Float64Array(0);   // [V] the radix sort's scratch
 
   private mu: number;                                 // mirostat: the surprise bound, learnt (starts at 2·tau)
@@ -239,7 +240,7 @@ export class Sampler {
     const V = logits.length;
     if (this.p.length < V) {
       this.p = new Float32Array(V); this.bits = new Uint32Array(this.p.buffer);
-      this.keys = new Float64Array(V); this.tmp = new Float64Array(V); this.idx = new Int32Array(V);
+      this.keys = new Float64Array(V); this.words = new Uint32Array(this.keys.buffer); this.tmp = new Float64Array(V); this.idx = new Int32Array(V);
     }
     let max = -Infinity;
     for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
@@ -252,7 +253,7 @@ export class Sampler {
   /** ids with p ≥ tau and p > 0 in descending p, ties to the lower id (a view into this.idx); given k or topP, when
    *  there are many, possibly only a prefix of them that holds the top k and the top topP of all the mass (topBuckets) */
   private sorted(V: number, tau: number, k = V, topP = 1): Int32Array {
-    const p = this.p, bits = this.bits, idx = this.idx, words = new Uint32Array(this.keys.buffer);
+    const p = this.p, bits = this.bits, idx = this.idx, words = this.words;
     let n = 0, all = 0;
     for (let i = 0; i < V; i++) if (p[i] > 0) { all += p[i]; if (p[i] >= tau) idx[n++] = i; }
     this.mass = all;
