@@ -50,7 +50,15 @@ async function normalClient(k: number): Promise<void> {
 
 // ---- hostile traffic: one attack at a time, round robin; each answered (any status) or timed out
 const a = (await (await post("/tokenize", { content: "a" })).json() as { tokens: number[] }).tokens[0];
+// bodies whose validation took zod many times their parse (json-bounds.ts, bounded.ts), made once; the worst status
+const wide = [
+  ["/v1/chat/completions", `{"messages":[${"{},".repeat(2_700_000)}{}],"max_tokens":1}`],
+  ["/v1/chat/completions", `{"messages":[${"{},".repeat(60_000)}{}],"max_tokens":1}`],
+  ["/v1/completions", `{"prompt":[${"-1,".repeat(1_000_000)}-1]}`],
+  ["/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{${Array.from({ length: 600_000 }, (_, i) => `"${i}":1`).join(",")}}}`],
+];
 const attacks: Record<string, () => Promise<number>> = {
+  wide_bodies: async () => { let worst = 0; for (const [path, body] of wide) worst = Math.max(worst, (await post(path, body)).status); return worst; },
   ambiguous_grammar: async () => (await post("/v1/completions", { prompt: "x", max_tokens: 64, logit_bias: { [a]: 100 },
     grammar: 'root ::= e\ne ::= "a" e "b" | "a" e "c" | "d"' })).status,
   wide_schema: async () => (await post("/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 4,

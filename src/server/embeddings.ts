@@ -9,6 +9,7 @@ import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { templateMessages } from "./chat.ts";
 import { promptsOf } from "./completions.ts";
+import { list } from "./bounded.ts";
 import { Ids, MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
 import { priorityRefused, readRequest, type RouteOptions } from "./routes-common.ts";
 import type { Pooling } from "../engine/pooling.ts";
@@ -17,7 +18,7 @@ import type { Pooling } from "../engine/pooling.ts";
 export const MAX_INPUTS = 256;
 /** values one /embedding response may carry under pooling none (every token's row): 2^26 floats, ~1 GB of JSON */
 export const MAX_ROW_VALUES = 1 << 26;
-const Input = z.union([z.string(), z.array(z.string()).min(1).max(MAX_INPUTS), Ids, z.array(Ids).min(1).max(MAX_INPUTS)]);
+const Input = z.union([z.string(), list(z.string(), { min: 1, max: MAX_INPUTS }), Ids, list(Ids, { min: 1, max: MAX_INPUTS })]);
 const common = {
   model: nullish(z.string().max(256)),
   embd_normalize: nullish(z.int().min(-1).max(64)),  // llama-server's: −1 none, 0 max-abs (int16), 1 taxicab, 2 L2, p-norm

@@ -130,8 +130,12 @@ export class EngineClient {
   submit(req: GenRequest, on: (ev: ReqEvent) => void): Handle {
     const rid = this.nextRid++;
     this.totals.requests++;
-    if (this.state === "failed") {
-      queueMicrotask(() => on({ t: "error", rid, code: "INTERNAL", detail: this.error }));
+    // (token ids that cannot fit a slot are refused here, as the worker would, before they are copied to it: 1M ids
+    // took this thread ~80 ms to send)
+    const n = req.prompt.kind === "ids" && !req.truncate ? req.prompt.ids.length : 0, ctx = this.info?.ctx ?? Infinity;
+    if (this.state === "failed" || n >= ctx) {
+      const e: ReqEvent = n >= ctx ? { t: "error", rid, code: "CONTEXT_EXCEEDED", detail: `${n} ${ctx}` } : { t: "error", rid, code: "INTERNAL", detail: this.error };
+      queueMicrotask(() => on(e));
       return { rid, cancel: () => {}, stop: () => {}, hold: () => {} };
     }
     this.subs.set(rid, on);

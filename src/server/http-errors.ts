@@ -2,7 +2,7 @@
 // codes to HTTP statuses, and reading a JSON body under a size limit (413) without ever throwing
 // (malformed JSON → 400). No state.
 import type { ErrorCode } from "../engine/serving/protocol.ts";
-import { depthError } from "./json-depth.ts";
+import { jsonBoundsError } from "./json-bounds.ts";
 import { bodyDone, bodyHold, bodyRead } from "./conn-bounds.ts";
 import { noteBody } from "./affinity.ts";
 
@@ -97,8 +97,9 @@ async function readJsonHeld(req: Request, limit: number): Promise<{ ok: true; va
   }
   if (text.trim() === "") return { ok: false, error: apiError(400, "the request body is empty; expected a JSON object", null, "invalid_json") };
   try {
-    const value: unknown = JSON.parse(text), deep = depthError(value); // (nesting that would overflow a recursion later)
-    if (deep) return { ok: false, error: deep };
+    const shape = jsonBoundsError(text); // (nesting that would overflow a recursion later; values JSON.parse would take long over)
+    if (shape) return { ok: false, error: shape };
+    const value: unknown = JSON.parse(text);
     noteBody(req, value); // (the session key mirrored into X-Session-Id: affinity.ts)
     return { ok: true, value };
   } catch (e) {

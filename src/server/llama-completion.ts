@@ -8,27 +8,31 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, timings, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
-import { budgetFields, budgetOf, llamaSamplers, MAX_PROMPTS, nullish, oneBudget, penaltiesOf, samplersOf, StopString, stoppingOf } from "./schemas.ts";
+import { dict, jsonObject, list, isTokenId } from "./bounded.ts";
+import { budgetFields, budgetOf, llamaSamplers, MAX_IDS, MAX_PROMPTS, nullish, oneBudget, penaltiesOf, samplersOf, StopString, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 
 const Bias = z.union([
-  z.array(z.tuple([z.int().min(0), z.union([z.number().min(-100).max(100), z.literal(false)])])).max(1024),
-  z.record(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.union([z.number().min(-100).max(100), z.literal(false)])),
+  list(z.tuple([z.int().min(0), z.union([z.number().min(-100).max(100), z.literal(false)])]), { max: 1024 }),
+  dict(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.union([z.number().min(-100).max(100), z.literal(false)]), 1024),
 ]);
+
+/** one prompt as ids and texts mixed (llama-server's `[12, 34, "text", 56]`) */
+const Parts = list(z.union([z.int().min(0), z.string()]), { min: 1, max: MAX_IDS }, (x) => typeof x === "string" || isTokenId(x));
 
 /** the request as llama-server reads it, turned into the OpenAI completion fields the rest of the server takes */
 const LlamaCompletion = z.object({
   // a text, token ids, or ids and texts mixed (llama-server's `[12, 34, "text", 56]`); or several prompts, each one of
   // those: an array of texts and arrays (`["text", [12, 34, "text"]]`)
-  prompt: z.union([z.string(), z.array(z.union([z.int().min(0), z.string()])).min(1), z.array(z.union([z.string(), z.array(z.union([z.int().min(0), z.string()])).min(1)])).min(1).max(MAX_PROMPTS)]),
+  prompt: z.union([z.string(), Parts, list(z.union([z.string(), Parts]), { min: 1, max: MAX_PROMPTS })]),
   n_predict: nullish(z.int().min(-1)),
   temperature: nullish(z.number().min(0).max(2)),
   top_k: nullish(z.int().min(-1)), // (≤ 0: off, as llama.cpp reads it)
   top_p: nullish(z.number().gt(0).max(1)),
   min_p: nullish(z.number().min(0).max(1)),
   seed: nullish(z.int().min(-1).max(2 ** 53)),
-  stop: nullish(z.array(StopString).max(16)),
+  stop: nullish(list(StopString, { max: 16 })),
   stream: nullish(z.boolean()),
   id_slot: nullish(z.int().min(-1)),
   cache_prompt: nullish(z.boolean()),
@@ -38,7 +42,7 @@ const LlamaCompletion = z.object({
   frequency_penalty: nullish(z.number().min(-2).max(2)),
   logit_bias: nullish(Bias),
   grammar: nullish(z.string().min(1, "must not be empty")),
-  json_schema: nullish(z.record(z.string(), z.unknown())),
+  json_schema: nullish(jsonObject),
   n_probs: nullish(z.int().min(0).max(20)),
   ...llamaSamplers,
   ...budgetFields,

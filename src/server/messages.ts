@@ -7,7 +7,8 @@ import type { EngineClient } from "./engine-client.ts";
 import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { fromWorker, type ApiError } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, ReqEvent } from "../engine/serving/protocol.ts";
-import { grammarAs, nullish, StopString, templateOf, type ChatRequest } from "./schemas.ts";
+import { jsonObject, list } from "./bounded.ts";
+import { grammarAs, MAX_MESSAGES, nullish, StopString, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
@@ -16,31 +17,31 @@ import { ReplySplit } from "./reply.ts";
 const TextBlock = z.object({ type: z.literal("text"), text: z.string() });
 const Block = z.union([
   TextBlock,
-  z.object({ type: z.literal("tool_use"), id: z.string().max(256), name: z.string().max(256), input: z.record(z.string(), z.unknown()) }),
-  z.object({ type: z.literal("tool_result"), tool_use_id: z.string().max(256), content: nullish(z.union([z.string(), z.array(TextBlock)])), is_error: nullish(z.boolean()) }),
+  z.object({ type: z.literal("tool_use"), id: z.string().max(256), name: z.string().max(256), input: jsonObject }),
+  z.object({ type: z.literal("tool_result"), tool_use_id: z.string().max(256), content: nullish(z.union([z.string(), list(TextBlock, { max: MAX_MESSAGES })])), is_error: nullish(z.boolean()) }),
   z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) }), // sent back from earlier turns: the turn's reasoning_content
 ], { message: "content blocks are text, tool_use, tool_result or thinking" });
-const Content = z.union([z.string(), z.array(Block).min(1)]);
+const Content = z.union([z.string(), list(Block, { min: 1, max: MAX_MESSAGES })]);
 const AnthropicTool = z.object({
   type: nullish(z.literal("custom", { message: "only custom (client) tools are supported" })),
   name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
-  description: nullish(z.string()), input_schema: z.record(z.string(), z.unknown()),
+  description: nullish(z.string()), input_schema: jsonObject,
 });
 const OutputFormat = z.object({ type: z.literal("json_schema", { message: "only json_schema output formats are supported" }),
-  schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]) });
+  schema: z.union([jsonObject, z.boolean()]) });
 export const MessagesRequest = z.object({
   model: nullish(z.string().max(256)),
   max_tokens: z.int().min(1, "must be ≥ 1"),
-  messages: z.array(z.object({ role: z.enum(["user", "assistant"]), content: Content })).min(1),
-  system: nullish(z.union([z.string(), z.array(TextBlock)])),
-  stop_sequences: nullish(z.array(StopString).max(16)),
+  messages: list(z.object({ role: z.enum(["user", "assistant"]), content: Content }), { min: 1, max: MAX_MESSAGES }),
+  system: nullish(z.union([z.string(), list(TextBlock, { max: MAX_MESSAGES })])),
+  stop_sequences: nullish(list(StopString, { max: 16 })),
   temperature: nullish(z.number().min(0).max(2)),
   top_p: nullish(z.number().gt(0).max(1)),
   top_k: nullish(z.int().min(0)),
   stream: nullish(z.boolean()),
-  metadata: nullish(z.record(z.string(), z.unknown())),
+  metadata: nullish(jsonObject),
   thinking: nullish(z.discriminatedUnion("type", [z.object({ type: z.literal("enabled"), budget_tokens: z.int().min(1) }), z.object({ type: z.literal("disabled") })])),
-  tools: nullish(z.array(AnthropicTool).max(128)),
+  tools: nullish(list(AnthropicTool, { max: 128 })),
   // structured outputs: output_config.format (and the beta's top-level output_format): a JSON schema the text follows
   output_config: nullish(z.looseObject({ format: nullish(OutputFormat) })),
   output_format: nullish(OutputFormat),

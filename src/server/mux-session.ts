@@ -9,6 +9,7 @@ import { acceptFrame, dataFrame, doneFrame, errorFrame, readyFrame } from "./mux
 import { parseIdList, type MuxEvent, type SubmitFrame } from "./mux-parse.ts";
 import type { GenRequest, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { contentText, MessagesSchema } from "./schemas.ts";
+import { jsonBoundsError } from "./json-bounds.ts";
 
 export class MuxSession {
   private live = new Map<string, Handle>();
@@ -166,6 +167,8 @@ function payloadPrompt(f: SubmitFrame): PromptSpec | string {
     return "not valid UTF-8";
   }
   if (f.chat) {
+    const shape = jsonBoundsError(text);
+    if (shape) return `chat=1 messages: ${shape.message}`;
     let v: unknown;
     try {
       v = JSON.parse(text);

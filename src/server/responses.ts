@@ -9,7 +9,8 @@ import { responseId, run, sseResponse, type Done } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
 import type { Turn } from "./responses-store.ts";
 import type { GenRequest, GrammarSpec } from "../engine/serving/protocol.ts";
-import { grammarAs, nullish, templateOf, type ChatRequest } from "./schemas.ts";
+import { jsonObject, list } from "./bounded.ts";
+import { grammarAs, MAX_MESSAGES, nullish, templateOf, type ChatRequest } from "./schemas.ts";
 import { templateMessages } from "./chat.ts";
 import { scansForCalls, type Tool, type ToolCall, type ToolChoice } from "./tools.ts";
 import { basicSampling, defaultsOf, readRequest, type Defaults, type RouteOptions } from "./routes-common.ts";
@@ -17,23 +18,23 @@ import { ReplySplit } from "./reply.ts";
 
 const Part = z.object({ type: z.enum(["input_text", "output_text"], { message: "only input_text / output_text parts are supported" }), text: z.string() });
 const Message = z.object({
-  type: nullish(z.literal("message")), role: z.enum(["user", "assistant", "system", "developer"]), content: z.union([z.string(), z.array(Part)]),
+  type: nullish(z.literal("message")), role: z.enum(["user", "assistant", "system", "developer"]), content: z.union([z.string(), list(Part, { max: MAX_MESSAGES })]),
 });
 const Call = z.object({ type: z.literal("function_call"), call_id: z.string().max(256), name: z.string().max(256), arguments: z.string() });
 const CallOutput = z.object({ type: z.literal("function_call_output"), call_id: z.string().max(256), output: z.string() });
 // reasoning items a client sends back: their text becomes the next assistant turn's reasoning_content (GLM's templates
 // show the current tool chain's reasoning; earlier turns' they drop)
 const Text = z.looseObject({ text: z.string() });
-const Reasoning = z.looseObject({ type: z.literal("reasoning"), content: nullish(z.array(Text)), summary: nullish(z.array(Text)) });
+const Reasoning = z.looseObject({ type: z.literal("reasoning"), content: nullish(list(Text, { max: MAX_MESSAGES })), summary: nullish(list(Text, { max: MAX_MESSAGES })) });
 const Item = z.union([Message, Call, CallOutput, Reasoning], { message: "items are messages, function_call, function_call_output or reasoning" });
 const FunctionTool = z.object({
   type: z.literal("function", { message: "only function tools are supported" }),
   name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
-  description: nullish(z.string()), parameters: nullish(z.record(z.string(), z.unknown())), strict: nullish(z.boolean()),
+  description: nullish(z.string()), parameters: nullish(jsonObject), strict: nullish(z.boolean()),
 });
 const ResponsesRequest = z.object({
   model: nullish(z.string().max(256)),
-  input: z.union([z.string(), z.array(Item).min(1, "input must not be empty")]),
+  input: z.union([z.string(), list(Item, { min: 1, minMessage: "input must not be empty", max: MAX_MESSAGES })]),
   instructions: nullish(z.string()),
   max_output_tokens: nullish(z.int().min(1, "must be ≥ 1")),
   temperature: nullish(z.number().min(0).max(2)),
@@ -45,13 +46,13 @@ const ResponsesRequest = z.object({
     z.looseObject({ type: z.literal("text") }),
     z.looseObject({ type: z.literal("json_object") }),
     z.looseObject({ type: z.literal("json_schema"), name: z.string().min(1, "must not be empty").max(64), description: nullish(z.string()),
-      schema: z.union([z.record(z.string(), z.unknown()), z.boolean()]), strict: nullish(z.boolean()) }),
+      schema: z.union([jsonObject, z.boolean()]), strict: nullish(z.boolean()) }),
   ], { message: "type must be text, json_object or json_schema" })) })),
-  tools: nullish(z.array(FunctionTool).max(128)),
+  tools: nullish(list(FunctionTool, { max: 128 })),
   tool_choice: nullish(z.union([z.enum(["none", "auto", "required"]), z.object({ type: z.literal("function"), name: z.string() })],
     { message: 'must be "none", "auto", "required" or {type: "function", name}' })),
   parallel_tool_calls: nullish(z.boolean()),
-  store: nullish(z.boolean()), metadata: nullish(z.record(z.string(), z.unknown())), user: nullish(z.string()),
+  store: nullish(z.boolean()), metadata: nullish(jsonObject), user: nullish(z.string()),
   previous_response_id: nullish(z.string().max(256)),
 });
 type ResponsesRequest = z.infer<typeof ResponsesRequest>;

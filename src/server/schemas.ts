@@ -8,9 +8,15 @@ import { MAX_GBNF_CHARS } from "../engine/grammar/limits.ts";
 import { apiError, type ApiError } from "./http-errors.ts";
 import type { GrammarSpec } from "../engine/serving/protocol.ts";
 import { DRY_BREAKERS, penaltiesOff, type PenaltyParams } from "../engine/penalties.ts";
+import { dict, jsonObject, list, tokenIds } from "./bounded.ts";
 import { forcedSchema, ToolCallSchema, ToolChoiceSchema, ToolSchema, type Tool, type ToolChoice } from "./tools.ts";
 
 export const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
+/** messages of a chat (and content parts of a message): more than any chat template renders within its budget of 2^18
+ *  steps (model/template-budget.ts), and each list is counted before its items are parsed (bounded.ts) */
+export const MAX_MESSAGES = 1 << 16;
+/** token ids of one prompt or one /detokenize call */
+export const MAX_IDS = 1 << 20;
 /** one stop string: not empty, at most MAX_STOP characters (the held-back text and the matcher's tables are bounded by it) */
 export const MAX_STOP = 4096;
 export const StopString = z.string().min(1, "stop strings must not be empty").max(MAX_STOP, `stop strings are at most ${MAX_STOP} characters`);
@@ -28,7 +34,7 @@ export const llamaSamplers = {
   dry_base: nullish(z.number().min(1).max(10)),
   dry_allowed_length: nullish(z.int().min(0).max(1 << 20)),
   dry_penalty_last_n: nullish(z.int().min(-1)),
-  dry_sequence_breakers: nullish(z.array(z.string().min(1).max(64)).max(32)),
+  dry_sequence_breakers: nullish(list(z.string().min(1).max(64), { max: 32 })),
   repeat_last_n: nullish(z.int().min(-1)), // llama.cpp's penalty window (given on an OpenAI route: its rules there too)
   top_n_sigma: nullish(z.number().max(1000)), // ≤ 0: off (llama-server's default −1)
   dynatemp_range: nullish(z.number().min(0).max(10)),
@@ -71,7 +77,7 @@ const sampling = {
   min_p: nullish(z.number().min(0).max(1)),
   top_k: nullish(z.int().min(-1)), // -1 or 0: off (vLLM's and llama.cpp's spellings of "all tokens")
   seed: nullish(z.int().min(-(2 ** 53)).max(2 ** 53)),
-  stop: nullish(z.union([StopString, z.array(StopString).max(16)])),
+  stop: nullish(z.union([StopString, list(StopString, { max: 16 })])),
   stream: nullish(z.boolean()),
   stream_options: nullish(z.object({ include_usage: nullish(z.boolean()), continuous_usage_stats: nullish(z.boolean()) })), // (the latter vLLM's)
   n: nullish(z.int().min(1).max(16)),
@@ -79,19 +85,18 @@ const sampling = {
   frequency_penalty: nullish(z.number().min(-2).max(2)),
   repetition_penalty: nullish(z.number().gt(0).max(10)), // vLLM / HF
   repeat_penalty: nullish(z.number().gt(0).max(10)),     // llama-server's name for the same
-  logit_bias: nullish(z.record(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.number().min(-100).max(100))
-    .refine((r) => Object.keys(r).length <= 1024, { message: "at most 1024 entries" })),
+  logit_bias: nullish(dict(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.number().min(-100).max(100), 1024, "at most 1024 entries")),
   user: nullish(z.string()),
   slot: nullish(z.int().min(0)), // extension: pin the request to a KV slot
   response_format: nullish(z.discriminatedUnion("type", [
     z.looseObject({ type: z.literal("text") }),
-    z.looseObject({ type: z.literal("json_object"), schema: nullish(z.union([z.record(z.string(), z.unknown()), z.boolean()])) }), // (schema: llama-server's)
+    z.looseObject({ type: z.literal("json_object"), schema: nullish(z.union([jsonObject, z.boolean()])) }), // (schema: llama-server's)
     z.looseObject({
       type: z.literal("json_schema"),
       json_schema: z.looseObject({
         name: z.string().min(1, "must not be empty").max(64),
         description: nullish(z.string()),
-        schema: nullish(z.union([z.record(z.string(), z.unknown()), z.boolean()])),
+        schema: nullish(z.union([jsonObject, z.boolean()])),
         strict: nullish(z.boolean()),
       }),
     }),
@@ -102,12 +107,12 @@ const sampling = {
   // vLLM's (ignore_eos also llama-server's): the model's end ids do not stop; more ids that stop; end and stop ids
   // banned until min_tokens tokens are out
   ignore_eos: nullish(z.boolean()),
-  stop_token_ids: nullish(z.array(z.int().min(0)).max(64)),
+  stop_token_ids: nullish(tokenIds({ max: 64 })),
   min_tokens: nullish(z.int().min(0)),
   // vLLM's: sample only these ids; keep a matched stop string in the text; special tokens in the text; only the
   // prompt's last N tokens
-  allowed_token_ids: nullish(z.array(z.int().min(0)).min(1).max(1 << 16)),
-  bad_words: nullish(z.array(z.string().min(1).max(256)).max(256)), // vLLM's
+  allowed_token_ids: nullish(tokenIds({ min: 1, max: 1 << 16 })),
+  bad_words: nullish(list(z.string().min(1).max(256), { max: 256 })), // vLLM's
   include_stop_str_in_output: nullish(z.boolean()),
   skip_special_tokens: nullish(z.boolean()),
   truncate_prompt_tokens: nullish(z.int().min(1)),
@@ -117,14 +122,14 @@ const sampling = {
   use_beam_search: nullish(z.literal(false, { message: "beam search is not supported" })), // vLLM's (not silently sampled instead)
   // vLLM's guided decoding (and its newer structured_outputs spelling): a JSON schema, a list of choices, a grammar,
   // a regular expression (the whole output matches it)
-  guided_json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
-  json_schema: nullish(z.record(z.string(), z.unknown())), // llama-server's: a JSON schema the output follows
-  guided_choice: nullish(z.array(z.string()).min(1).max(256)),
+  guided_json: nullish(z.union([jsonObject, z.string()])),
+  json_schema: nullish(jsonObject), // llama-server's: a JSON schema the output follows
+  guided_choice: nullish(list(z.string(), { min: 1, max: 256 })),
   guided_grammar: nullish(z.string().min(1, "must not be empty")),
   guided_regex: nullish(z.string().min(1, "must not be empty").max(1 << 14)),
   structured_outputs: nullish(z.object({
-    json: nullish(z.union([z.record(z.string(), z.unknown()), z.string()])),
-    choice: nullish(z.array(z.string()).min(1).max(256)),
+    json: nullish(z.union([jsonObject, z.string()])),
+    choice: nullish(list(z.string(), { min: 1, max: 256 })),
     grammar: nullish(z.string().min(1, "must not be empty")),
     regex: nullish(z.string().min(1, "must not be empty").max(1 << 14)),
   })),
@@ -133,15 +138,15 @@ const sampling = {
 const Part = z.object({ type: z.literal("text", { message: "only text content parts are supported" }), text: z.string() });
 export const ChatMessageSchema = z.object({
   role: z.enum(["system", "developer", "user", "assistant", "tool"]),
-  content: nullish(z.union([z.string(), z.array(Part)])),
-  tool_calls: nullish(z.array(ToolCallSchema).max(128)), // assistant: calls it made
+  content: nullish(z.union([z.string(), list(Part, { max: MAX_MESSAGES })])),
+  tool_calls: nullish(list(ToolCallSchema, { max: 128 })), // assistant: calls it made
   tool_call_id: nullish(z.string().max(256)),            // tool: the call this result answers
   name: nullish(z.string().max(256)),
   // assistant: its reasoning (llama-server's / DeepSeek's name, and vLLM's newer one), for templates that show it
   // (GLM's: the reasoning of the turns since the last user message, interleaved with their tool calls)
   reasoning_content: nullish(z.string()), reasoning: nullish(z.string()),
 });
-export const MessagesSchema = z.array(ChatMessageSchema).min(1, "messages must not be empty");
+export const MessagesSchema = list(ChatMessageSchema, { min: 1, minMessage: "messages must not be empty", max: MAX_MESSAGES });
 
 /** chat_template_kwargs: template variables (vLLM passes them all to the template); enable_thinking also splits the
  *  reply into reasoning_content and content */
@@ -163,7 +168,7 @@ export const ChatRequest = z.object({
   // OpenAI's: passed to the template (as vLLM does) and, unless chat_template_kwargs name enable_thinking, thinking
   // on for low / medium / high, off for none / minimal (as the Responses route reads reasoning.effort)
   reasoning_effort: nullish(z.enum(["none", "minimal", "low", "medium", "high"])),
-  tools: nullish(z.array(ToolSchema).max(128)),
+  tools: nullish(list(ToolSchema, { max: 128 })),
   tool_choice: nullish(ToolChoiceSchema),
   parallel_tool_calls: nullish(z.boolean()),
   functions: nullish(unsupported("functions (use tools)")),
@@ -179,13 +184,13 @@ export const ChatRequest = z.object({
   .refine((b) => b.prompt_logprobs == null || !b.stream, { message: "prompt_logprobs is not supported with stream", path: ["prompt_logprobs"] });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
-export const Ids = z.array(z.int().min(0)).min(1); // a prompt as token ids
+export const Ids = tokenIds({ min: 1, max: MAX_IDS }); // a prompt as token ids
 /** prompts of one /v1/completions request (a batch: each its own `n` choices), and choices in all */
 export const MAX_PROMPTS = 64, MAX_CHOICES = 128;
 export const CompletionRequest = z.object({
   ...sampling,
   max_tokens: nullish(z.int().min(0, "must be ≥ 0")), // 0: with echo, the prompt's logprobs alone (scoring)
-  prompt: z.union([z.string(), z.array(z.string()).min(1).max(MAX_PROMPTS), Ids, z.array(Ids).min(1).max(MAX_PROMPTS)]),
+  prompt: z.union([z.string(), list(z.string(), { min: 1, max: MAX_PROMPTS }), Ids, list(Ids, { min: 1, max: MAX_PROMPTS })]),
   logprobs: nullish(z.int().min(0).max(20)),
   echo: nullish(z.boolean()),
   prompt_logprobs: nullish(z.int().min(0).max(20)), // vLLM's: each prompt token's logprob, rank and alternatives
@@ -207,18 +212,20 @@ export function zodError(e: z.ZodError): ApiError {
 }
 
 /** A union's issue as the first issue of the alternative that came closest — of those that took the value's type
- *  (their first issue is not a wrong type at the value itself), the one with the fewest issues, then the deepest
- *  (a list of content parts holding an image part: "messages.0.content.0.type: only text content parts are
- *  supported", not "Invalid input"); when none took the type, what each expected. A union with a message of its
- *  own keeps it. */
+ *  (their first issue is not a wrong type at the value itself), one whose items all took theirs (its first issue is
+ *  not a wrong type: token ids [1, -2] are "1: too small", not "0: expected string"), then the one with the fewest
+ *  issues, then the deepest (a list of content parts holding an image part: "messages.0.content.0.type: only text
+ *  content parts are supported", not "Invalid input"); when none took the type, what each expected. A union with a
+ *  message of its own keeps it. */
 function deepest(i: z.core.$ZodIssue): { path: PropertyKey[]; message: string } {
   if (i.code !== "invalid_union" || !i.errors.length || i.message !== "Invalid input") return i; // (a union's own message says it)
-  let best: { path: PropertyKey[]; message: string; n: number } | null = null;
+  let best: { path: PropertyKey[]; message: string; n: number; typed: boolean } | null = null;
   for (const branch of i.errors) {
     const f = branch[0];
     if (!f || (f.code === "invalid_type" && f.path.length === 0)) continue;
-    const b = deepest(f);
-    if (!best || branch.length < best.n || (branch.length === best.n && b.path.length > best.path.length)) best = { ...b, n: branch.length };
+    const b = deepest(f), typed = f.code !== "invalid_type";
+    if (!best || typed > best.typed || (typed === best.typed && (branch.length < best.n || (branch.length === best.n && b.path.length > best.path.length))))
+      best = { ...b, n: branch.length, typed };
   }
   if (best) return { path: [...i.path, ...best.path], message: best.message };
   const each = [...new Set(i.errors.map((b) => b[0]?.message.replace(/^Invalid input: /, "")).filter(Boolean))];

@@ -8,7 +8,8 @@ import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
 import { apiError, errorResponse } from "./http-errors.ts";
 import type { PromptSpec } from "../engine/serving/protocol.ts";
-import { MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
+import { list, tokenIds } from "./bounded.ts";
+import { MAX_IDS, MessagesSchema, nullish, TemplateKwargs, templateOf } from "./schemas.ts";
 import { readRequest, type RouteOptions } from "./routes-common.ts";
 import { templateMessages } from "./chat.ts";
 import { ToolSchema } from "./tools.ts";
@@ -24,11 +25,11 @@ const TokenizeRequest = z.object({
   return_token_strs: nullish(z.boolean()),   // vLLM: token_strs, the vocabulary's strings
 }).refine((b) => [b.content, b.prompt, b.messages].filter((x) => x != null).length === 1,
   { message: "give exactly one of content, prompt or messages", path: ["content"] });
-const DetokenizeRequest = z.object({ model: nullish(z.string().max(256)), tokens: z.array(z.int().min(0)).max(1 << 20) });
+const DetokenizeRequest = z.object({ model: nullish(z.string().max(256)), tokens: tokenIds({ max: MAX_IDS }) });
 const TemplateRequest = z.object({
   model: nullish(z.string().max(256)),
   messages: MessagesSchema,
-  tools: nullish(z.array(ToolSchema).max(128)), // (shown to the template as the chat route shows them)
+  tools: nullish(list(ToolSchema, { max: 128 })), // (shown to the template as the chat route shows them)
   add_generation_prompt: nullish(z.boolean()),
   chat_template_kwargs: TemplateKwargs,
 });

@@ -5,6 +5,7 @@
 // the token limit is an incomplete call (finish_reason "length"), never content.
 // State: ToolCallStream holds one response's held-back text and whether a call is open.
 import { z } from "zod";
+import { jsonObject } from "./bounded.ts";
 
 const nullish = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
@@ -13,7 +14,7 @@ export const ToolSchema = z.object({
   function: z.object({
     name: z.string().regex(/^[a-zA-Z0-9_.-]{1,64}$/, "must be 1-64 letters, digits, _ . -"),
     description: nullish(z.string()),
-    parameters: nullish(z.record(z.string(), z.unknown())),
+    parameters: nullish(jsonObject),
     strict: nullish(z.boolean()),
   }),
 });
