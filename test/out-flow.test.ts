@@ -1,9 +1,10 @@
 // The flow of a streamed response (src/server/out-flow.ts) on its own: its requests are held once more than HOLD_BYTES
 // wait for the client and let go once the connection takes them; a client that takes nothing for the stall time is
 // dropped (its requests abandoned, the stream errored); one that reads slowly but steadily gets every byte; a closed
-// flow ends once its waiting bytes are taken.
+// flow ends once its waiting bytes are taken. A JSON reply written in pieces (jsonPieces) through it.
 import { expect, test } from "bun:test";
 import { HOLD_BYTES, OutFlow } from "../src/server/out-flow.ts";
+import { jsonPieces } from "../src/server/gen-stream.ts";
 
 function owner() {
   const o = { holds: [] as boolean[], abandoned: 0, hold: (on: boolean) => void o.holds.push(on), abandon: () => void o.abandoned++ };
@@ -88,4 +89,24 @@ test("the client going away abandons the requests", async () => {
   await f.stream.cancel();
   expect(o.abandoned).toBe(1);
   expect(f.closed).toBe(true);
+});
+
+test("a JSON reply in pieces: none made while the client leaves HOLD_BYTES unread; the thread gets turns; the text whole", async () => {
+  let made = 0, turns = 0;
+  const piece = 64 * 1024;
+  function* pieces() {
+    yield "[";
+    for (let i = 0; i < 40; i++) { made++; yield (i ? "," : "") + JSON.stringify("x".repeat(piece - 4)); }
+    yield "]";
+  }
+  const res = jsonPieces(new Request("http://localhost/"), pieces());
+  await Bun.sleep(300); // nobody reading
+  expect(made).toBe(HOLD_BYTES / piece + 1); // (the piece that went past HOLD_BYTES)
+  const tick = setInterval(() => turns++, 0);
+  const text = await res.text();
+  clearInterval(tick);
+  expect(res.headers.get("content-type")).toBe("application/json;charset=utf-8");
+  expect((JSON.parse(text) as string[]).map((x) => x.length)).toEqual(Array(40).fill(piece - 4));
+  expect(made).toBe(40);
+  expect(turns).toBeGreaterThan(3); // (a timer's turns between the pieces)
 });

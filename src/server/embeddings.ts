@@ -4,7 +4,7 @@
 // No state.
 import { z } from "zod";
 import type { EngineClient } from "./engine-client.ts";
-import { run } from "./gen-stream.ts";
+import { jsonPieces, run } from "./gen-stream.ts";
 import { apiError, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
 import { templateMessages } from "./chat.ts";
@@ -114,6 +114,23 @@ export async function llamaEmbedding(req: Request, engine: EngineClient, o: Rout
   const field = b.content != null ? "content" : "input", x = (b.content ?? b.input)!, D = engine.info!.hidden;
   const e = await embedAll(req, engine, o, promptsOf(x), b.embd_normalize ?? 2, b, field, isMany(x), o.http.maxRowValues ?? MAX_ROW_VALUES);
   if (!e.ok) return e.res;
-  const rows = (v: Float32Array) => Array.from({ length: v.length / D }, (_, t) => Array.from(v.subarray(t * D, (t + 1) * D)));
-  return Response.json(e.out.map((y, index) => ({ index, embedding: rows(y.v) })));
+  return jsonPieces(req, rowsJson(e.out, D));
+}
+
+/** `[{index, embedding: [[…], …]}, …]` as JSON, about ROWS_TEXT characters a piece: under pooling none up to
+ *  MAX_ROW_VALUES values, ~1.3 GB of text, which was one string built on the HTTP thread (and every row a JS array
+ *  first) */
+const ROWS_TEXT = 1 << 16;
+function* rowsJson(out: { v: Float32Array }[], D: number): Generator<string> {
+  const step = Math.max(1, Math.floor(ROWS_TEXT / (20 * D))); // rows a piece (a value prints in ≤ ~20 characters)
+  yield "[";
+  for (const [index, { v }] of out.entries()) {
+    yield `${index ? "," : ""}{"index":${index},"embedding":[`;
+    for (let t = 0; t * D < v.length; t += step) {
+      const rows = Array.from({ length: Math.min(step, v.length / D - t) }, (_, k) => Array.from(v.subarray((t + k) * D, (t + k + 1) * D)));
+      yield (t ? "," : "") + JSON.stringify(rows).slice(1, -1);
+    }
+    yield "]}";
+  }
+  yield "]";
 }

@@ -75,6 +75,23 @@ export function sseResponse(req: Request, produce: (send: (obj: unknown) => void
   });
 }
 
+/** A 200 JSON response written piece by piece (`pieces` yields its text): the HTTP thread takes a turn between pieces
+ *  and stops while the client has more than HOLD_BYTES unread (out-flow.ts), so a large reply costs neither one long
+ *  block of this thread nor its whole text in memory. */
+export function jsonPieces(req: Request, pieces: Iterator<string>): Response {
+  let held = false, gone = false, resume: (() => void) | null = null;
+  const flow = new OutFlow({ hold: (on) => { held = on; if (!on) resume?.(); }, abandon: () => { gone = true; resume?.(); } }, stallMs(req));
+  void (async () => {
+    for (let p = pieces.next(); !p.done && !gone; p = pieces.next()) {
+      flow.write(enc.encode(p.value));
+      while (held && !gone) await new Promise<void>((r) => (resume = r));
+      await new Promise((r) => setImmediate(r));
+    }
+    flow.close();
+  })();
+  return new Response(flow.stream, { headers: { "content-type": "application/json;charset=utf-8" } });
+}
+
 let counter = 0;
 export function responseId(prefix: string): string {
   counter = (counter + 1) % 1e9;
