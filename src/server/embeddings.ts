@@ -97,12 +97,14 @@ export async function embeddings(req: Request, engine: EngineClient, o: RouteOpt
   const norm = b.embd_normalize ?? (b.normalize === false ? -1 : 2);
   const e = await embedAll(req, engine, o, inputs, norm, b, b.input != null ? "input" : "messages", b.input != null && isMany(b.input));
   if (!e.ok) return e.res;
-  const tokens = e.out.reduce((a, x) => a + x.tokens, 0);
-  return Response.json({
-    object: "list", model: engine.info!.model,
-    data: e.out.map((x, index) => ({ object: "embedding", index, embedding: b.encoding_format === "base64" ? base64Of(x.v) : Array.from(x.v) })),
-    usage: { prompt_tokens: tokens, total_tokens: tokens },
-  });
+  const tokens = e.out.reduce((a, x) => a + x.tokens, 0), usage = { prompt_tokens: tokens, total_tokens: tokens };
+  // (in pieces, a vector each: 256 inputs at GLM-5's width are 1.6M values)
+  return jsonPieces(req, (function* () {
+    yield `{"object":"list","model":${JSON.stringify(engine.info!.model)},"data":[`;
+    for (const [index, x] of e.out.entries())
+      yield (index ? "," : "") + JSON.stringify({ object: "embedding", index, embedding: b.encoding_format === "base64" ? base64Of(x.v) : Array.from(x.v) });
+    yield `],"usage":${JSON.stringify(usage)}}`;
+  })());
 }
 
 /** llama-server's POST /embedding: [{index, embedding: [[…]]}] — the pooled vector, or every token's (pooling none). */
