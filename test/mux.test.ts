@@ -133,6 +133,17 @@ describe.skipIf(!hasTiny)("mux over HTTP", () => {
     expect(c.ended).toBe(true);
   });
 
+  test("a flood of SUBMITs past what the server takes is refused in the stream, not each on the engine's thread", async () => {
+    await idle();
+    const total = async () => Number(/^hummingbird_requests_total (\d+)/m.exec(await (await fetch(`${s.url}/metrics`)).text())![1]);
+    const before = await total(), n = 5000;
+    const f = await muxOnce(s.url, Array.from({ length: n }, (_, i) => submit(1000 + i, "hi", 1)).join(""));
+    const ends = f.filter((x) => x.words[0] === "DONE" || x.words[0] === "ERROR");
+    expect(new Set(ends.map((x) => x.words[1])).size).toBe(n); // every id answered once
+    expect(ends.filter((x) => x.words[2] === "OVERLOADED").length).toBeGreaterThan(n / 2);
+    expect(await total() - before).toBeLessThan(n / 4); // (every one went to the engine before: 200k took its thread 7.9 s)
+  });
+
   test("a client disconnect cancels its ids and frees the slot within a step", async () => {
     await idle();
     const c = new MuxClient(s.url);

@@ -11,6 +11,9 @@ import type { GenRequest, PromptSpec, ReqEvent } from "../engine/serving/protoco
 import { contentText, MessagesSchema } from "./schemas.ts";
 import { jsonBoundsError } from "./json-bounds.ts";
 
+/** live ids of one stream past the server's slots and queue, for those whose refusal or end is on its way back */
+export const MUX_IN_FLIGHT = 64;
+
 export class MuxSession {
   private live = new Map<string, Handle>();
   private early: MuxEvent[] | null = [];   // null once READY was written
@@ -108,7 +111,12 @@ export class MuxSession {
 
   private submit(f: SubmitFrame): void {
     if (this.live.has(f.id)) return this.write(errorFrame(f.id, "DUPLICATE_ID"));
-    const slots = this.engine.info!.slots;
+    const { slots, queue } = this.engine.info!;
+    // (more live ids than the server runs and queues at once, and MUX_IN_FLIGHT more whose answers may be on the way:
+    // the engine would refuse it too, after a trip to its thread; 200k tiny SUBMITs in one body held a decoding
+    // stream 3.3 s)
+    if (this.live.size >= slots + queue + MUX_IN_FLIGHT)
+      return this.write(errorFrame(f.id, "OVERLOADED", `this stream has ${this.live.size} requests live, past what the server takes at once (${slots} slots, ${queue} queued)`));
     if (f.slot !== "auto" && f.slot >= slots) return this.write(errorFrame(f.id, "BAD_REQUEST", `slot ${f.slot} is outside [0, ${slots})`));
     if (f.payload.length === 0) return this.write(errorFrame(f.id, "EMPTY_PROMPT"));
     const prompt = payloadPrompt(f);

@@ -63,7 +63,7 @@ export type ErrorCode = "BAD_REQUEST" | "SLOT_BUSY" | "EMPTY_PROMPT" | "CONTEXT_
   | "INTERNAL"; // (MAX_TOKENS_EXCEEDED: `<prompt tokens> <ctx> <max_tokens> <field>`, only for requests with max_tokens_field)
 export type FinishReason = "stop" | "length" | "stopped";
 
-export interface ReadyInfo { model: string; dir: string; slots: number; ctx: number; vocab: number; hidden: number; threads: number; chatTemplate: string | null;
+export interface ReadyInfo { model: string; dir: string; slots: number; queue: number; ctx: number; vocab: number; hidden: number; threads: number; chatTemplate: string | null;
   sampling: SamplingDefaults; // (the model's generation_config.json)
   quality: QualityPolicy | null } // the opt-in router policies it runs with (null: the model as trained)
 

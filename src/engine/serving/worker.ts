@@ -101,7 +101,7 @@ async function init({ engine: e, scheduler: sc, defaults: d }: WorkerConfig): Pr
     // before `ready` (/health 503 "loading" meanwhile): the experts the cache will hold, so the first requests read none
     const fits = store.plan?.fits ?? false;
     warmExperts(store, { warm: e.warmup ?? fits, why: e.warmup === false ? "--no-warmup" : "the cache does not fit the RAM budget", log });
-    post({ t: "ready", info: { model: e.alias ?? (basename(e.dir.replace(/\/+$/, "")) || "model"), dir: e.dir, slots: sc.slots, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling, quality } });
+    post({ t: "ready", info: { model: e.alias ?? (basename(e.dir.replace(/\/+$/, "")) || "model"), dir: e.dir, slots: sc.slots, queue, ctx, vocab: m.cfg.vocab_size, hidden: m.cfg.hidden_size, threads, chatTemplate: codec.templateText, sampling: m.cfg.sampling, quality } });
     postStats(true);
   } catch (e) {
     post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
