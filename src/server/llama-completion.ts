@@ -8,14 +8,14 @@ import type { EngineClient } from "./engine-client.ts";
 import { collectChoices, literalText, sseResponse, streamChoices, timings, type ChoiceView, type Done, type Tok } from "./gen-stream.ts";
 import { errorJson, errorResponse, fromWorker } from "./http-errors.ts";
 import type { GenRequest, GrammarSpec, PromptSpec, ReqEvent } from "../engine/serving/protocol.ts";
-import { dict, jsonObject, list, isTokenId } from "./bounded.ts";
+import { dict, isTokenId, jsonObject, list } from "./bounded.ts";
 import { budgetFields, budgetOf, llamaSamplers, MAX_IDS, MAX_PROMPTS, nullish, oneBudget, penaltiesOf, samplersOf, StopString, stoppingOf } from "./schemas.ts";
 import { startGeneration, type RouteOptions } from "./routes-common.ts";
 import type { SamplingDefaults } from "../model/config.ts";
 
 const Bias = z.union([
   list(z.tuple([z.int().min(0), z.union([z.number().min(-100).max(100), z.literal(false)])]), { max: 1024 }),
-  dict(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.union([z.number().min(-100).max(100), z.literal(false)]), 1024),
+  dict(z.string().regex(/^\d{1,9}$/, "keys must be token ids"), z.union([z.number().min(-100).max(100), z.literal(false)]), 1024, "at most 1024 entries"),
 ]);
 
 /** one prompt as ids and texts mixed (llama-server's `[12, 34, "text", 56]`) */
