@@ -57,7 +57,13 @@ const wide = [
   ["/v1/completions", `{"prompt":[${"-1,".repeat(1_000_000)}-1]}`],
   ["/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{${Array.from({ length: 600_000 }, (_, i) => `"${i}":1`).join(",")}}}`],
 ];
+const floodFrames = Array.from({ length: 50_000 }, (_, i) => `SUBMIT ${i + 1} auto 2 1 0 1\nhi\n`).join("");
 const attacks: Record<string, () => Promise<number>> = {
+  mux_flood: async () => { // 50k tiny SUBMITs in one body: past slots + queue + 64 live ids the stream refuses them itself
+    const r = await post("/v1/mux", floodFrames, { "content-type": "application/octet-stream" }, 60000);
+    await r.arrayBuffer();
+    return r.status;
+  },
   wide_bodies: async () => { let worst = 0; for (const [path, body] of wide) worst = Math.max(worst, (await post(path, body)).status); return worst; },
   ambiguous_grammar: async () => (await post("/v1/completions", { prompt: "x", max_tokens: 64, logit_bias: { [a]: 100 },
     grammar: 'root ::= e\ne ::= "a" e "b" | "a" e "c" | "d"' })).status,

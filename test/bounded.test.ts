@@ -122,6 +122,11 @@ describe("the body's shape, judged on its text", () => {
     expect(jsonBoundsError(`[1,{"x":${obj(MAX_OBJECT_KEYS + 1)}}]`)?.message).toBe(`the body holds more than ${MAX_OBJECT_KEYS} keys in one object`);
   });
 
+  test("a key of megabytes is not echoed back in full", () => {
+    const key = "k".repeat(1 << 20);
+    expect(jsonBoundsError(`{"${key}":[[[]]]}`, 2)?.message).toBe(`${"k".repeat(64)}….0: nests deeper than 2 levels`);
+  });
+
   test("text that is not JSON ends the scan", () => {
     for (const t of ['{"a":"never closed', '"\\"', "]]]}}", '{"a":[[[', "[1,2,", '{"\\x":[]}'])
       expect(jsonBoundsError(t, 2)?.status ?? null).toBe(t === '{"a":[[[' ? 400 : null);

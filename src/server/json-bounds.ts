@@ -56,12 +56,14 @@ export function jsonBoundsError(text: string, max = MAX_BODY_DEPTH): ApiError | 
   return null;
 }
 
+/** a key as an error names it: at most 64 characters (a key of megabytes is not echoed back) */
+const cut = (k: string) => (k.length > 64 ? `${k.slice(0, 64)}…` : k);
 const tooMany = (what: string) => apiError(400, `the body holds more than ${what}`, null, "too_many_values");
 
 function tooDeep(text: string, depth: number, max: number, isArray: boolean[], index: number[], keyAt: number[], keyEnd: number[]): ApiError {
   const path: string[] = [];
   for (let l = 0; l < Math.min(depth, SHOWN); l++)
-    path.push(isArray[l] ? String(index[l]) : (JSON.parse(text.slice(keyAt[l], keyEnd[l])) as string));
+    path.push(isArray[l] ? String(index[l]) : cut(JSON.parse(text.slice(keyAt[l], keyEnd[l])) as string));
   const field = path.join(".") || "body";
   return apiError(400, `${field}${depth > SHOWN ? ".…" : ""}: nests deeper than ${max} levels`, field, "too_deep");
 }
