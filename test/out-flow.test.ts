@@ -109,4 +109,6 @@ test("a JSON reply in pieces: none made while the client leaves HOLD_BYTES unrea
   expect((JSON.parse(text) as string[]).map((x) => x.length)).toEqual(Array(40).fill(piece - 4));
   expect(made).toBe(40);
   expect(turns).toBeGreaterThan(3); // (a timer's turns between the pieces)
+  function* broken() { yield "[1"; throw new Error("a bug"); }
+  expect(await jsonPieces(new Request("http://localhost/"), broken()).text()).toBe("[1"); // (cut short, not hung)
 });

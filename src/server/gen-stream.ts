@@ -82,11 +82,13 @@ export function jsonPieces(req: Request, pieces: Iterator<string>): Response {
   let held = false, gone = false, resume: (() => void) | null = null;
   const flow = new OutFlow({ hold: (on) => { held = on; if (!on) resume?.(); }, abandon: () => { gone = true; resume?.(); } }, stallMs(req));
   void (async () => {
-    for (let p = pieces.next(); !p.done && !gone; p = pieces.next()) {
-      flow.write(enc.encode(p.value));
-      while (held && !gone) await new Promise<void>((r) => (resume = r));
-      await new Promise((r) => setImmediate(r));
-    }
+    try {
+      for (let p = pieces.next(); !p.done && !gone; p = pieces.next()) {
+        flow.write(enc.encode(p.value));
+        while (held && !gone) await new Promise<void>((r) => (resume = r));
+        await new Promise((r) => setImmediate(r));
+      }
+    } catch { /* the body ends here: the client sees JSON cut short, not a hang */ }
     flow.close();
   })();
   return new Response(flow.stream, { headers: { "content-type": "application/json;charset=utf-8" } });
