@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { compileGrammar, GrammarError, schemaToGbnf, TokenVocab } from "../src/engine/grammar/index.ts";
 import type { Server } from "../src/server/server.ts";
 import { hasTiny } from "./helpers/fixture.ts";
-import { post, startTiny } from "./server.helpers.ts";
+import { pollHealth, post, startTiny } from "./server.helpers.ts";
 
 const AMBIGUOUS = 'root ::= e\ne ::= "a" e "b" | "a" e "c" | "d"';
 const timed = <T>(f: () => T): [T | unknown, number] => {
@@ -88,21 +88,12 @@ describe.skipIf(!hasTiny)("serve: hostile grammars and bodies", () => {
     const props: Record<string, unknown> = {};
     for (let i = 0; i < 50_000; i++) props[`p${i}`] = { type: "integer" };
     const schema = { type: "object", properties: props, required: Object.keys(props) };
-    let worst = 0, stop = false;
-    const poll = (async () => {
-      while (!stop) {
-        const t = performance.now();
-        await fetch(`${s.url}/health`);
-        worst = Math.max(worst, performance.now() - t);
-        await Bun.sleep(5);
-      }
-    })();
+    const health = pollHealth(s.url);
     const refused = await Promise.all([0, 1].map(async () => {
       const r = await completion({ response_format: { type: "json_schema", json_schema: { name: "big", schema } } });
       return [r.status, ((await r.json()) as any).error.param];
     }));
-    stop = true;
-    await poll;
+    const worst = await health.stop();
     expect(refused).toEqual([[400, "response_format.json_schema.schema.properties"], [400, "response_format.json_schema.schema.properties"]]);
     expect(worst).toBeLessThan(400); // unbounded: /health blocked 17 s
   });

@@ -156,6 +156,20 @@ export function sseData(text: string): string[] {
   return text.split("\n\n").filter((b) => b.startsWith("data: ")).map((b) => b.slice(6));
 }
 
+/** GET /health every 5 ms until `stop` is called; stop() gives the slowest answer's milliseconds */
+export function pollHealth(url: string): { stop(): Promise<number> } {
+  let worst = 0, done = false;
+  const poll = (async () => {
+    while (!done) {
+      const t = performance.now();
+      await fetch(`${url}/health`);
+      worst = Math.max(worst, performance.now() - t);
+      await Bun.sleep(5);
+    }
+  })();
+  return { stop: async () => { done = true; await poll; return worst; } };
+}
+
 export async function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(url + path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers } });
 }
