@@ -144,6 +144,17 @@ describe.skipIf(!hasTiny)("mux over HTTP", () => {
     expect(await total() - before).toBeLessThan(n / 4); // (every one went to the engine before: 200k took its thread 7.9 s)
   });
 
+  test("a STOP or CANCEL repeated for one id is asked of the engine once", async () => {
+    await idle();
+    const e = s.engine as unknown as { send(m: { t: string }): void }, send = e.send.bind(e), asked: string[] = [];
+    e.send = (m) => { if (m.t === "stop" || m.t === "cancel") asked.push(m.t); send(m); };
+    try {
+      const f = await muxOnce(s.url, submit(900, "hello", LONG) + "STOP 900\n".repeat(1000) + "CANCEL 900\n".repeat(1000));
+      expect(f.some((x) => x.words[1] === "900" && (x.words[0] === "DONE" || x.words[0] === "ERROR"))).toBe(true);
+    } finally { e.send = send; }
+    expect(asked).toEqual(["stop", "cancel"]); // (before: one message a frame until the id's end came back)
+  });
+
   test("a client disconnect cancels its ids and frees the slot within a step", async () => {
     await idle();
     const c = new MuxClient(s.url);

@@ -141,10 +141,13 @@ export class EngineClient {
     this.subs.set(rid, on);
     this.started.set(rid, { t0: performance.now(), first: false });
     this.send({ t: "submit", rid, req });
+    // (each asked of the engine once: 500k STOP frames of one mux id sent it ~10k messages before its DONE came back)
+    const sent = { cancel: false, stop: false };
+    const once = (t: "cancel" | "stop") => { if (!sent[t] && this.subs.has(rid)) { sent[t] = true; this.send({ t, rid }); } };
     return {
       rid,
-      cancel: () => { if (this.subs.has(rid)) this.send({ t: "cancel", rid }); },
-      stop: () => { if (this.subs.has(rid)) this.send({ t: "stop", rid }); },
+      cancel: () => once("cancel"),
+      stop: () => once("stop"),
       hold: (on) => { if (this.subs.has(rid)) this.send({ t: "hold", rid, on }); },
     };
   }
