@@ -135,6 +135,7 @@ export class EngineClient {
     const n = req.prompt.kind === "ids" && !req.truncate ? req.prompt.ids.length : 0, ctx = this.info?.ctx ?? Infinity;
     if (this.state === "failed" || n >= ctx) {
       const e: ReqEvent = n >= ctx ? { t: "error", rid, code: "CONTEXT_EXCEEDED", detail: `${n} ${ctx}` } : { t: "error", rid, code: "INTERNAL", detail: this.error };
+      this.totals.failed++;
       queueMicrotask(() => on(e));
       return { rid, cancel: () => {}, stop: () => {}, hold: () => {} };
     }
