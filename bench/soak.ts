@@ -26,7 +26,8 @@ const srv = await spawnServe([...(values.model ? ["--model", values.model] : [])
 const url = srv.url, port = Number(new URL(url).port), end = Date.now() + seconds * 1000;
 const cpu = (await Bun.file("/proc/cpuinfo").text()).match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown CPU";
 
-const peakRss = async () => Number(/VmHWM:\s+(\d+)/.exec(await Bun.file(`/proc/${srv.p.pid}/status`).text())?.[1] ?? 0) / 1024;
+const status = async (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(await Bun.file(`/proc/${srv.p.pid}/status`).text())?.[1] ?? 0) / 1024;
+const peakRss = () => status("VmHWM");
 const json = { "content-type": "application/json" };
 const post = (path: string, body: unknown, headers: Record<string, string> = json, ms = 30000) =>
   fetch(url + path, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body), signal: AbortSignal.timeout(ms) });
@@ -150,17 +151,20 @@ async function hostileClient(): Promise<void> {
 }
 
 const t0 = Date.now();
+// the server's RSS after the first minute and once every client is done: what a long run keeps (a leak grows it)
+let rssWarm = 0;
+setTimeout(async () => { rssWarm = await status("VmRSS"); }, Math.min(60, seconds / 2) * 1000).unref();
 await Promise.all([...Array.from({ length: clients }, (_, k) => normalClient(k)), hostileClient()]);
 const health = await fetch(url + "/health", { signal: AbortSignal.timeout(5000) }).then((r) => r.status, () => 0);
 const after = await post("/v1/chat/completions", { messages: [{ role: "user", content: "still there?" }], max_tokens: 4 }).then((r) => r.status, () => 0);
 const intact = readFileSync(outside, "utf8") === "precious\n";
-const rss = await peakRss();
+const rss = await peakRss(), rssEnd = await status("VmRSS");
 srv.p.kill("SIGTERM");
 lat.sort((x, y) => x - y);
 const q = (p: number) => lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))].toFixed(0) : "-";
 const attacksSent = [...outcomes.values()].reduce((s, m) => s + [...m.values()].reduce((x, y) => x + y, 0), 0);
 console.log(`soak on ${cpu}: ${((Date.now() - t0) / 1000).toFixed(0)} s, ${clients} normal clients + 1 hostile`);
 console.log(`normal requests served ${lat.length}, failed ${normalFailed}${normalFailed ? ` (${[...failedHow].map(([k, v]) => `${k}×${v}`).join(" ")})` : ""}; latency p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
-console.log(`hostile requests ${attacksSent}; server peak RSS ${rss.toFixed(0)} MiB; after: /health ${health}, chat ${after}; file behind the planted link intact: ${intact}`);
+console.log(`hostile requests ${attacksSent}; server peak RSS ${rss.toFixed(0)} MiB, RSS ${rssWarm.toFixed(0)} MiB after ${Math.min(60, seconds / 2)} s and ${rssEnd.toFixed(0)} at the end; after: /health ${health}, chat ${after}; file behind the planted link intact: ${intact}`);
 for (const [name, m] of outcomes) console.log(`  ${name.padEnd(18)} ${[...m].map(([k, v]) => `${k}×${v}`).join(" ")}`);
 process.exit(health === 200 && after === 200 && intact ? 0 : 1);
