@@ -12,7 +12,7 @@ import { contentText, MessagesSchema } from "./schemas.ts";
 import { jsonBoundsError } from "./json-bounds.ts";
 
 /** live ids of one stream past the server's slots and queue, for those whose refusal or end is on its way back */
-export const MUX_IN_FLIGHT = 64;
+const MUX_IN_FLIGHT = 64;
 
 export class MuxSession {
   private live = new Map<string, Handle>();
