@@ -256,9 +256,10 @@ describe("Sampler", () => {
   test("mirostat v1 over its sorted candidates equals the definition over the whole sorted vocabulary", () => {
     const r = new Rng(5);
     for (const V of [150, 5000, 40000])
-      for (const shape of ["zipf", "flat", "peaked"]) {
+      for (const shape of ["zipf", "flat", "peaked", ...(V > 150 ? ["masked"] : [])]) { // (masked: a flat half, the rest banned)
         const l = Float32Array.from({ length: V }, (_, i) => shape === "zipf" ? -1.1 * Math.log(i + 1) + (r.next() - 0.5) * 0.2
-          : shape === "flat" ? (r.next() - 0.5) * 0.5 : (i % 97 === 0 ? 8 : 0) + (r.next() - 0.5) * 4);
+          : shape === "flat" ? (r.next() - 0.5) * 0.5 : shape === "masked" ? (i % 2 ? -Infinity : (r.next() - 0.5) * 0.5)
+          : (i % 97 === 0 ? 8 : 0) + (r.next() - 0.5) * 4);
         const q = new Sampler({ temperature: 1 }).dense(l); // the whole distribution, as mirostat reads it
         const ids = Int32Array.from({ length: V }, (_, i) => i).sort((a, b) => q[b] - q[a] || a - b);
         const want = mirostat({ ids, probs: Float64Array.from(ids, (i) => q[i]), n: V }, 1, 10, V), dense = new Float64Array(V);

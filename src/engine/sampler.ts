@@ -145,8 +145,8 @@ export class Sampler {
   /** mirostat's distribution at the current mu (samplers.ts): temperature, then its truncation of the sorted tokens */
   private mirostatDist(logits: Float32Array): Dist {
     const V = logits.length, p = this.weights(logits), v2 = this.params.mirostat === 2;
-    let total = 0;
-    for (let i = 0; i < V; i++) if (p[i] > 0) total += p[i];
+    let total = 0, nz = 0;
+    for (let i = 0; i < V; i++) if (p[i] > 0) { total += p[i]; nz++; }
     const dist = (ids: Int32Array) => { // (mirostat copies what it keeps out of this sampler's scratch)
       if (ids.length === 0) throw new Error(NO_TOKEN);
       const probs = new Float64Array(ids.length);
@@ -163,7 +163,8 @@ export class Sampler {
     while (tau > 0 && ids.length < 100) ids = this.sorted(V, (tau = lower(tau)));
     const d = dist(ids);
     if (tau === 0 || d.n < ids.length) return d;
-    const k = mirostatK(Float64Array.from(ids.subarray(0, 100), (i) => p[i] / total), this.mu, V); // (d.n: capped at the candidates)
+    const k = Math.min(nz, mirostatK(Float64Array.from(ids.subarray(0, 100), (i) => p[i] / total), this.mu, V)); // (d.n: capped at the candidates)
+    if (ids.length >= k) return d; // (the candidates hold the top k, all kept: a flat distribution's whole vocabulary was sorted twice)
     while (tau > 0 && this.count(V, tau) < k) tau = lower(tau);
     return dist(this.sorted(V, tau));
   }
