@@ -54,7 +54,9 @@ export async function tokenize(req: Request, engine: EngineClient, o: RouteOptio
 export async function detokenize(req: Request, engine: EngineClient, o: RouteOptions): Promise<Response> {
   const b = await body(req, o, DetokenizeRequest, engine);
   if (b instanceof Response) return b;
-  const r = await engine.call({ op: "detokenize", ids: b.tokens });
+  const V = engine.info!.vocab, bad = b.tokens.findIndex((t) => t >= V);
+  if (bad >= 0) return errorResponse(apiError(400, `tokens.${bad}: ${b.tokens[bad]} is outside [0, ${V})`, "tokens", "invalid_value"));
+  const r = await engine.call({ op: "detokenize", ids: Int32Array.from(b.tokens) });
   if (!r.ok) return errorResponse(apiError(400, r.detail, "tokens", "invalid_value"));
   const { text } = r.value as { text: string };
   return Response.json({ content: text, prompt: text });

@@ -102,7 +102,7 @@ export interface Stats {
 /** A question for the worker's tokenizer (POST /tokenize, /detokenize), answered by a `reply`. */
 export type Call =
   | { op: "tokenize"; prompt: PromptSpec; pieces: boolean; strs?: boolean; limit?: number } // limit: tokens at most (a longer text is refused by its length)
-  | { op: "detokenize"; ids: number[] }
+  | { op: "detokenize"; ids: Int32Array } // (each below the vocabulary: checked where they came in; packed, so 1M of them cross threads as one copy, not 1M values)
   | { op: "template"; prompt: Extract<PromptSpec, { kind: "chat" }>; generationPrompt: boolean }
   | { op: "slot"; action: "save" | "restore" | "erase"; id: number; filename: string | null };
 

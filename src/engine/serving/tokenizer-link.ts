@@ -121,7 +121,7 @@ export class TokenizerLink {
 
   /** a tokenize / detokenize / template call's reply (null: the helpers died first) */
   call(rid: number, call: Exclude<Call, { op: "slot" }>, done: (r: CallReply | null) => void): void {
-    const h = this.lane(JSON.stringify(call).length);
+    const h = this.lane(call.op === "detokenize" ? 8 * call.ids.length : JSON.stringify(call).length); // (JSON of a typed array: a key a value)
     if (h) h.call(rid, call, done);
     else done(null);
   }

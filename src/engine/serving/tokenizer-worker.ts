@@ -35,7 +35,7 @@ self.onmessage = (e: MessageEvent<ToTokenizer>) => {
     } catch (err) { post({ t: "failed", message: (err as Error).message }); }
   } else if (m.t === "prompt") post({ t: "prompt", rid: m.rid, p: promptIds(m.prompt, codec!, vocab, ctx, m.truncate) });
   else {
-    try { post({ t: "reply", rid: m.rid, ok: true, value: tokenizeCall(m.call, codec!, vocab) }); }
+    try { post({ t: "reply", rid: m.rid, ok: true, value: tokenizeCall(m.call, codec!) }); }
     catch (err) { post({ t: "reply", rid: m.rid, ok: false, detail: (err as Error).message }); }
   }
 };

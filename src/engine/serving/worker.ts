@@ -124,8 +124,8 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
       postStats(true); // /slots shows the slot's new length by the time the reply arrives
       return v;
     });
-    if (!tok?.usable) return answer(() => tokenizeCall(c, codec!, vocab));
-    return tok.call(rid, c, (r) => (r ? post({ t: "reply", rid, ...r }) : answer(() => tokenizeCall(c, codec!, vocab)))); // (null: the helpers died)
+    if (!tok?.usable) return answer(() => tokenizeCall(c, codec!));
+    return tok.call(rid, c, (r) => (r ? post({ t: "reply", rid, ...r }) : answer(() => tokenizeCall(c, codec!)))); // (null: the helpers died)
   }
   if (!sched) {
     if (msg.t === "submit") post({ t: "error", rid: msg.rid, code: "INTERNAL", detail: "the model is not loaded" });
