@@ -3,9 +3,9 @@
 // latency; one hostile client cycles through the attacks of issue 29 (ambiguous grammars, huge and deep schemas, a
 // 7 MiB prompt, idle and slow sockets, idle mux sessions filling the connection cap, streams whose clients never read,
 // cross-site content types, foreign Host headers, bad mux frames, slot-file escapes, oversized Responses tools,
-// truncated bodies). Reports requests served, normal p50/p99 latency, the attacks' status counts, the server's peak
-// RSS (VmHWM) and whether it still answers. Bounded: every request has a deadline and the run stops itself. State:
-// counters of this run only.
+// truncated bodies, bodies of millions of values, SUBMIT floods). Reports requests served, normal p50/p99 latency, the
+// attacks' status counts, the server's peak RSS (VmHWM), its RSS after the first minute and at the end, and whether it
+// still answers. Bounded: every request has a deadline and the run stops itself. State: counters of this run only.
 // Usage: bun bench/soak.ts [--seconds 600] [--normal 2] [--model DIR]
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,9 +34,8 @@ const post = (path: string, body: unknown, headers: Record<string, string> = jso
 
 // ---- normal traffic: short chats, latency recorded
 const lat: number[] = [];
-let normalFailed = 0;
 const failedHow = new Map<string, number>(); // status or error name → count
-const failed = (how: string) => { normalFailed++; failedHow.set(how, (failedHow.get(how) ?? 0) + 1); };
+const failed = (how: string) => void failedHow.set(how, (failedHow.get(how) ?? 0) + 1);
 async function normalClient(k: number): Promise<void> {
   for (let i = 0; Date.now() < end; i++) {
     const stream = i % 2 === 1, t0 = performance.now();
@@ -153,7 +152,8 @@ async function hostileClient(): Promise<void> {
 const t0 = Date.now();
 // the server's RSS after the first minute and once every client is done: what a long run keeps (a leak grows it)
 let rssWarm = 0;
-setTimeout(async () => { rssWarm = await status("VmRSS"); }, Math.min(60, seconds / 2) * 1000).unref();
+const warmAt = Math.min(60, seconds / 2);
+setTimeout(async () => { rssWarm = await status("VmRSS"); }, warmAt * 1000).unref();
 await Promise.all([...Array.from({ length: clients }, (_, k) => normalClient(k)), hostileClient()]);
 const health = await fetch(url + "/health", { signal: AbortSignal.timeout(5000) }).then((r) => r.status, () => 0);
 const after = await post("/v1/chat/completions", { messages: [{ role: "user", content: "still there?" }], max_tokens: 4 }).then((r) => r.status, () => 0);
@@ -163,8 +163,9 @@ srv.p.kill("SIGTERM");
 lat.sort((x, y) => x - y);
 const q = (p: number) => lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))].toFixed(0) : "-";
 const attacksSent = [...outcomes.values()].reduce((s, m) => s + [...m.values()].reduce((x, y) => x + y, 0), 0);
+const normalFailed = [...failedHow.values()].reduce((x, y) => x + y, 0);
 console.log(`soak on ${cpu}: ${((Date.now() - t0) / 1000).toFixed(0)} s, ${clients} normal clients + 1 hostile`);
 console.log(`normal requests served ${lat.length}, failed ${normalFailed}${normalFailed ? ` (${[...failedHow].map(([k, v]) => `${k}×${v}`).join(" ")})` : ""}; latency p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${q(1)} ms`);
-console.log(`hostile requests ${attacksSent}; server peak RSS ${rss.toFixed(0)} MiB, RSS ${rssWarm.toFixed(0)} MiB after ${Math.min(60, seconds / 2)} s and ${rssEnd.toFixed(0)} at the end; after: /health ${health}, chat ${after}; file behind the planted link intact: ${intact}`);
+console.log(`hostile requests ${attacksSent}; server peak RSS ${rss.toFixed(0)} MiB, RSS ${rssWarm.toFixed(0)} MiB after ${warmAt} s and ${rssEnd.toFixed(0)} at the end; after: /health ${health}, chat ${after}; file behind the planted link intact: ${intact}`);
 for (const [name, m] of outcomes) console.log(`  ${name.padEnd(18)} ${[...m].map(([k, v]) => `${k}×${v}`).join(" ")}`);
 process.exit(health === 200 && after === 200 && intact ? 0 : 1);
