@@ -278,30 +278,70 @@ void hb_q8_rows_vnni(const hb_q8 *m, int lo, int hi) {
 void hb_q8_rows_avx512(const hb_q8 *m, int lo, int hi) { hb_q8_rows_avx2(m, lo, hi); }
 
 /* int8 rows from a column-quad copy (matmul_q8.h): per block of 16 rows, every quad of x broadcast against the 16
- * rows' codes of that quad, 4 rows of x at a time; then matmul_q8.h's row epilogue (int32 here: I ≤ 32768) */
-TV void hb_q8_cols_vnni(const uint8_t *cols, const float *sc, int O, int I, const hb_q8x *q, float *y, size_t yRow) {
+ * rows' codes of that quad, NS (≤ 8) rows of x at a time, each row's sum over the quads in C chains (quad k in chain
+ * k mod C) so that NS·C ≥ 8 products are in flight (one chain of dpbusd per row waited on its latency: absorbed MLA's
+ * q side has 16 quads a block); the chains' int32 sums added (exact: the same sums as one chain); then matmul_q8.h's
+ * row epilogue (int32 here: I ≤ 32768) */
+TV INL void cols_rows(const uint8_t *cols, const float *sc, int O, int I, const hb_q8x *q, float *y, size_t yRow,
+                      int s0, const int NS, const int C, int pf0) {
   const int nq = I / 4;
   const uint8_t *end = cols + (size_t)O * I;
-  for (int s0 = 0; s0 < q->S; s0 += 4) {
-    const int ns = q->S - s0 < 4 ? q->S - s0 : 4;
-    for (int c = 0; c < O; c += 16) {
-      __m512i acc[4] = { _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512() };
-      const uint8_t *blk = cols + (size_t)(c >> 4) * nq * 64;
-      for (int k = 0; k < nq; k++) {
-        if (s0 == 0 && blk + 64 * (size_t)k + Q8_PF < end) _mm_prefetch((const char *)(blk + 64 * (size_t)k + Q8_PF), _MM_HINT_T0);
-        const __m512i w = _mm512_loadu_si512((const void *)(blk + 64 * (size_t)k));
-        for (int r = 0; r < ns; r++) {
+  for (int c = 0; c < O; c += 16) {
+    __m512i acc[8 * 4];
+#pragma GCC unroll 32
+    for (int i = 0; i < NS * C; i++) acc[i] = _mm512_setzero_si512();
+    const uint8_t *blk = cols + (size_t)(c >> 4) * nq * 64;
+    const uint8_t *qx = q->qx + (size_t)s0 * q->Ip;
+    int k = 0;
+    for (; k + C <= nq; k += C) {
+#pragma GCC unroll 4
+      for (int t = 0; t < C; t++) {
+        const uint8_t *wp = blk + 64 * (size_t)(k + t);
+        if (pf0 && wp + Q8_PF < end) _mm_prefetch((const char *)(wp + Q8_PF), _MM_HINT_T0);
+        const __m512i w = _mm512_loadu_si512((const void *)wp);
+#pragma GCC unroll 8
+        for (int r = 0; r < NS; r++) {
           int32_t quad;
-          memcpy(&quad, q->qx + (size_t)(s0 + r) * q->Ip + 4 * k, 4);
-          acc[r] = _mm512_dpbusd_epi32(acc[r], w, _mm512_set1_epi32(quad));
+          memcpy(&quad, qx + (size_t)r * q->Ip + 4 * (k + t), 4);
+          acc[r * C + t] = hb_dp512(acc[r * C + t], w, _mm512_set1_epi32(quad));
         }
       }
-      const __m512 s = _mm512_loadu_ps(sc + c);
-      for (int r = 0; r < ns; r++) {
-        const __m512i t = _mm512_sub_epi32(acc[r], _mm512_set1_epi32(128 * (int32_t)q->xsum[s0 + r]));
-        const __m512 f = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(t), s), _mm512_set1_ps(q->dx[s0 + r]));
-        _mm512_storeu_ps(y + (size_t)(s0 + r) * yRow + c, f);
+    }
+    for (; k < nq; k++) {
+      const uint8_t *wp = blk + 64 * (size_t)k;
+      if (pf0 && wp + Q8_PF < end) _mm_prefetch((const char *)(wp + Q8_PF), _MM_HINT_T0);
+      const __m512i w = _mm512_loadu_si512((const void *)wp);
+#pragma GCC unroll 8
+      for (int r = 0; r < NS; r++) {
+        int32_t quad;
+        memcpy(&quad, qx + (size_t)r * q->Ip + 4 * k, 4);
+        acc[r * C] = hb_dp512(acc[r * C], w, _mm512_set1_epi32(quad));
       }
+    }
+    const __m512 s = _mm512_loadu_ps(sc + c);
+#pragma GCC unroll 8
+    for (int r = 0; r < NS; r++) {
+      __m512i a = acc[r * C];
+#pragma GCC unroll 4
+      for (int t = 1; t < C; t++) a = _mm512_add_epi32(a, acc[r * C + t]);
+      const __m512i d = _mm512_sub_epi32(a, _mm512_set1_epi32(128 * (int32_t)q->xsum[s0 + r]));
+      const __m512 f = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(d), s), _mm512_set1_ps(q->dx[s0 + r]));
+      _mm512_storeu_ps(y + (size_t)(s0 + r) * yRow + c, f);
+    }
+  }
+}
+TV void hb_q8_cols_vnni(const uint8_t *cols, const float *sc, int O, int I, const hb_q8x *q, float *y, size_t yRow) {
+  for (int s0 = 0; s0 < q->S; s0 += 8) {
+    const int pf0 = s0 == 0;
+    switch (q->S - s0 < 8 ? q->S - s0 : 8) {
+      case 1: cols_rows(cols, sc, O, I, q, y, yRow, s0, 1, 4, pf0); break;
+      case 2: cols_rows(cols, sc, O, I, q, y, yRow, s0, 2, 4, pf0); break;
+      case 3: cols_rows(cols, sc, O, I, q, y, yRow, s0, 3, 2, pf0); break;
+      case 4: cols_rows(cols, sc, O, I, q, y, yRow, s0, 4, 2, pf0); break;
+      case 5: cols_rows(cols, sc, O, I, q, y, yRow, s0, 5, 1, pf0); break;
+      case 6: cols_rows(cols, sc, O, I, q, y, yRow, s0, 6, 1, pf0); break;
+      case 7: cols_rows(cols, sc, O, I, q, y, yRow, s0, 7, 1, pf0); break;
+      default: cols_rows(cols, sc, O, I, q, y, yRow, s0, 8, 1, pf0); break;
     }
   }
 }

@@ -288,7 +288,7 @@ describe("q8 kernels", () => {
   test("hb_mla_heads on an int8 column-quad copy (HeadsW.cols) gives its rows' bits at every level and row count", () => {
     const r = rng(8), H = 5, O = 48, I = 40, xHead = I + 6, xRow = H * xHead + 3, nt = 6, yHead = O + nt + 1, yRow = H * yHead;
     const q = randQ(r, Fmt.int8, H * O, I, 0), cols = columnQuads(q.W, H * O, I), xmul = randF32(r, H * I);
-    for (const S of [1, 3, 4, 5, 8, 19]) {
+    for (const S of [1, 2, 3, 4, 5, 6, 7, 8, 19]) {
       const x = randF32(r, S * xRow);
       for (const level of levels)
         for (const mul of [null, xmul]) {
