@@ -1,7 +1,7 @@
 /* libhb batched matmuls: n matrices W_k [O_k, I] in one call, each on its own x_k [S_k, I] (possibly the
  * same buffer: q_a ‖ kv_a ‖ indexer wk ‖ weights_proj on one hidden state; every routed expert's gate ‖
- * up on that expert's rows, then every down). Fast mode quantizes each distinct activation block once
- * per layout (not once per matrix), on the pool when it is large; one pool job then covers the rows of
+ * up on that expert's rows, then every down). Fast mode quantizes each distinct activation block (buffer, rows)
+ * once per layout (not once per matrix), on the pool when it is large; one pool job then covers the rows of
  * every matrix, so a decode step pays one wake-up instead of n. Each y_k equals hb_matmul /
  * hb_matmul_q8 of W_k alone, bit for bit (same row kernels, which are batch-invariant).
  * State: the calling thread's job tables (grown as needed); quantized x in matmul_q8.c's scratch. */
@@ -98,6 +98,15 @@ static void tiles_task(void *c, int lo, int hi) {   /* global 16-row blocks of x
   }
 }
 
+/* two row lists of S rows (NULL: 0..S-1) name the same rows: the same list, or short ones equal element by element
+ * (decode: each expert a token chose holds its own copy of [0], and they share one quantized x) */
+static int same_rows(const int32_t *a, const int32_t *b, int S) {
+  if (a == b) return 1;
+  if (S > 8) return 0;
+  for (int i = 0; i < S; i++) if ((a ? a[i] : i) != (b ? b[i] : i)) return 0;
+  return 1;
+}
+
 static inline const void *addr(double v) { return (const void *)(uintptr_t)v; }
 
 /* the calling thread's buffer for indexed rows made contiguous (f32 kernels), grown as needed */
@@ -150,7 +159,7 @@ void hb_matmul_many(int exact, int n, const double *desc, int I) {
     if (!j->q8[k]) continue;
     const int layout = hb_q8_layout(fmt, 0);
     int b = j->nxb - 1;
-    while (b >= 0 && !(j->xb[b].x == xk && j->xb[b].rows == rk && j->xb[b].S == Sk && j->xb[b].layout == layout)) b--;
+    while (b >= 0 && !(j->xb[b].x == xk && j->xb[b].S == Sk && j->xb[b].layout == layout && same_rows(j->xb[b].rows, rk, Sk))) b--;
     if (b < 0) {
       b = j->nxb++;
       j->xb[b] = (xblock){ .x = xk, .rows = rk, .S = Sk, .layout = layout };

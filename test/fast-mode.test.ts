@@ -256,6 +256,35 @@ describe("q8 kernels", () => {
     expect(() => new ManyBuilder().add(mats[0], I, x, 0, 1, new Float32Array(20), 0, Int32Array.of(X))).toThrow(/outside/);
   });
 
+  test("hb_matmul_many: row lists equal in content (one quantized block) or differing in one row give their own rows' bits", () => {
+    const r = rng(43), I = 96, X = 9, x = randF32(r, X * I);
+    // separate copies of [5] and [3, 0, 7] (decode: each expert its own [0]), a list one row off, the identity list
+    // beside rows 0..2 given without a list (null)
+    const sets: (number[] | null)[] = [[5], [3, 0, 7], [5], [3, 0, 8], [3, 0, 7], [0, 1, 2], null, [2, 1, 0]];
+    const idx = Int32Array.from(sets.flatMap((s) => s ?? [])), at: number[] = [];
+    sets.reduce((o, s) => (at.push(o), o + (s?.length ?? 0)), 0);
+    const ws = [randQ(r, Fmt.int4g, 24, I, 32), randQ(r, Fmt.int8, 16, I, 0)];
+    const mats = ws.map((w, k) => ({ fmt: w.fmt, data: w.W, scales: w.scales, gs: w.gs, O: [24, 16][k] }));
+    for (const level of levels) {
+      const b = new ManyBuilder(), ys: Float32Array[] = [];
+      sets.forEach((rs, g) => mats.forEach((m) => {
+        const n = rs?.length ?? 3, y = new Float32Array(n * m.O).fill(NaN);
+        ys.push(y);
+        if (rs) b.add(m, I, x, 0, n, y, 0, idx, at[g]); else b.add(m, I, x, 0, n, y, 0);
+      }));
+      atLevel(level, () => b.run(false, I));
+      let k = 0;
+      sets.forEach((rs) => mats.forEach((m) => {
+        const rows = rs ?? [0, 1, 2], xg = new Float32Array(rows.length * I);
+        rows.forEach((row, s) => xg.set(x.subarray(row * I, (row + 1) * I), s * I));
+        const one = new Float32Array(rows.length * m.O);
+        atLevel(level, () => matmulQ8(m.fmt, m.data, m.scales, m.gs, m.O, I, xg, rows.length, one));
+        if (!same(one, ys[k])) throw new Error(`level ${level}: set ${JSON.stringify(rs)} matrix ${k} differs`);
+        k++;
+      }));
+    }
+  });
+
   test("hb_mla_heads equals per-head calls (strided vectors, row offsets, multipliers, tail copy, blocks of 16 rows)", () => {
     const r = rng(5), H = 5, O = 24, I = 40, S = 19, r0 = 2, rstride = O + 7, xRow = H * (I + 6) + 3, xHead = I + 6;
     const nt = 6, yHead = O + nt + 1, yRow = H * yHead;
