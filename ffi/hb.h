@@ -10,6 +10,9 @@
 /* ---- thread pool (pool.c) ---- */
 int hb_init(int nthreads);                 /* 0 = physical cores; returns pool size (>=1) */
 int hb_nthreads(void);
+void hb_pool_stats(double *out);           /* [3]: the width jobs run at now (pool_width.h), jobs run narrowed, drops */
+int hb_pool_width_check(void);             /* pool_width.c's scripted self-check: wrong states (0: right) */
+void hb_pool_stats(double *out);           /* [3]: the width jobs run at now, jobs run narrowed, drops (pool.c) */
 /* Run fn(ctx, lo, hi) over [0, n) in dynamically claimed chunks of `chunk` items, on every pool
  * thread and the caller; returns when all chunks are done. Safe to call with n == 0. */
 typedef void (*hb_task_fn)(void *ctx, int lo, int hi);
@@ -17,6 +20,8 @@ void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx);
 /* the same with one contiguous span of [0, n) per thread, run front to back; a thread done with its own takes the back
  * half of the fullest span (chunks start at multiples of chunk): weight streams of decode (pool.c) */
 void hb_parallel_spans(int n, int chunk, hb_task_fn fn, void *ctx);
+/* hb_parallel_for on every pool thread whatever the width (pool_width.h) the other jobs run at: the bandwidth probe */
+void hb_parallel_every(int n, int chunk, hb_task_fn fn, void *ctx);
 
 /* ---- SIMD dispatch (cpu.c) ---- */
 enum { HB_SCALAR = 0, HB_NEON = 1, HB_AVX2 = 2, HB_AVXVNNI = 3, HB_AVX512 = 4, HB_AVX512VNNI = 5, HB_AMX = 6 };

@@ -70,8 +70,8 @@ static double now_s(void) {
 }
 
 /* Read bandwidth in bytes/s: a `bytes` buffer (rounded up to whole MiB, on the weights' kind of pages: mem.c) is
- * filled (pages touched by the pool threads), then read `reps` times with every pool thread; returns the best
- * rep, or -1 when the buffer cannot be allocated. */
+ * filled (pages touched by the pool threads), then read `reps` times with every pool thread (hb_parallel_every: at
+ * any pool width); returns the best rep, or -1 when the buffer cannot be allocated. */
 double hb_membw(int64_t bytes, int reps) {
   if (bytes < CHUNK) bytes = CHUNK;
   if (reps < 1) reps = 1;
@@ -82,11 +82,11 @@ double hb_membw(int64_t bytes, int reps) {
   if (!buf) { free(j); return -1; }
   j->buf = buf; j->n = n;
   const int chunks = (int)(n / CHUNK);
-  hb_parallel_for(chunks, 4, fill_task, j);
+  hb_parallel_every(chunks, 4, fill_task, j);
   double best = 0;
   for (int r = 0; r < reps; r++) {
     const double t0 = now_s();
-    hb_parallel_for(chunks, 4, bw_task, j);
+    hb_parallel_every(chunks, 4, bw_task, j);
     const double dt = now_s() - t0;
     if (dt > 0 && (double)n / dt > best) best = (double)n / dt;
   }

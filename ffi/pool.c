@@ -5,8 +5,10 @@
  * The caller returns once every item is done; it never waits for a worker that did not join the job
  * (a descheduled or parked worker is not a straggler): workers join by raising `users`, and only
  * while the job is still open, so the caller closes the job and waits for `users` to drain.
- * Nested calls (from inside a task, on any pool thread) run serially on the calling thread. */
+ * Nested calls (from inside a task, on any pool thread) run serially on the calling thread.
+ * A job admits the caller and up to width - 1 workers (tickets); pool_width.h chooses the width. */
 #include "hb.h"
+#include "pool_width.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -36,6 +38,8 @@ static struct {
   atomic_int users;                    /* workers inside the job */
   atomic_uint gen;
   atomic_int nsleep;                   /* workers parked on park_cv */
+  atomic_int tickets;                  /* workers still admitted to the current job */
+  pool_width width;                    /* the caller's, under call_mu */
   int spans;                           /* hb_parallel_spans: one span per thread (0: guided claims of `next`) */
   atomic_int slot;                     /* spans: the next joining worker's span */
   struct { _Alignas(64) atomic_llong v; } span[HB_MAX_THREADS];   /* spans: front << 32 | back, items [front, back) unclaimed
@@ -44,6 +48,7 @@ static struct {
         .park_cv = PTHREAD_COND_INITIALIZER };
 
 static _Thread_local int tl_in_pool;   /* set on workers and on a caller while it runs a job */
+static _Thread_local long tl_items;    /* items this thread has run in jobs (the caller's share of each: pool_width) */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -73,6 +78,7 @@ static void run_chunks(void) {
       continue;                        /* lo now holds the current value: retry from there */
     const int hi = n - lo < take ? n : (int)(lo + take);
     P.fn(P.ctx, (int)lo, hi);
+    tl_items += hi - lo;
     lo = atomic_load_explicit(&P.next, memory_order_relaxed);
   }
 }
@@ -113,7 +119,7 @@ static int span_split(int s, long *lo, long *hi) {   /* the back half of span s 
 static void run_spans(int slot) {
   long lo, hi;
   for (;;) {
-    while (span_take(slot, &lo, &hi)) P.fn(P.ctx, (int)lo, (int)hi);
+    while (span_take(slot, &lo, &hi)) { P.fn(P.ctx, (int)lo, (int)hi); tl_items += hi - lo; }
     int best = -1;
     long most = 0;
     for (int s = 0; s < P.spans; s++) {
@@ -147,7 +153,7 @@ static void *worker(void *arg) {
     seen = g;
     if (atomic_load(&P.stop)) return NULL;
     atomic_fetch_add(&P.users, 1);
-    if (atomic_load(&P.gen) == g && atomic_load(&P.closed) != g) {
+    if (atomic_load(&P.gen) == g && atomic_load(&P.closed) != g && atomic_fetch_sub(&P.tickets, 1) > 0) {
       if (P.spans) {
         const int slot = atomic_fetch_add(&P.slot, 1) + 1;
         if (slot < P.spans) run_spans(slot);   /* (always: one span per pool thread) */
@@ -218,6 +224,8 @@ static void start_pool(int want) {
     if (pthread_create(&P.tid[i], NULL, worker, (void *)(uintptr_t)g) != 0) break;
     P.nworkers++;
   }
+  const char *ad = getenv("HB_POOL_ADAPT");
+  width_reset(&P.width, P.nworkers + 1, !(ad && ad[0] == '0'));
   P.ready = 1;
 }
 
@@ -234,7 +242,15 @@ int hb_init(int nthreads) {
 
 int hb_nthreads(void) { return P.ready ? P.nworkers + 1 : 1; }
 
-static void parallel(int n, int chunk, hb_task_fn fn, void *ctx, int spans) {
+void hb_pool_stats(double *out) {
+  if (!out) return;
+  pthread_mutex_lock(&P.call_mu);
+  out[0] = P.ready ? P.width.width : 1; out[1] = (double)P.width.narrowed; out[2] = (double)P.width.drops;
+  pthread_mutex_unlock(&P.call_mu);
+}
+
+/* spans: hb_parallel_spans; every: all threads whatever the width, the job not judged (hb_parallel_every) */
+static void parallel(int n, int chunk, hb_task_fn fn, void *ctx, int spans, int every) {
   if (n <= 0) return;
   if (chunk < 1) chunk = 1;
   if (tl_in_pool || n <= chunk) {          /* nested or a single chunk: run here, serially */
@@ -244,8 +260,18 @@ static void parallel(int n, int chunk, hb_task_fn fn, void *ctx, int spans) {
   pthread_mutex_lock(&P.call_mu);
   if (!P.ready) start_pool(physical_cores());  /* lazy start when hb_init was never called */
   tl_in_pool = 1;
+  const int width = every ? P.nworkers + 1 : width_begin(&P.width);
+  if (width <= 1) {                        /* the caller alone (the workers park) */
+    for (long lo = 0; lo < n; lo += chunk) fn(ctx, (int)lo, n - lo < chunk ? n : (int)lo + chunk);
+    tl_in_pool = 0;
+    pthread_mutex_unlock(&P.call_mu);
+    return;
+  }
+  const int judged = !every && atomic_load(&P.nsleep) == 0;   /* (parked workers are woken late by design) */
+  const long t0 = now_ns(), i0 = tl_items;
   P.fn = fn; P.ctx = ctx; P.n = n; P.chunk = chunk;
-  P.spans = spans ? P.nworkers + 1 : 0;
+  atomic_store(&P.tickets, width - 1);
+  P.spans = spans ? width : 0;
   if (spans) {
     for (int s = 0; s < P.spans; s++) {
       const long long f = (long long)n * s / P.spans / chunk * chunk, b = (long long)n * (s + 1) / P.spans / chunk * chunk;
@@ -256,16 +282,19 @@ static void parallel(int n, int chunk, hb_task_fn fn, void *ctx, int spans) {
   const unsigned g = publish();
   if (spans) run_spans(0);                 /* each returns once every item is claimed */
   else run_chunks();
+  const long t1 = now_ns();
   atomic_store(&P.closed, g);              /* no late joiners; then wait for the workers still inside */
   for (int k = 0; atomic_load(&P.users) != 0; k++) {   /* seq_cst: pairs with the workers' join */
     if (k < 4096) cpu_relax(); else sched_yield();
   }
+  if (judged) width_end(&P.width, now_ns() - t0, t1 - t0, n, tl_items - i0);
   tl_in_pool = 0;
   pthread_mutex_unlock(&P.call_mu);
 }
 
-void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) { parallel(n, chunk, fn, ctx, 0); }
-void hb_parallel_spans(int n, int chunk, hb_task_fn fn, void *ctx) { parallel(n, chunk, fn, ctx, 1); }
+void hb_parallel_for(int n, int chunk, hb_task_fn fn, void *ctx) { parallel(n, chunk, fn, ctx, 0, 0); }
+void hb_parallel_spans(int n, int chunk, hb_task_fn fn, void *ctx) { parallel(n, chunk, fn, ctx, 1, 0); }
+void hb_parallel_every(int n, int chunk, hb_task_fn fn, void *ctx) { parallel(n, chunk, fn, ctx, 0, 1); }
 
 /* ---- self-check used by test/kernels.test.ts ---- */
 typedef struct { atomic_int *seen; int nested, chunk; atomic_int misaligned; } check_ctx;

@@ -4,12 +4,12 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { dlopen, FFIType } from "bun:ffi";
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureNative } from "../ffi/build.ts";
 import {
-  add, addRmsnorm, axpy, Conv, convert, copyHeads, expm, kvWrite, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, pread, rmsnorm, rope, scatterAxpy, Simd,
-  swiglu,
+  add, addRmsnorm, axpy, Conv, convert, copyHeads, expm, kvWrite, maxf, Fmt, type FmtCode, gatherRows, hb, layernorm, matmul, matmulQ8, poolWidth, pread,
+  rmsnorm, rope, scatterAxpy, Simd, swiglu,
 } from "../src/native/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
@@ -17,6 +17,7 @@ const lib = hb();
 // test-only symbols, not part of the engine's table
 const extra = dlopen(ensureNative(), {
   hb_pool_check: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  hb_pool_width_check: { args: [], returns: FFIType.i32 },
   hb_simd_level: { args: [], returns: FFIType.i32 },
 }).symbols;
 const best = lib.hb_simd_force(1);
@@ -186,6 +187,32 @@ describe("pool", () => {
     }
     lib.hb_init(0);
   });
+  test("the width policy (ffi/pool_width.c): two bad windows drop a thread, tries after a stay, failed tries double it", () => {
+    expect(extra.hb_pool_width_check()).toBe(0);
+  });
+  // (pinned with taskset to CPUs 0 and 1, the busy process to CPU 1: the same contention on any machine)
+  test.skipIf(!Bun.which("taskset") || cpus().length < 2)("beside a busy process on one of its two cores the pool drops to one thread, with the same bits, and comes back", async () => {
+    const busy = Bun.spawn({ cmd: ["taskset", "-c", "1", process.execPath, "-e", "for (;;) {}"], stdout: "ignore", stderr: "ignore" });
+    const child = Bun.spawn({ cmd: ["taskset", "-c", "0,1", process.execPath, join(import.meta.dir, "helpers/pool-width-child.ts")],
+      stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    const out = child.stdout.getReader(), dec = new TextDecoder();
+    let text = "";
+    try {
+      while (!text.includes("dropped\n")) { const r = await out.read(); if (r.done) break; text += dec.decode(r.value); }
+    } finally {
+      busy.kill();
+      await busy.exited;
+    }
+    child.stdin.write("go\n");
+    child.stdin.end();
+    for (;;) { const r = await out.read(); if (r.done) break; text += dec.decode(r.value); }
+    expect(await child.exited).toBe(0);
+    const res = JSON.parse(text.slice(text.indexOf("\n") + 1));
+    expect(res.threads).toBe(2);
+    expect(res.differ).toBe(0);
+    expect(res.dropped).toMatchObject({ width: 1, drops: 1 });
+    expect(res.back.width).toBe(2);
+  }, 60_000);
   test("hb_init(1) then hb_init(0) keeps kernels working; many serial calls", () => {
     const r = rng(3), O = 129, I = 70, x = randF32(r, I), wt = makeWeight(Fmt.f32, O, I, 0, r);
     const w = dequant(Fmt.f32, wt, O, I);

@@ -18,6 +18,7 @@ export const Simd = { scalar: 0, neon: 1, avx2: 2, avxvnni: 3, avx512: 4, avx512
 const symbols = {
   hb_init: { args: [i32], returns: i32 }, // (nthreads; 0 = physical cores) -> threads in the pool
   hb_nthreads: { args: [], returns: i32 },
+  hb_pool_stats: { args: [ptr], returns: FFIType.void }, // (out f64[3]): the width jobs run at now, jobs run narrowed, drops
   hb_simd_name: { args: [], returns: cstring }, // "amx" | "avx512vnni" | "avx512" | "avxvnni" | "avx2" | "neon" | "scalar"
   hb_simd_force: { args: [i32], returns: i32 }, // 0 scalar, 1 best available; returns level in use
   hb_thread_cpu_us: { args: [], returns: f64 }, // the calling thread's CPU time (us; -1: no such clock)
@@ -141,6 +142,13 @@ export function hb(): Lib {
   const n = Number(process.env.HB_THREADS ?? 0);
   lib.hb_init(Number.isFinite(n) ? n : 0);
   return lib;
+}
+/** The pool's width (ffi/pool_width.h): how many of its threads jobs admit now, how many jobs ran with fewer than all,
+ *  and how often it dropped a thread because parallel jobs stopped paying (another process on the cores) */
+export function poolWidth(): { width: number; narrowed: number; drops: number } {
+  const o = new Float64Array(3);
+  hb().hb_pool_stats(o);
+  return { width: o[0], narrowed: o[1], drops: o[2] };
 }
 
 type F32 = Float32Array;
