@@ -45,6 +45,8 @@ try {
   const picked = (v.shapes ?? shapes.map((_, k) => k).join(",")).split(",").map(Number);
   if (picked.some((k) => !shapes[k])) throw new Error(`--shapes: indices in [0, ${shapes.length})`);
   const threads = libs.map((l) => l.hb_init(Number(process.env.HB_THREADS ?? 0) || 0));
+  for (const p of [paths.a, paths.b]) // every pool thread in every call (ffi/pool_width.h; a build before it has no width)
+    try { dlopen(p, { hb_pool_adapt: { args: [FFIType.i32], returns: FFIType.void } }).symbols.hb_pool_adapt(0); } catch { /* older build */ }
   const fns: ManyFn[] = libs.map((l) => (e, n, d, I) => l.hb_matmul_many(e, n, d, I));
   const med = (a: number[]) => { const s = [...a].sort((p, q) => p - q); return s[s.length >> 1]; };
   const rows = picked.map((k) => {

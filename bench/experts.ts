@@ -10,6 +10,7 @@ import { Fmt, hb, matmulQ8 } from "../src/native/hb.ts";
 import { output, rnd, runCalls, shapes } from "./expert-shapes.ts";
 
 const lib = hb();
+lib.hb_pool_adapt(0); // every call on every pool thread (ffi/pool_width.h)
 const many = lib.hb_matmul_many;
 type Case = { name: string; bytes: number; macs: number; n: number; fn: () => void };
 const cases: Case[] = shapes.map((s) => {

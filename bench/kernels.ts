@@ -10,6 +10,7 @@ import { Fmt, type FmtCode, hb, matmul, matmulQ8 } from "../src/native/hb.ts";
 
 const O = Number(process.argv[2] ?? 2048), I = Number(process.argv[3] ?? 2048);
 const lib = hb();
+lib.hb_pool_adapt(0); // every call on every pool thread (ffi/pool_width.h)
 const simd = String(lib.hb_simd_name());
 
 const rand = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);

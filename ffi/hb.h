@@ -11,6 +11,7 @@
 int hb_init(int nthreads);                 /* 0 = physical cores; returns pool size (>=1) */
 int hb_nthreads(void);
 void hb_pool_stats(double *out);           /* [3]: the width jobs run at now (pool_width.h), jobs run narrowed, drops */
+void hb_pool_adapt(int on);                /* width chosen (1) or every thread (0), over HB_POOL_ADAPT: kernel benchmarks */
 int hb_pool_width_check(void);             /* pool_width.c's scripted self-check: wrong states (0: right) */
 void hb_pool_stats(double *out);           /* [3]: the width jobs run at now, jobs run narrowed, drops (pool.c) */
 /* Run fn(ctx, lo, hi) over [0, n) in dynamically claimed chunks of `chunk` items, on every pool

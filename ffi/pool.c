@@ -40,6 +40,7 @@ static struct {
   atomic_int nsleep;                   /* workers parked on park_cv */
   atomic_int tickets;                  /* workers still admitted to the current job */
   pool_width width;                    /* the caller's, under call_mu */
+  int adapt;                           /* hb_pool_adapt's choice (0: HB_POOL_ADAPT's, else on 1 / off -1) */
   int spans;                           /* hb_parallel_spans: one span per thread (0: guided claims of `next`) */
   atomic_int slot;                     /* spans: the next joining worker's span */
   struct { _Alignas(64) atomic_llong v; } span[HB_MAX_THREADS];   /* spans: front << 32 | back, items [front, back) unclaimed
@@ -225,7 +226,7 @@ static void start_pool(int want) {
     P.nworkers++;
   }
   const char *ad = getenv("HB_POOL_ADAPT");
-  width_reset(&P.width, P.nworkers + 1, !(ad && ad[0] == '0'));
+  width_reset(&P.width, P.nworkers + 1, P.adapt ? P.adapt > 0 : !(ad && ad[0] == '0'));
   P.ready = 1;
 }
 
@@ -246,6 +247,15 @@ void hb_pool_stats(double *out) {
   if (!out) return;
   pthread_mutex_lock(&P.call_mu);
   out[0] = P.ready ? P.width.width : 1; out[1] = (double)P.width.narrowed; out[2] = (double)P.width.drops;
+  pthread_mutex_unlock(&P.call_mu);
+}
+
+void hb_pool_adapt(int on) {
+  pthread_mutex_lock(&P.call_mu);
+  const long narrowed = P.width.narrowed, drops = P.width.drops;   /* (the counts go on) */
+  width_reset(&P.width, P.ready ? P.nworkers + 1 : 1, on);
+  P.width.narrowed = narrowed; P.width.drops = drops;
+  P.adapt = on ? 1 : -1;
   pthread_mutex_unlock(&P.call_mu);
 }
 

@@ -189,6 +189,10 @@ describe("pool", () => {
   });
   test("the width policy (ffi/pool_width.c): two bad windows drop a thread, tries after a stay, failed tries double it", () => {
     expect(extra.hb_pool_width_check()).toBe(0);
+    const before = poolWidth();
+    lib.hb_pool_adapt(0); // every thread (the kernel benchmarks): the full width at once, the counts going on
+    expect(poolWidth()).toEqual({ ...before, width: lib.hb_nthreads() });
+    lib.hb_pool_adapt(1);
   });
   // (pinned with taskset to CPUs 0 and 1, the busy process to CPU 1: the same contention on any machine)
   test.skipIf(!Bun.which("taskset") || cpus().length < 2)("beside a busy process on one of its two cores the pool drops to one thread, with the same bits, and comes back", async () => {

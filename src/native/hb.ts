@@ -19,6 +19,7 @@ const symbols = {
   hb_init: { args: [i32], returns: i32 }, // (nthreads; 0 = physical cores) -> threads in the pool
   hb_nthreads: { args: [], returns: i32 },
   hb_pool_stats: { args: [ptr], returns: FFIType.void }, // (out f64[3]): the width jobs run at now, jobs run narrowed, drops
+  hb_pool_adapt: { args: [i32], returns: FFIType.void }, // (on): the pool's width chosen (1, the default) or every thread (0)
   hb_simd_name: { args: [], returns: cstring }, // "amx" | "avx512vnni" | "avx512" | "avxvnni" | "avx2" | "neon" | "scalar"
   hb_simd_force: { args: [i32], returns: i32 }, // 0 scalar, 1 best available; returns level in use
   hb_thread_cpu_us: { args: [], returns: f64 }, // the calling thread's CPU time (us; -1: no such clock)
