@@ -271,6 +271,23 @@ static void attn_item(const hb_attn_ops *op, int s, int nr, int h0, int G, float
   }
 }
 
+/* rows s..s+nr-1 of op, heads h0..h0+G-1: NaN (out of memory: the failure visible instead of silent), or run on this
+ * thread's scratch (maxn keys at most) */
+static void nan_item(const hb_attn_ops *op, int s, int nr, int h0, int G) {
+  for (int r = s; r < s + nr; r++)
+    for (int k = 0; k < G; k++) {
+      float *o = op->out + (ptrdiff_t)r * op->oRow + (ptrdiff_t)(h0 + k) * op->oHead;
+      for (int e = 0; e < op->dv; e++) o[e] = NAN;
+    }
+}
+static void run_item(const hb_attn_ops *op, int s, int nr, int h0, int G, unsigned long long gen) {
+  attn_scratch *t = &tl_scr;
+  const size_t maxn = op->maxn > 0 ? (size_t)op->maxn : 1;
+  float *p = scratch(&t->p, &t->pcap, (size_t)(G > 4 ? G : 4) * maxn);
+  if (p && (!op->kc || scratch(&t->kb, &t->kcap, maxn * (size_t)op->kRow))) attn_item(op, s, nr, h0, G, p, gen);
+  else nan_item(op, s, nr, h0, G);
+}
+
 /* Items of a widened segment are numbered row by row (a row's head groups in turn, so a thread's next claim finds
  * that row's keys widened); the others head group by head group (see above). */
 static void attn_task(void *ctx, int lo, int hi) {
@@ -289,24 +306,26 @@ static void attn_task(void *ctx, int lo, int hi) {
     const int s = (wide ? local / c->ngroups : local % blocks) * c->blk;
     const int h0 = (wide ? local % c->ngroups : local / blocks) * c->G;
     const int G = c->H - h0 < c->G ? c->H - h0 : c->G, nr = c->rows[g] - s < c->blk ? c->rows[g] - s : c->blk;
-    if (ok) { attn_item(op, s, nr, h0, G, p, c->gen); continue; }
-    for (int r = s; r < s + nr; r++) /* out of memory: make the failure visible instead of silent */
-      for (int k = 0; k < G; k++) {
-        float *o = op->out + (ptrdiff_t)r * op->oRow + (ptrdiff_t)(h0 + k) * op->oHead;
-        for (int e = 0; e < op->dv; e++) o[e] = NAN;
-      }
+    if (ok) attn_item(op, s, nr, h0, G, p, c->gen);
+    else nan_item(op, s, nr, h0, G);
   }
 }
 
-/* run segs[0..nseg) (rows[g] rows each) as one pool job */
-static void attn_jobs(hb_attn_ops *segs, const int *rows, int nseg, int H) {
+/* every segment's maxn: the most keys of any row of any of them (the scratch width); returns the rows in all */
+static int set_maxn(hb_attn_ops *segs, const int *rows, int nseg) {
   int S = 0, maxn = 0;
   for (int g = 0; g < nseg; g++) {
     S += rows[g];
     for (int s = 0; s < rows[g]; s++) if (segs[g].nsel[s] > maxn) maxn = segs[g].nsel[s];
   }
-  if (S <= 0) return;
   for (int g = 0; g < nseg; g++) segs[g].maxn = maxn;
+  return S;
+}
+
+/* run segs[0..nseg) (rows[g] rows each) as one pool job */
+static void attn_jobs(hb_attn_ops *segs, const int *rows, int nseg, int H) {
+  const int S = set_maxn(segs, rows, nseg);
+  if (S <= 0) return;
   const int blk = segs[0].kHead != 0 && segs[0].vHead != 0 ? 4 : 1;
   /* groups of 8 heads (two quads), or 4, while that still leaves >= 2 items per thread */
   int G = H < 8 ? H : 8;
@@ -330,6 +349,40 @@ static void attn_run(hb_attn_kern kn, int S, int H, int dk, int dv, const float 
   attn_jobs(&op, &S, 1, H);
 }
 
+int hb_attn_set_make(hb_attn_set *set, int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow,
+                     int qHead, int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
+                     float scale, float *out, int oRow, int oHead, int kvfmt) {
+  *set = (hb_attn_set){ 0 };
+  const int widen = kvfmt == HB_KV_F16 || kvfmt == HB_KV_Q8;
+  if (widen && (kRow != vRow || kHead != 0 || vHead != 0)) return 0;
+  if (nseg <= 0 || !desc || H <= 0 || dk < 0 || dv <= 0 || !q || !nsel || !out) return 0;
+  hb_attn_ops *segs = malloc(sizeof *segs * (size_t)nseg);
+  int *r0 = malloc(sizeof(int) * 2 * (size_t)nseg), n = 0;
+  if (!segs || !r0) { free(segs); free(r0); return 0; }
+  const hb_attn_kern kn = hb_attn_kern_for(hb_simd_level());
+  for (int g = 0; g < nseg; g++) {
+    const double *d = desc + 4 * g;
+    const int b0 = (int)d[0], rn = (int)d[1];
+    const float *k = (const float *)(uintptr_t)d[2], *v = (const float *)(uintptr_t)d[3];
+    if (rn <= 0 || b0 < 0 || !k || !v || (widen && k != v)) continue;
+    segs[n] = (hb_attn_ops){ dk, dv, 0, q + (ptrdiff_t)b0 * qRow, k, v, qRow, qHead, kRow, kHead, vRow, vHead,
+                             sel ? sel + (ptrdiff_t)b0 * selRow : NULL, nsel + b0, selRow, scale,
+                             out + (ptrdiff_t)b0 * oRow, oRow, oHead, kn, widen ? (const uint8_t *)k : NULL, kvfmt };
+    r0[n] = b0;
+    r0[nseg + n++] = rn;
+  }
+  *set = (hb_attn_set){ segs, r0, r0 + nseg, n, H, atomic_fetch_add(&attn_gen, 1) + 1 };
+  if (n > 0) set_maxn(segs, set->rows, n);
+  return n;
+}
+
+void hb_attn_set_free(hb_attn_set *set) { free(set->segs); free(set->r0); *set = (hb_attn_set){ 0 }; }
+
+void hb_attn_set_row(const hb_attn_set *set, int row, int h0, int G) {
+  for (int g = 0; g < set->nseg; g++)
+    if (row >= set->r0[g] && row < set->r0[g] + set->rows[g]) { run_item(&set->segs[g], row - set->r0[g], 1, h0, G, set->gen); return; }
+}
+
 /* hb_attn over several segments in one pool job: segment g = rows [r0, r0 + n) of q, sel, nsel and out (the
  * strides of hb_attn) against its own keys and values (addresses k, v: each conversation has its cache).
  * desc: f64[4] per segment: r0, n, k address, v address. Every row equals hb_attn of its segment alone,
@@ -339,27 +392,11 @@ static void attn_run(hb_attn_kern kn, int S, int H, int dk, int dv, const float 
 void hb_attn_segs(int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow, int qHead,
                   int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
                   float scale, float *out, int oRow, int oHead, int kvfmt) {
-  const int widen = kvfmt == HB_KV_F16 || kvfmt == HB_KV_Q8;
-  if (widen && (kRow != vRow || kHead != 0 || vHead != 0)) return;
-  if (nseg <= 0 || !desc || H <= 0 || dk < 0 || dv <= 0 || !q || !nsel || !out) return;
-  hb_attn_ops *segs = malloc(sizeof *segs * (size_t)nseg);
-  int *rows = malloc(sizeof(int) * (size_t)nseg), n = 0;
-  if (segs && rows) {
-    const hb_attn_kern kn = hb_attn_kern_for(hb_simd_level());
-    for (int g = 0; g < nseg; g++) {
-      const double *d = desc + 4 * g;
-      const int r0 = (int)d[0], rn = (int)d[1];
-      const float *k = (const float *)(uintptr_t)d[2], *v = (const float *)(uintptr_t)d[3];
-      if (rn <= 0 || r0 < 0 || !k || !v || (widen && k != v)) continue;
-      segs[n] = (hb_attn_ops){ dk, dv, 0, q + (ptrdiff_t)r0 * qRow, k, v, qRow, qHead, kRow, kHead, vRow, vHead,
-                               sel ? sel + (ptrdiff_t)r0 * selRow : NULL, nsel + r0, selRow, scale,
-                               out + (ptrdiff_t)r0 * oRow, oRow, oHead, kn, widen ? (const uint8_t *)k : NULL, kvfmt };
-      rows[n++] = rn;
-    }
-    if (n > 0) attn_jobs(segs, rows, n, H);
-  }
-  free(segs);
-  free(rows);
+  hb_attn_set set;
+  if (hb_attn_set_make(&set, nseg, desc, H, dk, dv, q, qRow, qHead, kRow, kHead, vRow, vHead, sel, nsel, selRow, scale,
+                       out, oRow, oHead, kvfmt) > 0)
+    attn_jobs(set.segs, set.rows, set.nseg, H);
+  hb_attn_set_free(&set);
 }
 
 /* Scalar reference: same contract as hb_attn, plain sequential sums. */

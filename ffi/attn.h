@@ -39,6 +39,16 @@ typedef struct {
  * gathered key rows ahead (the first quad over a row's keys; the next ones find them in the cache). (attn.c) */
 void hb_attn_quad(const hb_attn_ops *o, int s, int h0, int ng, float *p, float *st, int pf);
 
+/* hb_attn_segs's segments made once (their scratch width: the most keys of any row), then run a row and a group of heads
+ * at a time (hb_mla_absorbed's one job per layer; attn.c). make returns the segments kept (0: none, or bad arguments);
+ * a row runs as in hb_attn_segs (the same bits), and rows of one set reuse what a thread widened of them. */
+typedef struct { hb_attn_ops *segs; int *r0, *rows; int nseg, H; unsigned long long gen; } hb_attn_set;
+int hb_attn_set_make(hb_attn_set *set, int nseg, const double *desc, int H, int dk, int dv, const float *q, int qRow,
+                     int qHead, int kRow, int kHead, int vRow, int vHead, const int32_t *sel, const int32_t *nsel, int selRow,
+                     float scale, float *out, int oRow, int oHead, int kvfmt);
+void hb_attn_set_row(const hb_attn_set *set, int row, int h0, int G);   /* batch row (of the set's q / out) */
+void hb_attn_set_free(hb_attn_set *set);
+
 /* the micro-kernels for a SIMD level (HB_SCALAR: the scalar references) */
 hb_attn_kern hb_attn_kern_for(int level);
 #if defined(__x86_64__) || defined(__i386__)

@@ -291,7 +291,7 @@ TV INL void cols_rows(const uint8_t *cols, const float *sc, int O, int I, const 
 #pragma GCC unroll 32
     for (int i = 0; i < NS * C; i++) acc[i] = _mm512_setzero_si512();
     const uint8_t *blk = cols + (size_t)(c >> 4) * nq * 64;
-    const uint8_t *qx = q->qx + (size_t)s0 * q->Ip;
+    const int8_t *qx = q->qx + (size_t)s0 * q->Ip;
     int k = 0;
     for (; k + C <= nq; k += C) {
 #pragma GCC unroll 4

@@ -5,10 +5,12 @@
  * own strided vector. Parallel over (head, block of ≤ 16 rows); each task gathers its rows and runs the row
  * kernels of hb_matmul (exact) or hb_matmul_q8 (fast) once for all of them (they are batch-invariant), so the
  * output equals per-head, per-row calls bit for bit and does not depend on S. hb_mla_q / hb_mla_absorbed: a layer's
- * queries (norm, q_b, RoPE) and its absorbed attention (q side, the core over every segment, v side) in one call each. Holds no state (thread-local scratch for the
- * gathered vectors and outputs). */
+ * queries (norm, q_b, RoPE) and its absorbed attention (q side, the core over every segment, v side) in one call
+ * each, the latter at one row in one pool job. Holds no state (thread-local scratch for the gathered vectors and
+ * outputs). */
 #include "matmul.h"
 #include "matmul_q8.h"
+#include "attn.h"
 #include <stdlib.h>
 
 
@@ -33,54 +35,58 @@ static float *vec_scratch(size_t n) {
   return hb_grow(&buf, &cap, n * sizeof(float));
 }
 
-/* task it: head h = it % H over rows [s0, s0 + n) with s0 = (it / H)·ROWS_PER_TASK: the rows' (scaled)
- * vectors gathered into u [n, I], one kernel call for all n (row kernels are batch-invariant: the same
- * bits as n calls of one row), outputs scattered back to their strided places */
+/* head h over rows [s0, s0 + n): the rows' (scaled) vectors gathered into u [n, I], one kernel call for all n (row
+ * kernels are batch-invariant: the same bits as n calls of one row), outputs scattered back to their strided places */
+static void head_rows(const heads_job *j, int h, int s0, int n) {
+  const int O = j->O, I = j->I;
+  /* the head's weights (or their column-quad copy) start streaming while its vectors are gathered */
+  if (j->cols) hb_prefetch_head(j->cols + (size_t)h * O * I, (size_t)O * I);
+  else hb_prefetch_head(j->W + j->r0b + (size_t)h * j->hb, (size_t)O * hb_mm_row_bytes(j->fmt, I));
+  float *u = vec_scratch((size_t)n * ((size_t)I + (size_t)O));
+  if (!u) {
+    for (int s = s0; s < s0 + n; s++)
+      for (int o = 0; o < O; o++) j->y[(size_t)s * j->yRow + (size_t)h * j->yHead + o] = 0.0f / 0.0f;
+    return;
+  }
+  float *yt = u + (size_t)n * I;
+  const float *m = j->xmul ? j->xmul + (size_t)h * I : NULL;
+  for (int k = 0; k < n; k++) {
+    const float *x = j->x + (size_t)(s0 + k) * j->xRow + (size_t)h * j->xHead;
+    float *uk = u + (size_t)k * I;
+    if (m) for (int i = 0; i < I; i++) uk[i] = x[i] * m[i];
+    else memcpy(uk, x, (size_t)I * sizeof(float));
+  }
+  const uint8_t *W = j->W + j->r0b + (size_t)h * j->hb;
+  const float *sc = j->sc ? j->sc + j->r0s + (size_t)h * j->hs : NULL;
+  void *buf = !j->exact && hb_q8_ok(j->fmt, W, sc, j->gs, I) ? hb_q8_scratch(hb_q8x_bytes(I, n)) : NULL;
+  if (buf) {
+    hb_q8x q;
+    hb_q8 mq;
+    hb_q8x_quant(&q, buf, hb_q8_layout(j->fmt, 0), 0, u, (size_t)I, I, n);
+    if (j->cols) j->cf(j->cols + (size_t)h * O * I, sc, O, I, &q, yt, (size_t)O);
+    else {
+      hb_q8_bind(&mq, j->fmt, W, sc, j->gs, O, I, &q, yt);
+      hb_q8_kernel(j->fmt, 0)(&mq, 0, O);
+    }
+  } else {
+    hb_mm mm;
+    const hb_mm_rows_fn fn = hb_mm_prepare(&mm, j->fmt, W, sc, j->gs, O, I, u, n, yt);
+    if (fn) fn(&mm, 0, O);
+  }
+  for (int k = 0; k < n; k++) {
+    const size_t xo = (size_t)(s0 + k) * j->xRow + (size_t)h * j->xHead;
+    float *y = j->y + (size_t)(s0 + k) * j->yRow + (size_t)h * j->yHead;
+    memcpy(y, yt + (size_t)k * O, (size_t)O * sizeof(float));
+    if (j->tail && j->nt > 0) memcpy(y + O, j->tail + xo, (size_t)j->nt * sizeof(float));
+  }
+}
+
+/* task it: head it % H over rows [s0, s0 + ROWS_PER_TASK) ∩ [0, S), s0 = (it / H)·ROWS_PER_TASK */
 static void head_task(void *c, int lo, int hi) {
   const heads_job *j = c;
   for (int it = lo; it < hi; it++) {
-    const int h = it % j->H, s0 = (it / j->H) * ROWS_PER_TASK, O = j->O, I = j->I;
-    const int n = j->S - s0 < ROWS_PER_TASK ? j->S - s0 : ROWS_PER_TASK;
-    /* the head's weights (or their column-quad copy) start streaming while its vectors are gathered */
-    if (j->cols) hb_prefetch_head(j->cols + (size_t)h * O * I, (size_t)O * I);
-    else hb_prefetch_head(j->W + j->r0b + (size_t)h * j->hb, (size_t)O * hb_mm_row_bytes(j->fmt, I));
-    float *u = vec_scratch((size_t)n * ((size_t)I + (size_t)O));
-    if (!u) {
-      for (int s = s0; s < s0 + n; s++)
-        for (int o = 0; o < O; o++) j->y[(size_t)s * j->yRow + (size_t)h * j->yHead + o] = 0.0f / 0.0f;
-      continue;
-    }
-    float *yt = u + (size_t)n * I;
-    const float *m = j->xmul ? j->xmul + (size_t)h * I : NULL;
-    for (int k = 0; k < n; k++) {
-      const float *x = j->x + (size_t)(s0 + k) * j->xRow + (size_t)h * j->xHead;
-      float *uk = u + (size_t)k * I;
-      if (m) for (int i = 0; i < I; i++) uk[i] = x[i] * m[i];
-      else memcpy(uk, x, (size_t)I * sizeof(float));
-    }
-    const uint8_t *W = j->W + j->r0b + (size_t)h * j->hb;
-    const float *sc = j->sc ? j->sc + j->r0s + (size_t)h * j->hs : NULL;
-    void *buf = !j->exact && hb_q8_ok(j->fmt, W, sc, j->gs, I) ? hb_q8_scratch(hb_q8x_bytes(I, n)) : NULL;
-    if (buf) {
-      hb_q8x q;
-      hb_q8 mq;
-      hb_q8x_quant(&q, buf, hb_q8_layout(j->fmt, 0), 0, u, (size_t)I, I, n);
-      if (j->cols) j->cf(j->cols + (size_t)h * O * I, sc, O, I, &q, yt, (size_t)O);
-      else {
-        hb_q8_bind(&mq, j->fmt, W, sc, j->gs, O, I, &q, yt);
-        hb_q8_kernel(j->fmt, 0)(&mq, 0, O);
-      }
-    } else {
-      hb_mm mm;
-      const hb_mm_rows_fn fn = hb_mm_prepare(&mm, j->fmt, W, sc, j->gs, O, I, u, n, yt);
-      if (fn) fn(&mm, 0, O);
-    }
-    for (int k = 0; k < n; k++) {
-      const size_t xo = (size_t)(s0 + k) * j->xRow + (size_t)h * j->xHead;
-      float *y = j->y + (size_t)(s0 + k) * j->yRow + (size_t)h * j->yHead;
-      memcpy(y, yt + (size_t)k * O, (size_t)O * sizeof(float));
-      if (j->tail && j->nt > 0) memcpy(y + O, j->tail + xo, (size_t)j->nt * sizeof(float));
-    }
+    const int s0 = (it / j->H) * ROWS_PER_TASK;
+    head_rows(j, it % j->H, s0, j->S - s0 < ROWS_PER_TASK ? j->S - s0 : ROWS_PER_TASK);
   }
 }
 
@@ -88,33 +94,62 @@ static void head_task(void *c, int lo, int hi) {
  * x' = x[s·xRow + h·xHead + i] (times xmul[h·I + i] when xmul is given); then, when tail is given,
  * y[.. + O + t] = tail[s·xRow + h·xHead + t] for t < nt. W is fmt (0..6) with scales/gs as in hb_matmul. cols
  * (int8 W of whole heads, r0 0 and rstride O, or NULL): W's column-quad copy, head after head, which fast mode reads
- * where the level has the kernel (matmul_q8.h; the same bits). */
-void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
-                  int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,
-                  int yHead, const float *tail, int nt, const uint8_t *cols) {
-  if (S <= 0 || H <= 0 || O <= 0 || I <= 0 || !W || !x || !y || fmt < HB_F32 || fmt > HB_F16) return;
+ * where the level has the kernel (matmul_q8.h; the same bits). hb_mla_heads's job (heads_make; its tasks head_task),
+ * its weight bytes counted; heads_make returns 0 for bad arguments. */
+static int heads_make(heads_job *j, int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O,
+                      int I, int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y,
+                      int yRow, int yHead, const float *tail, int nt, const uint8_t *cols) {
+  if (S <= 0 || H <= 0 || O <= 0 || I <= 0 || !W || !x || !y || fmt < HB_F32 || fmt > HB_F16) return 0;
   const int quant = fmt >= HB_INT8 && fmt <= HB_INT4G;
-  if (quant && (!scales || (fmt == HB_INT4G && gs <= 0))) return;
+  if (quant && (!scales || (fmt == HB_INT4G && gs <= 0))) return 0;
   const size_t rb = hb_mm_row_bytes(fmt, I);
   const size_t spr = !quant ? 0 : fmt == HB_INT4G ? (size_t)(I + gs - 1) / gs : 1;
-  heads_job j = { .exact = exact, .fmt = fmt, .gs = gs, .O = O, .I = I, .H = H, .S = S, .nt = nt, .W = W,
+  *j = (heads_job){ .exact = exact, .fmt = fmt, .gs = gs, .O = O, .I = I, .H = H, .S = S, .nt = nt, .W = W,
                   .cf = !exact && fmt == HB_INT8 && r0 == 0 && rstride == O && O % 16 == 0 && I % 4 == 0 ? hb_q8_cols_kernel() : NULL,
                   .sc = quant ? scales : NULL, .hb = (size_t)rstride * rb, .hs = (size_t)rstride * spr,
                   .r0b = (size_t)r0 * rb, .r0s = (size_t)r0 * spr, .x = x, .xmul = xmul, .tail = tail,
                   .xRow = (size_t)xRow, .xHead = (size_t)xHead, .yRow = (size_t)yRow, .yHead = (size_t)yHead, .y = y };
-  j.cols = j.cf ? cols : NULL;
+  j->cols = j->cf ? cols : NULL;
   hb_wbytes_add((int64_t)H * (int64_t)O * (int64_t)(rb + 4 * spr));
+  return 1;
+}
+
+void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
+                  int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,
+                  int yHead, const float *tail, int nt, const uint8_t *cols) {
+  heads_job j;
+  if (!heads_make(&j, exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt, cols)) return;
   const int n = (S + ROWS_PER_TASK - 1) / ROWS_PER_TASK * H;
-  const int th = hb_nthreads(), small = (size_t)H * O * rb < 49152 || th <= 1, per = n / (2 * th);
+  const int th = hb_nthreads(), small = (size_t)H * O * hb_mm_row_bytes(fmt, I) < 49152 || th <= 1, per = n / (2 * th);
   hb_parallel_for(n, small ? n : per < 1 ? 1 : per, head_task, &j);   /* ~2 chunks per thread */
 }
 
+/* hb_mla_absorbed of one row in one pool job: item = group of G heads; its q side (head_rows of the q job), its core
+ * (hb_attn_set_row) and its v side depend on nothing else, so no thread waits for another between the three. One
+ * row only: at 2-8 rows the three jobs made one by one ran 9-14% faster (their weights read once for all the rows,
+ * and finer items), at one row this 16-19% (bench preset, two builds alternated in one process, AMD EPYC). */
+typedef struct {
+  heads_job qj, vj;
+  hb_attn_set at;
+  int row, H, G;                       /* the batch row, heads, heads a group (8, or 4 where that leaves 2 a thread) */
+} absorbed_row;
+
+static void absorbed_task(void *c, int lo, int hi) {
+  const absorbed_row *j = c;
+  for (int it = lo; it < hi; it++) {
+    const int h0 = it * j->G, G = j->H - h0 < j->G ? j->H - h0 : j->G;
+    for (int h = h0; h < h0 + G; h++) head_rows(&j->qj, h, 0, 1);
+    hb_attn_set_row(&j->at, j->row, h0, G);
+    for (int h = h0; h < h0 + G; h++) head_rows(&j->vj, h, 0, 1);
+  }
+}
+
 /* A layer's absorbed attention (attention.ts absorbedQ, absorbedAttn, absorbedV) in one call, the same three calls in
- * the same order (the same bits). runs [nrun, 2]: (r0, n) row runs of the segments; per run, q side: qcat [*, H·(kvr+dr)]
- * rows = [W_K,hᵀ (kmul_h ⊙ q_nope) ‖ q_pe] of q [*, H·(dn+dr)] (kt: the transposed W_K packed as fmt, gs, W, scales,
- * cols — O kvr, I dn, whole heads); then hb_attn_segs over the nseg segments (desc as its; keys and values the cache
- * rows [kvr + dr], kvfmt) into o_lat [*, H·kvr]; then per run, v side: o [*, H·dv] rows = W_V,h o_lat (vw: kv_b packed
- * as fmt, gs, W, scales — rows dn.. of each head's dn + dv). */
+ * the same order (the same bits; one row: absorbed_row). runs [nrun, 2]: (r0, n) row runs of the segments; per run,
+ * q side: qcat [*, H·(kvr+dr)] rows = [W_K,hᵀ (kmul_h ⊙ q_nope) ‖ q_pe] of q [*, H·(dn+dr)] (kt: the transposed W_K
+ * packed as fmt, gs, W, scales, cols — O kvr, I dn, whole heads); then hb_attn_segs over the nseg segments (desc as
+ * its; keys and values the cache rows [kvr + dr], kvfmt) into o_lat [*, H·kvr]; then per run, v side: o [*, H·dv]
+ * rows = W_V,h o_lat (vw: kv_b packed as fmt, gs, W, scales — rows dn.. of each head's dn + dv). */
 void hb_mla_absorbed(int exact, int nrun, const int32_t *runs, int H, int dn, int dr, int dv, int kvr,
                      const double *kt, const float *kmul, float *q, float *qcat, int nseg, const double *segs,
                      const int32_t *sel, const int32_t *nsel, int topk, float scale, int kvfmt, float *olat,
@@ -124,6 +159,19 @@ void hb_mla_absorbed(int exact, int nrun, const int32_t *runs, int H, int dn, in
   const void *ktW = (const void *)(uintptr_t)kt[2], *vW = (const void *)(uintptr_t)vw[2];
   const float *ktS = (const float *)(uintptr_t)kt[3], *vS = (const float *)(uintptr_t)vw[3];
   const uint8_t *cols = (const uint8_t *)(uintptr_t)kt[4];
+  if (nrun == 1 && runs[1] == 1) {
+    const int r0 = runs[0];
+    float *qr = q + (size_t)r0 * Q;
+    absorbed_row j = { .row = r0, .H = H, .G = (H + 7) / 8 >= 2 * hb_nthreads() ? 8 : 4 };
+    if (heads_make(&j.qj, exact, 1, H, (int)kt[0], ktW, ktS, (int)kt[1], kvr, dn, 0, kvr, qr, Q, dn + dr, kmul,
+                   qcat + (size_t)r0 * QC, QC, W, qr + dn, dr, cols) &&
+        heads_make(&j.vj, exact, 1, H, (int)vw[0], vW, vS, (int)vw[1], dv, kvr, dn, dn + dv, olat + (size_t)r0 * H * kvr,
+                   H * kvr, kvr, NULL, o + (size_t)r0 * H * dv, H * dv, dv, NULL, 0, NULL) &&
+        hb_attn_set_make(&j.at, nseg, segs, H, W, kvr, qcat, QC, W, W, 0, W, 0, sel, nsel, topk, scale, olat, H * kvr, kvr, kvfmt))
+      hb_parallel_for((H + j.G - 1) / j.G, 1, absorbed_task, &j);
+    hb_attn_set_free(&j.at);
+    return;
+  }
   for (int r = 0; r < nrun; r++) {
     const int r0 = runs[2 * r], n = runs[2 * r + 1];
     float *qr = q + (size_t)r0 * Q;

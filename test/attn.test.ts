@@ -2,7 +2,10 @@
 // hb_attn (strided MLA/DSA attention core), hb_index_scores (lightning indexer), hb_dsa_select (top-k, tie rule).
 // Each kernel is checked against a plain TypeScript reference written here, and SIMD against forced scalar.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { attn, attnSegs, dsaSelect, hb, indexScores, kvWrite, Simd, toF16, type AttnOperand } from "../src/native/hb.ts";
+import {
+  attn, attnSegs, columnQuads, dsaSelect, Fmt, hb, type HeadsW, indexScores, kvRowElems, kvWrite, mlaAbsorbed, mlaHeads, type MlaSeg, packHeads,
+  Simd, simdLevel, toF16, type AttnOperand,
+} from "../src/native/hb.ts";
 import { rng } from "./helpers/rng.ts";
 
 // ---- helpers ----
@@ -500,6 +503,54 @@ describe("hb_attn_segs", () => {
         useSel ? sel : null, nsel, topk, scale, { a: got, row: OR, head: dv });
       expect(Array.from(new Uint32Array(got.buffer))).toEqual(Array.from(new Uint32Array(want.buffer)));
       expect(got.subarray(2 * OR, 3 * OR).every((x) => x === 0)).toBe(useSel); // no keys -> zeros
+    }
+  });
+});
+
+describe("hb_mla_absorbed", () => {
+  // one pool job per layer (ffi/mla.c absorbed_job) against the three calls it stands for: the q side (hb_mla_heads),
+  // the core over every segment (hb_attn_segs), the v side (hb_mla_heads), made one after the other
+  test("equals the q side, the core and the v side made one by one, bit for bit: runs, segments, selections, KV dtypes", () => {
+    const r = rng(77), H = 6, dn = 16, dr = 8, dv = 12, kvr = 32, W = kvr + dr, Q = H * (dn + dr), QC = H * W, T = 40, topk = 24;
+    const kt = Uint8Array.from({ length: H * kvr * dn }, () => randInt(r, 256)), ktS = randArr(r, H * kvr, 0.001, 0.02);
+    const kvb = Uint8Array.from({ length: H * (dn + dv) * kvr }, () => randInt(r, 256)), kvbS = randArr(r, H * (dn + dv), 0.001, 0.02);
+    const kmul = randArr(r, H * dn);
+    const ktw: HeadsW = { fmt: Fmt.int8, W: kt, scales: ktS, gs: 0, O: kvr, I: dn, r0: 0, rstride: kvr,
+      ...(simdLevel() >= Simd.avx512vnni ? { cols: columnQuads(kt, H * kvr, dn) } : {}) };
+    const vw: HeadsW = { fmt: Fmt.int8, W: kvb, scales: kvbS, gs: 0, O: dv, I: kvr, r0: dn, rstride: dn + dv };
+    // segments: rows 0-1, 2 and 5-9 (rows 3-4 in none: two runs), each its own cache of T positions; or row 3 alone (one
+    // stream's decode: one job for the three)
+    for (const [parts, runs] of [[[[0, 2], [2, 1], [5, 5]], [[0, 3], [5, 5]]], [[[3, 1]], [[3, 1]]]]) {
+      const S = 10, q = randArr(r, S * Q), nsel = new Int32Array(S), sel = new Int32Array(S * topk);
+      for (const [r0, n] of parts) for (let s = r0; s < r0 + n; s++) {
+        const keys = [...new Set(Array.from({ length: topk }, () => randInt(r, T)))].sort((a, b) => a - b);
+        nsel[s] = s % 3 === 0 ? keys.length : Math.min(topk, 1 + s); // some selected, some the first keys in order
+        sel.set(s % 3 === 0 ? keys : Array.from({ length: nsel[s] }, (_, j) => j), s * topk);
+      }
+      for (const t of ["f32", "f16", "q8"] as const) {
+        const caches = parts.map(() => {
+          const c = t === "f32" ? new Float32Array(T * W) : t === "f16" ? new Uint16Array(T * W) : new Uint8Array(T * kvRowElems("q8", W));
+          kvWrite([{ cache: c, pos0: 0, r0: 0, n: T }], randArr(r, T * kvr), kvr, randArr(r, T * dr), dr, dr);
+          return c;
+        });
+        for (const exact of [true, false]) {
+          const one = { qcat: new Float32Array(S * QC).fill(7), olat: new Float32Array(S * H * kvr).fill(7), o: new Float32Array(S * H * dv).fill(7) };
+          const segs: MlaSeg[] = parts.map(([r0, n], i) => ({ r0, n, kv: caches[i] }));
+          mlaAbsorbed(exact, segs, segs.length, H, dn, dr, dv, kvr, packHeads(ktw), kmul, q, one.qcat, sel, nsel, topk, 0.125, one.olat, packHeads(vw), one.o);
+          const three = { qcat: new Float32Array(S * QC).fill(7), olat: new Float32Array(S * H * kvr).fill(7), o: new Float32Array(S * H * dv).fill(7) };
+          for (const [r0, n] of runs)
+            mlaHeads(exact, n, H, ktw, { a: q.subarray(r0 * Q), row: Q, head: dn + dr }, kmul, { a: three.qcat.subarray(r0 * QC), row: QC, head: W },
+              q.subarray(r0 * Q + dn), dr);
+          attnSegs(parts.map(([r0, n], i) => ({ r0, n, k: caches[i], v: caches[i] })), H, W, kvr, { a: three.qcat, row: QC, head: W },
+            { row: W, head: 0 }, { row: W, head: 0 }, sel, nsel, topk, 0.125, { a: three.olat, row: H * kvr, head: kvr });
+          for (const [r0, n] of runs)
+            mlaHeads(exact, n, H, vw, { a: three.olat.subarray(r0 * H * kvr), row: H * kvr, head: kvr }, null,
+              { a: three.o.subarray(r0 * H * dv), row: H * dv, head: dv }, null, 0);
+          for (const k of ["qcat", "olat", "o"] as const)
+            if (!one[k].every((v, i) => Object.is(v, three[k][i]))) throw new Error(`${t} exact=${exact}: ${k} differs`);
+          expect(one.o.subarray(parts[0][0] * H * dv, (parts[0][0] + 1) * H * dv).every((v) => v !== 7)).toBe(true);
+        }
+      }
     }
   });
 });
