@@ -126,8 +126,8 @@ void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *
 
 /* hb_mla_absorbed of one row in one pool job: item = group of G heads; its q side (head_rows of the q job), its core
  * (hb_attn_set_row) and its v side depend on nothing else, so no thread waits for another between the three. One
- * row only: at 2-8 rows the three jobs made one by one ran 9-14% faster (their weights read once for all the rows,
- * and finer items), at one row this 16-19% (bench preset, two builds alternated in one process, AMD EPYC). */
+ * row only: at one row this ran 1.19-1.25x the three jobs, at 2-8 rows 0.86-0.91x them (they read the weights once
+ * for all the rows, in finer items; the bench preset, two builds alternated in one process, AMD EPYC). */
 typedef struct {
   heads_job qj, vj;
   hb_attn_set at;
