@@ -2,11 +2,12 @@
 // here, and /tokenize, /detokenize and /apply-template calls answered, so the engine's thread keeps stepping the
 // other streams meanwhile (a prompt of ctx × maxTokenBytes bytes — 2.3 MB at a 128k context — took seconds of the
 // engine's thread). The same functions as the engine worker's own (prepare.ts, tokenize-call.ts): the same ids,
-// errors and replies. State: the tokenizer.
+// errors and replies. Runs niced (src/native/nice.ts). State: the tokenizer.
 import { loadTokenizer, type TextCodec } from "../../model/tokenizer.ts";
 import type { Call, PromptSpec } from "./protocol.ts";
 import { promptIds, type Prepared } from "./prepare.ts";
 import { tokenizeCall } from "./tokenize-call.ts";
+import { niceThread } from "../../native/nice.ts";
 
 declare const self: Worker;
 
@@ -24,6 +25,9 @@ export type FromTokenizer =
 
 let codec: TextCodec | null = null, vocab = 0, ctx = 0;
 const post = (m: FromTokenizer) => self.postMessage(m);
+/** the helpers' nice value: their work waits on the decoding threads (docs/security.md "Tokenize floods") */
+export const TOKENIZER_NICE = 10;
+niceThread(TOKENIZER_NICE);
 
 self.onmessage = (e: MessageEvent<ToTokenizer>) => {
   const m = e.data;
