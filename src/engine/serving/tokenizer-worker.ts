@@ -26,7 +26,7 @@ export type FromTokenizer =
 let codec: TextCodec | null = null, vocab = 0, ctx = 0;
 const post = (m: FromTokenizer) => self.postMessage(m);
 /** the helpers' nice value: their work waits on the decoding threads (docs/security.md "Tokenize floods") */
-export const TOKENIZER_NICE = 10;
+const TOKENIZER_NICE = 10;
 niceThread(TOKENIZER_NICE);
 
 self.onmessage = (e: MessageEvent<ToTokenizer>) => {
