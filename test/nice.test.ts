@@ -21,7 +21,8 @@ test.skipIf(!linux)("niceThread raises the calling thread's nice value only", as
   const during = nices();
   w.terminate();
   expect(got).toEqual([want, want]); // (never lowered again: that would need a privilege)
-  if (base < 10) expect(during.filter((n) => n === 10).length).toBe(before.filter((n) => n === 10).length + 1);
+  // (the worker's thread, and any thread it started since: they inherit its value)
+  if (base < 10) expect(during.filter((n) => n === 10).length).toBeGreaterThan(before.filter((n) => n === 10).length);
   expect(niceThread(base - 5)).toBe(base); // asking for less changes nothing
   expect(nices()[0]).toBe(base);
 });
