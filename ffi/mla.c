@@ -114,14 +114,42 @@ static int heads_make(heads_job *j, int exact, int S, int H, int fmt, const void
   return 1;
 }
 
+/* the job's tasks on the pool, ~2 chunks per thread (small weights: on the caller) */
+static void heads_run(heads_job *j) {
+  const int n = (j->S + ROWS_PER_TASK - 1) / ROWS_PER_TASK * j->H;
+  const int th = hb_nthreads(), small = (size_t)j->H * j->O * hb_mm_row_bytes(j->fmt, j->I) < 49152 || th <= 1, per = n / (2 * th);
+  hb_parallel_for(n, small ? n : per < 1 ? 1 : per, head_task, j);
+}
+
 void hb_mla_heads(int exact, int S, int H, int fmt, const void *W, const float *scales, int gs, int O, int I,
                   int r0, int rstride, const float *x, int xRow, int xHead, const float *xmul, float *y, int yRow,
                   int yHead, const float *tail, int nt, const uint8_t *cols) {
   heads_job j;
-  if (!heads_make(&j, exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt, cols)) return;
-  const int n = (S + ROWS_PER_TASK - 1) / ROWS_PER_TASK * H;
-  const int th = hb_nthreads(), small = (size_t)H * O * hb_mm_row_bytes(fmt, I) < 49152 || th <= 1, per = n / (2 * th);
-  hb_parallel_for(n, small ? n : per < 1 ? 1 : per, head_task, &j);   /* ~2 chunks per thread */
+  if (heads_make(&j, exact, S, H, fmt, W, scales, gs, O, I, r0, rstride, x, xRow, xHead, xmul, y, yRow, yHead, tail, nt, cols))
+    heads_run(&j);
+}
+
+/* hb_mla_absorbed's operands (see it), and its q and v sides' jobs for batch rows [r0, r0 + n) */
+typedef struct {
+  int exact, H, dn, dr, dv, kvr;
+  const double *kt, *vw;
+  const float *kmul;
+  float *q, *qcat, *olat, *o;
+} absorbed_ops;
+
+static int q_side(heads_job *j, const absorbed_ops *a, int r0, int n) {
+  const int W = a->kvr + a->dr, Q = a->H * (a->dn + a->dr), QC = a->H * W;
+  float *qr = a->q + (size_t)r0 * Q;
+  return heads_make(j, a->exact, n, a->H, (int)a->kt[0], (const void *)(uintptr_t)a->kt[2], (const float *)(uintptr_t)a->kt[3],
+                    (int)a->kt[1], a->kvr, a->dn, 0, a->kvr, qr, Q, a->dn + a->dr, a->kmul, a->qcat + (size_t)r0 * QC, QC, W,
+                    qr + a->dn, a->dr, (const uint8_t *)(uintptr_t)a->kt[4]);
+}
+
+static int v_side(heads_job *j, const absorbed_ops *a, int r0, int n) {
+  const int L = a->H * a->kvr, V = a->H * a->dv;
+  return heads_make(j, a->exact, n, a->H, (int)a->vw[0], (const void *)(uintptr_t)a->vw[2], (const float *)(uintptr_t)a->vw[3],
+                    (int)a->vw[1], a->dv, a->kvr, a->dn, a->dn + a->dv, a->olat + (size_t)r0 * L, L, a->kvr, NULL,
+                    a->o + (size_t)r0 * V, V, a->dv, NULL, 0, NULL);
 }
 
 /* hb_mla_absorbed of one row in one pool job: item = group of G heads; its q side (head_rows of the q job), its core
@@ -155,35 +183,20 @@ void hb_mla_absorbed(int exact, int nrun, const int32_t *runs, int H, int dn, in
                      const int32_t *sel, const int32_t *nsel, int topk, float scale, int kvfmt, float *olat,
                      const double *vw, float *o) {
   if (nrun <= 0 || !runs || !kt || !vw || !q || !qcat || !olat || !o || H <= 0 || kvr <= 0) return;
-  const int W = kvr + dr, Q = H * (dn + dr), QC = H * W;
-  const void *ktW = (const void *)(uintptr_t)kt[2], *vW = (const void *)(uintptr_t)vw[2];
-  const float *ktS = (const float *)(uintptr_t)kt[3], *vS = (const float *)(uintptr_t)vw[3];
-  const uint8_t *cols = (const uint8_t *)(uintptr_t)kt[4];
+  const absorbed_ops a = { exact, H, dn, dr, dv, kvr, kt, vw, kmul, q, qcat, olat, o };
+  const int W = kvr + dr, QC = H * W;
+  heads_job j;
   if (nrun == 1 && runs[1] == 1) {
-    const int r0 = runs[0];
-    float *qr = q + (size_t)r0 * Q;
-    absorbed_row j = { .row = r0, .H = H, .G = (H + 7) / 8 >= 2 * hb_nthreads() ? 8 : 4 };
-    if (heads_make(&j.qj, exact, 1, H, (int)kt[0], ktW, ktS, (int)kt[1], kvr, dn, 0, kvr, qr, Q, dn + dr, kmul,
-                   qcat + (size_t)r0 * QC, QC, W, qr + dn, dr, cols) &&
-        heads_make(&j.vj, exact, 1, H, (int)vw[0], vW, vS, (int)vw[1], dv, kvr, dn, dn + dv, olat + (size_t)r0 * H * kvr,
-                   H * kvr, kvr, NULL, o + (size_t)r0 * H * dv, H * dv, dv, NULL, 0, NULL) &&
-        hb_attn_set_make(&j.at, nseg, segs, H, W, kvr, qcat, QC, W, W, 0, W, 0, sel, nsel, topk, scale, olat, H * kvr, kvr, kvfmt))
-      hb_parallel_for((H + j.G - 1) / j.G, 1, absorbed_task, &j);
-    hb_attn_set_free(&j.at);
+    absorbed_row r = { .row = runs[0], .H = H, .G = (H + 7) / 8 >= 2 * hb_nthreads() ? 8 : 4 };
+    if (q_side(&r.qj, &a, runs[0], 1) && v_side(&r.vj, &a, runs[0], 1) &&
+        hb_attn_set_make(&r.at, nseg, segs, H, W, kvr, qcat, QC, W, W, 0, W, 0, sel, nsel, topk, scale, olat, H * kvr, kvr, kvfmt))
+      hb_parallel_for((H + r.G - 1) / r.G, 1, absorbed_task, &r);
+    hb_attn_set_free(&r.at);
     return;
   }
-  for (int r = 0; r < nrun; r++) {
-    const int r0 = runs[2 * r], n = runs[2 * r + 1];
-    float *qr = q + (size_t)r0 * Q;
-    hb_mla_heads(exact, n, H, (int)kt[0], ktW, ktS, (int)kt[1], kvr, dn, 0, kvr, qr, Q, dn + dr, kmul,
-                 qcat + (size_t)r0 * QC, QC, W, qr + dn, dr, cols);
-  }
+  for (int r = 0; r < nrun; r++) if (q_side(&j, &a, runs[2 * r], runs[2 * r + 1])) heads_run(&j);
   hb_attn_segs(nseg, segs, H, W, kvr, qcat, QC, W, W, 0, W, 0, sel, nsel, topk, scale, olat, H * kvr, kvr, kvfmt);
-  for (int r = 0; r < nrun; r++) {
-    const int r0 = runs[2 * r], n = runs[2 * r + 1];
-    hb_mla_heads(exact, n, H, (int)vw[0], vW, vS, (int)vw[1], dv, kvr, dn, dn + dv, olat + (size_t)r0 * H * kvr, H * kvr, kvr,
-                 NULL, o + (size_t)r0 * H * dv, H * dv, dv, NULL, 0, NULL);
-  }
+  for (int r = 0; r < nrun; r++) if (v_side(&j, &a, runs[2 * r], runs[2 * r + 1])) heads_run(&j);
 }
 
 /* A layer's queries in one call (attention.ts): cq [S, qr] = RMS(qa; normw, eps), then hb_matmul_many of the n matrices
