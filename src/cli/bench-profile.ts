@@ -4,7 +4,7 @@
 // microseconds and weight bytes per step, plus the time between libhb calls (TypeScript: routing, cache bookkeeping, sampling, FFI
 // marshalling). State: the wrapped symbol table, only while timeCalls runs.
 import { cpus } from "node:os";
-import { Fmt, hb, MANY_DESC, MANY_W, MOE_TAB, poolWidth, weightBytes } from "../native/hb.ts";
+import { Fmt, hb, MANY_DESC, MANY_W, MOE_TAB, poolNote, poolSince, poolWidth, weightBytes } from "../native/hb.ts";
 import { probeBandwidth } from "../engine/rates.ts";
 import { forward } from "../engine/forward.ts";
 import { loadModel, type Model } from "../engine/model.ts";
@@ -224,10 +224,9 @@ export const command: Command = {
     try {
       const o = { steps, warmup, exact: !!v.exact, experts, randomIds: !!v["random-ids"] }, p0 = poolWidth();
       const res = prefill ? [profilePrefill(m, { ...o, tokens: prefill, reps: steps })] : streams.map((n) => profileDecode(m, { ...o, streams: n }));
-      const p1 = poolWidth(), pool = { pool_narrowed: p1.narrowed - p0.narrowed, pool_drops: p1.drops - p0.drops };
+      const pool = poolSince(p0), note = poolNote(pool);
       const cpu = cpus()[0]?.model.trim() || "unknown CPU", on = `${hb().hb_nthreads()} thread(s) of ${cpu}, ${String(hb().hb_simd_name())}`;
-      const busy = pool.pool_drops > 0 ? `\npool: ${pool.pool_narrowed} jobs ran on fewer threads (${pool.pool_drops} drops): the cores were busy with other work` : "";
-      console.log(v.json ? JSON.stringify(res.map((p) => ({ ...p, cpu, ...pool }))) : `${on}\n${res.map(formatProfile).join("\n\n")}${busy}`);
+      console.log(v.json ? JSON.stringify(res.map((p) => ({ ...p, cpu, ...pool }))) : `${on}\n${res.map(formatProfile).join("\n\n")}${note ? `\npool: ${note}` : ""}`);
     } finally { experts.close(); }
     return 0;
   },

@@ -8,7 +8,7 @@ import { type Command, parseCli, intOption, QUALITY_HELP, qualityFlags, qualityO
 import { policyReport, type QualityPolicy } from "../engine/quality.ts";
 import { loadModel, type Model } from "../engine/model.ts";
 import { argmax, Session } from "../engine/session.ts";
-import { hb, poolWidth, weightBytes } from "../native/hb.ts";
+import { hb, poolNote, poolSince, poolWidth, weightBytes } from "../native/hb.ts";
 import { probeBandwidth } from "../engine/rates.ts";
 import { attachExperts, EXPERT_HELP, expertFlags, expertOptions, warmExperts } from "../engine/experts/index.ts";
 import { benchCold } from "../engine/experts/bench-cold.ts";
@@ -102,14 +102,14 @@ export function timeModel(m: Model, o: BenchOpts, probe: () => number = () => 0)
 }
 
 export function benchModel(m: Model, o: BenchOpts): BenchResult {
-  const p0 = poolWidth(), { bw, ...t } = timeModel(m, o, () => probeBandwidth(2)), p1 = poolWidth();
+  const p0 = poolWidth(), { bw, ...t } = timeModel(m, o, () => probeBandwidth(2)), pool = poolSince(p0);
   return {
     model: m.dir, cpu: cpus()[0]?.model.trim() || "unknown CPU", threads: hb().hb_nthreads(), simd: String(hb().hb_simd_name()),
     mode: o.exact ? "exact" : "fast",
     prompt_tokens: o.promptTokens, gen: o.gen, ...t,
     decode_ms_per_token: t.decode_tok_s > 0 ? 1000 / t.decode_tok_s : 0,
     membw_gb_s: bw / 1e9, roofline: bw > 0 ? (t.bytes_per_token * t.decode_tok_s) / bw : 0,
-    pool_narrowed: p1.narrowed - p0.narrowed, pool_drops: p1.drops - p0.drops,
+    ...pool,
     quality_policies: policyReport(o.quality),
   };
 }
@@ -125,7 +125,7 @@ export function formatResult(r: BenchResult): string {
     `weights  ${mb} MB read per decoded token`,
     `memory   ${r.membw_gb_s.toFixed(1)} GB/s read bandwidth (probe)`,
     `roofline ${(100 * r.roofline).toFixed(1)}% (${mb} MB × ${r.decode_tok_s.toFixed(1)} tok/s ÷ ${r.membw_gb_s.toFixed(1)} GB/s)`,
-    ...(r.pool_drops > 0 ? [`pool     ${r.pool_narrowed} jobs ran on fewer threads (${r.pool_drops} drops): the cores were busy with other work`] : []),
+    ...(poolNote(r) ? [`pool     ${poolNote(r)}`] : []),
   ].join("\n");
 }
 

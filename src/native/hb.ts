@@ -151,6 +151,14 @@ export function poolWidth(): { width: number; narrowed: number; drops: number } 
   hb().hb_pool_stats(o);
   return { width: o[0], narrowed: o[1], drops: o[2] };
 }
+/** what the pool did since `before` (a poolWidth()), as the bench reports carry it */
+export function poolSince(before: ReturnType<typeof poolWidth>): { pool_narrowed: number; pool_drops: number } {
+  const now = poolWidth();
+  return { pool_narrowed: now.narrowed - before.narrowed, pool_drops: now.drops - before.drops };
+}
+/** a report's words for that, where the pool narrowed (null: it did not) */
+export const poolNote = (p: { pool_narrowed: number; pool_drops: number }): string | null =>
+  p.pool_drops > 0 ? `${p.pool_narrowed} jobs ran on fewer threads (${p.pool_drops} drops): the cores were busy with other work` : null;
 
 type F32 = Float32Array;
 type Weight = Float32Array | Uint16Array | Uint8Array;
