@@ -259,12 +259,17 @@ void hb_pool_adapt(int on) {
   pthread_mutex_unlock(&P.call_mu);
 }
 
+/* [0, n) in chunks on the calling thread */
+static void serially(int n, int chunk, hb_task_fn fn, void *ctx) {
+  for (long lo = 0; lo < n; lo += chunk) fn(ctx, (int)lo, n - lo < chunk ? n : (int)lo + chunk);
+}
+
 /* spans: hb_parallel_spans; every: all threads whatever the width, the job not judged (hb_parallel_every) */
 static void parallel(int n, int chunk, hb_task_fn fn, void *ctx, int spans, int every) {
   if (n <= 0) return;
   if (chunk < 1) chunk = 1;
-  if (tl_in_pool || n <= chunk) {          /* nested or a single chunk: run here, serially */
-    for (long lo = 0; lo < n; lo += chunk) fn(ctx, (int)lo, n - lo < chunk ? n : (int)lo + chunk);
+  if (tl_in_pool || n <= chunk) {          /* nested or a single chunk: run here */
+    serially(n, chunk, fn, ctx);
     return;
   }
   pthread_mutex_lock(&P.call_mu);
@@ -272,7 +277,7 @@ static void parallel(int n, int chunk, hb_task_fn fn, void *ctx, int spans, int 
   tl_in_pool = 1;
   const int width = every ? P.nworkers + 1 : width_begin(&P.width);
   if (width <= 1) {                        /* the caller alone (the workers park) */
-    for (long lo = 0; lo < n; lo += chunk) fn(ctx, (int)lo, n - lo < chunk ? n : (int)lo + chunk);
+    serially(n, chunk, fn, ctx);
     tl_in_pool = 0;
     pthread_mutex_unlock(&P.call_mu);
     return;
