@@ -3,17 +3,12 @@
 // thread that made them is not.
 // Linux only (elsewhere niceThread answers null and the suite says so).
 import { expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
 import { niceThread } from "../src/native/nice.ts";
 import { genModel } from "./helpers/models.ts";
+import { threadNices as nices } from "./helpers/threads.ts";
 
 const linux = process.platform === "linux";
 if (!linux) console.log("nice.test: not Linux: threads keep their priority, nothing to check");
-/** each live thread's nice value, the main thread's first (field 19 of /proc/self/task/<tid>/stat, fields counted after
- *  the command's ')'; a thread that ended meanwhile is left out) */
-const nices = () => readdirSync("/proc/self/task").flatMap((t) => {
-  try { return [Number(readFileSync(`/proc/self/task/${t}/stat`, "utf8").split(") ")[1].split(" ")[16])]; } catch { return []; }
-});
 
 test.skipIf(!linux)("niceThread raises the calling thread's nice value only", async () => {
   const before = nices(), base = before[0], want = Math.max(10, base);
@@ -34,10 +29,7 @@ test.skipIf(!linux)("a TokenizerLink's two helpers run niced, the thread that ma
   const dir = genModel({ preset: "tiny", seed: 4 });
   const script = `
     import { TokenizerLink } from ${JSON.stringify(`${import.meta.dir}/../src/engine/serving/tokenizer-link.ts`)};
-    const fs = require("fs");
-    const nices = () => fs.readdirSync("/proc/self/task").flatMap((t) => {
-      try { return [Number(fs.readFileSync("/proc/self/task/" + t + "/stat", "utf8").split(") ")[1].split(" ")[16])]; } catch { return []; }
-    });
+    import { threadNices as nices } from ${JSON.stringify(`${import.meta.dir}/helpers/threads.ts`)};
     const base = nices()[0], before = nices().filter((n) => n >= 10).length;
     const link = new TokenizerLink({ dir: process.argv[1], vocab: 512, ctx: 4096 }, () => {});
     for (let i = 0; i < 2000 && link.up < 2; i++) await Bun.sleep(25);
